@@ -1,0 +1,373 @@
+"""The command line: parse, call one :class:`Memory` method, format the result.
+
+Errors are turned into one-line messages and exit codes in one place
+(:class:`_Group.invoke`); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import click
+
+from .config import Config
+from .errors import LocalmemError
+
+EXIT_INTERRUPTED = 130
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        debug = "--debug" in sys.argv[1:]
+        try:
+            return super().invoke(ctx)
+        except LocalmemError as exc:
+            if debug:
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted: the store is consistent; re-run the command to finish", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # an unexpected failure: one line unless --debug
+            if debug:
+                raise
+            click.echo(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
+                       err=True)
+            ctx.exit(1)
+
+
+class _State:
+    """What the group options decided; opens the Memory on demand."""
+
+    def __init__(self, config: Config, quiet: bool) -> None:
+        self.config = config
+        self.quiet = quiet
+        self.namespace_given = "namespace" in dict(config.origins)
+        self._memory: Any = None
+
+    def memory(self) -> Any:
+        if self._memory is None:
+            from .memory import Memory
+
+            self._memory = Memory(config=self.config)
+        return self._memory
+
+    def close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+@contextmanager
+def _progress(state: _State, label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, only on a terminal and without --quiet."""
+    if state.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    bar: Any = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label=label, file=sys.stderr, show_eta=True)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db_path", type=click.Path(path_type=Path),
+              help="The store file (default: memory.db in the user data dir). Env: LOCALMEM_DB_PATH.")
+@click.option("--namespace", "-n", help="Namespace to work in (default: 'default'). Env: LOCALMEM_NAMESPACE.")
+@click.option("--embed-model", type=click.Path(path_type=Path),
+              help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.")
+@click.option("--embed-tokenizer", type=click.Path(path_type=Path),
+              help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="localmem")
+@click.pass_context
+def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
+        embed_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
+    """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
+    config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
+                          "embed_tokenizer": embed_tokenizer})
+    state = _State(config, quiet)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["locomo", "jsonl", "chat", "text"]),
+              help="Input format (default: detected).")
+@click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
+@click.option("--extract", type=click.Choice(["none"]), default="none", show_default=True,
+              help="What to derive from the messages: 'none' stores and indexes raw messages only.")
+@json_option
+@click.pass_obj
+def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str,
+           as_json: bool) -> None:
+    """Store the messages of FILE (LoCoMo JSON, JSONL, chat JSON or a text transcript).
+
+    Re-ingesting the same file adds nothing. LoCoMo conversations each go to a
+    namespace named by their sample_id unless --namespace is given.
+    """
+    forced = state.config.namespace if state.namespace_given else None
+    with _progress(state, f"ingesting {file.name}") as progress:
+        report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
+                                       extract=extract, progress=progress)
+    if as_json:
+        _print_json(report.to_dict())
+        return
+    for nsr in report.namespaces:
+        if nsr.already_loaded:
+            click.echo(f"{nsr.namespace}: already ingested ({nsr.messages} messages), nothing to do")
+            continue
+        line = f"{nsr.namespace}: {nsr.added} added, {nsr.skipped} already stored"
+        if nsr.conflicts:
+            line += f", {nsr.conflicts} stored with different text (kept the stored version)"
+        click.echo(line)
+    click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
+
+
+@cli.command()
+@click.argument("speaker")
+@click.argument("text")
+@click.option("--time", "when", help="When it was said (ISO 8601 or a common date format; default now).")
+@click.option("--role", help="user / assistant / system …")
+@click.option("--conversation", help="Conversation name (default: 'default').")
+@click.option("--id", "external_id", help="Your id for the message (makes re-adding a no-op).")
+@json_option
+@click.pass_obj
+def add(state: _State, speaker: str, text: str, when: str | None, role: str | None,
+        conversation: str | None, external_id: str | None, as_json: bool) -> None:
+    """Append one message said by SPEAKER; it is searchable at once."""
+    added = state.memory().add(speaker, text, time=when, role=role, conversation=conversation,
+                               id=external_id)
+    if as_json:
+        _print_json(vars(added))
+    else:
+        click.echo(f"{'added' if added.added else 'already stored'}: m:{added.id} "
+                   f"({added.conversation}/{added.external_id})")
+
+
+def _format_hit(rank: int, hit: Any) -> str:
+    src = hit.sources[0] if hit.sources else None
+    where = f" {src.conversation}/{src.external_id}" if src else ""
+    when = f" {hit.time[:16].replace('T', ' ')}" if hit.time else ""
+    chans = " · ".join(f"{name} #{c['rank']}" for name, c in hit.channels.items())
+    return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans})\n    {hit.text}"
+
+
+def _read_queries(path: Path) -> Iterator[str]:
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise LocalmemError(f"cannot read {path}: {exc.strerror}") from exc
+    with handle:
+        for lineno, line in enumerate(handle, 1):
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("{"):
+                try:
+                    item = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise LocalmemError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
+                if not isinstance(item.get("query"), str):
+                    raise LocalmemError(f"{path}:{lineno}: a JSON line needs a string 'query'")
+                yield item["query"]
+            else:
+                yield text
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--k", "-k", default=10, show_default=True, help="Number of hits.")
+@click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
+@click.option("--channels", help="Comma-separated channels to use (vector,bm25).")
+@click.option("--queries", "queries_file", type=click.Path(path_type=Path),
+              help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
+@json_option
+@click.pass_obj
+def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
+           queries_file: Path | None, as_json: bool) -> None:
+    """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM)."""
+    chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    mem = state.memory()
+    if queries_file is not None:
+        queries = list(_read_queries(queries_file))
+        for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen)):
+            click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
+                                  ensure_ascii=False))
+        return
+    if not query or not query.strip():
+        raise click.UsageError("give a QUERY or --queries FILE")
+    hits = mem.search(query, k=k, budget=budget, channels=chosen)
+    if as_json:
+        _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
+    elif not hits:
+        click.echo(f"nothing found in namespace '{mem.namespace}'")
+    else:
+        click.echo("\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)))
+
+
+@cli.command()
+@click.option("--sources", "show_sources", is_flag=True, help="Also list the ingested sources.")
+@json_option
+@click.pass_obj
+def stats(state: _State, show_sources: bool, as_json: bool) -> None:
+    """Counts for the namespace: messages, conversations, units, entities, links."""
+    mem = state.memory()
+    data = mem.stats()
+    if show_sources:
+        data["source_list"] = mem.sources()
+    if as_json:
+        _print_json(data)
+        return
+    for key, value in data.items():
+        if key == "source_list":
+            click.echo("sources:")
+            for s in value:
+                click.echo(f"  {s['id']:>4}  {s['kind']:<6} {s['status']:<8} {s['messages']:>6} msgs  {s['uri']}")
+        elif key == "units":
+            click.echo(f"units: {', '.join(f'{k} {v}' for k, v in value.items()) or 'none yet'}")
+        else:
+            click.echo(f"{key}: {value}")
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def namespaces(state: _State, as_json: bool) -> None:
+    """List the namespaces in the store."""
+    rows = state.memory().namespaces()
+    if as_json:
+        _print_json(rows)
+    elif not rows:
+        click.echo("the store is empty")
+    else:
+        for r in rows:
+            span = f"  {r['first_message_at'] or ''} … {r['last_message_at'] or ''}"
+            click.echo(f"{r['namespace']}: {r['messages']} messages in {r['conversations']} "
+                       f"conversation(s), {r['units']} units{span}")
+
+
+@cli.command()
+@click.option("--output", "-o", type=click.Path(path_type=Path), help="Write here (default: stdout).")
+@click.option("--no-vectors", is_flag=True, help="Leave vectors out (import re-embeds).")
+@json_option
+@click.pass_obj
+def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) -> None:
+    """Export everything (or only --namespace) as JSONL that 'import' restores exactly."""
+    mem = state.memory()
+    chosen = [state.config.namespace] if state.namespace_given else None
+    if output is None:
+        counts = mem.export(sys.stdout, namespaces=chosen, vectors=not no_vectors)
+    else:
+        tmp = output.with_name(output.name + ".partial")
+        with tmp.open("w", encoding="utf-8") as fh:
+            counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
+        tmp.replace(output)
+    summary = {"output": str(output) if output else "-", "records": counts}
+    if as_json:
+        click.echo(json.dumps(summary), err=output is None)
+    else:
+        click.echo(f"exported {', '.join(f'{v} {k}' for k, v in counts.items())}", err=True)
+
+
+@cli.command(name="import")
+@click.argument("file", type=click.Path(path_type=Path))
+@json_option
+@click.pass_obj
+def import_(state: _State, file: Path, as_json: bool) -> None:
+    """Restore a file written by 'export' (in one transaction)."""
+    counts = state.memory().restore(file)
+    if as_json:
+        _print_json({"imported": counts})
+    else:
+        click.echo(f"imported {', '.join(f'{v} {k}' for k, v in counts.items())}")
+
+
+@cli.command()
+@click.option("--namespace", "target_ns", help="Forget this whole namespace.")
+@click.option("--source", "source_id", type=int, help="Forget this source id (see 'stats --sources').")
+@click.option("--yes", is_flag=True, help="Really delete (otherwise only report what would go).")
+@json_option
+@click.pass_obj
+def forget(state: _State, target_ns: str | None, source_id: int | None, yes: bool, as_json: bool) -> None:
+    """Delete a namespace or one source, and everything derived from it.
+
+    Without --yes nothing is deleted: it reports what would be, and exits 1.
+    """
+    if (target_ns is None) == (source_id is None):
+        raise click.UsageError("pass exactly one of --namespace NS or --source ID")
+    target = {"namespace": target_ns} if target_ns is not None else {"source_id": source_id}
+    counts = state.memory().forget(**target, dry_run=not yes)
+    if as_json:
+        _print_json({"deleted" if yes else "would_delete": counts, **target})
+    else:
+        what = ", ".join(f"{v} {k}" for k, v in counts.items())
+        click.echo(f"deleted {what}" if yes else f"would delete {what}; re-run with --yes to delete")
+    if not yes:
+        sys.exit(1)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def reembed(state: _State, as_json: bool) -> None:
+    """Re-embed every message and unit with the configured embedder (atomic)."""
+    with _progress(state, "re-embedding") as progress:
+        result = state.memory().reembed(progress)
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(f"re-embedded {result['messages']} messages and {result['units']} units "
+                   f"with {result['embedder']} (dim {result['dim']})")
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def doctor(state: _State, as_json: bool) -> None:
+    """Versions, SQLite / FTS5 / sqlite-vec, and which models resolve from where."""
+    report = state.memory().doctor()
+    if as_json:
+        _print_json(report)
+        return
+    for key, value in report.items():
+        if isinstance(value, dict):
+            click.echo(f"{key}:")
+            for k2, v2 in value.items():
+                click.echo(f"  {k2}: {v2}")
+        else:
+            click.echo(f"{key}: {value}")
+
+
+def main() -> None:
+    cli(prog_name="localmem")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,145 @@
+"""Configuration: a frozen dataclass with named defaults.
+
+The environment and the config file are read only by :meth:`Config.load`, which
+the CLI calls at start-up; importing this module reads nothing.
+Precedence for every setting: explicit argument (CLI flag) > ``LOCALMEM_*``
+environment variable > config file (``config.toml`` in the user config dir) >
+default.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+APP_NAME = "localmem"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_K = 10
+DEFAULT_CHANNEL_BUDGET = 50
+RRF_K = 60
+DEFAULT_EMBED_BATCH = 32
+DEFAULT_EMBED_MAX_TOKENS = 256
+DEFAULT_INGEST_BATCH = 256
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+MAX_MESSAGE_CHARS = 100_000
+MAX_LINE_BYTES = 4_000_000
+
+
+def user_data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def user_config_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def user_cache_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def home_dir() -> Path | None:
+    """``LOCALMEM_HOME`` overrides every platformdirs location (tests, portable installs)."""
+    home = os.environ.get("LOCALMEM_HOME")
+    return Path(home) if home else None
+
+
+def default_db_path() -> Path:
+    home = home_dir()
+    return (home if home else user_data_dir()) / "memory.db"
+
+
+def config_file_path() -> Path:
+    home = home_dir()
+    return (home if home else user_config_dir()) / "config.toml"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every tunable of a :class:`~localmem.memory.Memory`.
+
+    ``embed_model``/``embed_tokenizer`` name a user-supplied ONNX embedder; when
+    both are ``None`` the packaged default (all-MiniLM-L6-v2 int8) is used.
+    """
+
+    db_path: Path | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    embed_model: Path | None = None
+    embed_tokenizer: Path | None = None
+    embed_batch: int = DEFAULT_EMBED_BATCH
+    embed_max_tokens: int = DEFAULT_EMBED_MAX_TOKENS
+    ingest_batch: int = DEFAULT_INGEST_BATCH
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+    max_message_chars: int = MAX_MESSAGE_CHARS
+    rrf_k: int = RRF_K
+    channel_budget: int = DEFAULT_CHANNEL_BUDGET
+    onnx_threads: int = 0  # 0: let onnxruntime decide
+
+    # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
+    origins: tuple[tuple[str, str], ...] = ()
+
+    def origin(self, name: str) -> str:
+        return dict(self.origins).get(name, "default")
+
+    @classmethod
+    def load(cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+             config_file: Path | None = None) -> "Config":
+        """Build a config from flags (``overrides``), ``LOCALMEM_*`` env vars and the config file."""
+        env = os.environ if env is None else env
+        path = config_file if config_file is not None else config_file_path()
+        file_values = _read_config_file(path)
+        known = {f.name: f for f in fields(cls) if f.name != "origins"}
+        values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        for name in known:
+            if overrides and overrides.get(name) is not None:
+                values[name], origins[name] = overrides[name], "flag"
+            elif f"LOCALMEM_{name.upper()}" in env and env[f"LOCALMEM_{name.upper()}"] != "":
+                values[name], origins[name] = env[f"LOCALMEM_{name.upper()}"], "env"
+            elif name in file_values:
+                values[name], origins[name] = file_values[name], f"config ({path})"
+        unknown = set(file_values) - set(known)
+        if unknown:
+            raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
+        cfg = cls()
+        coerced = {name: _coerce(name, getattr(cfg, name), value) for name, value in values.items()}
+        return replace(cfg, **coerced, origins=tuple(sorted(origins.items())))
+
+    def resolved_db_path(self) -> Path:
+        return Path(self.db_path) if self.db_path else default_db_path()
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from exc
+    return data
+
+
+def _coerce(name: str, default: Any, value: Any) -> Any:
+    if name in ("db_path", "embed_model", "embed_tokenizer"):
+        return Path(os.path.expanduser(str(value)))
+    if isinstance(default, int) and not isinstance(default, bool):
+        try:
+            return int(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"setting {name} must be an integer, got {value!r}") from exc
+    return str(value) if isinstance(default, str) else value

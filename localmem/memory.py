@@ -1,0 +1,222 @@
+"""The facade: :class:`Memory` orchestrates the stages; every CLI command calls one method."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from . import db, formats, ingest, manage, search, transfer
+from .config import Config
+from .embed import Embedder, embed_batched
+from .errors import LocalmemError
+from .ingest import IngestReport
+from .search import Hit, SearchParams
+from .times import parse_timestamp, to_iso
+
+__all__ = ["Memory", "Hit", "IngestReport", "AddedMessage"]
+
+EXTRACT_MODES = ("none",)
+
+
+@dataclass(frozen=True)
+class AddedMessage:
+    id: int
+    external_id: str
+    conversation: str
+    added: bool
+
+
+class Memory:
+    """Long-term memory in one SQLite file.
+
+    >>> with Memory("memory.db", namespace="alice") as mem:
+    ...     mem.add("Alice", "I moved to Berlin last week.")
+    ...     hits = mem.search("Where does Alice live?")
+
+    ``embedder`` overrides the configured one (tests pass a fake); otherwise the
+    embedder is resolved and loaded on first use.
+    """
+
+    def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
+                 config: Config | None = None, embedder: Embedder | None = None) -> None:
+        cfg = config or Config()
+        if path is not None:
+            cfg = replace(cfg, db_path=Path(path))
+        if namespace is not None:
+            cfg = replace(cfg, namespace=namespace)
+        if not cfg.namespace or not cfg.namespace.strip():
+            raise LocalmemError("the namespace must be a non-empty name")
+        self.config = cfg
+        self.path = cfg.resolved_db_path()
+        self.namespace = cfg.namespace
+        self._embedder = embedder
+        self.conn = db.connect(self.path, cfg.busy_timeout_ms)
+
+    # -- lifecycle -------------------------------------------------------------
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None  # type: ignore[assignment]
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, resolved and loaded on first use."""
+        if self._embedder is None:
+            from .backends.onnx_embed import OnnxEmbedder
+            from .models import resolve_embedder
+
+            found = resolve_embedder(self.config)
+            self._embedder = OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id,
+                                          found.max_tokens, self.config.onnx_threads)
+        return self._embedder
+
+    def _locked(self):
+        return db.busy_as_locked(str(self.path))
+
+    # -- ingest ------------------------------------------------------------------
+    def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
+               namespace: str | None = None, extract: str = "none",
+               progress: Callable[[int, int], None] | None = None) -> IngestReport:
+        """Ingest a file (LoCoMo JSON, JSONL, chat JSON or text transcript).
+
+        Re-ingesting the same file is a no-op. LoCoMo samples each go to the
+        namespace named by their ``sample_id`` unless ``namespace`` is given.
+        ``progress(done, total)`` is called after every batch.
+        """
+        if extract not in EXTRACT_MODES:
+            raise LocalmemError(f"--extract {extract} is not available yet; use one of: "
+                                f"{', '.join(EXTRACT_MODES)}")
+        file = Path(path)
+        data = formats.read_input(file)
+        parsed = formats.parse(file, data, format, conversation, self.config.max_message_chars)
+        embedder = self.embedder
+        _ = embedder.dim  # load the model before anything is written
+        total, done = parsed.message_count, 0
+
+        def step(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress(done, total)
+
+        with self._locked():
+            return ingest.store_parsed(
+                self.conn, embedder, parsed, namespace=namespace or self.namespace,
+                force_namespace=namespace is not None, kind=parsed.format, uri=str(file.resolve()),
+                sha256=ingest.sha256_bytes(data), batch=self.config.ingest_batch,
+                embed_batch=self.config.embed_batch, progress=step)
+
+    def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
+            role: str | None = None, conversation: str | None = None,
+            id: str | None = None) -> AddedMessage:
+        """Append one message; it is searchable when this returns.
+
+        ``time`` defaults to now (local time). A message whose ``id`` is already
+        stored in the conversation is not added again.
+        """
+        if not isinstance(speaker, str) or not speaker.strip():
+            raise LocalmemError("add() needs a non-empty speaker")
+        if not isinstance(text, str):
+            raise LocalmemError("add() needs the message text as a string")
+        if len(text) > self.config.max_message_chars:
+            raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
+                                f"{self.config.max_message_chars:,}")
+        when = time if time is not None else dt.datetime.now()
+        try:
+            sent_at = to_iso(when) if isinstance(when, dt.datetime) else parse_timestamp(when)
+        except ValueError as exc:
+            raise LocalmemError(f"add(): {exc}") from exc
+        message = formats.MessageIn(
+            conversation=conversation or "default", session="", seq=0, external_id=id or "",
+            speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
+            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
+        with self._locked():
+            message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
+        return AddedMessage(message_id, message.external_id, message.conversation, added)
+
+    # -- search ------------------------------------------------------------------
+    def search(self, query: str, *, k: int = 10, budget: int | None = None,
+               channels: Sequence[str] | None = None) -> list[Hit]:
+        """The ``k`` best hits for ``query`` in this namespace (no LLM involved)."""
+        return next(iter(self.search_many([query], k=k, budget=budget, channels=channels)))
+
+    def search_many(self, queries: Iterable[str], *, k: int = 10, budget: int | None = None,
+                    channels: Sequence[str] | None = None, batch: int = 64) -> Iterator[list[Hit]]:
+        """Search many queries in one process, embedding them in batches; yields per query."""
+        params = self.search_params(k, budget, channels)
+        bound = db.has_vectors(self.conn)
+        pending: list[str] = []
+        for query in queries:
+            pending.append(query)
+            if len(pending) >= batch:
+                yield from self._search_batch(pending, params, bound)
+                pending = []
+        if pending:
+            yield from self._search_batch(pending, params, bound)
+
+    def search_params(self, k: int = 10, budget: int | None = None,
+                      channels: Sequence[str] | None = None) -> SearchParams:
+        chosen = tuple(channels) if channels else search.CHANNELS
+        unknown = set(chosen) - set(search.CHANNELS)
+        if unknown:
+            raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}; "
+                                f"available: {', '.join(search.CHANNELS)}")
+        if k < 1:
+            raise LocalmemError("k must be at least 1")
+        return SearchParams(k=k, budget=max(budget or self.config.channel_budget, k),
+                            rrf_k=self.config.rrf_k, channels=chosen)
+
+    def _search_batch(self, queries: list[str], params: SearchParams, bound: bool) -> Iterator[list[Hit]]:
+        vectors: np.ndarray | list[None] = [None] * len(queries)
+        if bound and "vector" in params.channels:
+            embedder = self.embedder
+            db.check_embedder(self.conn, embedder.model_id, embedder.dim)
+            vectors = embed_batched(embedder, queries, self.config.embed_batch)
+        for query, vec in zip(queries, vectors):
+            with self._locked():
+                yield search.search(self.conn, self.namespace, query, vec, params)
+
+    # -- housekeeping --------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Counts for this namespace and the store."""
+        return manage.stats(self.conn, self.namespace, self.path)
+
+    def namespaces(self) -> list[dict[str, Any]]:
+        return manage.namespaces(self.conn)
+
+    def forget(self, *, namespace: str | None = None, source_id: int | None = None,
+               dry_run: bool = False) -> dict[str, int]:
+        """Delete a namespace or one source, and everything derived from it."""
+        with self._locked():
+            return manage.forget(self.conn, namespace=namespace, source_id=source_id, dry_run=dry_run)
+
+    def sources(self) -> list[dict[str, Any]]:
+        return manage.sources(self.conn, self.namespace)
+
+    def export(self, out: IO[str], *, namespaces: Sequence[str] | None = None,
+               vectors: bool = True) -> dict[str, int]:
+        """Write the store (or some namespaces) as JSONL that :meth:`restore` reads back exactly."""
+        return transfer.export(self.conn, out, namespaces=namespaces, vectors=vectors)
+
+    def restore(self, path: str | Path) -> dict[str, int]:
+        """Import an export file. Namespaces already in the store are refused, not merged."""
+        with self._locked():
+            return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder)
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Re-embed every message and unit with the configured embedder."""
+        with self._locked():
+            return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
+
+    def doctor(self) -> dict[str, Any]:
+        return manage.doctor(self.conn, self.config, self.path)

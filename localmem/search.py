@@ -1,0 +1,164 @@
+"""Search without any LLM: vector kNN (sqlite-vec) and BM25 (FTS5) fused by RRF.
+
+Channels produce ranked id lists over messages and units; :func:`rrf` fuses
+them; hits are hydrated with their text, time and source messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+import apsw
+import numpy as np
+
+from .embed import to_blob
+from .queries import q
+
+CHANNELS = ("vector", "bm25")
+
+# Function words that match nearly every message: dropping them keeps BM25 fast and focused.
+_STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves ever did does what's it's i'm
+""".split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_FTS_TERMS = 32
+
+
+@dataclass
+class HitSource:
+    message_id: int
+    external_id: str
+    conversation: str
+    session: str
+    speaker: str
+    sent_at: str | None
+
+
+@dataclass
+class Hit:
+    """One search result: a message (``m:<id>``) or a unit (``u:<id>``)."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    channels: dict[str, dict[str, float]]
+    time: str | None
+    sources: list[HitSource] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 expression for free text: quoted word tokens joined by OR."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    kept = [w for w in words if w not in _STOPWORDS] or words
+    unique = list(dict.fromkeys(kept))[:MAX_FTS_TERMS]
+    if not unique:
+        return None
+    return " OR ".join(f'"{w}"' for w in unique)
+
+
+def rrf(rankings: dict[str, Sequence[Key]], k: int = 60) -> list[tuple[Key, float, dict[str, int]]]:
+    """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the lists an item is in (rank from 1).
+
+    Returns ``(key, score, {channel: rank})`` best first; ties keep first-seen order.
+    """
+    scores: dict[Key, float] = {}
+    ranks: dict[Key, dict[str, int]] = {}
+    for channel, ranked in rankings.items():
+        for rank, key in enumerate(ranked, 1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            ranks.setdefault(key, {})[channel] = rank
+    order = sorted(scores, key=lambda key: -scores[key])
+    return [(key, scores[key], ranks[key]) for key in order]
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    k: int = 10
+    budget: int = 50
+    rrf_k: int = 60
+    channels: tuple[str, ...] = CHANNELS
+
+
+def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
+                 params: SearchParams) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
+    """Each channel's ranked keys, and each key's raw score per channel."""
+    rankings: dict[str, list[Key]] = {}
+    raw: dict[Key, dict[str, float]] = {}
+    if "vector" in params.channels and query_vec is not None:
+        blob = to_blob(query_vec)
+        found: list[tuple[float, Key]] = []
+        for prefix, name in (("m", "vec_messages_knn"), ("u", "vec_units_knn")):
+            for row_id, distance in conn.execute(q(name), {"embedding": blob, "k": params.budget, "ns": ns}):
+                found.append((distance, (prefix, row_id)))
+        found.sort(key=lambda pair: pair[0])
+        rankings["vector"] = [key for _, key in found[:params.budget]]
+        for distance, key in found[:params.budget]:
+            raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
+    match = fts_query(query)
+    if "bm25" in params.channels and match:
+        scored: list[tuple[float, Key]] = []
+        for prefix, name in (("m", "fts_messages"), ("u", "fts_units")):
+            for row_id, score in conn.execute(q(name), {"match": match, "ns": ns, "k": params.budget}):
+                scored.append((score, (prefix, row_id)))
+        scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
+        rankings["bm25"] = [key for _, key in scored[:params.budget]]
+        for score, key in scored[:params.budget]:
+            raw.setdefault(key, {})["bm25"] = round(-score, 4)
+    return rankings, raw
+
+
+def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
+           params: SearchParams) -> list[Hit]:
+    """The top ``params.k`` hits for ``query`` in namespace ``ns``."""
+    rankings, raw = run_channels(conn, ns, query, query_vec, params)
+    fused = rrf(rankings, params.rrf_k)[:params.k]
+    hits = hydrate(conn, [key for key, _, _ in fused])
+    out = []
+    for key, score, ranks in fused:
+        hit = hits.get(key)
+        if hit is None:
+            continue
+        hit.score = round(score, 6)
+        hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
+        out.append(hit)
+    return out
+
+
+def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
+    """Text, time and sources for messages and units, by key."""
+    keys = list(keys)
+    message_ids = [i for p, i in keys if p == "m"]
+    unit_ids = [i for p, i in keys if p == "u"]
+    hits: dict[Key, Hit] = {}
+    if message_ids:
+        for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.execute(
+                q("messages_by_ids"), {"ids": json.dumps(message_ids)}):
+            captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
+            shown = text + ("".join(f" [image: {c}]" for c in captions))
+            hits[("m", mid)] = Hit(
+                id=f"m:{mid}", kind="message", text=f"{speaker}: {shown}", score=0.0, channels={},
+                time=sent_at, sources=[HitSource(mid, ext, conv, session, speaker, sent_at)])
+    if unit_ids:
+        ids = json.dumps(unit_ids)
+        for uid, kind, title, text, when in conn.execute(q("units_by_ids"), {"ids": ids}):
+            shown = f"{title}: {text}" if title else text
+            hits[("u", uid)] = Hit(id=f"u:{uid}", kind=kind, text=shown, score=0.0, channels={}, time=when)
+        for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
+            hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
+    return hits

@@ -1,0 +1,34 @@
+-- name: fts_messages
+-- :match is a sanitised FTS5 expression (quoted terms joined by OR), never raw user text.
+SELECT m.id, bm25(messages_fts) AS score
+FROM messages_fts
+JOIN messages AS m ON m.id = messages_fts.rowid
+WHERE messages_fts MATCH :match AND m.ns = :ns
+ORDER BY score
+LIMIT :k;
+
+-- name: fts_units
+SELECT u.id, bm25(units_fts) AS score
+FROM units_fts
+JOIN units AS u ON u.id = units_fts.rowid
+WHERE units_fts MATCH :match AND u.ns = :ns
+ORDER BY score
+LIMIT :k;
+
+-- name: messages_by_ids
+SELECT m.id, m.external_id, m.conversation, m.session, m.speaker, m.role, m.text, m.sent_at,
+       m.attachments
+FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value;
+
+-- name: units_by_ids
+SELECT u.id, u.kind, u.title, u.text, coalesce(u.occurred_start, u.mentioned_at) AS time
+FROM json_each(:ids) AS j
+JOIN units AS u ON u.id = j.value;
+
+-- name: unit_sources_by_ids
+SELECT us.unit_id, m.id, m.external_id, m.conversation, m.session, m.speaker, m.sent_at
+FROM json_each(:ids) AS j
+JOIN unit_sources AS us ON us.unit_id = j.value
+JOIN messages AS m ON m.id = us.message_id
+ORDER BY us.unit_id, m.seq;

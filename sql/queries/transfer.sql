@@ -1,0 +1,133 @@
+-- Export: one JSON object per row, built by SQLite. JSON columns travel as text so a
+-- restore gives back the same bytes. Import: each row arrives as :row (a JSON object);
+-- ids are passed separately (:id NULL means "assign a new one").
+
+-- name: export_namespaces
+SELECT ns FROM sources UNION SELECT ns FROM units UNION SELECT ns FROM entities ORDER BY 1;
+
+-- name: export_sources
+SELECT json_object('type', 'source', 'id', id, 'ns', ns, 'kind', kind, 'uri', uri,
+                   'sha256', sha256, 'status', status, 'created_at', created_at,
+                   'finished_at', finished_at)
+FROM sources WHERE ns = :ns ORDER BY id;
+
+-- name: export_messages
+SELECT json_object('type', 'message', 'id', id, 'ns', ns, 'source_id', source_id,
+                   'conversation', conversation, 'session', session, 'seq', seq,
+                   'external_id', external_id, 'speaker', speaker, 'role', role, 'text', text,
+                   'sent_at', sent_at, 'attachments', attachments, 'raw', raw)
+FROM messages WHERE ns = :ns ORDER BY id;
+
+-- name: export_units
+SELECT json_object('type', 'unit', 'id', id, 'ns', ns, 'kind', kind, 'conversation', conversation,
+                   'episode_id', episode_id, 'title', title, 'text', text, 'subject', subject,
+                   'predicate', predicate, 'object', object, 'aspect', aspect,
+                   'occurred_start', occurred_start, 'occurred_end', occurred_end,
+                   'time_precision', time_precision, 'mentioned_at', mentioned_at, 'stage', stage,
+                   'prompt_version', prompt_version, 'model_id', model_id,
+                   'content_hash', content_hash, 'data', data, 'created_at', created_at)
+FROM units WHERE ns = :ns ORDER BY (episode_id IS NOT NULL), id;
+
+-- name: export_unit_sources
+SELECT json_object('type', 'unit_source', 'unit_id', us.unit_id, 'message_id', us.message_id)
+FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+WHERE u.ns = :ns ORDER BY us.unit_id, us.message_id;
+
+-- name: export_entities
+SELECT json_object('type', 'entity', 'id', id, 'ns', ns, 'name', name, 'norm_name', norm_name,
+                   'entity_type', type, 'summary', summary, 'summary_at', summary_at,
+                   'data', data, 'created_at', created_at)
+FROM entities WHERE ns = :ns ORDER BY id;
+
+-- name: export_aliases
+SELECT json_object('type', 'alias', 'entity_id', a.entity_id, 'alias', a.alias,
+                   'norm_alias', a.norm_alias)
+FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id
+WHERE e.ns = :ns ORDER BY a.entity_id, a.norm_alias;
+
+-- name: export_mentions
+SELECT json_object('type', 'mention', 'unit_id', m.unit_id, 'entity_id', m.entity_id,
+                   'role', m.role, 'tag', m.tag)
+FROM mentions AS m JOIN units AS u ON u.id = m.unit_id
+WHERE u.ns = :ns ORDER BY m.unit_id, m.entity_id, m.role;
+
+-- name: export_links
+SELECT json_object('type', 'link', 'src_id', l.src_id, 'dst_id', l.dst_id, 'link_type', l.type,
+                   'weight', l.weight, 'valid_at', l.valid_at, 'created_at', l.created_at)
+FROM links AS l JOIN units AS u ON u.id = l.src_id
+WHERE u.ns = :ns ORDER BY l.src_id, l.dst_id, l.type;
+
+-- name: export_message_vectors
+SELECT json_object('type', 'vector', 'table', 'messages', 'id', rowid, 'embedding', hex(embedding))
+FROM vec_messages WHERE ns = :ns ORDER BY rowid;
+
+-- name: export_unit_vectors
+SELECT json_object('type', 'vector', 'table', 'units', 'id', rowid, 'kind', kind,
+                   'embedding', hex(embedding))
+FROM vec_units WHERE ns = :ns ORDER BY rowid;
+
+-- name: import_source
+INSERT INTO sources (id, ns, kind, uri, sha256, status, created_at, finished_at)
+VALUES (:id, :row ->> 'ns', :row ->> 'kind', :row ->> 'uri', :row ->> 'sha256',
+        :row ->> 'status', :row ->> 'created_at', :row ->> 'finished_at')
+RETURNING id;
+
+-- name: import_message
+INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
+                      text, sent_at, attachments, raw)
+VALUES (:id, :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
+        :row ->> 'seq', :row ->> 'external_id', :row ->> 'speaker', :row ->> 'role',
+        :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw')
+RETURNING id;
+
+-- name: import_unit
+INSERT INTO units (id, ns, kind, conversation, episode_id, title, text, subject, predicate, object,
+                   aspect, occurred_start, occurred_end, time_precision, mentioned_at, stage,
+                   prompt_version, model_id, content_hash, data, created_at)
+VALUES (:id, :row ->> 'ns', :row ->> 'kind', :row ->> 'conversation', :episode_id,
+        :row ->> 'title', :row ->> 'text', :row ->> 'subject', :row ->> 'predicate',
+        :row ->> 'object', :row ->> 'aspect', :row ->> 'occurred_start', :row ->> 'occurred_end',
+        :row ->> 'time_precision', :row ->> 'mentioned_at', :row ->> 'stage',
+        :row ->> 'prompt_version', :row ->> 'model_id', :row ->> 'content_hash', :row ->> 'data',
+        :row ->> 'created_at')
+RETURNING id;
+
+-- name: import_unit_source
+INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
+
+-- name: import_entity
+INSERT INTO entities (id, ns, name, norm_name, type, summary, summary_at, data, created_at)
+VALUES (:id, :row ->> 'ns', :row ->> 'name', :row ->> 'norm_name', :row ->> 'entity_type',
+        :row ->> 'summary', :row ->> 'summary_at', :row ->> 'data', :row ->> 'created_at')
+RETURNING id;
+
+-- name: import_alias
+INSERT INTO entity_aliases (entity_id, alias, norm_alias)
+VALUES (:entity_id, :row ->> 'alias', :row ->> 'norm_alias');
+
+-- name: import_mention
+INSERT INTO mentions (unit_id, entity_id, role, tag)
+VALUES (:unit_id, :entity_id, :row ->> 'role', :row ->> 'tag');
+
+-- name: import_link
+INSERT INTO links (src_id, dst_id, type, weight, valid_at, created_at)
+VALUES (:src_id, :dst_id, :row ->> 'link_type', :row ->> 'weight', :row ->> 'valid_at',
+        :row ->> 'created_at');
+
+-- name: import_message_vector
+INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, unhex(:row ->> 'embedding'), :ns);
+
+-- name: import_unit_vector
+INSERT INTO vec_units (rowid, embedding, ns, kind)
+VALUES (:id, unhex(:row ->> 'embedding'), :ns, :row ->> 'kind');
+
+-- name: ids_in_use
+SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities);
+
+-- name: messages_without_vectors
+SELECT m.id, m.ns, m.speaker, m.text, m.attachments FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value;
+
+-- name: units_without_vectors
+SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start
+FROM json_each(:ids) AS j JOIN units AS u ON u.id = j.value;
