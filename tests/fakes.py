@@ -1,0 +1,42 @@
+"""Deterministic stand-ins for the model roles."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Sequence
+
+import numpy as np
+
+_WORD = re.compile(r"\w+")
+
+
+class HashEmbedder:
+    """Hashes each lower-cased word (and its 4-letter prefix) into a bucket; L2-normalised.
+
+    Texts that share words share dimensions, so similarity behaves sensibly.
+    ``calls`` records every batch it embedded.
+    """
+
+    def __init__(self, dim: int = 64, model_id: str = "hash-embedder") -> None:
+        self.model_id = model_id
+        self._dim = dim
+        self.calls: list[list[str]] = []
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                for token in {word, word[:4]}:
+                    bucket = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=4).digest(), "little")
+                    out[row, bucket % self._dim] += 1.0
+            norm = np.linalg.norm(out[row])
+            out[row] = out[row] / norm if norm else out[row]
+            if not norm:
+                out[row, 0] = 1.0
+        return out
