@@ -2,7 +2,8 @@
 
 Formats: ``locomo`` (LoCoMo JSON), ``jsonl`` (one message object per line),
 ``chat`` (a list of ``{role, content, name?, timestamp?}`` or ``{"messages": [...]}``)
-and ``text`` (``Speaker: text`` lines with optional timestamp lines).
+and ``text`` (``Speaker: text`` lines with optional timestamp lines; lines starting
+with ``#`` are comments).
 Every problem raises :class:`InputError` naming the file and the line or item.
 """
 
@@ -302,8 +303,8 @@ class _Parser:
         session = 0
         for lineno, line in enumerate(text.splitlines(), 1):
             where = f"line {lineno}"
-            if not line.strip():
-                continue
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue  # blank lines and '# comment' lines
             if len(line) > self.max_chars:
                 raise self.fail(f"the line has {len(line):,} characters, over the limit of "
                                 f"{self.max_chars:,}", where)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 from importlib import metadata
@@ -82,8 +83,6 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         done += n
         if progress:
             progress(done, total)
-
-    import json
 
     m_vecs = embed_batched(embedder, [message_text(s, t, json.loads(a) if a else None)
                                       for _, _, s, t, a in messages], batch, step)
