@@ -23,7 +23,8 @@ EXIT_INTERRUPTED = 130
 
 class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
-        debug = "--debug" in sys.argv[1:]
+        # ctx.params holds the parsed group options (also when called as cli([...]) in-process).
+        debug = bool(ctx.params.get("debug")) or "--debug" in sys.argv[1:]
         try:
             return super().invoke(ctx)
         except LocalmemError as exc:
@@ -118,7 +119,7 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["locomo", "jsonl", "chat", "text"]),
+@click.option("--format", "fmt", metavar="[locomo|jsonl|chat|text]",
               help="Input format (default: detected).")
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
 @click.option("--extract", type=click.Choice(["none"]), default="none", show_default=True,

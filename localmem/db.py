@@ -53,6 +53,8 @@ def connect(path: Path | str, busy_timeout_ms: int = 5000,
         conn.set_busy_timeout(busy_timeout_ms)
         with busy_as_locked(spath):
             conn.execute("select count(*) from sqlite_schema").fetchall()
+            # Refuse someone else's file or a newer schema before anything (even WAL) changes it.
+            _refuse_foreign(conn, spath)
             apsw.bestpractice.connection_wal(conn)
         apsw.bestpractice.connection_enable_foreign_keys(conn)
         apsw.bestpractice.connection_dqs(conn)
@@ -91,8 +93,8 @@ def latest_version() -> int:
     return len(migrations())
 
 
-def migrate(conn: apsw.Connection, path: str = "") -> list[str]:
-    """Apply pending migrations, each in one transaction with its ``user_version`` bump."""
+def _refuse_foreign(conn: apsw.Connection, path: str) -> int:
+    """The schema version; raises if the file is newer than we know or is not ours."""
     current = schema_version(conn)
     newest = latest_version()
     if current > newest:
@@ -101,6 +103,13 @@ def migrate(conn: apsw.Connection, path: str = "") -> list[str]:
         tables = {r[0] for r in conn.execute("select name from sqlite_schema where type='table'")}
         if tables and not _OUR_TABLES <= tables:
             raise NotALocalmemStoreError(path, f"it has other tables: {', '.join(sorted(tables)[:5])}")
+    return current
+
+
+def migrate(conn: apsw.Connection, path: str = "") -> list[str]:
+    """Apply pending migrations, each in one transaction with its ``user_version`` bump."""
+    current = _refuse_foreign(conn, path)
+    newest = latest_version()
     applied = []
     for version, name, sql in migrations():
         if version <= current:

@@ -177,7 +177,9 @@ class _Parser:
             raise self._json_error(exc) from exc
 
     def _json_error(self, exc: json.JSONDecodeError) -> InputError:
-        hint = " (the file looks truncated)" if exc.pos >= len(exc.doc.rstrip()) - 1 else ""
+        # A string still open at the end of the file is reported where it starts.
+        truncated = exc.pos >= len(exc.doc.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+        hint = " (the file looks truncated)" if truncated else ""
         return self.fail(f"invalid JSON: {exc.msg}{hint}", where=f"line {exc.lineno} col {exc.colno}")
 
     # -- shared checks -----------------------------------------------------
@@ -218,6 +220,8 @@ class _Parser:
             if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
                 raise self.fail("a LoCoMo sample needs a 'conversation' object", where)
             sample_id = str(sample.get("sample_id") or f"sample-{si + 1}")
+            if any(ns == sample_id for ns, _ in groups):
+                raise self.fail(f"sample_id '{sample_id}' appears twice", where)
             conv = sample["conversation"]
             sessions = sorted(
                 ((int(m.group(1)), key) for key in conv if (m := _LOCOMO_SESSION.match(key))),

@@ -86,8 +86,12 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
     started = time.perf_counter()
     report = IngestReport(path=uri, format=parsed.format, sha256=sha256)
     ensure_bound(conn, embedder)
+    # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
+    # second group must not find the source already 'loaded' by the first and be skipped.
+    by_ns: dict[str, list[MessageIn]] = {}
     for group_ns, messages in parsed.groups:
-        ns = namespace if force_namespace or group_ns is None else group_ns
+        by_ns.setdefault(namespace if force_namespace or group_ns is None else group_ns, []).extend(messages)
+    for ns, messages in by_ns.items():
         found = conn.execute(q("source_find"), {"ns": ns, "sha256": sha256}).fetchone()
         if found and found[1] == "loaded":
             report.namespaces.append(NamespaceReport(ns, found[0], len(messages), skipped=len(messages),

