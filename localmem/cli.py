@@ -186,7 +186,11 @@ def _read_queries(path: Path) -> Iterator[str]:
     except OSError as exc:
         raise LocalmemError(f"cannot read {path}: {exc.strerror}") from exc
     with handle:
-        for lineno, line in enumerate(handle, 1):
+        try:
+            lines = handle.readlines()
+        except UnicodeDecodeError as exc:
+            raise LocalmemError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from exc
+        for lineno, line in enumerate(lines, 1):
             text = line.strip()
             if not text:
                 continue
@@ -287,8 +291,12 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
         counts = mem.export(sys.stdout, namespaces=chosen, vectors=not no_vectors)
     else:
         tmp = output.with_name(output.name + ".partial")
-        with tmp.open("w", encoding="utf-8") as fh:
-            counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
+        try:
+            with tmp.open("w", encoding="utf-8") as fh:
+                counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # no half-written file left behind
+            raise
         tmp.replace(output)
     summary = {"output": str(output) if output else "-", "records": counts}
     if as_json:
@@ -388,7 +396,7 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool)
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
-@click.option("--k", "-k", default=10, show_default=True)
+@click.option("--k", "-k", default=10, show_default=True, help="Hits per query.")
 @json_option
 @click.pass_obj
 def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,

@@ -264,7 +264,7 @@ class _Parser:
 
     def jsonl(self, text: str) -> list[MessageIn]:
         messages = []
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(_lines(text), 1):
             if not line.strip():
                 continue
             where = f"line {lineno}"
@@ -305,17 +305,19 @@ class _Parser:
         messages: list[MessageIn] = []
         current_time: str | None = None
         session = 0
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(_lines(text), 1):
             where = f"line {lineno}"
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue  # blank lines and '# comment' lines
+            if not line.strip():
+                continue
             if len(line) > self.max_chars:
                 raise self.fail(f"the line has {len(line):,} characters, over the limit of "
                                 f"{self.max_chars:,}", where)
             stamp = looks_like_timestamp(line)
-            if stamp is not None:
+            if stamp is not None:  # also '## 2024-04-10' headings
                 current_time, session = stamp, session + 1
                 continue
+            if line.lstrip().startswith("#"):
+                continue  # a '# comment' line
             match = _SPEAKER_LINE.match(line)
             if match and len(match.group(2).split()) <= 4:
                 inline_time, speaker, body = match.groups()
@@ -333,6 +335,17 @@ class _Parser:
             else:
                 raise self.fail("expected 'Speaker: text' or a timestamp line", where)
         return messages
+
+
+def _lines(text: str) -> list[str]:
+    """The file's lines as an editor numbers them: split on LF (and CRLF) only.
+
+    ``str.splitlines`` also splits on U+2028, U+0085 and other characters that JSON
+    strings and chat messages may contain verbatim.
+    """
+    if "\n" not in text and "\r" in text:  # old Mac line ends
+        return text.split("\r")
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
 def _looks_like_transcript(text: str) -> bool:

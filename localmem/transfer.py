@@ -153,17 +153,21 @@ def _read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise InputError(path, "no such file" if not path.exists() else "not a file")
     records = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
-            if not isinstance(rec, dict) or "type" not in rec:
-                raise InputError(path, "each line must be an object with a 'type'", f"line {lineno}")
-            records.append(rec)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not valid UTF-8 (byte offset {exc.start}); is it a localmem export?") from exc
+    # Only '\n' ends a record: text may hold U+2028 and friends, which str.splitlines() splits on.
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
+        if not isinstance(rec, dict) or "type" not in rec:
+            raise InputError(path, "each line must be an object with a 'type'", f"line {lineno}")
+        records.append(rec)
     if not records:
         raise InputError(path, "the file is empty")
     return records

@@ -17,7 +17,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import Memory
+from localmem import Memory, db
 from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import (
@@ -187,6 +187,23 @@ def test_api_locked_store(seeded, tmp_path):
         other.close()
     assert StoreLockedError.exit_code == 3
     assert unchanged(mem, before)
+
+
+def test_api_locked_while_opening(tmp_path):
+    """Another process holds a rollback-journal write lock on a store-to-be: opening fails fast."""
+    path = tmp_path / "new.db"
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN EXCLUSIVE; create table meta(key, value)")
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreLockedError):
+            Memory(path, config=Config(busy_timeout_ms=100), embedder=HashEmbedder())
+        assert time.monotonic() - started < 5
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    with Memory(path, embedder=HashEmbedder()) as mem:  # and works once the lock is gone
+        assert mem.stats()["schema_version"] == db.latest_version()
 
 
 def test_api_missing_model(tmp_path):

@@ -250,6 +250,35 @@ def test_transcript_comment_lines_are_skipped(tmp_path):
     assert [(m.speaker, m.text) for m in msgs] == [("Ann", "hello"), ("Bo", "hi")]
 
 
+def test_transcript_heading_timestamps_are_sessions_not_comments(tmp_path):
+    path = tmp_path / "h.md"
+    path.write_text("# Chat log\n## 2024-04-10 09:30\nAnn: hello\n## 2024-04-11\nBo: hi\n")
+    msgs = only_group(parse_file(path, "text"))
+    assert [(m.text, m.session, m.sent_at) for m in msgs] == [
+        ("hello", "1", "2024-04-10T09:30:00"), ("hi", "2", "2024-04-11T00:00:00")]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_transcript_line_endings(tmp_path, newline):
+    path = tmp_path / "t.txt"
+    path.write_bytes(newline.join(["Ann: one", "  more", "Bo: two", ""]).encode())
+    msgs = only_group(parse_file(path))
+    assert [(m.external_id, m.text) for m in msgs] == [("L1", "one\n  more"), ("L3", "two")]
+
+
+def test_unicode_line_separators_stay_inside_messages(tmp_path):
+    """U+2028, U+0085 and form feeds are text, not line ends (JSON does not escape them)."""
+    odd = "one\u2028two\x85three\x0cfour\u2029five"
+    path = write_jsonl(tmp_path / "u.jsonl", [{"speaker": "A", "text": odd}, {"speaker": "B", "text": "ok"}])
+    assert "\u2028" in path.read_text(encoding="utf-8")  # written verbatim, not escaped
+    msgs = only_group(parse_file(path))
+    assert [(m.external_id, m.text) for m in msgs] == [("L1", odd), ("L2", "ok")]
+    path = tmp_path / "u.txt"
+    path.write_text(f"Ann: {odd}\nBo: ok\n", encoding="utf-8")
+    msgs = only_group(parse_file(path))
+    assert [(m.external_id, m.text) for m in msgs] == [("L1", odd), ("L2", "ok")]
+
+
 def test_transcript_text_before_any_speaker_is_an_error(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("just some prose without a speaker\nAnn: hi\n")

@@ -492,7 +492,14 @@ def test_single_channels(mem):
     assert all(set(h.channels) == {"vector"} for h in vector)
     bm25 = mem.search("Mochi", channels=["bm25"], k=30)
     assert bm25 and all(set(h.channels) == {"bm25"} for h in bm25)
-    assert all("Mochi" in h.text for h in bm25) and len(bm25) == 3
+    # the three messages that say it first, then replies to them (the previous turn is context)
+    assert [("Mochi" in h.text) for h in bm25] == [True, True, True, False]
+    reply = bm25[3].sources[0]
+    previous = mem.conn.execute(
+        "select text from messages where conversation = ? and session = ? and seq < "
+        "(select seq from messages where id = ?) order by seq desc limit 1",
+        (reply.conversation, reply.session, reply.message_id)).fetchone()[0]
+    assert "Mochi" in previous
     both = mem.search("Mochi", k=30)
     assert any(set(h.channels) == {"vector", "bm25"} for h in both)
     assert len(mem.search("Mochi", k=2)) == 2
@@ -579,6 +586,21 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
         for channels in (["vector"], ["bm25"]):
             assert [h.to_dict() for h in fresh.search("Mochi cat", channels=channels)] == \
                 [h.to_dict() for h in populated.search("Mochi cat", channels=channels)]
+
+
+def test_roundtrip_keeps_awkward_text(mem, tmp_path):
+    texts = ["line\u2028separator", "next\x85line", "cr\rinside", "tab\tand\nnewline", "quote \" \\ back",
+             "emoji 😀 and 日本語", "nul\x00byte", " padded "]
+    for i, text in enumerate(texts):
+        mem.add("Ana", text, id=f"t{i}", time="2024-01-01 10:00")
+    first = export_text(mem)
+    path = tmp_path / "export.jsonl"
+    path.write_text(first, encoding="utf-8")
+    with Memory(tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
+        copy.restore(path)
+        assert export_text(copy) == first
+        stored = [r[0] for r in copy.conn.execute("select text from messages order by seq")]
+        assert stored == texts
 
 
 def test_import_refuses_existing_namespace(populated, tmp_path):
@@ -705,7 +727,7 @@ def _consistent(conn) -> None:
 def test_forget_namespace(populated):
     conn = populated.conn
     kept = export_text(populated, namespaces=["tiny-1", "tiny-2"])
-    assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 3
+    assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 4
     assert populated.forget(namespace="test", dry_run=True) == {
         "sources": 1, "messages": 25, "units": 2, "entities": 1}
     assert count(conn, "select count(*) from messages where ns = 'test'") == 25
