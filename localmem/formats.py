@@ -323,7 +323,9 @@ class _Parser:
                 inline_time, speaker, body = match.groups()
                 sent_at = current_time
                 if inline_time:
-                    sent_at = self._time(inline_time, where)
+                    sent_at, aside = _inline_time(inline_time, current_time)
+                    if aside:  # "[laughs] Bob: haha": not a time, keep it in the text
+                        body = f"[{inline_time}] {body}"
                 messages.append(MessageIn(
                     conversation=self.conversation, session=str(session) if session else "",
                     seq=len(messages), external_id=f"L{lineno}", speaker=speaker.strip(),
@@ -346,6 +348,29 @@ def _lines(text: str) -> list[str]:
     if "\n" not in text and "\r" in text:  # old Mac line ends
         return text.split("\r")
     return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+_TIME_OF_DAY = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?\s*$", re.I)
+
+
+def _inline_time(text: str, current: str | None) -> tuple[str | None, bool]:
+    """``(sent_at, is_aside)`` for a ``[...]`` line prefix: a full time, a time of day
+    (joined to the current date, when one is known), or not a time at all."""
+    try:
+        return parse_timestamp(text), False
+    except (ValueError, OverflowError, OSError):
+        pass
+    match = _TIME_OF_DAY.match(text)
+    if not match:
+        return current, True
+    hour, minute, second = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    if match.group(4):
+        hour = hour % 12 + (12 if match.group(4).lower().startswith("p") else 0)
+    if hour > 23 or minute > 59 or second > 59:
+        return current, True
+    if current is None:
+        return None, False
+    return f"{current[:10]}T{hour:02d}:{minute:02d}:{second:02d}", False
 
 
 def _looks_like_transcript(text: str) -> bool:

@@ -422,3 +422,21 @@ def test_parse_timestamp_output_sorts_chronologically():
 ])
 def test_looks_like_timestamp(line, expected):
     assert looks_like_timestamp(line) == expected
+
+
+def test_transcript_time_of_day_prefix_joins_the_current_date():
+    data = b"[2024-01-14 19:02]\n[10:30] Bob: hi\n[7:05 pm] Ann: later\n"
+    msgs = formats.parse(Path("chat.txt"), data).groups[0][1]
+    assert [(m.speaker, m.sent_at, m.text) for m in msgs] == [
+        ("Bob", "2024-01-14T10:30:00", "hi"), ("Ann", "2024-01-14T19:05:00", "later")]
+
+
+def test_transcript_time_of_day_without_a_date_has_no_time():
+    msgs = formats.parse(Path("chat.txt"), b"[10:30] Bob: hi\n").groups[0][1]
+    assert (msgs[0].speaker, msgs[0].sent_at, msgs[0].text) == ("Bob", None, "hi")
+
+
+def test_transcript_bracketed_aside_stays_in_the_text():
+    data = b"[2024-01-14 19:02]\n[laughs] Ann: haha\n"
+    msg = formats.parse(Path("chat.txt"), data).groups[0][1][0]
+    assert (msg.speaker, msg.sent_at, msg.text) == ("Ann", "2024-01-14T19:02:00", "[laughs] haha")
