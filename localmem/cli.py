@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 

@@ -109,7 +109,6 @@ def _refuse_foreign(conn: apsw.Connection, path: str) -> int:
 def migrate(conn: apsw.Connection, path: str = "") -> list[str]:
     """Apply pending migrations, each in one transaction with its ``user_version`` bump."""
     current = _refuse_foreign(conn, path)
-    newest = latest_version()
     applied = []
     for version, name, sql in migrations():
         if version <= current:

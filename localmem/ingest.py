@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import apsw
+import numpy as np
 
 from . import db
-from .embed import Embedder, embed_batched, message_text, to_blob
+from .embed import Embedder, embed_batched, message_text, to_blob, unit_text
 from .formats import MessageIn, ParsedInput
 from .queries import q
 
@@ -159,6 +160,25 @@ def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn
         return None
     conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
     return row[0]
+
+
+def embed_stored(embedder: Embedder, messages: Sequence[tuple], units: Sequence[tuple], batch: int,
+                 on_batch: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments)`` and units
+    ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed`` queries return them."""
+    m_vecs = embed_batched(embedder, [message_text(s, t, json.loads(a) if a else None)
+                                      for _, _, s, t, a in messages], batch, on_batch)
+    u_vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], batch, on_batch)
+    return m_vecs, u_vecs
+
+
+def store_vectors(conn: apsw.Connection, messages: Sequence[tuple], m_vecs: np.ndarray,
+                  units: Sequence[tuple], u_vecs: np.ndarray) -> None:
+    """Insert the vectors :func:`embed_stored` made (inside the caller's transaction)."""
+    for (mid, ns, *_), vec in zip(messages, m_vecs):
+        conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
+    for (uid, ns, kind, *_), vec in zip(units, u_vecs):
+        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
 
 
 def api_source(conn: apsw.Connection, ns: str) -> int:

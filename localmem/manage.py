@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 from importlib import metadata
@@ -12,9 +11,9 @@ from typing import Any, Callable
 import apsw
 import numpy as np
 
-from . import db
+from . import db, ingest
 from .config import Config
-from .embed import Embedder, embed_batched, message_text, to_blob, unit_text
+from .embed import Embedder
 from .errors import LocalmemError, NotFoundError
 from .queries import q
 
@@ -84,16 +83,11 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         if progress:
             progress(done, total)
 
-    m_vecs = embed_batched(embedder, [message_text(s, t, json.loads(a) if a else None)
-                                      for _, _, s, t, a in messages], batch, step)
-    u_vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], batch, step)
+    m_vecs, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
     with conn:
         db.unbind_embedder(conn)
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
-        for (mid, ns, *_), vec in zip(messages, m_vecs):
-            conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
-        for (uid, ns, kind, *_), vec in zip(units, u_vecs):
-            conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
+        ingest.store_vectors(conn, messages, m_vecs, units, u_vecs)
     return {"embedder": embedder.model_id, "dim": embedder.dim, "messages": len(messages),
             "units": len(units)}
 

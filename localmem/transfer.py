@@ -15,8 +15,8 @@ from typing import IO, Any, Callable, Sequence
 
 import apsw
 
-from . import db
-from .embed import Embedder, embed_batched, message_text, to_blob, unit_text
+from . import db, ingest
+from .embed import Embedder
 from .errors import EmbedderMismatchError, InputError, LocalmemError
 from .queries import q
 
@@ -124,29 +124,17 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
                                         "dst_id": ids["unit"][rec["dst_id"]], "row": row})
     elif kind == "vector":
         table = "message" if rec["table"] == "messages" else "unit"
-        new_id = ids[table][rec["id"]]
-        ns = _ns_of(conn, table, new_id)
-        conn.execute(q(f"import_{table}_vector"), {"id": new_id, "ns": ns, "row": row})
+        conn.execute(q(f"import_{table}_vector"), {"id": ids[table][rec["id"]], "row": row})
     else:
         raise KeyError(f"unknown record type {kind!r}")
-
-
-def _ns_of(conn: apsw.Connection, table: str, row_id: int) -> str:
-    query = "messages_without_vectors" if table == "message" else "units_without_vectors"
-    return conn.execute(q(query), {"ids": json.dumps([row_id])}).fetchone()[1]
 
 
 def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],
                     unit_ids: list[int]) -> None:
     msgs = conn.execute(q("messages_without_vectors"), {"ids": json.dumps(message_ids)}).fetchall()
-    vecs = embed_batched(embedder, [message_text(s, t, json.loads(a) if a else None)
-                                    for _, _, s, t, a in msgs], 32)
-    for (mid, ns, *_), vec in zip(msgs, vecs):
-        conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
     units = conn.execute(q("units_without_vectors"), {"ids": json.dumps(unit_ids)}).fetchall()
-    vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], 32)
-    for (uid, ns, kind, *_), vec in zip(units, vecs):
-        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
+    m_vecs, u_vecs = ingest.embed_stored(embedder, msgs, units, 32)
+    ingest.store_vectors(conn, msgs, m_vecs, units, u_vecs)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

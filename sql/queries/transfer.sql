@@ -58,11 +58,12 @@ FROM links AS l JOIN units AS u ON u.id = l.src_id
 WHERE u.ns = :ns ORDER BY l.src_id, l.dst_id, l.type;
 
 -- name: export_message_vectors
-SELECT json_object('type', 'vector', 'table', 'messages', 'id', rowid, 'embedding', hex(embedding))
+SELECT json_object('type', 'vector', 'table', 'messages', 'id', rowid, 'ns', ns,
+                   'embedding', hex(embedding))
 FROM vec_messages WHERE ns = :ns ORDER BY rowid;
 
 -- name: export_unit_vectors
-SELECT json_object('type', 'vector', 'table', 'units', 'id', rowid, 'kind', kind,
+SELECT json_object('type', 'vector', 'table', 'units', 'id', rowid, 'ns', ns, 'kind', kind,
                    'embedding', hex(embedding))
 FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
@@ -115,11 +116,11 @@ VALUES (:src_id, :dst_id, :row ->> 'link_type', :row ->> 'weight', :row ->> 'val
         :row ->> 'created_at');
 
 -- name: import_message_vector
-INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, unhex(:row ->> 'embedding'), :ns);
+INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns');
 
 -- name: import_unit_vector
 INSERT INTO vec_units (rowid, embedding, ns, kind)
-VALUES (:id, unhex(:row ->> 'embedding'), :ns, :row ->> 'kind');
+VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns', :row ->> 'kind');
 
 -- name: ids_in_use
 SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities);
