@@ -27,6 +27,7 @@ DEFAULT_EMBED_MAX_TOKENS = 256
 DEFAULT_INGEST_BATCH = 256
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MAX_MESSAGE_CHARS = 100_000
+DEFAULT_N_CTX = 4096
 
 
 def user_data_dir() -> Path:
@@ -83,6 +84,11 @@ class Config:
     rrf_k: int = RRF_K
     channel_budget: int = DEFAULT_CHANNEL_BUDGET
     onnx_threads: int = 0  # 0: let onnxruntime decide
+    llm_model: str | None = None  # a GGUF path or a model manifest id; None: installed default
+    chat_format: str | None = None  # None: from the model manifest or the GGUF metadata
+    n_ctx: int = DEFAULT_N_CTX
+    n_threads: int = 0  # 0: all cores
+    n_gpu_layers: int = 0  # -1 offloads every layer when llama.cpp was built with a GPU backend
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
@@ -136,9 +142,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def _coerce(name: str, default: Any, value: Any) -> Any:
     if name in ("db_path", "embed_model", "embed_tokenizer"):
         return Path(os.path.expanduser(str(value)))
+    if name == "llm_model":
+        return os.path.expanduser(str(value))
     if isinstance(default, int) and not isinstance(default, bool):
         try:
             return int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"setting {name} must be an integer, got {value!r}") from exc
-    return str(value) if isinstance(default, str) else value
+    return str(value) if isinstance(default, str) or default is None else value

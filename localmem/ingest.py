@@ -12,7 +12,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import apsw
 import numpy as np
@@ -46,6 +46,7 @@ class IngestReport:
     namespaces: list[NamespaceReport] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
 
     @property
     def added(self) -> int:
@@ -65,6 +66,7 @@ class IngestReport:
             "added": self.added, "skipped": self.skipped, "conflicts": self.conflicts,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "namespaces": [vars(n) for n in self.namespaces],
+            **({"build": self.build} if self.build is not None else {}),
         }
 
 

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from . import db, formats, ingest, manage, search, transfer
+from . import db, extract, formats, ingest, link, manage, search, segment, transfer
 from .config import Config
 from .embed import Embedder, embed_batched
 from .errors import LocalmemError
 from .ingest import IngestReport
+from .llm import LLM, Structured
+from .queries import q
 from .search import Hit, SearchParams
 from .times import parse_timestamp, to_iso
 
 __all__ = ["Memory", "Hit", "IngestReport", "AddedMessage"]
 
-EXTRACT_MODES = ("none",)
+EXTRACT_MODES = ("none", "llm")
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,8 @@ class Memory:
     """
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
-                 config: Config | None = None, embedder: Embedder | None = None) -> None:
+                 config: Config | None = None, embedder: Embedder | None = None,
+                 llm: LLM | None = None) -> None:
         cfg = config or Config()
         if path is not None:
             cfg = replace(cfg, db_path=Path(path))
@@ -54,6 +59,7 @@ class Memory:
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
         self._embedder = embedder
+        self._llm = llm
         self.conn = db.connect(self.path, cfg.busy_timeout_ms)
 
     # -- lifecycle -------------------------------------------------------------
@@ -79,6 +85,20 @@ class Memory:
             self._embedder = OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id,
                                           found.max_tokens, self.config.onnx_threads)
         return self._embedder
+
+    @property
+    def llm(self) -> LLM:
+        """The local LLM, resolved and loaded on first use."""
+        if self._llm is None:
+            from .backends.llama import LlamaLLM
+            from .config import home_dir, user_cache_dir
+            from .models import resolve_llm
+
+            found = resolve_llm(self.config, home_dir() or user_cache_dir())
+            self._llm = LlamaLLM(found.path, found.model_id, n_ctx=self.config.n_ctx,
+                                 n_threads=self.config.n_threads, n_gpu_layers=self.config.n_gpu_layers,
+                                 chat_format=self.config.chat_format or found.chat_format)
+        return self._llm
 
     def _locked(self):
         return db.busy_as_locked(str(self.path))
@@ -112,12 +132,65 @@ class Memory:
             if progress:
                 progress(done, total)
 
+        if extract == "llm":
+            _ = self.llm.model_id  # resolve the model before anything is written
         with self._locked():
-            return ingest.store_parsed(
+            report = ingest.store_parsed(
                 self.conn, embedder, parsed, namespace=namespace or self.namespace,
                 force_namespace=namespace is not None, kind=parsed.format, uri=str(file.resolve()),
                 sha256=ingest.sha256_bytes(data), batch=self.config.ingest_batch,
                 embed_batch=self.config.embed_batch, progress=step)
+        if extract == "llm":
+            report.build = {nsr.namespace: self.build(namespace=nsr.namespace).to_dict()
+                            for nsr in report.namespaces}
+        return report
+
+    def build(self, *, namespace: str | None = None, final: bool = True,
+              progress: Callable[[int, int], None] | None = None) -> "BuildReport":
+        """Segment unassigned messages into episodes and extract each closed episode.
+
+        Resumable: each episode is one transaction, so an interrupted build redoes
+        at most the episode it was in. ``final=False`` leaves the open buffer open.
+        """
+        ns = namespace or self.namespace
+        report = BuildReport()
+        llm, embedder = self.llm, self.embedder
+        log = _CallLog(self.conn, ns, llm.model_id)
+        t0 = time.perf_counter()
+        detector = segment.LLMDetector(llm, log=log)
+        with self._locked():
+            segment.segment_namespace(self.conn, ns, detector, final=final)
+        report.seconds["segment"] = round(time.perf_counter() - t0, 2)
+        todo = self.conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}).fetchall()
+        t0 = time.perf_counter()
+        for done, (episode_id, conversation) in enumerate(todo, 1):
+            rows = self.conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
+            msgs = [extract.EpisodeMessage(mid, sp, tx, at) for mid, sp, tx, at, _a, _e in rows]
+            result = extract.call(llm, msgs)
+            log.episode_id = episode_id
+            with self._locked(), self.conn:
+                log(stage="extract", prompt_version=extract.prompt.VERSION, result=result)
+                if not result.ok:
+                    self.conn.execute(q("episode_set_stage"), {"id": episode_id, "stage": "failed"})
+                    report.failed += 1
+                    continue
+                stored = extract.store(self.conn, ns, episode_id, conversation, msgs,
+                                       extract.interpret(result.data, msgs), embedder, llm.model_id)
+                links = link.link_episode(self.conn, ns, episode_id, conversation, stored.rows,
+                                          link.LinkConfig())
+            report.episodes += 1
+            report.entities += stored.entities_new
+            for kind, n in stored.units.items():
+                report.units[kind] = report.units.get(kind, 0) + n
+            for kind, n in links.items():
+                report.links[kind] = report.links.get(kind, 0) + n
+            if progress:
+                progress(done, len(todo))
+        report.seconds["extract"] = round(time.perf_counter() - t0, 2)
+        report.llm = [dict(zip(("stage", "calls", "prompt_tokens", "completion_tokens", "seconds",
+                                "failures"), row))
+                      for row in self.conn.execute(q("llm_call_totals"), {"ns": ns})]
+        return report
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,
@@ -223,3 +296,37 @@ class Memory:
 
     def doctor(self) -> dict[str, Any]:
         return manage.doctor(self.conn, self.config, self.path)
+
+
+class _CallLog:
+    """Records each structured LLM call (tokens, time; raw text when it failed)."""
+
+    def __init__(self, conn: Any, ns: str, model_id: str) -> None:
+        self.conn, self.ns, self.model_id = conn, ns, model_id
+        self.episode_id: int | None = None
+
+    def __call__(self, *, stage: str, prompt_version: str, result: Structured) -> None:
+        self.conn.execute(q("llm_call_log"), {
+            "ns": self.ns, "episode_id": self.episode_id if stage != "segment" else None,
+            "stage": stage, "prompt_version": prompt_version, "model_id": self.model_id,
+            "calls": result.calls, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 3),
+            "ok": int(result.ok), "error": result.error,
+            "raw": None if result.ok else json.dumps(result.raw, ensure_ascii=False),
+            "created_at": db.now_iso()})
+
+
+@dataclass
+class BuildReport:
+    """What turning raw messages into memory did, for the ingest summary."""
+
+    episodes: int = 0
+    failed: int = 0
+    units: dict[str, int] = field(default_factory=dict)
+    entities: int = 0
+    links: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    llm: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

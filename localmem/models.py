@@ -35,7 +35,7 @@ class ModelFile:
     version: str
     path: str
     size: int
-    sha256: str
+    sha256: str | None = None
 
     def locate(self) -> Path | None:
         try:
@@ -48,11 +48,14 @@ class ModelFile:
 
 @dataclass(frozen=True)
 class Manifest:
+    """A model's package files: named ``files`` (embedders) or ordered ``parts`` of one file (LLMs)."""
+
     id: str
     role: str
     extra: str
     files: dict[str, ModelFile]
     info: dict[str, Any]
+    parts: tuple[ModelFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,10 +82,11 @@ def manifests() -> dict[str, Manifest]:
     found: dict[str, Manifest] = {}
     for path in sorted(_manifest_dir().glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
-        files = {name: ModelFile(**spec) for name, spec in data.pop("files").items()}
+        files = {name: ModelFile(**spec) for name, spec in data.pop("files", {}).items()}
+        parts = tuple(ModelFile(**spec) for spec in data.pop("parts", []))
         model_id = data.pop("id")
         found[model_id] = Manifest(id=model_id, role=data.pop("role"), extra=data.pop("extra"),
-                                   files=files, info=data)
+                                   files=files, info=data, parts=parts)
     return found
 
 
@@ -147,3 +151,97 @@ def verify(manifest_: Manifest) -> dict[str, str]:
         else:
             status[name] = "ok" if sha256_file(path) == spec.sha256 else "checksum mismatch"
     return status
+
+
+# -- LLMs -------------------------------------------------------------------------
+
+DEFAULT_LLMS = ("qwen2.5-coder-1.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m")
+
+
+@dataclass(frozen=True)
+class ResolvedLLM:
+    """A GGUF file ready to load, and how it was found."""
+
+    model_id: str
+    path: Path
+    origin: str
+    chat_format: str | None
+    manifest: Manifest | None = None
+
+
+def installed_parts(man: Manifest) -> list[Path] | None:
+    """The located part files of ``man``, or ``None`` if any package is missing or truncated."""
+    located = []
+    for part in man.parts:
+        found = part.locate()
+        if found is None or found.stat().st_size != part.size:
+            return None
+        located.append(found)
+    return located
+
+
+def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
+    """Find the LLM: a GGUF path or manifest id from flag/env/config, else an installed package."""
+    wanted = config.llm_model
+    if wanted is not None:
+        text = str(wanted)
+        if text in manifests() and manifests()[text].role == "llm":
+            return _from_manifest(manifests()[text], cache_dir, config.origin("llm_model"), required=True)
+        path = Path(text)
+        if not path.is_file():
+            raise ModelNotFoundError(
+                f"LLM model file not found: {path} (set by {config.origin('llm_model')}); give a GGUF "
+                f"file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}")
+        return ResolvedLLM(f"gguf:{path.name}:{path.stat().st_size}", path, config.origin("llm_model"),
+                           config.chat_format)
+    for model_id in DEFAULT_LLMS:
+        found = _from_manifest(manifest(model_id), cache_dir, "package", required=False)
+        if found is not None:
+            return found
+    default = manifest(DEFAULT_LLMS[0])
+    raise ModelNotFoundError(
+        "no local LLM is installed; run: pip install 'localmem[llm,model-1.5b]' (the default "
+        f"{default.id}), or 'localmem[llm,model-0.5b]' (faster, weaker), or pass --llm-model FILE.gguf")
+
+
+def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) -> ResolvedLLM | None:
+    parts = installed_parts(man)
+    if parts is None:
+        if not required:
+            return None
+        missing = [p.package for p in man.parts if p.locate() is None]
+        raise ModelNotFoundError(
+            f"model {man.id} is not installed (missing: {', '.join(missing[:3])}"
+            f"{'…' if len(missing) > 3 else ''}); run: pip install 'localmem[{man.extra}]'")
+    path = parts[0] if len(parts) == 1 else assemble(man, parts, cache_dir)
+    where = f"{origin} ({man.parts[0].package}{'…' if len(parts) > 1 else ''})"
+    return ResolvedLLM(man.id, path, where, man.info.get("chat_format"), man)
+
+
+def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
+    """Concatenate ``parts`` into ``cache_dir`` once, verified by sha256 (a marker avoids re-hashing)."""
+    target = cache_dir / "models" / man.info["file_name"]
+    marker = target.with_name(target.name + ".sha256")
+    expected = man.info["sha256"]
+    if target.is_file() and target.stat().st_size == man.info["size"] and marker.is_file() \
+            and marker.read_text().strip() == expected:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".partial")
+    digest = hashlib.sha256()
+    try:
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 22), b""):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != expected:
+            raise ModelNotFoundError(
+                f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected "
+                f"{expected[:16]}…; reinstall with pip install --force-reinstall 'localmem[{man.extra}]'")
+        tmp.replace(target)
+        marker.write_text(expected)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target

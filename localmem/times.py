@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 
 # "1:56 pm on 8 May, 2023" (LoCoMo session stamps)
 _LOCOMO = re.compile(
@@ -80,3 +81,135 @@ def looks_like_timestamp(text: str) -> str | None:
         return parse_timestamp(stripped)
     except ValueError:
         return None
+
+
+# -- relative time phrases ------------------------------------------------------------
+
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3, "a few": 3,
+            "several": 3}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+
+@dataclass(frozen=True)
+class Span:
+    """A resolved time: ``start``..``end`` (inclusive dates) at a precision."""
+
+    start: dt.date
+    end: dt.date
+    precision: str  # "day", "week", "month" or "year"
+
+    def iso(self) -> str:
+        if self.precision == "year":
+            return f"{self.start.year:04d}"
+        if self.precision == "month":
+            return f"{self.start.year:04d}-{self.start.month:02d}"
+        return self.start.isoformat()
+
+
+def _month_span(year: int, month: int) -> Span:
+    last = (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1))
+    return Span(dt.date(year, month, 1), last, "month")
+
+
+def _shift_month(day: dt.date, months: int) -> tuple[int, int]:
+    index = day.year * 12 + day.month - 1 + months
+    return index // 12, index % 12 + 1
+
+
+def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
+    """Resolve a time phrase ("yesterday", "last week", "two years ago", "in June 2022",
+    "last Friday", "2023-05-07") against the reference date ``ref``; ``None`` if not understood.
+
+    Weeks run Monday–Sunday. "last <weekday>" is that weekday of the previous week's run
+    up to yesterday (the most recent one before ``ref``).
+    """
+    text = re.sub(r"\s+", " ", phrase.lower().strip(" .,!?"))
+    text = text.removeprefix("the ")
+    if not text:
+        return None
+    one_day = dt.timedelta(days=1)
+    fixed = {"today": 0, "tonight": 0, "this morning": 0, "this afternoon": 0, "this evening": 0,
+             "yesterday": -1, "last night": -1, "day before yesterday": -2, "tomorrow": 1,
+             "day after tomorrow": 2}
+    if text in fixed:
+        day = ref + fixed[text] * one_day
+        return Span(day, day, "day")
+    monday = ref - dt.timedelta(days=ref.weekday())
+    weeks = {"this week": 0, "last week": -1, "past week": -1, "previous week": -1, "next week": 1,
+             "this weekend": 0, "last weekend": -1, "next weekend": 1}
+    if text in weeks:
+        start = monday + dt.timedelta(weeks=weeks[text])
+        if "weekend" in text:
+            start += dt.timedelta(days=5)
+            return Span(start, start + one_day, "week")
+        return Span(start, start + dt.timedelta(days=6), "week")
+    months = {"this month": 0, "last month": -1, "previous month": -1, "next month": 1}
+    if text in months:
+        return _month_span(*_shift_month(ref, months[text]))
+    years = {"this year": 0, "last year": -1, "previous year": -1, "next year": 1}
+    if text in years:
+        year = ref.year + years[text]
+        return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
+    match = re.fullmatch(r"(last|this|next|on|past)? ?(" + "|".join(_WEEKDAYS) + r")", text)
+    if match:
+        which, target = match.group(1), _WEEKDAYS.index(match.group(2))
+        delta = (ref.weekday() - target) % 7
+        if which == "next":
+            day = ref + dt.timedelta(days=(target - ref.weekday()) % 7 or 7)
+        elif which == "this" and target >= ref.weekday():
+            day = ref + dt.timedelta(days=target - ref.weekday())
+        else:
+            day = ref - dt.timedelta(days=delta or 7)
+        return Span(day, day, "day")
+    match = re.fullmatch(r"(a couple of|a few|couple of|few|several|an|a|one|two|three|four|five|"
+                         r"six|seven|eight|nine|ten|\d+) (day|week|month|year)s? (ago|later|from now)",
+                         text)
+    if match:
+        count = _NUMBERS.get(match.group(1).replace("a couple of", "couple of"))
+        count = count if count is not None else int(match.group(1))
+        sign = -1 if match.group(3) == "ago" else 1
+        unit = match.group(2)
+        if unit == "year":
+            year = ref.year + sign * count
+            return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
+        if unit == "month":
+            return _month_span(*_shift_month(ref, sign * count))
+        day = ref + sign * count * _UNIT_DAYS[unit] * one_day
+        if unit == "week":
+            start = day - dt.timedelta(days=day.weekday())
+            return Span(start, start + dt.timedelta(days=6), "week")
+        return Span(day, day, "day")
+    match = re.fullmatch(r"(?:in |on |during )?(?:(early|mid|late) )?(" + "|".join(
+        m for m in _MONTHS if len(m) > 3 or m in ("may",)) + r")(?:,? (\d{4}))?", text)
+    if match:
+        month = _MONTHS[match.group(2)]
+        if match.group(3):
+            year = int(match.group(3))
+        else:  # the most recent such month, this one included
+            year = ref.year if month <= ref.month else ref.year - 1
+        return _month_span(year, month)
+    match = re.fullmatch(r"(?:in |during )?(\d{4})", text)
+    if match and 1900 <= int(match.group(1)) <= 2100:
+        year = int(match.group(1))
+        return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
+    return parse_date_value(text)
+
+
+def parse_date_value(value: str) -> Span | None:
+    """A date as a model might write it: ``YYYY-MM-DD``, ``YYYY-MM``, ``YYYY`` or a full date."""
+    text = value.strip()
+    if re.fullmatch(r"\d{4}", text):
+        return Span(dt.date(int(text), 1, 1), dt.date(int(text), 12, 31), "year")
+    match = re.fullmatch(r"(\d{4})-(\d{1,2})", text)
+    if match and 1 <= int(match.group(2)) <= 12:
+        return _month_span(int(match.group(1)), int(match.group(2)))
+    try:
+        iso = parse_timestamp(text)
+    except (ValueError, OverflowError, OSError):
+        return None
+    if iso is None:
+        return None
+    day = dt.date.fromisoformat(iso[:10])
+    return Span(day, day, "day")

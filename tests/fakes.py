@@ -40,3 +40,35 @@ class HashEmbedder:
             if not norm:
                 out[row, 0] = 1.0
         return out
+
+
+class ScriptedLLM:
+    """Answers from a script: queued replies (dicts or raw strings), or a function of the messages.
+
+    ``calls`` records every message list it received, so tests can assert on prompts.
+    """
+
+    def __init__(self, replies=None, responder=None, model_id: str = "scripted-llm") -> None:
+        self.model_id = model_id
+        self.replies = list(replies or [])
+        self.responder = responder
+        self.calls: list[list[dict]] = []
+
+    def complete_json(self, messages, schema, max_tokens):
+        import json
+
+        from localmem.llm import Completion
+
+        self.calls.append([dict(m) for m in messages])
+        if self.replies:
+            reply = self.replies.pop(0)
+        elif self.responder is not None:
+            reply = self.responder(messages)
+        else:
+            raise AssertionError("ScriptedLLM ran out of replies")
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())

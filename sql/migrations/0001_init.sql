@@ -58,7 +58,7 @@ CREATE TABLE units (
     aspect         TEXT,
     occurred_start TEXT,
     occurred_end   TEXT,
-    time_precision TEXT CHECK (time_precision IS NULL OR time_precision IN ('minute', 'day', 'month', 'year', 'unknown')),
+    time_precision TEXT CHECK (time_precision IS NULL OR time_precision IN ('minute', 'day', 'week', 'month', 'year', 'unknown')),
     mentioned_at   TEXT,
     stage          TEXT,
     prompt_version TEXT,

@@ -1,0 +1,226 @@
+"""Stage 3, extract: one schema-constrained call per episode → narrative, gists, facts, entities.
+
+Times are checked by rules: the model writes the time phrase it saw (``time_text``)
+and its resolved ``date``; when the rule-based resolver understands the phrase, its
+answer wins over the model's (small models are often a day or a week off).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .llm import LLM, Structured, complete_structured
+from .prompts import extract as prompt
+from .times import Span, parse_date_value, resolve_phrase
+
+
+@dataclass(frozen=True)
+class EpisodeMessage:
+    id: int
+    speaker: str
+    text: str
+    sent_at: str | None
+
+
+@dataclass
+class Event:
+    """One extracted event: stored as a gist (its text) and a fact (its triple)."""
+
+    text: str
+    subject: str
+    predicate: str
+    object: str
+    span: Span | None
+    mentioned_at: str | None
+    source_ids: list[int]
+    time_checked: str  # "rule", "model", "rule-fixed-model" or "none"
+
+
+@dataclass
+class EntityMention:
+    name: str
+    type: str
+    tag: str
+    role: str  # "main" when the entity speaks in the episode, else "supporting"
+
+
+@dataclass
+class Extraction:
+    title: str
+    narrative: str
+    events: list[Event] = field(default_factory=list)
+    entities: list[EntityMention] = field(default_factory=list)
+
+
+def _ref_date(messages: Sequence[EpisodeMessage], indexes: Sequence[int]) -> dt.date | None:
+    for i in list(indexes) + list(range(len(messages))):
+        if 0 <= i < len(messages) and messages[i].sent_at:
+            return dt.date.fromisoformat(messages[i].sent_at[:10])
+    return None
+
+
+def resolve_event_time(time_text: str, model_date: str, ref: dt.date | None) -> tuple[Span | None, str]:
+    """The event's time span and how it was decided (see module docstring)."""
+    model_span = parse_date_value(model_date) if model_date else None
+    rule_span = resolve_phrase(time_text, ref) if time_text and ref else None
+    if rule_span is not None:
+        agrees = model_span is not None and model_span.start <= rule_span.end \
+            and model_span.end >= rule_span.start
+        return rule_span, "rule" if agrees or model_span is None else "rule-fixed-model"
+    if model_span is not None:
+        return model_span, "model"
+    return None, "none"
+
+
+def annotate(text: str, time_text: str, span: Span | None) -> str:
+    """Keep relative times both ways: "yesterday" → "yesterday (7 May 2023)"."""
+    if span is None:
+        return text
+    label = format_span(span)
+    if label in text:
+        return text
+    lowered = text.lower()
+    if time_text and time_text.lower() in lowered:
+        at = lowered.index(time_text.lower()) + len(time_text)
+        return f"{text[:at]} ({label}){text[at:]}"
+    return f"{text.rstrip('.')} ({label})."
+
+
+def format_span(span: Span) -> str:
+    if span.precision == "year":
+        return str(span.start.year)
+    if span.precision == "month":
+        return span.start.strftime("%B %Y")
+    if span.start == span.end:
+        return f"{span.start.day} {span.start.strftime('%B %Y')}"
+    return f"{span.start.day} {span.start.strftime('%B')} to {span.end.day} {span.end.strftime('%B %Y')}"
+
+
+def date_header(messages: Sequence[EpisodeMessage]) -> str:
+    times = [m.sent_at for m in messages if m.sent_at]
+    if not times:
+        return "unknown"
+    first = dt.datetime.fromisoformat(times[0])
+    return f"{first.day} {first.strftime('%B %Y')}, {first.strftime('%A')}"
+
+
+def call(llm: LLM, messages: Sequence[EpisodeMessage]) -> Structured:
+    lines = [f"{m.speaker}: {m.text}" for m in messages]
+    return complete_structured(llm, prompt.build(lines, date_header(messages)), prompt.SCHEMA,
+                               prompt.MAX_TOKENS)
+
+
+def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extraction:
+    """Turn the model's validated JSON into events and entity mentions with checked times."""
+    speakers = {m.speaker.lower() for m in messages}
+    out = Extraction(title=data["title"].strip(), narrative=data["narrative"].strip())
+    for ev in data["events"]:
+        idx = [i for i in ev["sources"] if 0 <= i < len(messages)] or list(range(len(messages)))
+        ref = _ref_date(messages, idx)
+        span, how = resolve_event_time(ev["time_text"].strip(), ev["date"].strip(), ref)
+        mentioned = next((messages[i].sent_at for i in idx if messages[i].sent_at), None)
+        text = annotate(ev["text"].strip(), ev["time_text"].strip(), span)
+        if not text:
+            continue
+        out.events.append(Event(text, ev["subject"].strip(), ev["predicate"].strip(),
+                                ev["object"].strip(), span, mentioned,
+                                [messages[i].id for i in idx], how))
+    seen: set[str] = set()
+    for ent in data["entities"]:
+        name = ent["name"].strip()
+        if not name or name.lower() in seen:
+            continue
+        seen.add(name.lower())
+        role = "main" if name.lower() in speakers else "supporting"
+        out.entities.append(EntityMention(name, ent["type"], ent["tag"].strip()[:24], role))
+    for speaker in sorted(speakers - seen):  # speakers are always main characters
+        name = next(m.speaker for m in messages if m.speaker.lower() == speaker)
+        out.entities.append(EntityMention(name, "person", "", "main"))
+    return out
+
+
+def content_hash(*parts: str) -> str:
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()[:32]
+
+
+@dataclass
+class Stored:
+    """What storing one episode's extraction produced."""
+
+    units: dict[str, int] = field(default_factory=dict)
+    entities_new: int = 0
+    links: dict[str, int] = field(default_factory=dict)
+    rows: list[tuple[int, str, str | None, Any]] = field(default_factory=list)
+
+
+def store(conn: Any, ns: str, episode_id: int, conversation: str, messages: Sequence[EpisodeMessage],
+          ex: Extraction, embedder: Any, model_id: str) -> Stored:
+    """Write the episode's narrative, gists, facts, entities and mentions (caller's transaction)."""
+    from . import db, resolve
+    from .embed import to_blob, unit_text
+    from .queries import q
+
+    out = Stored()
+    conn.execute(q("derived_units_delete"), {"episode_id": episode_id})
+    conn.execute(q("episode_update"), {"id": episode_id, "title": ex.title, "text": ex.narrative,
+                                       "stage": "done", "prompt_version": prompt.VERSION,
+                                       "model_id": model_id})
+    now = db.now_iso()
+    pending: list[tuple[int, str, str, str | None, list[int]]] = []  # id, kind, text, when, sources
+    for ev in ex.events:
+        start = ev.span.start.isoformat() if ev.span else None
+        end = ev.span.end.isoformat() if ev.span else None
+        precision = ev.span.precision if ev.span else "unknown"
+        fact_text = f"{ev.subject} {ev.predicate} {ev.object}".strip()
+        for kind, text in (("gist", ev.text), ("fact", fact_text)):
+            unit_id = conn.execute(q("unit_insert"), {
+                "ns": ns, "kind": kind, "conversation": conversation, "episode_id": episode_id,
+                "text": text, "subject": ev.subject if kind == "fact" else None,
+                "predicate": ev.predicate if kind == "fact" else None,
+                "object": ev.object if kind == "fact" else None, "occurred_start": start,
+                "occurred_end": end, "time_precision": precision, "mentioned_at": ev.mentioned_at,
+                "prompt_version": prompt.VERSION, "model_id": model_id,
+                "content_hash": content_hash(kind, text, start or ""),
+                "data": json.dumps({"time_checked": ev.time_checked}), "created_at": now,
+            }).fetchone()[0]
+            out.units[kind] = out.units.get(kind, 0) + 1
+            for mid in ev.source_ids:
+                conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
+            pending.append((unit_id, kind, text, start, ev.source_ids))
+    context: list[int] = []
+    entity_ids: dict[str, int] = {}
+    for ent in ex.entities:
+        entity_id, created = resolve.resolve(conn, ns, ent.name, ent.type,
+                                             speaker=_speaker_for(ent, messages), context_ids=context)
+        out.entities_new += created
+        context.append(entity_id)
+        entity_ids[ent.name.lower()] = entity_id
+        conn.execute(q("mention_insert"), {"unit_id": episode_id, "entity_id": entity_id,
+                                           "role": ent.role, "tag": ent.tag or None})
+    for unit_id, kind, text, _when, _src in pending:
+        lowered = text.lower()
+        for name, entity_id in entity_ids.items():
+            if name and name in lowered:
+                conn.execute(q("mention_insert"), {"unit_id": unit_id, "entity_id": entity_id,
+                                                   "role": "mentioned", "tag": None})
+    texts = [unit_text(text, when) for _, _, text, when, _ in pending]
+    texts.append(unit_text(f"{ex.title}. {ex.narrative}", messages[0].sent_at if messages else None))
+    vectors = embedder.embed(texts) if texts else []
+    for (unit_id, kind, _t, when, _s), vec in zip(pending, vectors):
+        conn.execute(q("vec_unit_insert"), {"id": unit_id, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
+        out.rows.append((unit_id, kind, when, vec))
+    conn.execute(q("vec_unit_insert"), {"id": episode_id, "ns": ns, "kind": "episode",
+                                        "embedding": to_blob(vectors[-1])})
+    return out
+
+
+def _speaker_for(ent: EntityMention, messages: Sequence[EpisodeMessage]) -> str | None:
+    """Who said "my ..." : the first speaker whose message contains the entity's words."""
+    if not ent.name.lower().startswith(("my ", "our ")):
+        return None
+    tail = ent.name.lower().split(" ", 1)[1]
+    return next((m.speaker for m in messages if tail in m.text.lower()), None)

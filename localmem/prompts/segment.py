@@ -1,0 +1,44 @@
+"""Episode boundary labelling (Nemori): one call labels a whole window of messages."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+VERSION = "segment-v1"
+MAX_TOKENS = 160
+MAX_BOUNDARIES = 8
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "boundaries": {
+            "type": "array",
+            "maxItems": MAX_BOUNDARIES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer", "minimum": 1, "maximum": 200},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                "required": ["index", "confidence"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["boundaries"],
+    "additionalProperties": False,
+}
+
+SYSTEM = """You split a chat into episodes. An episode is a run of consecutive messages about one \
+topic, event or activity. A new episode starts where the conversation clearly moves to a different \
+topic or intent (not at a follow-up question, a reaction, or "by the way" remarks that continue it). \
+Greetings belong to the episode that follows them; farewells to the one they close.
+Reply with JSON: {"boundaries": [{"index": N, "confidence": C}]} where N is the number of a message \
+that STARTS a new episode (never 0) and C in [0, 1] is how sure you are. No boundary: {"boundaries": []}."""
+
+
+def build(lines: Sequence[str]) -> list[dict[str, str]]:
+    """``lines`` are the window's messages, already formatted ``Speaker: text``."""
+    numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(lines))
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"Messages:\n{numbered}\n\nWhere do new episodes start?"}]

@@ -1,0 +1,130 @@
+-- name: pending_conversations
+-- Conversations with messages not yet in any episode.
+SELECT DISTINCT m.conversation FROM messages AS m
+WHERE m.ns = :ns AND NOT EXISTS (
+    SELECT 1 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+    WHERE us.message_id = m.id AND u.kind = 'episode')
+ORDER BY m.conversation;
+
+-- name: pending_messages
+SELECT m.id, m.session, m.seq, m.speaker, m.text, m.sent_at, m.attachments FROM messages AS m
+WHERE m.ns = :ns AND m.conversation = :conversation AND NOT EXISTS (
+    SELECT 1 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+    WHERE us.message_id = m.id AND u.kind = 'episode')
+ORDER BY m.seq;
+
+-- name: episode_insert
+INSERT INTO units (ns, kind, conversation, title, text, occurred_start, occurred_end,
+                   time_precision, mentioned_at, stage, data, created_at)
+VALUES (:ns, 'episode', :conversation, NULL, '', :start, :end, 'minute', :end, 'segmented',
+        :data, :created_at)
+RETURNING id;
+
+-- name: unit_source_insert
+INSERT OR IGNORE INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
+
+-- name: episodes_at_stage
+SELECT id, conversation FROM units WHERE ns = :ns AND kind = 'episode' AND stage = :stage ORDER BY id;
+
+-- name: episode_messages
+SELECT m.id, m.speaker, m.text, m.sent_at, m.attachments, m.external_id
+FROM unit_sources AS us JOIN messages AS m ON m.id = us.message_id
+WHERE us.unit_id = :episode_id ORDER BY m.seq;
+
+-- name: episode_update
+UPDATE units SET title = :title, text = :text, stage = :stage, prompt_version = :prompt_version,
+                 model_id = :model_id
+WHERE id = :id;
+
+-- name: episode_set_stage
+UPDATE units SET stage = :stage WHERE id = :id;
+
+-- name: derived_units_delete
+-- Units an earlier, interrupted attempt at this episode left behind.
+DELETE FROM units WHERE episode_id = :episode_id;
+
+-- name: unit_insert
+INSERT INTO units (ns, kind, conversation, episode_id, text, subject, predicate, object,
+                   occurred_start, occurred_end, time_precision, mentioned_at, stage,
+                   prompt_version, model_id, content_hash, data, created_at)
+VALUES (:ns, :kind, :conversation, :episode_id, :text, :subject, :predicate, :object,
+        :occurred_start, :occurred_end, :time_precision, :mentioned_at, NULL,
+        :prompt_version, :model_id, :content_hash, :data, :created_at)
+RETURNING id;
+
+-- name: llm_call_log
+INSERT INTO llm_calls (ns, episode_id, stage, prompt_version, model_id, calls, prompt_tokens,
+                       completion_tokens, seconds, ok, error, raw, created_at)
+VALUES (:ns, :episode_id, :stage, :prompt_version, :model_id, :calls, :prompt_tokens,
+        :completion_tokens, :seconds, :ok, :error, :raw, :created_at);
+
+-- name: llm_call_totals
+SELECT stage, sum(calls), sum(prompt_tokens), sum(completion_tokens), sum(seconds),
+       sum(ok = 0)
+FROM llm_calls WHERE ns = :ns GROUP BY stage ORDER BY stage;
+
+-- name: entity_by_alias
+SELECT DISTINCT e.id, e.name, e.type FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id
+WHERE e.ns = :ns AND a.norm_alias = :alias ORDER BY e.id;
+
+-- name: person_by_first_name_prefix
+-- People whose normalised first name starts with :prefix ("mel" -> "melanie").
+SELECT e.id, e.name, e.type FROM entities AS e
+WHERE e.ns = :ns AND e.type = 'person' AND e.norm_name NOT LIKE '%''s %'
+  AND substr(e.norm_name, 1, length(:prefix)) = :prefix
+  AND e.norm_name != :prefix
+ORDER BY e.id;
+
+-- name: entity_insert
+INSERT INTO entities (ns, name, norm_name, type, created_at)
+VALUES (:ns, :name, :norm_name, :type, :created_at)
+RETURNING id;
+
+-- name: alias_insert
+INSERT OR IGNORE INTO entity_aliases (entity_id, alias, norm_alias) VALUES (:entity_id, :alias, :norm_alias);
+
+-- name: entity_cooccurrence
+-- For each candidate in :ids, in how many units it appears together with an entity of :context.
+SELECT a.entity_id, count(DISTINCT a.unit_id)
+FROM mentions AS a JOIN mentions AS b ON b.unit_id = a.unit_id
+WHERE a.entity_id IN (SELECT value FROM json_each(:ids))
+  AND b.entity_id IN (SELECT value FROM json_each(:context))
+GROUP BY a.entity_id;
+
+-- name: mention_insert
+INSERT OR IGNORE INTO mentions (unit_id, entity_id, role, tag) VALUES (:unit_id, :entity_id, :role, :tag);
+
+-- name: previous_episode
+SELECT id FROM units
+WHERE ns = :ns AND kind = 'episode' AND conversation = :conversation AND id < :id
+  AND stage IN ('extracted', 'done')
+ORDER BY id DESC LIMIT 1;
+
+-- name: link_insert
+INSERT INTO links (src_id, dst_id, type, weight, valid_at, created_at)
+VALUES (:src_id, :dst_id, :type, :weight, :valid_at, :created_at)
+ON CONFLICT (src_id, dst_id, type) DO UPDATE SET weight = max(weight, excluded.weight);
+
+-- name: vec_units_knn_kind
+SELECT rowid AS id, distance FROM vec_units
+WHERE embedding MATCH :embedding AND k = :k AND ns = :ns AND kind = :kind
+ORDER BY distance;
+
+-- name: units_near_in_time
+-- Gists/facts of the namespace whose time lies within :days of :at (for temporal links).
+SELECT id, occurred_start FROM units
+WHERE ns = :ns AND kind IN ('gist', 'fact') AND id != :id AND occurred_start IS NOT NULL
+  AND abs(julianday(occurred_start) - julianday(:at)) <= :days
+ORDER BY abs(julianday(occurred_start) - julianday(:at))
+LIMIT :limit;
+
+-- name: person_short_names_of
+-- Known one-word people whose name is a prefix (>= 3 letters) of :name ("mel" for "melanie").
+SELECT e.id, e.name, e.type FROM entities AS e
+WHERE e.ns = :ns AND e.type = 'person' AND instr(e.norm_name, ' ') = 0
+  AND length(e.norm_name) >= 3 AND e.norm_name != :name
+  AND substr(:name, 1, length(e.norm_name)) = e.norm_name
+ORDER BY e.id;
+
+-- name: entity_rename
+UPDATE entities SET name = :name, norm_name = :norm_name WHERE id = :id;

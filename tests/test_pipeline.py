@@ -1,0 +1,164 @@
+"""Segment → extract → resolve → link with a scripted LLM."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+
+from localmem import Memory
+from localmem.extract import annotate, resolve_event_time
+from localmem.resolve import normalise
+from localmem.segment import PendingMessage, plan
+from localmem.times import resolve_phrase
+
+from .fakes import HashEmbedder, ScriptedLLM
+
+
+def _msgs(n, session="s1", start=dt.datetime(2023, 5, 8, 13, 0), gap_min=1):
+    return [PendingMessage(i, session, i, "Ann" if i % 2 else "Bob", f"message {i}",
+                           (start + dt.timedelta(minutes=gap_min * i)).isoformat(), None) for i in range(n)]
+
+
+def test_plan_cuts_at_the_cap_without_boundaries():
+    calls = []
+    out = plan(_msgs(30), lambda w: calls.append(len(w)) or [], final=True, cap=25)
+    assert [len(e) for e in out] == [25, 5] and calls[0] == 25
+
+
+def test_plan_keeps_the_tail_open_unless_final():
+    detect = lambda w: [10] if len(w) >= 25 else []  # noqa: E731
+    assert [len(e) for e in plan(_msgs(25), detect, final=False)] == [10]
+    assert [len(e) for e in plan(_msgs(25), detect, final=True)] == [10, 15]
+
+
+def test_sessions_and_long_gaps_are_hard_boundaries():
+    msgs = _msgs(3, "s1") + _msgs(3, "s2")
+    assert [len(e) for e in plan(msgs, lambda w: [], final=True)] == [3, 3]
+    gappy = _msgs(4, gap_min=60 * 5)
+    assert [len(e) for e in plan(gappy, lambda w: [], final=True)] == [1, 1, 1, 1]
+
+
+def test_streaming_and_batch_make_the_same_calls():
+    seen_batch, seen_stream = [], []
+    detect = lambda log: (lambda w: log.append([m.id for m in w]) or ([12] if len(w) >= 25 else []))  # noqa: E731
+    msgs = _msgs(40)
+    batch = plan(msgs, detect(seen_batch), final=True)
+    closed: list = []
+    for upto in range(1, 41):  # one message at a time: re-plan over the still-open ones
+        open_ = [m for m in msgs[:upto] if all(m not in e for e in closed)]
+        closed += plan(open_, detect(seen_stream), final=False)
+    closed += plan([m for m in msgs if all(m not in e for e in closed)], detect(seen_stream), final=True)
+    assert [[m.id for m in e] for e in closed] == [[m.id for m in e] for e in batch]
+    assert seen_stream == seen_batch
+
+
+@pytest.mark.parametrize("phrase, expected", [
+    ("yesterday", "2023-05-07"), ("last week", "2023-05-01"), ("last Friday", "2023-05-05"),
+    ("next month", "2023-06"), ("two years ago", "2021"), ("in June 2022", "2022-06"),
+    ("3 days ago", "2023-05-05"), ("this weekend", "2023-05-13"), ("the day before yesterday", "2023-05-06"),
+])
+def test_relative_phrases(phrase, expected):
+    assert resolve_phrase(phrase, dt.date(2023, 5, 8)).iso() == expected
+
+
+def test_rule_fixes_a_model_date_that_is_off():
+    span, how = resolve_event_time("yesterday", "2023-05-06", dt.date(2023, 5, 8))
+    assert span.iso() == "2023-05-07" and how == "rule-fixed-model"
+    span, how = resolve_event_time("", "2022-11", dt.date(2023, 5, 8))
+    assert span.iso() == "2022-11" and how == "model"
+    assert resolve_event_time("recently", "", dt.date(2023, 5, 8)) == (None, "none")
+
+
+def test_annotate_keeps_both_forms():
+    span = resolve_phrase("yesterday", dt.date(2023, 5, 8))
+    assert annotate("Ann went hiking yesterday.", "yesterday", span) == "Ann went hiking yesterday (7 May 2023)."
+    assert annotate("Ann went hiking on 7 May 2023.", "yesterday", span) == "Ann went hiking on 7 May 2023."
+
+
+def test_normalise_names():
+    assert normalise("my mom", speaker="Caroline") == normalise("Caroline's mother")
+    assert normalise("The Support Group") == "support group"
+
+
+def _responder(messages):
+    """A plausible model: no segment boundaries; extraction lists each message as an event."""
+    user = messages[-1]["content"]
+    if "Where do new episodes start?" in user:
+        return {"boundaries": []}
+    lines = [line for line in user.splitlines() if line.startswith("[")]
+    events = []
+    for line in lines:
+        idx = int(line[1:line.index("]")])
+        speaker, text = line[line.index("]") + 2:].split(": ", 1)
+        when = "yesterday" if "yesterday" in text else ""
+        events.append({"text": f"{speaker} said: {text}", "subject": speaker, "predicate": "said",
+                       "object": text[:60], "time_text": when, "date": "", "sources": [idx]})
+    names = sorted({line[line.index("]") + 2:].split(": ", 1)[0] for line in lines})
+    entities = [{"name": n, "type": "person", "tag": "chat"} for n in names]
+    if "mom" in user:
+        entities.append({"name": "my mom", "type": "person", "tag": "visit"})
+    if "mother" in user:
+        entities.append({"name": "Caroline's mother", "type": "person", "tag": "cooking"})
+    return {"title": "A chat", "narrative": "They talked.", "events": events[:8], "entities": entities[:8]}
+
+
+def _transcript(tmp_path):
+    path = tmp_path / "chat.txt"
+    path.write_text("[2023-05-08 13:00]\nCaroline: My mom visited yesterday.\nMel: How nice!\n"
+                    "Caroline: We cooked together.\n[2023-05-20 10:00]\n"
+                    "Melanie: Did Caroline's mother like the food?\nCaroline: She loved it.\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_build_end_to_end_with_a_scripted_model(tmp_path):
+    llm = ScriptedLLM(responder=_responder)
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        report = mem.ingest(_transcript(tmp_path), extract="llm")
+        build = report.build["t"]
+        assert build["episodes"] == 2 and build["failed"] == 0
+        assert build["units"] == {"gist": 5, "fact": 5}
+        assert build["links"].get("next") == 1
+        rows = mem.conn.execute("select kind, count(*) from units group by kind").fetchall()
+        assert dict(rows) == {"episode": 2, "gist": 5, "fact": 5}
+        # every unit keeps its source messages
+        orphans = mem.conn.execute("select count(*) from units u where not exists "
+                                   "(select 1 from unit_sources s where s.unit_id = u.id)").fetchone()[0]
+        assert orphans == 0
+        # "yesterday" resolved against the message time
+        when = mem.conn.execute("select occurred_start, text from units where kind='gist' "
+                                "and text like '%visited%'").fetchone()
+        assert when[0] == "2023-05-07" and "(7 May 2023)" in when[1]
+        # "my mom" from Caroline and "Caroline's mother" are one entity; "Mel" joined "Melanie"
+        mother = mem.conn.execute("select e.id, count(distinct m.unit_id) from entities e "
+                                  "join mentions m on m.entity_id = e.id join units u on u.id = m.unit_id "
+                                  "where u.kind = 'episode' and e.norm_name = 'caroline''s mother' group by e.id").fetchall()
+        assert len(mother) == 1 and mother[0][1] == 2  # one entity, in both episodes
+        names = {r[0]: r[1] for r in mem.conn.execute(
+            "select a.alias, e.id from entity_aliases a join entities e on e.id = a.entity_id")}
+        assert names["Mel"] == names["Melanie"]
+        hits = mem.search("Caroline's mother cooked", k=5)
+        assert any(h.kind in ("gist", "fact") for h in hits)
+        calls = {r[0]: r[1] for r in mem.conn.execute("select stage, sum(calls) from llm_calls group by stage")}
+        assert calls["extract"] == 2
+
+
+def test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text(tmp_path):
+    replies = iter(["garbage", "still garbage"])
+
+    def responder(messages):
+        if "Where do new episodes start?" in messages[-1]["content"]:
+            return {"boundaries": []}
+        return next(replies, None) or _responder(messages)
+
+    llm = ScriptedLLM(responder=responder)
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        report = mem.ingest(_transcript(tmp_path), extract="llm")
+        assert report.build["t"]["failed"] == 1 and report.build["t"]["episodes"] == 1
+        raw = mem.conn.execute("select raw from llm_calls where ok = 0").fetchone()[0]
+        assert json.loads(raw) == ["garbage", "still garbage"]
+        before = mem.conn.execute("select count(*) from units").fetchone()[0]
+        again = mem.build()
+        assert again.episodes == 0 and mem.conn.execute("select count(*) from units").fetchone()[0] == before
