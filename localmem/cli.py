@@ -102,15 +102,16 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
               help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.")
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
+@click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
+        embed_tokenizer: Path | None, llm_model: str | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer})
+                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model})
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(state.close)
@@ -121,11 +122,12 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 @click.option("--format", "fmt", metavar="[locomo|jsonl|chat|text]",
               help="Input format (default: detected).")
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
-@click.option("--extract", type=click.Choice(["none"]), default="none", show_default=True,
-              help="What to derive from the messages: 'none' stores and indexes raw messages only.")
+@click.option("--extract", type=click.Choice(["none", "llm"]),
+              help="'none' (default) stores and indexes raw messages only; 'llm' also builds "
+                   "episodes, facts and entities with the local LLM. Env: LOCALMEM_EXTRACT.")
 @json_option
 @click.pass_obj
-def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str,
+def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str | None,
            as_json: bool) -> None:
     """Store the messages of FILE (LoCoMo JSON, JSONL, chat JSON or a text transcript).
 
@@ -148,6 +150,20 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
             line += f", {nsr.conflicts} stored with different text (kept the stored version)"
         click.echo(line)
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
+    for ns, build in (report.build or {}).items():
+        _echo_build(ns, build)
+
+
+def _echo_build(ns: str, build: dict[str, Any]) -> None:
+    units = ", ".join(f"{v} {k}s" for k, v in build["units"].items()) or "no units"
+    links = ", ".join(f"{v} {k}" for k, v in build["links"].items()) or "none"
+    click.echo(f"{ns}: {build['episodes']} episodes extracted ({build['failed']} failed): {units}; "
+               f"{build['entities']} new entities; links: {links}")
+    for row in build["llm"]:
+        click.echo(f"  {row['stage']}: {row['calls']} LLM calls, {row['prompt_tokens']} prompt + "
+                   f"{row['completion_tokens']} generated tokens, {row['seconds']:.0f}s, "
+                   f"{row['failures']} invalid after repair")
+    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items()))
 
 
 @cli.command()
@@ -371,6 +387,110 @@ def doctor(state: _State, as_json: bool) -> None:
                 click.echo(f"  {k2}: {v2}")
         else:
             click.echo(f"{key}: {value}")
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def flush(state: _State, as_json: bool) -> None:
+    """Close open episode buffers and extract them with the local LLM."""
+    mem = state.memory()
+    report = mem.flush()
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        _echo_build(mem.namespace, report.to_dict())
+
+
+@cli.command()
+@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@json_option
+@click.pass_obj
+def episodes(state: _State, limit: int, as_json: bool) -> None:
+    """The episodes of the namespace in time order."""
+    rows = state.memory().episodes(limit)
+    if as_json:
+        _print_json(rows)
+        return
+    for r in rows:
+        when = (r["start"] or "")[:16].replace("T", " ")
+        click.echo(f"u:{r['id']:<6} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} "
+                   f"({r['messages']} messages)")
+
+
+@cli.command()
+@click.option("--entity", help="Only facts mentioning this entity (name or alias).")
+@click.option("--from", "start", help="Only facts at or after this date (YYYY-MM-DD).")
+@click.option("--to", "end", help="Only facts at or before this date.")
+@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@json_option
+@click.pass_obj
+def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int,
+          as_json: bool) -> None:
+    """Facts (subject – predicate – object) with their times."""
+    rows = state.memory().facts(entity=entity, start=start, end=end, limit=limit)
+    if as_json:
+        _print_json(rows)
+        return
+    for r in rows:
+        when = r["occurred_start"] or f"said {str(r['mentioned_at'])[:10]}"
+        click.echo(f"u:{r['id']:<6} {when:<12} {r['subject']} | {r['predicate']} | {r['object']}")
+
+
+@cli.command()
+@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@json_option
+@click.pass_obj
+def entities(state: _State, limit: int, as_json: bool) -> None:
+    """Resolved entities with their aliases and how often they are mentioned."""
+    rows = state.memory().entities(limit)
+    if as_json:
+        _print_json(rows)
+        return
+    for r in rows:
+        click.echo(f"e:{r['id']:<5} {r['name']} ({r['type']}) in {r['units']} units; aliases: {r['aliases']}")
+
+
+@cli.command()
+@click.argument("unit_id")
+@json_option
+@click.pass_obj
+def show(state: _State, unit_id: str, as_json: bool) -> None:
+    """One unit (u:ID) with its source messages, entities and links."""
+    try:
+        number = int(unit_id.removeprefix("u:"))
+    except ValueError:
+        raise click.BadParameter(f"not a unit id: {unit_id} (expected u:123)") from None
+    unit = state.memory().show(number)
+    if as_json:
+        _print_json(unit)
+        return
+    click.echo(f"u:{unit['id']} [{unit['kind']}] {unit['title'] or ''}\n  {unit['text']}")
+    click.echo(f"  time: {unit['occurred_start']} .. {unit['occurred_end']} ({unit['precision']}), "
+               f"said {unit['mentioned_at']}")
+    for src in unit["sources"]:
+        click.echo(f"  source {src['external_id']} {src['sent_at']} {src['speaker']}: {src['text']}")
+    for ent in unit["entities"]:
+        click.echo(f"  entity e:{ent['id']} {ent['name']} ({ent['role']}{', ' + ent['tag'] if ent['tag'] else ''})")
+    for ln in unit["links"]:
+        click.echo(f"  {ln['direction']} {ln['type']} {ln['weight']:.2f} u:{ln['id']} [{ln['kind']}] {ln['text'][:80]}")
+
+
+@cli.command()
+@click.option("--verify", is_flag=True, help="Also check every file's sha256 (reads every byte).")
+@json_option
+@click.pass_obj
+def models(state: _State, verify: bool, as_json: bool) -> None:
+    """The models localmem knows: installed or not, where, size and checksum status."""
+    from . import models as models_mod
+
+    rows = models_mod.status(state.config, verify=verify)
+    if as_json:
+        _print_json(rows)
+        return
+    for r in rows:
+        click.echo(f"{r['id']} ({r['role']}): {r['status']}, {r['size'] / 1e6:.0f} MB, "
+                   f"checksum {r['checksum']}\n    {r['path'] or 'pip install ' + repr('localmem[' + r['extra'] + ']')}")
 
 
 @cli.group()

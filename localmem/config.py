@@ -84,6 +84,7 @@ class Config:
     rrf_k: int = RRF_K
     channel_budget: int = DEFAULT_CHANNEL_BUDGET
     onnx_threads: int = 0  # 0: let onnxruntime decide
+    extract: str = "none"  # "none": raw messages only; "llm": episodes, facts, entities
     llm_model: str | None = None  # a GGUF path or a model manifest id; None: installed default
     chat_format: str | None = None  # None: from the model manifest or the GGUF metadata
     n_ctx: int = DEFAULT_N_CTX

@@ -11,7 +11,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from . import db, extract, formats, ingest, link, manage, search, segment, transfer
+from . import browse, db, extract, formats, ingest, link, manage, search, segment, transfer
 from .config import Config
 from .embed import Embedder, embed_batched
 from .errors import LocalmemError
@@ -105,7 +105,7 @@ class Memory:
 
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
-               namespace: str | None = None, extract: str = "none",
+               namespace: str | None = None, extract: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> IngestReport:
         """Ingest a file (LoCoMo JSON, JSONL, chat JSON or text transcript).
 
@@ -113,8 +113,9 @@ class Memory:
         namespace named by their ``sample_id`` unless ``namespace`` is given.
         ``progress(done, total)`` is called after every batch.
         """
+        extract = extract or self.config.extract
         if extract not in EXTRACT_MODES:
-            raise LocalmemError(f"--extract {extract} is not available yet; use one of: "
+            raise LocalmemError(f"--extract {extract} is unknown; use one of: "
                                 f"{', '.join(EXTRACT_MODES)}")
         file = Path(path)
         if format is not None and format not in formats.FORMATS:
@@ -218,6 +219,8 @@ class Memory:
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
         with self._locked():
             message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
+        if added and self.config.extract == "llm":
+            self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
         return AddedMessage(message_id, message.external_id, message.conversation, added)
 
     # -- search ------------------------------------------------------------------
@@ -293,6 +296,26 @@ class Memory:
         """Re-embed every message and unit with the configured embedder."""
         with self._locked():
             return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
+
+    # -- what was remembered ---------------------------------------------------------
+    def flush(self) -> "BuildReport":
+        """Close every open episode buffer and extract what was closed (streaming use)."""
+        return self.build(final=True)
+
+    def episodes(self, limit: int = 1000) -> list[dict[str, Any]]:
+        return browse.episodes(self.conn, self.namespace, limit)
+
+    def facts(self, *, entity: str | None = None, start: str | None = None, end: str | None = None,
+              limit: int = 1000) -> list[dict[str, Any]]:
+        """Facts in time order, optionally about ``entity`` and within ``start``..``end`` (ISO)."""
+        return browse.facts(self.conn, self.namespace, entity=entity, start=start, end=end, limit=limit)
+
+    def entities(self, limit: int = 1000) -> list[dict[str, Any]]:
+        return browse.entities(self.conn, self.namespace, limit)
+
+    def show(self, unit_id: int) -> dict[str, Any]:
+        """One unit with its source messages, entities and links."""
+        return browse.show(self.conn, unit_id)
 
     def doctor(self) -> dict[str, Any]:
         return manage.doctor(self.conn, self.config, self.path)

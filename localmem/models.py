@@ -141,7 +141,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(manifest_: Manifest) -> dict[str, str]:
+def verify_files(manifest_: Manifest) -> dict[str, str]:
     """Per file: 'ok', 'missing' or 'checksum mismatch' (reads every byte)."""
     status = {}
     for name, spec in manifest_.files.items():
@@ -245,3 +245,40 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+def status(config: Config, verify: bool = False) -> list[dict[str, Any]]:
+    """Every known model: installed or not, where, size, and checksum status."""
+    from .config import home_dir, user_cache_dir
+
+    cache_dir = home_dir() or user_cache_dir()
+    rows = []
+    for man in manifests().values():
+        row: dict[str, Any] = {"id": man.id, "role": man.role, "extra": man.extra, "path": None,
+                               "size": 0, "status": "not installed", "checksum": "n/a"}
+        if man.role == "embedder":
+            located = {name: f.locate() for name, f in man.files.items()}
+            row["size"] = sum(f.size for f in man.files.values())
+            if all(located.values()):
+                row["status"], row["path"] = "installed", str(located["model"])
+                row["checksum"] = ", ".join(f"{k} {v}" for k, v in verify_files(man).items()) \
+                    if verify else "size ok (use --verify to hash)"
+        else:
+            row["size"] = man.info["size"]
+            parts = installed_parts(man)
+            if parts is not None:
+                target = parts[0] if len(parts) == 1 else cache_dir / "models" / man.info["file_name"]
+                marker = target.with_name(target.name + ".sha256")
+                row["path"] = str(target)
+                if len(parts) > 1 and not target.is_file():
+                    row["status"], row["checksum"] = "installed (assembled on first use)", "pending"
+                else:
+                    row["status"] = "installed"
+                    if verify:
+                        row["checksum"] = "ok" if sha256_file(target) == man.info["sha256"] else "MISMATCH"
+                    elif marker.is_file() and marker.read_text().strip() == man.info["sha256"]:
+                        row["checksum"] = "ok (verified when assembled)"
+                    else:
+                        row["checksum"] = "not checked (use --verify)"
+        rows.append(row)
+    return rows

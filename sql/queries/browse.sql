@@ -1,0 +1,47 @@
+-- name: episodes_list
+SELECT u.id, u.conversation, u.title, u.text, u.occurred_start, u.occurred_end, u.stage,
+       (SELECT count(*) FROM unit_sources AS s WHERE s.unit_id = u.id)
+FROM units AS u WHERE u.ns = :ns AND u.kind = 'episode'
+ORDER BY u.occurred_start, u.id LIMIT :limit;
+
+-- name: facts_list
+-- Facts, optionally of one entity (by alias) and within [:from, :to] (occurred time).
+SELECT u.id, u.subject, u.predicate, u.object, u.text, u.occurred_start, u.occurred_end,
+       u.time_precision, u.mentioned_at
+FROM units AS u
+WHERE u.ns = :ns AND u.kind = 'fact'
+  AND (:entity IS NULL OR EXISTS (
+        SELECT 1 FROM mentions AS m JOIN entity_aliases AS a ON a.entity_id = m.entity_id
+        WHERE m.unit_id = u.id AND a.norm_alias = :entity))
+  AND (:from IS NULL OR coalesce(u.occurred_end, u.mentioned_at) >= :from)
+  AND (:to IS NULL OR coalesce(u.occurred_start, u.mentioned_at) <= :to)
+ORDER BY coalesce(u.occurred_start, u.mentioned_at), u.id LIMIT :limit;
+
+-- name: entities_list
+SELECT e.id, e.name, e.type,
+       (SELECT count(DISTINCT m.unit_id) FROM mentions AS m WHERE m.entity_id = e.id),
+       (SELECT group_concat(a.alias, ', ') FROM entity_aliases AS a WHERE a.entity_id = e.id)
+FROM entities AS e WHERE e.ns = :ns
+ORDER BY 4 DESC, e.name LIMIT :limit;
+
+-- name: unit_get
+SELECT id, ns, kind, conversation, episode_id, title, text, subject, predicate, object, aspect,
+       occurred_start, occurred_end, time_precision, mentioned_at, stage, prompt_version, model_id
+FROM units WHERE id = :id;
+
+-- name: unit_sources_full
+SELECT m.id, m.external_id, m.conversation, m.session, m.speaker, m.sent_at, m.text
+FROM unit_sources AS s JOIN messages AS m ON m.id = s.message_id
+WHERE s.unit_id = :id ORDER BY m.seq;
+
+-- name: unit_entities
+SELECT e.id, e.name, e.type, m.role, m.tag FROM mentions AS m JOIN entities AS e ON e.id = m.entity_id
+WHERE m.unit_id = :id ORDER BY e.name;
+
+-- name: unit_links
+SELECT l.type, l.weight, 'out', u.id, u.kind, u.text FROM links AS l JOIN units AS u ON u.id = l.dst_id
+WHERE l.src_id = :id
+UNION ALL
+SELECT l.type, l.weight, 'in', u.id, u.kind, u.text FROM links AS l JOIN units AS u ON u.id = l.src_id
+WHERE l.dst_id = :id
+ORDER BY 2 DESC LIMIT 50;
