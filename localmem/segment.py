@@ -82,7 +82,12 @@ class LLMDetector:
             self.stats.failures += 1
             return []
         return sorted({b["index"] for b in result.data["boundaries"]
-                       if b["confidence"] >= self.threshold and 0 < b["index"] < len(window)})
+                       if _confidence(b["confidence"]) >= self.threshold and 0 < b["index"] < len(window)})
+
+
+def _confidence(value: float) -> float:
+    """Models sometimes answer in percent (85 for 0.85)."""
+    return value / 100 if 1 < value <= 100 else value
 
 
 class EmbeddingDetector:

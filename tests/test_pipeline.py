@@ -162,3 +162,22 @@ def test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text(tmp_path):
         before = mem.conn.execute("select count(*) from units").fetchone()[0]
         again = mem.build()
         assert again.episodes == 0 and mem.conn.execute("select count(*) from units").fetchone()[0] == before
+
+
+def test_llm_detector_applies_the_threshold_and_ignores_out_of_range_answers():
+    from localmem.segment import LLMDetector
+
+    llm = ScriptedLLM([{"boundaries": [{"index": 0, "confidence": 0.9}, {"index": 2, "confidence": 0.69},
+                                       {"index": 3, "confidence": 0.7}, {"index": 4, "confidence": 85},
+                                       {"index": 99, "confidence": 1}]}])
+    assert LLMDetector(llm)(_msgs(6)) == [3, 4]
+    assert "[5] Ann: message 5" in llm.calls[0][-1]["content"]
+
+
+def test_llm_detector_skips_short_windows_and_survives_garbage():
+    from localmem.segment import LLMDetector
+
+    llm = ScriptedLLM(["nonsense", "more nonsense"])
+    detector = LLMDetector(llm)
+    assert detector(_msgs(3)) == [] and llm.calls == []
+    assert detector(_msgs(6)) == [] and detector.stats.failures == 1 and detector.stats.calls == 2

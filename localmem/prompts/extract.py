@@ -34,7 +34,7 @@ SCHEMA: dict[str, Any] = {
                     "object": {"type": "string", "maxLength": 80},
                     "time_text": {"type": "string", "maxLength": 40},
                     "date": {"type": "string", "maxLength": 24},
-                    "sources": {"type": "array", "maxItems": 4, "items": {"type": "integer", "minimum": 0, "maximum": 200}},
+                    "sources": {"type": "array", "maxItems": 4, "items": {"type": "integer"}},
                 },
                 "required": ["text", "subject", "predicate", "object", "time_text", "date", "sources"],
                 "additionalProperties": False,

