@@ -181,3 +181,80 @@ def test_llm_detector_skips_short_windows_and_survives_garbage():
     detector = LLMDetector(llm)
     assert detector(_msgs(3)) == [] and llm.calls == []
     assert detector(_msgs(6)) == [] and detector.stats.failures == 1 and detector.stats.calls == 2
+
+
+_KILL_SCRIPT = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from localmem import Memory
+from tests.fakes import HashEmbedder, ScriptedLLM
+from tests.test_pipeline import _responder
+
+def slow(messages):
+    time.sleep(0.15)
+    return _responder(messages)
+
+with Memory(sys.argv[2], namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=slow)) as mem:
+    mem.ingest(sys.argv[3], extract="llm")
+print("finished")
+"""
+
+
+def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import apsw
+
+    sessions = 30
+    lines = []
+    for s in range(sessions):
+        lines.append(f"[2023-{1 + s // 28:02d}-{1 + s % 28:02d} 10:00]")
+        lines += [f"Ann: Session {s} news number {s}.", f"Bob: Reply {s}.", f"Ann: Bye {s}."]
+    transcript = tmp_path / "long.txt"
+    transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db_path = tmp_path / "kill.db"
+    repo = Path(__file__).resolve().parent.parent
+
+    def done_episodes() -> int:
+        try:
+            conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                return conn.execute("select count(*) from units where kind='episode' and stage='done'").fetchone()[0]
+            finally:
+                conn.close()
+        except apsw.Error:
+            return 0
+
+    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(repo), str(db_path), str(transcript)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and done_episodes() < 3:
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+    at_kill = done_episodes()
+    assert 3 <= at_kill < sessions
+
+    with Memory(db_path, namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
+        report = mem.build()
+        assert report.episodes == sessions - at_kill and report.failed == 0
+        conn = mem.conn
+        assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
+        stages = dict(conn.execute("select stage, count(*) from units where kind='episode' group by stage"))
+        assert stages == {"done": sessions}
+        # one gist and one fact per message, none twice
+        assert conn.execute("select count(*) from units where kind='gist'").fetchone()[0] == 3 * sessions
+        assert conn.execute("select count(*) from (select text from units where kind='gist' "
+                            "group by text having count(*) > 1)").fetchone()[0] == 0
+        assert conn.execute("select count(*) from vec_units").fetchone()[0] == \
+            conn.execute("select count(*) from units").fetchone()[0]
