@@ -121,9 +121,14 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
     for ev in data["events"]:
         idx = [i for i in ev["sources"] if 0 <= i < len(messages)] or list(range(len(messages)))
         ref = _ref_date(messages, idx)
-        span, how = resolve_event_time(ev["time_text"].strip(), ev["date"].strip(), ref)
+        time_text, date = ev["time_text"].strip(), ev["date"].strip()
+        said = " ".join(messages[i].text.lower() for i in idx)
+        if time_text and time_text.lower() not in said:
+            # Not in the messages it cites: small models copy the prompt's example times.
+            time_text, date = "", ""
+        span, how = resolve_event_time(time_text, date, ref)
         mentioned = next((messages[i].sent_at for i in idx if messages[i].sent_at), None)
-        text = annotate(ev["text"].strip(), ev["time_text"].strip(), span)
+        text = annotate(ev["text"].strip(), time_text, span)
         if not text:
             continue
         out.events.append(Event(text, ev["subject"].strip(), ev["predicate"].strip(),

@@ -258,3 +258,18 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
                             "group by text having count(*) > 1)").fetchone()[0] == 0
         assert conn.execute("select count(*) from vec_units").fetchone()[0] == \
             conn.execute("select count(*) from units").fetchone()[0]
+
+
+def test_a_time_phrase_not_in_the_cited_message_is_dropped():
+    from localmem.extract import EpisodeMessage, interpret
+
+    msgs = [EpisodeMessage(1, "Ann", "I went hiking yesterday.", "2023-05-08T13:00:00"),
+            EpisodeMessage(2, "Bob", "Cool, what did you see?", "2023-05-08T13:01:00")]
+    data = {"title": "t", "narrative": "n", "entities": [], "events": [
+        {"text": "Ann went hiking.", "subject": "Ann", "predicate": "went", "object": "hiking",
+         "time_text": "yesterday", "date": "2023-05-07", "sources": [0]},
+        {"text": "Bob asked what Ann saw.", "subject": "Bob", "predicate": "asked", "object": "Ann",
+         "time_text": "last week", "date": "2023-05-01", "sources": [1]}]}
+    hiking, asked = interpret(data, msgs).events
+    assert hiking.span.iso() == "2023-05-07" and hiking.text == "Ann went hiking (7 May 2023)."
+    assert asked.span is None and asked.time_checked == "none" and asked.mentioned_at == "2023-05-08T13:01:00"
