@@ -23,8 +23,9 @@ from .embed import Embedder
 from .memory import Memory
 
 __all__ = [
-    "INGEST_COLUMNS", "SEARCH_COLUMNS", "DEFAULT_SEED", "QUERY_SEED", "bench_ingest", "bench_search",
-    "default_workdir", "generate_messages", "generate_queries", "write_jsonl", "store_path",
+    "DEFAULT_SEED", "INGEST_COLUMNS", "QUERY_SEED", "SEARCH_COLUMNS", "bench_ingest", "bench_search",
+    "default_workdir", "generate_messages", "generate_queries", "iter_messages", "store_path",
+    "write_jsonl",
 ]
 
 INGEST_COLUMNS: list[str] = [
@@ -245,6 +246,7 @@ def default_workdir() -> Path:
 
 
 def store_path(workdir: Path, size: int) -> Path:
+    """The bench store for ``size`` messages: ``<workdir>/bench-<size>.db``."""
     return workdir / f"bench-{size}.db"
 
 
@@ -259,11 +261,13 @@ def _peak_rss_mb() -> float | None:
 
 
 def _file_mb(path: Path) -> float:
+    """The store's size on disk (file plus any WAL) in MB (10^6 bytes)."""
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     return round(size / 1_000_000, 1)
 
 
 def _remove_store(path: Path) -> None:
+    """Delete a store and its WAL/SHM side files, if present."""
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         p.unlink(missing_ok=True)
 
@@ -277,6 +281,7 @@ def _stored_messages(path: Path, config: Config, embedder: Embedder | None) -> i
 
 
 def _bench_config(config: Config) -> Config:
+    """The caller's config, in the bench namespace whatever ``--namespace`` / env said."""
     return replace(config, namespace=NAMESPACE)
 
 
@@ -287,6 +292,7 @@ def _ms_stats(samples: Sequence[float]) -> tuple[float, float, float]:
 
 
 def _percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """The ``pct`` percentile of ascending values, interpolating linearly (NaN if empty)."""
     if not sorted_values:
         return float("nan")
     pos = (len(sorted_values) - 1) * pct / 100
@@ -296,6 +302,7 @@ def _percentile(sorted_values: Sequence[float], pct: float) -> float:
 
 
 def _timed(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
+    """Seconds each ``fn(query)`` call took, one call at a time."""
     out = []
     for query in queries:
         t0 = time.perf_counter()
@@ -309,7 +316,8 @@ def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
                  embedder: Embedder | None = None, seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
     """Ingest ``N`` synthetic messages into a fresh ``<workdir>/bench-<N>.db`` for each size.
 
-    The embedder is loaded (and run once) before the clock starts, so model
+    Only raw-message ingest is measured (``extract="none"``, whatever the config
+    says). The embedder is loaded (and run once) before the clock starts, so model
     loading is not counted; generating and writing the JSONL file is not counted
     either. ``total_s`` is the wall time of :meth:`Memory.ingest` (read, parse,
     embed, insert, index); ``embed_s`` is the part spent embedding. ``db_mb`` is
@@ -330,7 +338,7 @@ def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
             embedder = mem.embedder
             embedder.embed(["warm-up"])  # load the model and initialise the runtime first
             t0 = time.perf_counter()
-            report = mem.ingest(data, format="jsonl")
+            report = mem.ingest(data, format="jsonl", extract="none")  # raw messages only, no LLM
             total = time.perf_counter() - t0
             stored = mem.stats()["messages"]
         rest = total - report.embed_seconds
@@ -366,17 +374,22 @@ def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queri
             bench_ingest([n], workdir, config, embedder=embedder, seed=seed)
         with Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder) as mem:
             embedder = mem.embedder
-            for query in warmup:
-                mem.search(query, k=k)
-            full = _timed(lambda query: mem.search(query, k=k), timed)
-            vector = _timed(lambda query: mem.search(query, k=k, channels=["vector"]), timed)
-            bm25 = _timed(lambda query: mem.search(query, k=k, channels=["bm25"]), timed)
-            embed = _timed(lambda query: embedder.embed([query]), timed)
-            stored = mem.stats()["messages"]
-        p50, p95, mean = _ms_stats(full)
-        rows.append({
-            "messages": stored, "queries": len(timed), "k": k, "p50_ms": p50, "p95_ms": p95,
-            "mean_ms": mean, "vector_p50_ms": _ms_stats(vector)[0], "bm25_p50_ms": _ms_stats(bm25)[0],
-            "embed_p50_ms": _ms_stats(embed)[0],
-        })
+            rows.append(_search_row(mem, warmup, timed, k))
     return rows
+
+
+def _search_row(mem: Memory, warmup: Sequence[str], timed: Sequence[str], k: int) -> dict[str, Any]:
+    """One :func:`bench_search` row for the open store ``mem``."""
+    model = mem.embedder
+    for query in warmup:
+        mem.search(query, k=k)
+    full = _timed(lambda query: mem.search(query, k=k), timed)
+    vector = _timed(lambda query: mem.search(query, k=k, channels=["vector"]), timed)
+    bm25 = _timed(lambda query: mem.search(query, k=k, channels=["bm25"]), timed)
+    embed = _timed(lambda query: model.embed([query]), timed)
+    p50, p95, mean = _ms_stats(full)
+    return {
+        "messages": mem.stats()["messages"], "queries": len(timed), "k": k, "p50_ms": p50,
+        "p95_ms": p95, "mean_ms": mean, "vector_p50_ms": _ms_stats(vector)[0],
+        "bm25_p50_ms": _ms_stats(bm25)[0], "embed_p50_ms": _ms_stats(embed)[0],
+    }

@@ -19,6 +19,8 @@ from .errors import (
 )
 from .queries import migrations, q
 
+MMAP_BYTES = 1 << 30
+
 # Tables a localmem store has; a non-empty database without them is someone else's file.
 _OUR_TABLES = {"meta", "sources", "messages", "units"}
 
@@ -57,6 +59,8 @@ def connect(path: Path | str, busy_timeout_ms: int = 5000,
             _refuse_foreign(conn, spath)
             apsw.bestpractice.connection_wal(conn)
         apsw.bestpractice.connection_enable_foreign_keys(conn)
+        # Memory-mapped reads: the vector scan reads every vector; mmap cut it 25% at 100K.
+        conn.pragma("mmap_size", MMAP_BYTES)
         apsw.bestpractice.connection_dqs(conn)
         _load_sqlite_vec(conn)
         if tracer is not None:

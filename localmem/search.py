@@ -65,7 +65,8 @@ Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
 def fts_query(text: str) -> str | None:
     """A safe FTS5 expression for free text: quoted word tokens joined by OR."""
     words = [w.lower() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in _STOPWORDS] or words
+    # Single letters ("s" of "Elena's") match nearly everything and cost time, not recall.
+    kept = [w for w in words if w not in _STOPWORDS and len(w) > 1] or words
     unique = list(dict.fromkeys(kept))[:MAX_FTS_TERMS]
     if not unique:
         return None

@@ -833,3 +833,14 @@ def test_reembed_switches_embedder_and_dimension(populated):
     with Memory(path, namespace="test", embedder=HashEmbedder()) as old:
         with pytest.raises(EmbedderMismatchError):
             old.search("Mochi")
+
+
+def test_existing_message_lookup_uses_the_unique_index(mem):
+    """Regression: a plain JOIN let SQLite scan the namespace per batch (quadratic ingest)."""
+    from localmem.queries import q
+
+    mem.add("Ann", "hello")
+    mem.conn.execute("ANALYZE")
+    plan = " ".join(r[3] for r in mem.conn.execute("EXPLAIN QUERY PLAN " + q("messages_existing"),
+                                                    {"ns": "test", "keys": "[]"}))
+    assert "SEARCH m USING INDEX" in plan and "external_id=?" in plan, plan

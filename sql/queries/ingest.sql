@@ -11,9 +11,11 @@ UPDATE sources SET status = 'loaded', finished_at = :finished_at WHERE id = :id;
 
 -- name: messages_existing
 -- Which of the (conversation, external_id) pairs in :keys (a JSON list of pairs) are stored.
+-- CROSS JOIN pins the loop order: one unique-index lookup per key. (A plain JOIN let the
+-- planner scan the namespace for every batch: ingest went quadratic, 1757 s for 100K.)
 SELECT m.conversation, m.external_id, m.text
 FROM json_each(:keys) AS k
-JOIN messages AS m
+CROSS JOIN messages AS m
   ON m.ns = :ns
  AND m.conversation = json_extract(k.value, '$[0]')
  AND m.external_id = json_extract(k.value, '$[1]');
