@@ -839,7 +839,8 @@ def test_existing_message_lookup_uses_the_unique_index(mem):
     """Regression: a plain JOIN let SQLite scan the namespace per batch (quadratic ingest)."""
     from localmem.queries import q
 
-    mem.add("Ann", "hello")
+    for i in range(300):
+        mem.add("Ann", f"hello {i}", conversation=f"c{i % 3}")
     mem.conn.execute("ANALYZE")
     plan = " ".join(r[3] for r in mem.conn.execute("EXPLAIN QUERY PLAN " + q("messages_existing"),
                                                     {"ns": "test", "keys": "[]"}))
