@@ -73,17 +73,27 @@ def _print_json(data: Any) -> None:
 
 
 @contextmanager
-def _progress(state: _State, label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr, only on a terminal and without --quiet."""
+def _progress(state: _State, label: str,
+              next_labels: tuple[str, ...] = ()) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar with ETA on stderr, only on a terminal and without --quiet.
+
+    A call whose ``done`` falls back below the bar's position starts the next phase
+    (e.g. "extracting episodes" after "ingesting"), with the next label.
+    """
     if state.quiet or not sys.stderr.isatty():
         yield None
         return
     bar: Any = None
+    labels = [label, *next_labels]
 
     def update(done: int, total: int) -> None:
         nonlocal bar
+        if bar is not None and (done < bar.pos or total != bar.length):
+            bar.__exit__(None, None, None)
+            bar = None
+            labels.pop(0) if len(labels) > 1 else None
         if bar is None:
-            bar = click.progressbar(length=total, label=label, file=sys.stderr, show_eta=True)
+            bar = click.progressbar(length=total, label=labels[0], file=sys.stderr, show_eta=True)
             bar.__enter__()
         bar.update(done - bar.pos)
 
@@ -138,7 +148,7 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     namespace named by their sample_id unless --namespace is given.
     """
     forced = state.config.namespace if state.namespace_given else None
-    with _progress(state, f"ingesting {file.name}") as progress:
+    with _progress(state, f"ingesting {file.name}", ("extracting episodes",)) as progress:
         report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
                                        extract=extract, progress=progress)
     if as_json:
@@ -398,7 +408,8 @@ def doctor(state: _State, as_json: bool) -> None:
 def flush(state: _State, as_json: bool) -> None:
     """Close open episode buffers and extract them with the local LLM."""
     mem = state.memory()
-    report = mem.flush()
+    with _progress(state, "extracting episodes") as progress:
+        report = mem.flush(progress)
     if as_json:
         _print_json(report.to_dict())
     else:

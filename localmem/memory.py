@@ -142,7 +142,7 @@ class Memory:
                 sha256=ingest.sha256_bytes(data), batch=self.config.ingest_batch,
                 embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
-            report.build = {nsr.namespace: self.build(namespace=nsr.namespace).to_dict()
+            report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress).to_dict()
                             for nsr in report.namespaces}
         return report
 
@@ -298,9 +298,9 @@ class Memory:
             return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
 
     # -- what was remembered ---------------------------------------------------------
-    def flush(self) -> "BuildReport":
+    def flush(self, progress: Callable[[int, int], None] | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
-        return self.build(final=True)
+        return self.build(final=True, progress=progress)
 
     def episodes(self, limit: int = 1000) -> list[dict[str, Any]]:
         return browse.episodes(self.conn, self.namespace, limit)
