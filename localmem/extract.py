@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .llm import LLM, Structured, complete_structured
 from .prompts import extract as prompt
+from .search import STOPWORDS
 from .times import Span, parse_date_value, resolve_phrase
 
 
@@ -61,6 +63,28 @@ def _ref_date(messages: Sequence[EpisodeMessage], indexes: Sequence[int]) -> dt.
         if 0 <= i < len(messages) and messages[i].sent_at:
             return dt.date.fromisoformat(messages[i].sent_at[:10])
     return None
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+def match_sources(text: str, messages: Sequence[EpisodeMessage], cited: Sequence[int]) -> list[int]:
+    """The messages an event rests on: those sharing the most content words with its text.
+
+    Small models copy source numbers from the prompt's example, so the cited indexes
+    are kept only when they are among the best-matching messages.
+    """
+    words = _content_words(text)
+    scores = [len(words & _content_words(f"{m.speaker} {m.text}")) for m in messages]
+    best = max(scores, default=0)
+    if best == 0:
+        return list(cited) or list(range(len(messages)))
+    good = {i for i, score in enumerate(scores) if score >= max(1, 0.7 * best)}
+    kept = [i for i in cited if i in good]
+    if kept:
+        return sorted(kept)
+    return sorted(sorted(good, key=lambda i: -scores[i])[:2])
 
 
 def resolve_event_time(time_text: str, model_date: str, ref: dt.date | None) -> tuple[Span | None, str]:
@@ -119,7 +143,7 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
     speakers = {m.speaker.lower() for m in messages}
     out = Extraction(title=data["title"].strip(), narrative=data["narrative"].strip())
     for ev in data["events"]:
-        idx = [i for i in ev["sources"] if 0 <= i < len(messages)] or list(range(len(messages)))
+        idx = match_sources(ev["text"], messages, [i for i in ev["sources"] if 0 <= i < len(messages)])
         ref = _ref_date(messages, idx)
         time_text, date = ev["time_text"].strip(), ev["date"].strip()
         said = " ".join(messages[i].text.lower() for i in idx)

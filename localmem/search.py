@@ -20,7 +20,7 @@ from .queries import q
 CHANNELS = ("vector", "bm25")
 
 # Function words that match nearly every message: dropping them keeps BM25 fast and focused.
-_STOPWORDS = frozenset("""
+STOPWORDS = frozenset("""
 a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -66,7 +66,7 @@ def fts_query(text: str) -> str | None:
     """A safe FTS5 expression for free text: quoted word tokens joined by OR."""
     words = [w.lower() for w in _WORD.findall(text)]
     # Single letters ("s" of "Elena's") match nearly everything and cost time, not recall.
-    kept = [w for w in words if w not in _STOPWORDS and len(w) > 1] or words
+    kept = [w for w in words if w not in STOPWORDS and len(w) > 1] or words
     unique = list(dict.fromkeys(kept))[:MAX_FTS_TERMS]
     if not unique:
         return None

@@ -79,3 +79,21 @@ def test_static_instructions_come_first():
     b = extract_prompt.build(["Bob: something else"], "9 May 2023")
     assert a[0] == b[0] and a[0]["role"] == "system"
     assert segment_prompt.build(["x"])[0] == segment_prompt.build(["y"])[0]
+
+
+def _max_chars(schema) -> int:
+    """The longest JSON a schema allows, roughly: bounded strings/arrays plus key overhead."""
+    kind = schema.get("type")
+    if kind == "string":
+        return schema.get("maxLength", max((len(e) for e in schema.get("enum", [""])), default=0)) + 2
+    if kind == "array":
+        return schema["maxItems"] * (_max_chars(schema["items"]) + 2) + 2
+    if kind == "object":
+        return sum(len(k) + 4 + _max_chars(v) for k, v in schema["properties"].items()) + 2
+    return 8  # numbers, booleans
+
+
+@pytest.mark.parametrize("module", [segment_prompt, extract_prompt])
+def test_max_tokens_cover_the_longest_allowed_output(module):
+    # ~3 characters per token for English JSON: a reply within the schema is never cut off.
+    assert module.MAX_TOKENS * 3 >= _max_chars(module.SCHEMA)

@@ -273,3 +273,15 @@ def test_a_time_phrase_not_in_the_cited_message_is_dropped():
     hiking, asked = interpret(data, msgs).events
     assert hiking.span.iso() == "2023-05-07" and hiking.text == "Ann went hiking (7 May 2023)."
     assert asked.span is None and asked.time_checked == "none" and asked.mentioned_at == "2023-05-08T13:01:00"
+
+
+def test_sources_come_from_the_matching_message_not_the_copied_index():
+    from localmem.extract import EpisodeMessage, match_sources
+
+    msgs = [EpisodeMessage(1, "Caroline", "Hey Mel! Good to see you!", None),
+            EpisodeMessage(2, "Melanie", "Hi! How have you been?", None),
+            EpisodeMessage(3, "Caroline", "I went to an LGBTQ support group yesterday.", None),
+            EpisodeMessage(4, "Melanie", "I ran a charity race for mental health last Saturday.", None)]
+    assert match_sources("Caroline attended an LGBTQ support group.", msgs, [0]) == [2]
+    assert match_sources("Melanie ran a charity race.", msgs, [3]) == [3]
+    assert match_sources("Nothing in common here.", msgs, [1]) == [1]

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "extract-v1"
-MAX_TOKENS = 900
-MAX_EVENTS = 8
+VERSION = "extract-v2"
+# Large enough for the longest output the schema allows (a cut-off reply is invalid JSON;
+# v1 had 900 and lost 30% of calls on conv-26 to truncation).
+MAX_TOKENS = 1500
+MAX_EVENTS = 6
 MAX_ENTITIES = 8
 
 ENTITY_TYPES = ["person", "place", "organization", "object", "activity", "topic", "event", "other"]
@@ -21,17 +23,17 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "title": {"type": "string", "maxLength": 90},
-        "narrative": {"type": "string", "maxLength": 700},
+        "narrative": {"type": "string", "maxLength": 450},
         "events": {
             "type": "array",
             "maxItems": MAX_EVENTS,
             "items": {
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "maxLength": 220},
+                    "text": {"type": "string", "maxLength": 160},
                     "subject": {"type": "string", "maxLength": 40},
                     "predicate": {"type": "string", "maxLength": 40},
-                    "object": {"type": "string", "maxLength": 80},
+                    "object": {"type": "string", "maxLength": 60},
                     "time_text": {"type": "string", "maxLength": 40},
                     "date": {"type": "string", "maxLength": 24},
                     "sources": {"type": "array", "maxItems": 4, "items": {"type": "integer"}},
@@ -46,7 +48,7 @@ SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "maxLength": 40},
+                    "name": {"type": "string", "maxLength": 30},
                     "type": {"type": "string", "enum": ENTITY_TYPES},
                     "tag": {"type": "string", "maxLength": 24},
                 },
