@@ -14,8 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from . import db, resolve
+from .embed import to_blob, unit_text
 from .llm import LLM, Structured, complete_structured
 from .prompts import extract as prompt
+from .queries import q
 from .search import STOPWORDS
 from .times import Span, parse_date_value, resolve_phrase
 
@@ -189,10 +192,6 @@ class Stored:
 def store(conn: Any, ns: str, episode_id: int, conversation: str, messages: Sequence[EpisodeMessage],
           ex: Extraction, embedder: Any, model_id: str) -> Stored:
     """Write the episode's narrative, gists, facts, entities and mentions (caller's transaction)."""
-    from . import db, resolve
-    from .embed import to_blob, unit_text
-    from .queries import q
-
     out = Stored()
     conn.execute(q("derived_units_delete"), {"episode_id": episode_id})
     conn.execute(q("episode_update"), {"id": episode_id, "title": ex.title, "text": ex.narrative,

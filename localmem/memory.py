@@ -11,7 +11,18 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from . import browse, db, extract, formats, ingest, link, manage, search, segment, transfer
+from . import (
+    browse,
+    db,
+    extract,
+    formats,
+    ingest,
+    link,
+    manage,
+    search,
+    segment,
+    transfer,
+)
 from .config import Config
 from .embed import Embedder, embed_batched
 from .errors import LocalmemError

@@ -28,7 +28,15 @@ from localmem.search import fts_query, rrf
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
-from .helpers import REPO, SAMPLE_CHAT, count, runner, snapshot, table_counts, write_jsonl
+from .helpers import (
+    REPO,
+    SAMPLE_CHAT,
+    count,
+    runner,
+    snapshot,
+    table_counts,
+    write_jsonl,
+)
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
