@@ -53,7 +53,6 @@ class Detector(Protocol):
 
 @dataclass
 class SegmentStats:
-    episodes: int = 0
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

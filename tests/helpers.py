@@ -77,3 +77,40 @@ def assert_one_line_error(result, code: int | None = None) -> str:
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert "Traceback" not in err and "Traceback" not in result.output
     return err
+
+
+def read_count(db_path: Path, sql: str) -> int:
+    """A count read through a separate read-only connection (0 while the file is not ready)."""
+    import apsw
+
+    try:
+        conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return 0
+    try:
+        return conn.execute(sql).fetchone()[0]
+    except apsw.Error:
+        return 0
+    finally:
+        conn.close()
+
+
+def sigkill_when(args: list[str], ready, timeout: float = 60.0) -> None:
+    """Run ``args``, SIGKILL it once ``ready()`` is true; fail if it ended first."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL

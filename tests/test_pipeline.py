@@ -201,14 +201,10 @@ print("finished")
 
 
 def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_path):
-    import os
-    import signal
-    import subprocess
     import sys
-    import time
     from pathlib import Path
 
-    import apsw
+    from .helpers import read_count, sigkill_when
 
     sessions = 30
     lines = []
@@ -221,27 +217,10 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
     repo = Path(__file__).resolve().parent.parent
 
     def done_episodes() -> int:
-        try:
-            conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
-            try:
-                return conn.execute("select count(*) from units where kind='episode' and stage='done'").fetchone()[0]
-            finally:
-                conn.close()
-        except apsw.Error:
-            return 0
+        return read_count(db_path, "select count(*) from units where kind='episode' and stage='done'")
 
-    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(repo), str(db_path), str(transcript)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None and done_episodes() < 3:
-            time.sleep(0.02)
-        assert proc.poll() is None, proc.communicate()
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
+    sigkill_when([sys.executable, "-c", _KILL_SCRIPT, str(repo), str(db_path), str(transcript)],
+                 lambda: done_episodes() >= 3)
     at_kill = done_episodes()
     assert 3 <= at_kill < sessions
 

@@ -6,13 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import os
 import random
 import re
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import apsw
@@ -32,7 +28,9 @@ from .helpers import (
     REPO,
     SAMPLE_CHAT,
     count,
+    read_count,
     runner,
+    sigkill_when,
     snapshot,
     table_counts,
     write_jsonl,
@@ -294,40 +292,15 @@ print("finished")
 
 
 def _committed_messages(path: Path) -> int:
-    try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
-        return 0
-    try:
-        return conn.execute("select count(*) from messages").fetchone()[0]
-    except apsw.Error:
-        return 0
-    finally:
-        conn.close()
+    return read_count(path, "select count(*) from messages")
 
 
 def test_sigkill_during_ingest_then_rerun(tmp_path):
     n = 3000
     data = write_jsonl(tmp_path / "big.jsonl", rows(n))
     path = tmp_path / "kill.db"
-    proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(REPO), str(path), str(data)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    committed = 0
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if path.exists():
-                committed = _committed_messages(path)
-                if committed >= 200:
-                    break
-            time.sleep(0.02)
-        assert proc.poll() is None, proc.communicate()
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    sigkill_when([sys.executable, "-c", _KILL_SCRIPT, str(REPO), str(path), str(data)],
+                 lambda: _committed_messages(path) >= 200)
     at_kill = _committed_messages(path)
     assert 200 <= at_kill < n and at_kill % 100 == 0  # whole batches only
 
