@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from . import db, resolve
-from .embed import to_blob, unit_text
+from .embed import message_text, to_blob, unit_text
 from .llm import LLM, Structured, complete_structured
 from .prompts import extract as prompt
 from .queries import q
 from .search import STOPWORDS
-from .times import Span, parse_date_value, resolve_phrase
+from .times import Span, find_time_phrases, resolve_phrase
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,11 @@ class EpisodeMessage:
     speaker: str
     text: str
     sent_at: str | None
+    attachments: list[dict[str, Any]] | None = None
+
+    @property
+    def line(self) -> str:
+        return message_text(self.speaker, self.text, self.attachments)
 
 
 @dataclass
@@ -42,7 +47,7 @@ class Event:
     span: Span | None
     mentioned_at: str | None
     source_ids: list[int]
-    time_checked: str  # "rule", "model", "rule-fixed-model" or "none"
+    time_checked: str  # "rule", "rule-found" (phrase found by the rules), "unresolved" or "none"
 
 
 @dataclass
@@ -90,19 +95,6 @@ def match_sources(text: str, messages: Sequence[EpisodeMessage], cited: Sequence
     return sorted(sorted(good, key=lambda i: -scores[i])[:2])
 
 
-def resolve_event_time(time_text: str, model_date: str, ref: dt.date | None) -> tuple[Span | None, str]:
-    """The event's time span and how it was decided (see module docstring)."""
-    model_span = parse_date_value(model_date) if model_date else None
-    rule_span = resolve_phrase(time_text, ref) if time_text and ref else None
-    if rule_span is not None:
-        agrees = model_span is not None and model_span.start <= rule_span.end \
-            and model_span.end >= rule_span.start
-        return rule_span, "rule" if agrees or model_span is None else "rule-fixed-model"
-    if model_span is not None:
-        return model_span, "model"
-    return None, "none"
-
-
 def annotate(text: str, time_text: str, span: Span | None) -> str:
     """Keep relative times both ways: "yesterday" → "yesterday (7 May 2023)"."""
     if span is None:
@@ -136,29 +128,70 @@ def date_header(messages: Sequence[EpisodeMessage]) -> str:
 
 
 def call(llm: LLM, messages: Sequence[EpisodeMessage]) -> Structured:
-    lines = [f"{m.speaker}: {m.text}" for m in messages]
+    lines = [m.line for m in messages]
     return complete_structured(llm, prompt.build(lines, date_header(messages)), prompt.SCHEMA,
                                prompt.MAX_TOKENS)
+
+
+# Conversational acts, not facts about anyone's life: small models list them eagerly.
+_CHATTER = re.compile(r"^(?:thank|ask|greet|compliment|congratulat|wish|agree|repl|respond|apologi|"
+                      r"prais|admir|appreciat|said (?:hi|hello|goodbye|bye)|chatted|hope)", re.I)
+_SELF = {"i", "me", "my", "myself"}
+
+
+def is_chatter(predicate: str, text: str) -> bool:
+    """True for "thanked", "asked", "complimented"... (the event is the talk itself)."""
+    if _CHATTER.match(predicate.strip()):
+        return True
+    words = text.split()
+    return len(words) > 1 and bool(_CHATTER.match(words[1]))
+
+
+def event_time(time_text: str, idx: Sequence[int], messages: Sequence[EpisodeMessage],
+               ref: dt.date | None) -> tuple[str, Span | None, str]:
+    """The event's time phrase, span and how it was found.
+
+    The model's phrase counts only when the cited messages contain it (small models
+    copy the example's times); otherwise, when the cited messages hold exactly one
+    phrase the rules understand, that one is used.
+    """
+    said = " ".join(messages[i].text for i in idx)
+    if ref is None:
+        return "", None, "none"
+    if time_text and time_text.lower() in said.lower():
+        span = resolve_phrase(time_text, ref)
+        if span is not None:
+            return time_text, span, "rule"
+        found = [(p, sp) for p, sp in find_time_phrases(said, ref) if time_text.lower() in p.lower()
+                 or p.lower() in time_text.lower()]
+        if found:
+            return found[0][0], found[0][1], "rule"
+        return time_text, None, "unresolved"
+    found = find_time_phrases(said, ref)
+    if len(found) == 1:
+        return found[0][0], found[0][1], "rule-found"
+    return "", None, "none"
 
 
 def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extraction:
     """Turn the model's validated JSON into events and entity mentions with checked times."""
     speakers = {m.speaker.lower() for m in messages}
     out = Extraction(title=data["title"].strip(), narrative=data["narrative"].strip())
-    for ev in data["events"]:
-        idx = match_sources(ev["text"], messages, [i for i in ev["sources"] if 0 <= i < len(messages)])
-        ref = _ref_date(messages, idx)
-        time_text, date = ev["time_text"].strip(), ev["date"].strip()
-        said = " ".join(messages[i].text.lower() for i in idx)
-        if time_text and time_text.lower() not in said:
-            # Not in the messages it cites: small models copy the prompt's example times.
-            time_text, date = "", ""
-        span, how = resolve_event_time(time_text, date, ref)
-        mentioned = next((messages[i].sent_at for i in idx if messages[i].sent_at), None)
-        text = annotate(ev["text"].strip(), time_text, span)
-        if not text:
+    seen_texts: set[str] = set()
+    for ev in data["facts"]:
+        text, predicate = ev["text"].strip(), ev["predicate"].strip()
+        if not text or is_chatter(predicate, text) or text.lower() in seen_texts:
             continue
-        out.events.append(Event(text, ev["subject"].strip(), ev["predicate"].strip(),
+        seen_texts.add(text.lower())
+        cited = [ev["source"]] if 0 <= ev["source"] < len(messages) else []
+        idx = match_sources(text, messages, cited)
+        ref = _ref_date(messages, idx)
+        time_text, span, how = event_time(ev["time"].strip(), idx, messages, ref)
+        subject = ev["subject"].strip()
+        if subject.lower() in _SELF and idx:
+            subject = messages[idx[0]].speaker
+        mentioned = next((messages[i].sent_at for i in idx if messages[i].sent_at), None)
+        out.events.append(Event(annotate(text, time_text, span), subject, predicate,
                                 ev["object"].strip(), span, mentioned,
                                 [messages[i].id for i in idx], how))
     seen: set[str] = set()

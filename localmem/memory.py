@@ -177,7 +177,8 @@ class Memory:
         t0 = time.perf_counter()
         for done, (episode_id, conversation) in enumerate(todo, 1):
             rows = self.conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
-            msgs = [extract.EpisodeMessage(mid, sp, tx, at) for mid, sp, tx, at, _a, _e in rows]
+            msgs = [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None)
+                    for mid, sp, tx, at, a, _e in rows]
             result = extract.call(llm, msgs)
             log.episode_id = episode_id
             with self._locked(), self.conn:

@@ -90,6 +90,9 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3, "a few": 3,
             "several": 3}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_WEEKDAY_ABBR = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
+                 "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+                 "sat": "saturday", "sun": "sunday"}
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,11 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
     if text in years:
         year = ref.year + years[text]
         return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
-    match = re.fullmatch(r"(last|this|next|on|past)? ?(" + "|".join(_WEEKDAYS) + r")", text)
+    match = re.fullmatch(r"(last|this|next|on|past)? ?(" + "|".join(_WEEKDAYS + list(_WEEKDAY_ABBR))
+                         + r")", text)
     if match:
-        which, target = match.group(1), _WEEKDAYS.index(match.group(2))
+        day_name = _WEEKDAY_ABBR.get(match.group(2), match.group(2))
+        which, target = match.group(1), _WEEKDAYS.index(day_name)
         delta = (ref.weekday() - target) % 7
         if which == "next":
             day = ref + dt.timedelta(days=(target - ref.weekday()) % 7 or 7)
@@ -164,13 +169,16 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
             day = ref - dt.timedelta(days=delta or 7)
         return Span(day, day, "day")
     match = re.fullmatch(r"(a couple of|a few|couple of|few|several|an|a|one|two|three|four|five|"
-                         r"six|seven|eight|nine|ten|\d+) (day|week|month|year)s? (ago|later|from now)",
-                         text)
+                         r"six|seven|eight|nine|ten|\d+) (day|weekend|week|month|year)s? "
+                         r"(ago|later|from now)", text)
     if match:
         count = _NUMBERS.get(match.group(1).replace("a couple of", "couple of"))
         count = count if count is not None else int(match.group(1))
         sign = -1 if match.group(3) == "ago" else 1
         unit = match.group(2)
+        if unit == "weekend":
+            saturday = monday + dt.timedelta(days=5) + sign * count * dt.timedelta(weeks=1)
+            return Span(saturday, saturday + one_day, "week")
         if unit == "year":
             year = ref.year + sign * count
             return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
@@ -213,3 +221,33 @@ def parse_date_value(value: str) -> Span | None:
         return None
     day = dt.date.fromisoformat(iso[:10])
     return Span(day, day, "day")
+
+
+_COUNT = r"(?:a couple of|a few|couple of|several|an|a|one|two|three|four|five|six|seven|eight|nine|ten|\d+)"
+_DAY_NAMES = "|".join(_WEEKDAYS + sorted(_WEEKDAY_ABBR, key=len, reverse=True))
+_MONTH_NAMES = "|".join(m for m in _MONTHS if len(m) > 3 or m == "may")
+_PHRASE = re.compile(
+    r"\b(?:"
+    r"(?:the )?day (?:before yesterday|after tomorrow)|yesterday|today|tonight|tomorrow|last night"
+    r"|(?:this|last|past|previous|next) (?:week(?:end)?|month|year)"
+    rf"|(?:last|this|next) (?:{_DAY_NAMES})\b"
+    rf"|{_COUNT} (?:day|weekend|week|month|year)s? (?:ago|later|from now)"
+    rf"|(?:in |during )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
+    r"|in \d{4}"
+    r")\b", re.IGNORECASE)
+
+
+def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
+    """The time phrases in ``text`` that :func:`resolve_phrase` understands, with their spans.
+
+    "may" is only a month when a year or "in" goes with it ("I may go" is not May).
+    """
+    found = []
+    for match in _PHRASE.finditer(text):
+        phrase = match.group(0)
+        if phrase.lower() == "may":
+            continue
+        span = resolve_phrase(phrase, ref)
+        if span is not None:
+            found.append((phrase, span))
+    return found

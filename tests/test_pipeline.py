@@ -8,10 +8,10 @@ import json
 import pytest
 
 from localmem import Memory
-from localmem.extract import annotate, resolve_event_time
+from localmem.extract import EpisodeMessage, annotate, event_time, interpret, is_chatter
 from localmem.resolve import normalise
 from localmem.segment import PendingMessage, plan
-from localmem.times import resolve_phrase
+from localmem.times import Span, resolve_phrase
 
 from .fakes import HashEmbedder, ScriptedLLM
 
@@ -63,12 +63,33 @@ def test_relative_phrases(phrase, expected):
     assert resolve_phrase(phrase, dt.date(2023, 5, 8)).iso() == expected
 
 
-def test_rule_fixes_a_model_date_that_is_off():
-    span, how = resolve_event_time("yesterday", "2023-05-06", dt.date(2023, 5, 8))
-    assert span.iso() == "2023-05-07" and how == "rule-fixed-model"
-    span, how = resolve_event_time("", "2022-11", dt.date(2023, 5, 8))
-    assert span.iso() == "2022-11" and how == "model"
-    assert resolve_event_time("recently", "", dt.date(2023, 5, 8)) == (None, "none")
+def test_the_rules_date_the_phrase_the_model_copied_or_the_one_the_message_holds():
+    msgs = [EpisodeMessage(1, "Ann", "Last Fri I finally went to a pottery class.", "2023-07-15T10:00:00"),
+            EpisodeMessage(2, "Bob", "We went camping two weekends ago.", "2023-07-15T10:01:00"),
+            EpisodeMessage(3, "Ann", "Next month I start a job, and I moved in 2019.", "2023-07-15T10:02:00")]
+    ref = dt.date(2023, 7, 15)
+    assert event_time("last Fri", [0], msgs, ref)[1:] == (Span(dt.date(2023, 7, 14), dt.date(2023, 7, 14),
+                                                                "day"), "rule")
+    phrase, span, how = event_time("", [1], msgs, ref)  # the model gave none; the message has one
+    assert (phrase, span.start.isoformat(), how) == ("two weekends ago", "2023-07-01", "rule-found")
+    assert event_time("", [2], msgs, ref) == ("", None, "none")  # two phrases: ambiguous, none taken
+    assert event_time("last week", [0], msgs, ref)[::2] == ("Last Fri", "rule-found")  # not said there
+    assert event_time("a while back", [0], msgs, ref)[0] == "Last Fri"
+
+
+def test_chatter_is_not_a_fact():
+    assert is_chatter("thanked", "Caroline thanked Melanie.")
+    assert is_chatter("said", "Melanie asked Caroline how the group went.")
+    assert not is_chatter("adopted", "Melanie adopted a dog.")
+
+
+def test_pronoun_subjects_become_the_speaker():
+    msgs = [EpisodeMessage(1, "Ann", "I bought a red bike today.", "2023-05-08T13:00:00")]
+    data = {"title": "t", "narrative": "n", "entities": [], "facts": [
+        {"text": "Ann bought a red bike.", "subject": "I", "predicate": "bought", "object": "a red bike",
+         "time": "today", "source": 0}]}
+    (event,) = interpret(data, msgs).events
+    assert event.subject == "Ann" and event.text == "Ann bought a red bike (8 May 2023)."
 
 
 def test_annotate_keeps_both_forms():
@@ -94,14 +115,14 @@ def _responder(messages):
         speaker, text = line[line.index("]") + 2:].split(": ", 1)
         when = "yesterday" if "yesterday" in text else ""
         events.append({"text": f"{speaker} said: {text}", "subject": speaker, "predicate": "said",
-                       "object": text[:60], "time_text": when, "date": "", "sources": [idx]})
+                       "object": text[:60], "time": when, "source": idx})
     names = sorted({line[line.index("]") + 2:].split(": ", 1)[0] for line in lines})
     entities = [{"name": n, "type": "person", "tag": "chat"} for n in names]
     if "mom" in user:
         entities.append({"name": "my mom", "type": "person", "tag": "visit"})
     if "mother" in user:
         entities.append({"name": "Caroline's mother", "type": "person", "tag": "cooking"})
-    return {"title": "A chat", "narrative": "They talked.", "events": events[:8], "entities": entities[:8]}
+    return {"title": "A chat", "narrative": "They talked.", "facts": events[:8], "entities": entities[:8]}
 
 
 def _transcript(tmp_path):
@@ -240,18 +261,16 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
 
 
 def test_a_time_phrase_not_in_the_cited_message_is_dropped():
-    from localmem.extract import EpisodeMessage, interpret
-
     msgs = [EpisodeMessage(1, "Ann", "I went hiking yesterday.", "2023-05-08T13:00:00"),
             EpisodeMessage(2, "Bob", "Cool, what did you see?", "2023-05-08T13:01:00")]
-    data = {"title": "t", "narrative": "n", "entities": [], "events": [
+    data = {"title": "t", "narrative": "n", "entities": [], "facts": [
         {"text": "Ann went hiking.", "subject": "Ann", "predicate": "went", "object": "hiking",
-         "time_text": "yesterday", "date": "2023-05-07", "sources": [0]},
-        {"text": "Bob asked what Ann saw.", "subject": "Bob", "predicate": "asked", "object": "Ann",
-         "time_text": "last week", "date": "2023-05-01", "sources": [1]}]}
-    hiking, asked = interpret(data, msgs).events
+         "time": "yesterday", "source": 0},
+        {"text": "Bob wants to see what Ann saw.", "subject": "Bob", "predicate": "wants to see",
+         "object": "Ann's photos", "time": "last week", "source": 1}]}
+    hiking, wants = interpret(data, msgs).events
     assert hiking.span.iso() == "2023-05-07" and hiking.text == "Ann went hiking (7 May 2023)."
-    assert asked.span is None and asked.time_checked == "none" and asked.mentioned_at == "2023-05-08T13:01:00"
+    assert wants.span is None and wants.time_checked == "none" and wants.mentioned_at == "2023-05-08T13:01:00"
 
 
 def test_sources_come_from_the_matching_message_not_the_copied_index():

@@ -1,20 +1,21 @@
 """Episode extraction (Nemori narrative + REMem gists/facts + TEMPR entities + MRAgent cue tags).
 
-One call per episode. Each ``event`` is both a gist (its ``text``, a self-contained
-statement) and a fact (``subject``–``predicate``–``object``): one list instead of two
-halves the tokens a small model must generate. ``time_text`` is the time phrase as
-said, so a rule-based resolver can check the model's ``date``.
+One call per episode. Each ``fact`` is both a gist (its ``text``, a self-contained
+sentence) and a fact (``subject``–``predicate``–``object``): one list instead of two
+halves the tokens a small model must generate. The model copies the time words it saw
+(``time``) and never computes dates: a rule-based resolver turns the phrase into a date
+against the message's own timestamp (1.5B models are often a day, a week or a year off,
+and stamp the chat's date on everything).
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "extract-v2"
-# Large enough for the longest output the schema allows (a cut-off reply is invalid JSON;
-# v1 had 900 and lost 30% of calls on conv-26 to truncation).
-MAX_TOKENS = 1500
-MAX_EVENTS = 6
+VERSION = "extract-v3"
+# Large enough for the longest output the schema allows: a cut-off reply is invalid JSON.
+MAX_TOKENS = 1600
+MAX_FACTS = 8
 MAX_ENTITIES = 8
 
 ENTITY_TYPES = ["person", "place", "organization", "object", "activity", "topic", "event", "other"]
@@ -22,23 +23,22 @@ ENTITY_TYPES = ["person", "place", "organization", "object", "activity", "topic"
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "title": {"type": "string", "maxLength": 90},
-        "narrative": {"type": "string", "maxLength": 450},
-        "events": {
+        "title": {"type": "string", "maxLength": 80},
+        "narrative": {"type": "string", "maxLength": 400},
+        "facts": {
             "type": "array",
-            "maxItems": MAX_EVENTS,
+            "maxItems": MAX_FACTS,
             "items": {
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "maxLength": 160},
+                    "text": {"type": "string", "maxLength": 150},
                     "subject": {"type": "string", "maxLength": 40},
                     "predicate": {"type": "string", "maxLength": 40},
                     "object": {"type": "string", "maxLength": 60},
-                    "time_text": {"type": "string", "maxLength": 40},
-                    "date": {"type": "string", "maxLength": 24},
-                    "sources": {"type": "array", "maxItems": 4, "items": {"type": "integer"}},
+                    "time": {"type": "string", "maxLength": 40},
+                    "source": {"type": "integer"},
                 },
-                "required": ["text", "subject", "predicate", "object", "time_text", "date", "sources"],
+                "required": ["text", "subject", "predicate", "object", "time", "source"],
                 "additionalProperties": False,
             },
         },
@@ -57,40 +57,41 @@ SCHEMA: dict[str, Any] = {
             },
         },
     },
-    "required": ["title", "narrative", "events", "entities"],
+    "required": ["title", "narrative", "facts", "entities"],
     "additionalProperties": False,
 }
 
+# The example uses made-up people so that copied example values are easy to spot.
 SYSTEM = """You turn a piece of a chat into memory records, as JSON.
+In each message, "I" and "my" mean the person who wrote that message.
 - title: a short title of what happened.
-- narrative: a third-person account in past tense, using names (never "I", "you", "my"). Write \
-dates as absolute dates, e.g. "yesterday (7 May 2023)".
-- events: each distinct fact or event worth remembering about the people, one per item:
-  text: one self-contained sentence with names and the absolute date if known;
+- narrative: a short third-person account in past tense, using names (never "I" or "you").
+- facts: what a friend should remember about these people: things they did, went to, made, \
+bought or plan to do; their work, family, pets, home, likes, beliefs and identity. One fact per \
+item:
+  text: one sentence in the third person with names (write "Priya", never "I", "she" or "my");
   subject, predicate, object: the same fact as a short triple;
-  time_text: the time words used in the chat ("yesterday", "last week", "in 2022"), or "";
-  date: when it happened as YYYY-MM-DD, YYYY-MM or YYYY, resolved from the message date; "" if unknown;
-  sources: the numbers of the messages that state it.
-- entities: people, places, organizations, pets, objects, activities and topics mentioned, with a \
-tag of at most two words saying what this chat says about them. Name people relative to the \
-speaker when no name is given ("Caroline's mother", not "my mom").
-Only use what the messages say. Keep it short.
+  time: the time words of the message copied exactly ("yesterday", "last Friday", "next month", \
+"in 2019"), or "" if it has none;
+  source: the number of the message that states it.
+  Skip greetings, thanks, compliments, questions and small talk. No double quotes inside texts.
+- entities: the people, places, organizations, pets, objects and activities mentioned, each with \
+a tag of at most two words. Name people by their relation when no name is given ("Priya's \
+brother", not "my brother").
+Only use what the messages say.
 
-Example messages (date 8 May 2023):
-[0] Caroline: I went to a support group for trans people yesterday, it was so powerful.
-[1] Melanie: That's great! I took my kids camping last week.
+Example messages:
+[0] Priya: Guess what, I adopted a puppy last Sunday! His name is Biscuit.
+[1] Tom: Aww! I'm still busy with my bakery, we open a second shop next month.
 Example JSON:
-{"title": "Caroline's support group and Melanie's camping trip", "narrative": "On 8 May 2023 \
-Caroline told Melanie she had attended a support group for trans people the day before (7 May \
-2023). Melanie said she had taken her kids camping the week before.", "events": [{"text": \
-"Caroline attended a support group for trans people on 7 May 2023.", "subject": "Caroline", \
-"predicate": "attended", "object": "support group for trans people", "time_text": "yesterday", \
-"date": "2023-05-07", "sources": [0]}, {"text": "Melanie took her kids camping in the week \
-before 8 May 2023.", "subject": "Melanie", "predicate": "went camping with", "object": "her \
-kids", "time_text": "last week", "date": "2023-05-01", "sources": [1]}], "entities": [{"name": \
-"Caroline", "type": "person", "tag": "support group"}, {"name": "Melanie", "type": "person", \
-"tag": "camping"}, {"name": "Melanie's kids", "type": "person", "tag": "camping"}, {"name": \
-"support group", "type": "activity", "tag": "attended"}]}"""
+{"title": "Priya's new puppy and Tom's bakery", "narrative": "Priya told Tom she had adopted a \
+puppy called Biscuit. Tom said his bakery would open a second shop.", "facts": [{"text": "Priya \
+adopted a puppy named Biscuit.", "subject": "Priya", "predicate": "adopted", "object": "a puppy \
+named Biscuit", "time": "last Sunday", "source": 0}, {"text": "Tom runs a bakery that will open \
+a second shop.", "subject": "Tom", "predicate": "will open", "object": "a second bakery shop", \
+"time": "next month", "source": 1}], "entities": [{"name": "Priya", "type": "person", "tag": \
+"puppy"}, {"name": "Tom", "type": "person", "tag": "bakery"}, {"name": "Biscuit", "type": \
+"other", "tag": "puppy"}]}"""
 
 
 def build(lines: Sequence[str], date_header: str) -> list[dict[str, str]]:
