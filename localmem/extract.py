@@ -137,6 +137,26 @@ def call(llm: LLM, messages: Sequence[EpisodeMessage]) -> Structured:
 _CHATTER = re.compile(r"^(?:thank|ask|greet|compliment|congratulat|wish|agree|repl|respond|apologi|"
                       r"prais|admir|appreciat|said (?:hi|hello|goodbye|bye)|chatted|hope)", re.I)
 _SELF = {"i", "me", "my", "myself"}
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|myself|I'm|I've)\b")
+_QUESTION = re.compile(r"[^.!?]*\?")
+# Reactions that carry no fact: "Wow, looks awesome!" + a question is still only a question.
+_FILLER = frozenset("""wow awesome great cool amazing nice looks look sounds sound really thanks thank hey
+hi hello glad love lovely super totally yeah yes yay aww omg good fantastic wonderful incredible
+beautiful cute stunning sweet happy proud congrats congratulations true agree definitely fun huge
+big""".split())
+
+
+def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str] = frozenset()) -> str | None:
+    """Why a fact is likely wrong, or ``None``. Precision over recall: a missed fact can
+    still be found in the raw messages, a wrong one misleads every later answer."""
+    if not text.rstrip().endswith((".", "!", ")")):
+        return "cut-off"  # the model closed the string early (a stray quote) or ran out
+    if _FIRST_PERSON.search(text):
+        return "copied"  # the message copied, not restated: "I" is ambiguous out of context
+    statements = [_QUESTION.sub("", m.text) for m in sources]
+    if sources and all(len(_content_words(s) - _FILLER - names) < 2 for s in statements):
+        return "question"  # a question asserts nothing about its asker
+    return None
 
 
 def is_chatter(predicate: str, text: str) -> bool:
@@ -178,6 +198,7 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
     speakers = {m.speaker.lower() for m in messages}
     out = Extraction(title=data["title"].strip(), narrative=data["narrative"].strip())
     seen_texts: set[str] = set()
+    names = frozenset(w for m in messages for w in _content_words(m.speaker))
     for ev in data["facts"]:
         text, predicate = ev["text"].strip(), ev["predicate"].strip()
         if not text or is_chatter(predicate, text) or text.lower() in seen_texts:
@@ -185,6 +206,8 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
         seen_texts.add(text.lower())
         cited = [ev["source"]] if 0 <= ev["source"] < len(messages) else []
         idx = match_sources(text, messages, cited)
+        if doubtful(text, [messages[i] for i in idx], names):
+            continue
         ref = _ref_date(messages, idx)
         time_text, span, how = event_time(ev["time"].strip(), idx, messages, ref)
         subject = ev["subject"].strip()
@@ -197,7 +220,7 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
     seen: set[str] = set()
     for ent in data["entities"]:
         name = ent["name"].strip()
-        if not name or name.lower() in seen:
+        if not name or name.lower() in seen or not grounded(name, messages):
             continue
         seen.add(name.lower())
         role = "main" if name.lower() in speakers else "supporting"
@@ -206,6 +229,33 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
         name = next(m.speaker for m in messages if m.speaker.lower() == speaker)
         out.entities.append(EntityMention(name, "person", "", "main"))
     return out
+
+
+def _stem(word: str) -> str:
+    """Kinship-canonical prefix: "mom" and "mother", "painting" and "paintings" meet."""
+    return resolve.KIN.get(word, word)[:5]
+
+
+def grounded(name: str, messages: Sequence[EpisodeMessage]) -> bool:
+    """Whether the messages support an entity name: its words occur in them, and "X's Y"
+    (X a speaker) needs X to have said "my Y" or someone to have said "X's Y".
+
+    Small models invent relatives by analogy ("Caroline's husband" because Melanie
+    mentioned hers).
+    """
+    lowered = name.lower()
+    said = " ".join(m.line.lower() for m in messages)
+    said_stems = {_stem(w) for w in re.findall(r"\w+", said)}
+    if not all(_stem(w) in said_stems for w in _content_words(lowered)):
+        return False
+    owner, sep, thing = lowered.partition("'s ")
+    speakers = {m.speaker.lower() for m in messages}
+    if not sep or owner not in speakers:
+        return True
+    head = _stem(thing.split()[-1]) if thing.split() else ""
+    own = [_stem(w) for m in messages if m.speaker.lower() == owner for w in re.findall(r"\w+", m.text.lower())]
+    said_mine = any(w in ("my", "our") and head in own[i + 1:i + 3] for i, w in enumerate(own))
+    return said_mine or f"{owner}'s {thing}" in said
 
 
 def content_hash(*parts: str) -> str:

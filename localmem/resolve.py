@@ -20,7 +20,7 @@ import apsw
 from . import db
 from .queries import q
 
-_KIN = {
+KIN = {
     "mom": "mother", "mum": "mother", "mommy": "mother", "mama": "mother", "ma": "mother",
     "dad": "father", "daddy": "father", "papa": "father", "pa": "father",
     "grandma": "grandmother", "granny": "grandmother", "grandpa": "grandfather",
@@ -35,7 +35,7 @@ def normalise(name: str, speaker: str | None = None) -> str:
     text = re.sub(r"^(the|a|an)\s+", "", text)
     if speaker and re.match(r"^(my|our)\s+", text):
         text = f"{speaker.strip().lower()}'s " + re.sub(r"^(my|our)\s+", "", text)
-    words = [_KIN.get(w, w) for w in re.findall(r"[\w']+", text)]
+    words = [KIN.get(w, w) for w in re.findall(r"[\w']+", text)]
     return " ".join(words)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 import pytest
 
@@ -114,7 +115,8 @@ def _responder(messages):
         idx = int(line[1:line.index("]")])
         speaker, text = line[line.index("]") + 2:].split(": ", 1)
         when = "yesterday" if "yesterday" in text else ""
-        events.append({"text": f"{speaker} said: {text}", "subject": speaker, "predicate": "said",
+        third = re.sub(r"\bI\b", speaker, re.sub(r"\b[Mm]y\b", f"{speaker}'s", text))
+        events.append({"text": f"{speaker} said: {third}", "subject": speaker, "predicate": "said",
                        "object": text[:60], "time": when, "source": idx})
     names = sorted({line[line.index("]") + 2:].split(": ", 1)[0] for line in lines})
     entities = [{"name": n, "type": "person", "tag": "chat"} for n in names]
@@ -127,9 +129,9 @@ def _responder(messages):
 
 def _transcript(tmp_path):
     path = tmp_path / "chat.txt"
-    path.write_text("[2023-05-08 13:00]\nCaroline: My mom visited yesterday.\nMel: How nice!\n"
+    path.write_text("[2023-05-08 13:00]\nCaroline: My mom visited yesterday.\nMel: How nice, my sister visited too.\n"
                     "Caroline: We cooked together.\n[2023-05-20 10:00]\n"
-                    "Melanie: Did Caroline's mother like the food?\nCaroline: She loved it.\n",
+                    "Melanie: Caroline's mother liked the food, I heard.\nCaroline: She loved the lasagna.\n",
                     encoding="utf-8")
     return path
 
@@ -231,7 +233,8 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
     lines = []
     for s in range(sessions):
         lines.append(f"[2023-{1 + s // 28:02d}-{1 + s % 28:02d} 10:00]")
-        lines += [f"Ann: Session {s} news number {s}.", f"Bob: Reply {s}.", f"Ann: Bye {s}."]
+        lines += [f"Ann: Session {s} news: bought lamp {s}.", f"Bob: Reply {s}: sold bike {s}.",
+                  f"Ann: Later {s}: painted fence {s}."]
     transcript = tmp_path / "long.txt"
     transcript.write_text("\n".join(lines) + "\n", encoding="utf-8")
     db_path = tmp_path / "kill.db"
@@ -262,7 +265,7 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
 
 def test_a_time_phrase_not_in_the_cited_message_is_dropped():
     msgs = [EpisodeMessage(1, "Ann", "I went hiking yesterday.", "2023-05-08T13:00:00"),
-            EpisodeMessage(2, "Bob", "Cool, what did you see?", "2023-05-08T13:01:00")]
+            EpisodeMessage(2, "Bob", "Cool, I want to see the photos.", "2023-05-08T13:01:00")]
     data = {"title": "t", "narrative": "n", "entities": [], "facts": [
         {"text": "Ann went hiking.", "subject": "Ann", "predicate": "went", "object": "hiking",
          "time": "yesterday", "source": 0},
@@ -283,3 +286,25 @@ def test_sources_come_from_the_matching_message_not_the_copied_index():
     assert match_sources("Caroline attended an LGBTQ support group.", msgs, [0]) == [2]
     assert match_sources("Melanie ran a charity race.", msgs, [3]) == [3]
     assert match_sources("Nothing in common here.", msgs, [1]) == [1]
+
+
+def test_doubtful_facts_are_dropped():
+    from localmem.extract import doubtful
+
+    ask = EpisodeMessage(1, "Mel", "Wow, looks awesome! Did you join in?", None)
+    tell = EpisodeMessage(2, "Caro", "I went to a pride parade a few weeks ago.", None)
+    assert doubtful("Mel joined the parade.", [ask], frozenset({"mel", "caro"})) == "question"
+    assert doubtful("Caro went to a pride parade.", [tell]) is None
+    assert doubtful("Caro had a great time at the L", [tell]) == "cut-off"
+    assert doubtful("Seeing my mentee smile was the best.", [tell]) == "copied"
+
+
+def test_entities_must_be_grounded_in_the_messages():
+    from localmem.extract import grounded
+
+    msgs = [EpisodeMessage(1, "Melanie", "Hey Caroline! We celebrated my daughter's birthday.", None),
+            EpisodeMessage(2, "Caroline", "Wow, my mom came to the advocacy event.", None)]
+    assert grounded("Melanie's daughter", msgs) and grounded("Caroline's mother", msgs)
+    assert not grounded("Caroline's daughter", msgs)  # by analogy, never said
+    assert not grounded("Melanie's husband", msgs) and not grounded("Matt Patterson", msgs)
+    assert grounded("advocacy events", msgs)

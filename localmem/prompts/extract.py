@@ -24,21 +24,21 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "title": {"type": "string", "maxLength": 80},
-        "narrative": {"type": "string", "maxLength": 400},
+        "narrative": {"type": "string", "maxLength": 300},
         "facts": {
             "type": "array",
             "maxItems": MAX_FACTS,
             "items": {
                 "type": "object",
                 "properties": {
+                    "source": {"type": "integer"},
                     "text": {"type": "string", "maxLength": 150},
                     "subject": {"type": "string", "maxLength": 40},
                     "predicate": {"type": "string", "maxLength": 40},
                     "object": {"type": "string", "maxLength": 60},
                     "time": {"type": "string", "maxLength": 40},
-                    "source": {"type": "integer"},
                 },
-                "required": ["text", "subject", "predicate", "object", "time", "source"],
+                "required": ["source", "text", "subject", "predicate", "object", "time"],
                 "additionalProperties": False,
             },
         },
@@ -65,15 +65,15 @@ SCHEMA: dict[str, Any] = {
 SYSTEM = """You turn a piece of a chat into memory records, as JSON.
 In each message, "I" and "my" mean the person who wrote that message.
 - title: a short title of what happened.
-- narrative: a short third-person account in past tense, using names (never "I" or "you").
-- facts: what a friend should remember about these people: things they did, went to, made, \
-bought or plan to do; their work, family, pets, home, likes, beliefs and identity. One fact per \
-item:
+- narrative: two or three sentences in the third person and past tense, using names.
+- facts: go through the messages in order. For each message that tells something a friend should \
+remember about someone (things they did, went to, made, bought or plan to do; their work, family, \
+pets, home, likes, beliefs, identity), write one fact:
+  source: the number of that message;
   text: one sentence in the third person with names (write "Priya", never "I", "she" or "my");
   subject, predicate, object: the same fact as a short triple;
-  time: the time words of the message copied exactly ("yesterday", "last Friday", "next month", \
-"in 2019"), or "" if it has none;
-  source: the number of the message that states it.
+  time: the time words of that message copied exactly ("yesterday", "last Friday", "next month", \
+"in 2019"), or "" if it has none.
   Skip greetings, thanks, compliments, questions and small talk. No double quotes inside texts.
 - entities: the people, places, organizations, pets, objects and activities mentioned, each with \
 a tag of at most two words. Name people by their relation when no name is given ("Priya's \
@@ -85,11 +85,11 @@ Example messages:
 [1] Tom: Aww! I'm still busy with my bakery, we open a second shop next month.
 Example JSON:
 {"title": "Priya's new puppy and Tom's bakery", "narrative": "Priya told Tom she had adopted a \
-puppy called Biscuit. Tom said his bakery would open a second shop.", "facts": [{"text": "Priya \
-adopted a puppy named Biscuit.", "subject": "Priya", "predicate": "adopted", "object": "a puppy \
-named Biscuit", "time": "last Sunday", "source": 0}, {"text": "Tom runs a bakery that will open \
-a second shop.", "subject": "Tom", "predicate": "will open", "object": "a second bakery shop", \
-"time": "next month", "source": 1}], "entities": [{"name": "Priya", "type": "person", "tag": \
+puppy called Biscuit. Tom said his bakery would open a second shop.", "facts": [{"source": 0, "text": \
+"Priya adopted a puppy named Biscuit.", "subject": "Priya", "predicate": "adopted", "object": "a \
+puppy named Biscuit", "time": "last Sunday"}, {"source": 1, "text": "Tom runs a bakery that will \
+open a second shop.", "subject": "Tom", "predicate": "will open", "object": "a second bakery \
+shop", "time": "next month"}], "entities": [{"name": "Priya", "type": "person", "tag": \
 "puppy"}, {"name": "Tom", "type": "person", "tag": "bakery"}, {"name": "Biscuit", "type": \
 "other", "tag": "puppy"}]}"""
 
