@@ -163,6 +163,10 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
             line += f", {nsr.conflicts} stored with different text (kept the stored version)"
         click.echo(line)
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
+    for ns, count in report.episodes.items():
+        if count:
+            click.echo(f"{ns}: {count} episodes segmented without an LLM (extracted by a later "
+                       "'localmem flush' with a model)")
     for ns, build in (report.build or {}).items():
         _echo_build(ns, build)
 

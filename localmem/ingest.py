@@ -47,6 +47,7 @@ class IngestReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
+    episodes: dict[str, int] = field(default_factory=dict)  # closed without an LLM (--extract none)
 
     @property
     def added(self) -> int:
@@ -66,6 +67,7 @@ class IngestReport:
             "added": self.added, "skipped": self.skipped, "conflicts": self.conflicts,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "namespaces": [vars(n) for n in self.namespaces],
+            "episodes": self.episodes,
             **({"build": self.build} if self.build is not None else {}),
         }
 

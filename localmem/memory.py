@@ -155,7 +155,18 @@ class Memory:
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress).to_dict()
                             for nsr in report.namespaces}
+        else:
+            report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
+                               for nsr in report.namespaces}
         return report
+
+    def segment_without_llm(self, namespace: str | None = None) -> int:
+        """Close episodes by time gaps and drops in embedding similarity (no LLM); their
+        extraction waits for a later ``build`` with a model. Returns the episodes closed."""
+        ns = namespace or self.namespace
+        detector = segment.EmbeddingDetector(segment.stored_vectors(self.conn, self.embedder.dim))
+        with self._locked():
+            return len(segment.segment_namespace(self.conn, ns, detector, final=True))
 
     def build(self, *, namespace: str | None = None, final: bool = True,
               progress: Callable[[int, int], None] | None = None) -> "BuildReport":

@@ -90,22 +90,48 @@ def _confidence(value: float) -> float:
 
 
 class EmbeddingDetector:
-    """No LLM: a boundary where the similarity of the messages before and after drops."""
+    """No LLM: a boundary where the messages before and after are least alike.
 
-    def __init__(self, embedder: Embedder, threshold: float = 0.2, span: int = 3) -> None:
-        self.embedder, self.threshold, self.span = embedder, threshold, span
+    ``vectors(window)`` gives the messages' unit vectors (the stored ones, so no
+    re-embedding). A boundary is a local minimum of the similarity between the mean
+    of the ``span`` messages before and after it that lies ``drop`` standard deviations
+    below the window's mean similarity, at least ``span`` messages from the last one.
+    Approximate by design: it finds clear topic shifts, not subtle ones.
+    """
+
+    def __init__(self, vectors: Callable[[Sequence[PendingMessage]], np.ndarray], drop: float = 1.0,
+                 span: int = 3) -> None:
+        self.vectors, self.drop, self.span = vectors, drop, span
 
     def __call__(self, window: Sequence[PendingMessage]) -> list[int]:
-        if len(window) < 2 * self.span + 1:
+        if len(window) < 2 * self.span + 2:
             return []
-        vecs = self.embedder.embed([m.line for m in window])
-        scores = {}
+        vecs = self.vectors(window)
+        scores: dict[int, float] = {}
         for i in range(self.span, len(window) - self.span + 1):
             before = vecs[i - self.span:i].mean(axis=0)
             after = vecs[i:i + self.span].mean(axis=0)
             scores[i] = float(before @ after / (np.linalg.norm(before) * np.linalg.norm(after) + 1e-9))
-        return [i for i, s in scores.items()
-                if s < self.threshold and s <= scores.get(i - 1, 1.0) and s <= scores.get(i + 1, 1.0)]
+        values = np.array(list(scores.values()))
+        cut = float(values.mean() - self.drop * values.std())
+        bounds: list[int] = []
+        for i, score in scores.items():
+            local_min = score <= scores.get(i - 1, 1.0) and score <= scores.get(i + 1, 1.0)
+            if score < cut and local_min and (not bounds or i - bounds[-1] >= self.span):
+                bounds.append(i)
+        return bounds
+
+
+def stored_vectors(conn: apsw.Connection, dim: int) -> Callable[[Sequence[PendingMessage]], np.ndarray]:
+    """The messages' vectors as stored at ingest (zeros for any without one)."""
+    def lookup(window: Sequence[PendingMessage]) -> np.ndarray:
+        out = np.zeros((len(window), dim), dtype=np.float32)
+        for row, msg in enumerate(window):
+            found = conn.execute(q("message_vector"), {"id": msg.id}).fetchone()
+            if found:
+                out[row] = np.frombuffer(found[0], dtype=np.float32)
+        return out
+    return lookup
 
 
 def _hard_break(prev: PendingMessage, cur: PendingMessage, gap_hours: float) -> bool:

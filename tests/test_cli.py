@@ -177,7 +177,7 @@ def test_stats_and_namespaces_json(hashed, db):
     assert [(s["kind"], s["status"], s["messages"]) for s in stats["source_list"]] == [("locomo", "loaded", 5)]
     assert stats["source_list"][0]["uri"] == str(LOCOMO.resolve())
     text = run(db, "-n", "tiny-1", "stats", "--sources").stdout
-    assert "messages: 5" in text and "units: none yet" in text and "sources:" in text
+    assert "messages: 5" in text and "units: episode 2" in text and "sources:" in text  # a session each
     spaces = run_json(db, "namespaces")
     assert [(n["namespace"], n["messages"]) for n in spaces] == [("tiny-1", 5), ("tiny-2", 2)]
     assert "tiny-2: 2 messages in 1 conversation(s)" in run(db, "namespaces").stdout
@@ -207,11 +207,11 @@ def test_forget_json(hashed, db):
     run(db, "ingest", str(LOCOMO))
     dry = run(db, "forget", "--namespace", "tiny-2", "--json", ok=False)
     assert dry.exit_code == 1
-    assert json.loads(dry.stdout) == {"would_delete": {"sources": 1, "messages": 2, "units": 0,
+    assert json.loads(dry.stdout) == {"would_delete": {"sources": 1, "messages": 2, "units": 1,
                                                        "entities": 0}, "namespace": "tiny-2"}
     source_id = run_json(db, "-n", "tiny-2", "stats", "--sources")["source_list"][0]["id"]
     done = run_json(db, "forget", "--source", str(source_id), "--yes")
-    assert done == {"deleted": {"sources": 1, "messages": 2, "units": 0, "entities": 0},
+    assert done == {"deleted": {"sources": 1, "messages": 2, "units": 1, "entities": 0},
                     "source_id": source_id}
     assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1"]
     missing = run(db, "forget", "--namespace", "tiny-2", "--yes", ok=False)
@@ -256,7 +256,8 @@ def test_export_import_cli(hashed, db, tmp_path):
     run(db, "add", "Ana", "a note in the default namespace")
     out = tmp_path / "all.jsonl"
     summary = run(db, "export", "-o", str(out), "--json")
-    assert json.loads(summary.stdout)["records"] == {"sources": 3, "messages": 8, "message_vectors": 8}
+    assert json.loads(summary.stdout)["records"] == {"sources": 3, "messages": 8, "message_vectors": 8,
+                                                        "units": 3, "unit_sources": 7}  # episodes
     assert not (tmp_path / "all.jsonl.partial").exists()
     stdout_export = run(db, "export").stdout
     assert stdout_export == out.read_text()

@@ -308,3 +308,28 @@ def test_entities_must_be_grounded_in_the_messages():
     assert not grounded("Caroline's daughter", msgs)  # by analogy, never said
     assert not grounded("Melanie's husband", msgs) and not grounded("Matt Patterson", msgs)
     assert grounded("advocacy events", msgs)
+
+
+def test_extract_none_segments_without_an_llm_and_a_later_flush_extracts(tmp_path):
+    llm = ScriptedLLM(responder=_responder)
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+        report = mem.ingest(_transcript(tmp_path))  # --extract none: no model needed
+        assert report.episodes == {"t": 2}  # the two sessions
+        stages = mem.conn.execute("select stage, count(*) from units where kind='episode' group by 1").fetchall()
+        assert stages == [("segmented", 2)]
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        built = mem.flush()
+        assert built.episodes == 2
+        assert [c for c in llm.calls if "Where do new episodes start?" in c[-1]["content"]] == []
+
+
+def test_embedding_detector_cuts_at_a_clear_topic_shift():
+    import numpy as np
+
+    from localmem.segment import EmbeddingDetector
+
+    window = _msgs(12)
+    topic_a, topic_b = np.eye(4, dtype=np.float32)[0], np.eye(4, dtype=np.float32)[1]
+    vecs = np.stack([topic_a] * 7 + [topic_b] * 5)
+    assert EmbeddingDetector(lambda w: vecs[:len(w)])(window) == [7]
+    assert EmbeddingDetector(lambda w: np.stack([topic_a] * len(w)))(window) == []

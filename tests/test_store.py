@@ -556,7 +556,7 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
     fresh_embedder = HashEmbedder()
     with Memory(tmp_path / "restored.db", namespace="test", embedder=fresh_embedder) as fresh:
         counts = fresh.restore(path)
-        assert counts["message"] == 32 and counts["unit"] == 2 and counts["entity"] == 1
+        assert counts["message"] == 32 and counts["unit"] == 2 + 8 and counts["entity"] == 1  # + episodes
         assert ("vector" in counts) is vectors
         assert export_text(fresh, vectors=vectors) == first
         # without vectors in the file, import embedded everything itself, to the same vectors
@@ -701,7 +701,7 @@ def _consistent(conn) -> None:
     assert {r[0] for r in conn.execute("select rowid from vec_messages")} == \
         {r[0] for r in conn.execute("select id from messages")}
     assert {r[0] for r in conn.execute("select rowid from vec_units")} == \
-        {r[0] for r in conn.execute("select id from units")}
+        {r[0] for r in conn.execute("select id from units where text != ''")}  # episodes not extracted: none
     assert conn.execute("pragma foreign_key_check").fetchall() == []
 
 
@@ -710,13 +710,15 @@ def test_forget_namespace(populated):
     kept = export_text(populated, namespaces=["tiny-1", "tiny-2"])
     assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 4
     assert populated.forget(namespace="test", dry_run=True) == {
-        "sources": 1, "messages": 25, "units": 2, "entities": 1}
+        "sources": 1, "messages": 25, "units": 7, "entities": 1}  # 2 units + 5 episodes (sessions)
     assert count(conn, "select count(*) from messages where ns = 'test'") == 25
-    assert populated.forget(namespace="test") == {"sources": 1, "messages": 25, "units": 2, "entities": 1}
+    assert populated.forget(namespace="test") == {"sources": 1, "messages": 25, "units": 7, "entities": 1}
     for table in ("sources", "messages", "units", "entities"):
         assert count(conn, f"select count(*) from {table} where ns = 'test'") == 0
-    for table in ("unit_sources", "entity_aliases", "mentions", "links"):
+    for table in ("entity_aliases", "mentions", "links"):
         assert count(conn, f"select count(*) from {table}") == 0
+    assert count(conn, "select count(*) from unit_sources s join messages m on m.id = s.message_id "
+                       "where m.ns = 'test'") == 0
     assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 0
     assert count(conn, "select count(*) from units_fts where units_fts match 'biscuit'") == 0
     assert count(conn, "select count(*) from vec_messages") == 7
@@ -736,10 +738,10 @@ def test_forget_source(mem, tmp_path):
     mem.conn.execute("insert into units (ns, kind, text, created_at) values ('test', 'gist', 'kept gist', 'x')")
     first, second = mem.sources()
     kept = export_text(mem).count('"conversation":"second"')
-    assert mem.forget(source_id=first["id"]) == {"sources": 1, "messages": 4, "units": 2, "entities": 0}
+    assert mem.forget(source_id=first["id"]) == {"sources": 1, "messages": 4, "units": 3, "entities": 0}
     assert [s["id"] for s in mem.sources()] == [second["id"]]
     assert [r[0] for r in mem.conn.execute("select distinct conversation from messages")] == ["second"]
-    assert [r[0] for r in mem.conn.execute("select text from units")] == ["kept gist"]
+    assert [r[0] for r in mem.conn.execute("select text from units where kind != 'episode'")] == ["kept gist"]
     assert count(mem.conn, "select count(*) from entities") == 0  # nothing mentions it any more
     assert export_text(mem).count('"conversation":"second"') == kept
     _consistent_without_unit_vectors(mem.conn)
@@ -776,7 +778,7 @@ def test_cli_forget_without_yes_deletes_nothing(populated, monkeypatch):
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1",
                                    "--yes", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"deleted": {"sources": 1, "messages": 5, "units": 0,
+    assert json.loads(result.stdout) == {"deleted": {"sources": 1, "messages": 5, "units": 2,
                                                      "entities": 0}, "namespace": "tiny-1"}
     after = snapshot(populated.path)
     assert [n["namespace"] for n in after["namespaces"]] == ["test", "tiny-2"]

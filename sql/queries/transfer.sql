@@ -131,4 +131,5 @@ JOIN messages AS m ON m.id = j.value;
 
 -- name: units_without_vectors
 SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start
-FROM json_each(:ids) AS j JOIN units AS u ON u.id = j.value;
+FROM json_each(:ids) AS j JOIN units AS u ON u.id = j.value
+WHERE u.text != '';

@@ -55,4 +55,9 @@ SELECT rowid AS id, embedding FROM vec_units WHERE ns = :ns ORDER BY rowid;
 SELECT id, ns, speaker, text, attachments FROM messages ORDER BY id;
 
 -- name: units_for_reembed
-SELECT id, ns, kind, coalesce(title || '. ', '') || text AS text, occurred_start FROM units ORDER BY id;
+-- Episodes not extracted yet have no text and no vector.
+SELECT id, ns, kind, coalesce(title || '. ', '') || text AS text, occurred_start FROM units
+WHERE text != '' ORDER BY id;
+
+-- name: message_vector
+SELECT embedding FROM vec_messages WHERE rowid = :id;
