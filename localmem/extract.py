@@ -273,7 +273,8 @@ class Stored:
 
 
 def store(conn: Any, ns: str, episode_id: int, conversation: str, messages: Sequence[EpisodeMessage],
-          ex: Extraction, embedder: Any, model_id: str) -> Stored:
+          ex: Extraction, embedder: Any, model_id: str,
+          decided: dict[str, int | None] | None = None) -> Stored:
     """Write the episode's narrative, gists, facts, entities and mentions (caller's transaction)."""
     out = Stored()
     conn.execute(q("derived_units_delete"), {"episode_id": episode_id})
@@ -306,7 +307,8 @@ def store(conn: Any, ns: str, episode_id: int, conversation: str, messages: Sequ
     entity_ids: dict[str, int] = {}
     for ent in ex.entities:
         entity_id, created = resolve.resolve(conn, ns, ent.name, ent.type,
-                                             speaker=_speaker_for(ent, messages), context_ids=context)
+                                             speaker=_speaker_for(ent, messages), context_ids=context,
+                                             decided=decided)
         out.entities_new += created
         context.append(entity_id)
         entity_ids[ent.name.lower()] = entity_id
@@ -327,6 +329,13 @@ def store(conn: Any, ns: str, episode_id: int, conversation: str, messages: Sequ
     conn.execute(q("vec_unit_insert"), {"id": episode_id, "ns": ns, "kind": "episode",
                                         "embedding": to_blob(vectors[-1])})
     return out
+
+
+def borderline(conn: Any, ns: str, messages: Sequence[EpisodeMessage],
+               ex: Extraction) -> list[resolve.Borderline]:
+    """The extraction's entity mentions that need the model to resolve (see resolve.find_borderline)."""
+    return resolve.find_borderline(conn, ns, [resolve.Mentioned(e.name, e.type, e.tag) for e in ex.entities],
+                                   {m.speaker for m in messages})
 
 
 def _speaker_for(ent: EntityMention, messages: Sequence[EpisodeMessage]) -> str | None:

@@ -18,6 +18,7 @@ from . import (
     formats,
     ingest,
     link,
+    resolve,
     manage,
     search,
     segment,
@@ -192,14 +193,22 @@ class Memory:
                     for mid, sp, tx, at, a, _e in rows]
             result = extract.call(llm, msgs)
             log.episode_id = episode_id
+            extraction = extract.interpret(result.data, msgs) if result.ok else None
+            resolve_calls: list[dict[str, Any]] = []  # logged in the episode's transaction below
+            decided: dict[str, int | None] = {}
+            if extraction is not None:
+                cases = extract.borderline(self.conn, ns, msgs, extraction)
+                decided = resolve.decide(self.conn, llm, cases, log=lambda **kw: resolve_calls.append(kw))
             with self._locked(), self.conn:
                 log(stage="extract", prompt_version=extract.prompt.VERSION, result=result)
-                if not result.ok:
+                if extraction is None:
                     self.conn.execute(q("episode_set_stage"), {"id": episode_id, "stage": "failed"})
                     report.failed += 1
                     continue
-                stored = extract.store(self.conn, ns, episode_id, conversation, msgs,
-                                       extract.interpret(result.data, msgs), embedder, llm.model_id)
+                for entry in resolve_calls:
+                    log(**entry)
+                stored = extract.store(self.conn, ns, episode_id, conversation, msgs, extraction,
+                                       embedder, llm.model_id, decided)
                 links = link.link_episode(self.conn, ns, episode_id, conversation, stored.rows,
                                           link.LinkConfig())
             report.episodes += 1

@@ -333,3 +333,47 @@ def test_embedding_detector_cuts_at_a_clear_topic_shift():
     vecs = np.stack([topic_a] * 7 + [topic_b] * 5)
     assert EmbeddingDetector(lambda w: vecs[:len(w)])(window) == [7]
     assert EmbeddingDetector(lambda w: np.stack([topic_a] * len(w)))(window) == []
+
+
+_NAMESAKES = ("[2023-05-08 13:00]\nAnn: My coworker John at Acme got promoted.\nBob: Good for John.\n"
+              "[2023-06-20 10:00]\nAnn: My brother John visited{extra}.\nBob: Nice, say hi to John.\n")
+
+
+def _namesake_responder(match: int):
+    def respond(messages):
+        user = messages[-1]["content"]
+        if "Where do new episodes start?" in user:
+            return {"boundaries": []}
+        if user.startswith("Case 0:"):
+            return {"answers": [{"case": 0, "match": match}]}
+        entities = [{"name": "John", "type": "person", "tag": "coworker" if "coworker" in user else "brother"}]
+        if "Acme" in user:
+            entities.append({"name": "Acme", "type": "organization", "tag": "employer"})
+        return {"title": "t", "narrative": "n", "facts": [], "entities": entities}
+    return respond
+
+
+@pytest.mark.parametrize("match, johns", [(-1, 2), (0, 1)])
+def test_a_borderline_name_is_decided_by_the_model_in_one_call(tmp_path, match, johns):
+    path = tmp_path / "chat.txt"
+    path.write_text(_NAMESAKES.format(extra=" from Ohio"), encoding="utf-8")
+    llm = ScriptedLLM(responder=_namesake_responder(match))
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.ingest(path, extract="llm")
+        asked = [c for c in llm.calls if c[-1]["content"].startswith("Case 0:")]
+        assert len(asked) == 1  # only the second episode's John is in doubt
+        assert '"John" (brother)' in asked[0][-1]["content"] and "coworker" in asked[0][-1]["content"]
+        names = mem.conn.execute("select count(*) from entities where norm_name = 'john'").fetchone()[0]
+        assert names == johns
+        stages = dict(mem.conn.execute("select stage, count(*) from llm_calls group by stage").fetchall())
+        assert stages.get("resolve") == 1
+
+
+def test_shared_company_resolves_a_name_without_the_model(tmp_path):
+    path = tmp_path / "chat.txt"
+    path.write_text(_NAMESAKES.format(extra=" Acme"), encoding="utf-8")
+    llm = ScriptedLLM(responder=_namesake_responder(-1))
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.ingest(path, extract="llm")
+        assert not [c for c in llm.calls if c[-1]["content"].startswith("Case 0:")]
+        assert mem.conn.execute("select count(*) from entities where norm_name = 'john'").fetchone()[0] == 1

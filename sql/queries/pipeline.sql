@@ -128,3 +128,15 @@ ORDER BY e.id;
 
 -- name: entity_rename
 UPDATE entities SET name = :name, norm_name = :norm_name WHERE id = :id;
+
+-- name: entity_profile
+-- What is known about an entity: its tags and the names it appeared with, most frequent first.
+SELECT
+  (SELECT json_group_array(tag) FROM (
+     SELECT tag FROM mentions WHERE entity_id = :id AND tag IS NOT NULL AND tag != ''
+     GROUP BY tag ORDER BY count(*) DESC LIMIT 5)),
+  (SELECT json_group_array(name) FROM (
+     SELECT e.name FROM mentions AS a JOIN mentions AS b ON b.unit_id = a.unit_id
+     JOIN entities AS e ON e.id = b.entity_id
+     WHERE a.entity_id = :id AND b.entity_id != :id
+     GROUP BY e.id ORDER BY count(*) DESC LIMIT 5));
