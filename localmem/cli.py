@@ -545,6 +545,21 @@ def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
 
 
+@bench.command(name="llm")
+@click.option("--prompt-tokens", default=512, show_default=True, help="Tokens to prefill.")
+@click.option("--gen-tokens", default=128, show_default=True, help="Tokens to generate.")
+@json_option
+@click.pass_obj
+def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool) -> None:
+    """The local LLM's prefill and generation speed (tokens/s) on this machine."""
+    llm = state.memory().llm
+    measure = getattr(llm, "measure_speed", None)
+    if measure is None:
+        raise LocalmemError("this LLM backend cannot measure its speed")
+    row = measure(prompt_tokens=prompt_tokens, gen_tokens=gen_tokens)
+    _emit_rows([row], as_json, list(row))
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "").lower().replace("k", "000")) for part in text.split(",") if part]

@@ -60,3 +60,9 @@ def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm
         logged = mem.conn.execute("select sum(prompt_tokens), sum(ok = 0), "
                                   "sum(raw is not null) from llm_calls").fetchone()
         assert logged[0] > 0 and logged[1] == logged[2]  # every failed call kept its raw text
+
+
+def test_speed_probe_reports_positive_rates(tiny_llm):
+    row = tiny_llm.measure_speed(prompt_tokens=64, gen_tokens=8, repeats=1)
+    assert row["prompt_tokens"] == 64 and row["gen_tokens"] == 8
+    assert row["prompt_tok_s"] > 0 and row["gen_tok_s"] > 0

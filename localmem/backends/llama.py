@@ -58,5 +58,37 @@ class LlamaLLM:
                           completion_tokens=int(usage.get("completion_tokens", 0)),
                           seconds=time.perf_counter() - started)
 
+    def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128, repeats: int = 2) -> dict[str, Any]:
+        """Prefill and generation speed on this machine (tokens/s), best of ``repeats``.
+
+        Prefill: ``prompt_tokens`` fresh tokens evaluated with the cache cleared. Generation:
+        ``gen_tokens`` greedy tokens after that prompt (end-of-text banned so the count is exact),
+        timed as the whole call minus the measured prefill.
+        """
+        llama = self._model()
+        text = ("Caroline told Melanie about the support group she went to on Friday, and Melanie "
+                "talked about painting a sunrise with her kids at the lake last summer. ") * 64
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True)[:prompt_tokens]
+        no_eos = {int(llama.token_eos()): -100.0}
+        prefill: list[float] = []
+        generate: list[float] = []
+        for _ in range(repeats):
+            llama.reset()
+            started = time.perf_counter()
+            llama.create_completion(prompt=tokens, max_tokens=1, temperature=0.0)
+            prefill_s = time.perf_counter() - started
+            llama.reset()
+            started = time.perf_counter()
+            out = llama.create_completion(prompt=tokens, max_tokens=gen_tokens, temperature=0.0,
+                                          logit_bias=no_eos)
+            total = time.perf_counter() - started
+            made = int((out.get("usage") or {}).get("completion_tokens", gen_tokens))
+            prefill.append(len(tokens) / prefill_s)
+            generate.append((made - 1) / max(total - prefill_s, 1e-9))
+        llama.reset()
+        return {"model": self.model_id, "n_threads": self.n_threads, "prompt_tokens": len(tokens),
+                "gen_tokens": gen_tokens, "prompt_tok_s": round(max(prefill), 1),
+                "gen_tok_s": round(max(generate), 1)}
+
     def count_tokens(self, text: str) -> int:
         return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
