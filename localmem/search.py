@@ -54,6 +54,7 @@ class Hit:
     channels: dict[str, dict[str, float]]
     time: str | None
     sources: list[HitSource] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)  # ids of near-duplicate units folded into this hit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,7 +129,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
            params: SearchParams) -> list[Hit]:
     """The top ``params.k`` hits for ``query`` in namespace ``ns``."""
     rankings, raw = run_channels(conn, ns, query, query_vec, params)
-    fused = rrf(rankings, params.rrf_k)[:params.k]
+    # Extra candidates so that folding duplicates still leaves k hits.
+    fused = rrf(rankings, params.rrf_k)[:params.k * 3]
     hits = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
@@ -137,6 +139,22 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
             continue
         hit.score = round(score, 6)
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
+        out.append(hit)
+    return collapse(out)[:params.k]
+
+
+def collapse(hits: list[Hit]) -> list[Hit]:
+    """Gists and facts resting on exactly the same messages (an event's two forms, or a
+    repeated statement) are one hit: the best-ranked, listing the others in ``merged``."""
+    first: dict[frozenset[int], Hit] = {}
+    out = []
+    for hit in hits:
+        if hit.kind in ("gist", "fact") and hit.sources:
+            key = frozenset(s.message_id for s in hit.sources)
+            if key in first:
+                first[key].merged.append(hit.id)
+                continue
+            first[key] = hit
         out.append(hit)
     return out
 

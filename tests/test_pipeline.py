@@ -377,3 +377,14 @@ def test_shared_company_resolves_a_name_without_the_model(tmp_path):
         mem.ingest(path, extract="llm")
         assert not [c for c in llm.calls if c[-1]["content"].startswith("Case 0:")]
         assert mem.conn.execute("select count(*) from entities where norm_name = 'john'").fetchone()[0] == 1
+
+
+def test_an_events_gist_and_fact_are_one_search_hit(tmp_path):
+    llm = ScriptedLLM(responder=_responder)
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.ingest(_transcript(tmp_path), extract="llm")
+        hits = mem.search("lasagna", k=20)
+        units = [h for h in hits if h.kind in ("gist", "fact")]
+        assert units and all(len(h.merged) == 1 for h in units)
+        keys = [frozenset(s.message_id for s in h.sources) for h in units]
+        assert len(keys) == len(set(keys))
