@@ -151,7 +151,7 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
     still be found in the raw messages, a wrong one misleads every later answer."""
     if not text.rstrip().endswith((".", "!", ")")):
         return "cut-off"  # the model closed the string early (a stray quote) or ran out
-    if _FIRST_PERSON.search(text):
+    if _FIRST_PERSON.search(text) or "!" in text:
         return "copied"  # the message copied, not restated: "I" is ambiguous out of context
     statements = [_QUESTION.sub("", m.text) for m in sources]
     if sources and all(len(_content_words(s) - _FILLER - names) < 2 for s in statements):
@@ -159,12 +159,33 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
     return None
 
 
+# Reporting verbs: "Caroline said talk to you soon!" restates the chat, not a fact about anyone
+# (on conv-26 nearly every such item was wrong or empty; the raw message is still searchable).
+_REPORTING = re.compile(r"^(?:said|says|say|told|tells|talked|talks|expressed|expresses|shared|shares|"
+                        r"mentioned|mentions|discussed|discusses|stated|explained|described)\b", re.I)
+
+
 def is_chatter(predicate: str, text: str) -> bool:
-    """True for "thanked", "asked", "complimented"... (the event is the talk itself)."""
-    if _CHATTER.match(predicate.strip()):
+    """True for "thanked", "asked", "said"... (the event is the talk itself)."""
+    predicate = predicate.strip()
+    if _CHATTER.match(predicate) or _REPORTING.match(predicate):
         return True
     words = text.split()
-    return len(words) > 1 and bool(_CHATTER.match(words[1]))
+    return len(words) > 1 and bool(_CHATTER.match(words[1]) or _REPORTING.match(words[1]))
+
+
+def own_speaker(subject: str, sources: Sequence[EpisodeMessage], speakers: set[str]) -> bool:
+    """A fact about a speaker must come from that speaker's own messages.
+
+    Small models attribute a reply's content to the wrong side of the chat ("Caroline said
+    it was rewarding" from Melanie's message); people rarely state facts about the person
+    they are talking to, so those are dropped.
+    """
+    lowered = subject.lower()
+    named = {sp for sp in speakers if re.search(rf"\b{re.escape(sp)}\b", lowered)}
+    if not named or not sources:
+        return True
+    return named <= {m.speaker.lower() for m in sources}
 
 
 def event_time(time_text: str, idx: Sequence[int], messages: Sequence[EpisodeMessage],
@@ -207,6 +228,8 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
         cited = [ev["source"]] if 0 <= ev["source"] < len(messages) else []
         idx = match_sources(text, messages, cited)
         if doubtful(text, [messages[i] for i in idx], names):
+            continue
+        if not own_speaker(ev["subject"], [messages[i] for i in idx], speakers):
             continue
         ref = _ref_date(messages, idx)
         time_text, span, how = event_time(ev["time"].strip(), idx, messages, ref)

@@ -354,7 +354,8 @@ class Memory:
 
 
 class _CallLog:
-    """Records each structured LLM call (tokens, time; raw text when it failed)."""
+    """Records each structured LLM call: tokens, time and the raw reply (so a failure can be
+    inspected and better rules can re-read what the model said without calling it again)."""
 
     def __init__(self, conn: Any, ns: str, model_id: str) -> None:
         self.conn, self.ns, self.model_id = conn, ns, model_id
@@ -367,7 +368,7 @@ class _CallLog:
             "calls": result.calls, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 3),
             "ok": int(result.ok), "error": result.error,
-            "raw": None if result.ok else json.dumps(result.raw, ensure_ascii=False),
+            "raw": json.dumps(result.raw, ensure_ascii=False),
             "created_at": db.now_iso()})
 
 

@@ -116,7 +116,7 @@ def _responder(messages):
         speaker, text = line[line.index("]") + 2:].split(": ", 1)
         when = "yesterday" if "yesterday" in text else ""
         third = re.sub(r"\bI\b", speaker, re.sub(r"\b[Mm]y\b", f"{speaker}'s", text))
-        events.append({"text": f"{speaker} said: {third}", "subject": speaker, "predicate": "said",
+        events.append({"text": f"{speaker} noted: {third}", "subject": speaker, "predicate": "noted",
                        "object": text[:60], "time": when, "source": idx})
     names = sorted({line[line.index("]") + 2:].split(": ", 1)[0] for line in lines})
     entities = [{"name": n, "type": "person", "tag": "chat"} for n in names]
@@ -388,3 +388,17 @@ def test_an_events_gist_and_fact_are_one_search_hit(tmp_path):
         assert units and all(len(h.merged) == 1 for h in units)
         keys = [frozenset(s.message_id for s in h.sources) for h in units]
         assert len(keys) == len(set(keys))
+
+
+def test_facts_about_a_speaker_come_from_their_own_messages():
+    from localmem.extract import own_speaker
+
+    mel = EpisodeMessage(1, "Melanie", "Your empathy will really help the people you work with.", None)
+    caro = EpisodeMessage(2, "Caroline", "I'm researching adoption agencies.", None)
+    speakers = {"melanie", "caroline"}
+    assert not own_speaker("Caroline", [mel], speakers)
+    assert own_speaker("Caroline", [caro], speakers)
+    assert not own_speaker("Melanie and Caroline", [caro], speakers)
+    assert own_speaker("the adoption agency", [caro], speakers)  # not about a speaker
+    assert is_chatter("said", "Caroline said talk to you soon.")
+    assert is_chatter("expressed", "Melanie expressed support for Caroline.")
