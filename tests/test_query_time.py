@@ -1,0 +1,53 @@
+"""The rule-based parser of the time a query names (no LLM)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from localmem.query_time import EARLIEST, LATEST, parse_query_time
+
+NOW = dt.date(2023, 10, 22)
+
+
+@pytest.mark.parametrize("query, start, end", [
+    ("What did Caroline do in June 2023?", "2023-06-01", "2023-06-30"),
+    ("What did Mel paint last spring?", "2023-03-01", "2023-05-31"),
+    ("Where was Ann the week before Christmas 2022?", "2022-12-18", "2022-12-24"),
+    ("What happened between March and May?", "2023-03-01", "2023-05-31"),
+    ("between November and February", "2022-11-01", "2023-02-28"),
+    ("What did Bob do two years ago?", "2021-01-01", "2021-12-31"),
+    ("What did she do on 8 May?", "2023-05-08", "2023-05-08"),
+    ("on May 8th, 2023", "2023-05-08", "2023-05-08"),
+    ("in 2022", "2022-01-01", "2022-12-31"),
+    ("What happened last Friday?", "2023-10-20", "2023-10-20"),
+    ("Who came over on Easter 2023?", "2023-04-09", "2023-04-09"),
+    ("What did we do at Thanksgiving?", "2022-11-24", "2022-11-24"),
+    ("What did Ann read in the summer of 2022?", "2022-06-01", "2022-08-31"),
+    ("in December", "2022-12-01", "2022-12-31"),  # the most recent December
+])
+def test_ranges(query, start, end):
+    found = parse_query_time(query, NOW)
+    assert found is not None and (found.start.isoformat(), found.end.isoformat()) == (start, end)
+
+
+def test_open_ended_ranges():
+    before = parse_query_time("What did Bob do before 8 May 2023?", NOW)
+    assert (before.start, before.end) == (EARLIEST, dt.date(2023, 5, 7))
+    after = parse_query_time("Where did she live after the summer of 2022?", NOW)
+    assert (after.start, after.end) == (dt.date(2022, 9, 1), LATEST)
+    since = parse_query_time("What changed since January?", NOW)
+    assert (since.start, since.end) == (dt.date(2023, 1, 1), NOW)
+
+
+@pytest.mark.parametrize("query", ["When did Caroline go to the support group?", "I may have 2000 dollars",
+                                   "What is Melanie's favourite book?", ""])
+def test_no_time_named(query):
+    assert parse_query_time(query, NOW) is None
+
+
+def test_contains_overlap():
+    june = parse_query_time("in June 2023", NOW)
+    assert june.contains(dt.date(2023, 6, 30)) and not june.contains(dt.date(2023, 7, 1))
+    assert june.contains(dt.date(2023, 5, 20), dt.date(2023, 6, 2)) and not june.contains(None)
