@@ -242,7 +242,7 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.argument("query", required=False)
 @click.option("--k", "-k", default=10, show_default=True, help="Number of hits.")
 @click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
-@click.option("--channels", help="Comma-separated channels to use (vector,bm25).")
+@click.option("--channels", help="Comma-separated channels: vector,bm25 (default), graph, temporal, entity.")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
               help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @json_option

@@ -278,10 +278,10 @@ class Memory:
     def search_params(self, k: int = 10, budget: int | None = None,
                       channels: Sequence[str] | None = None) -> SearchParams:
         chosen = tuple(channels) if channels else search.CHANNELS
-        unknown = set(chosen) - set(search.CHANNELS)
+        unknown = set(chosen) - set(search.ALL_CHANNELS)
         if unknown:
             raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}; "
-                                f"available: {', '.join(search.CHANNELS)}")
+                                f"available: {', '.join(search.ALL_CHANNELS)}")
         if k < 1:
             raise LocalmemError("k must be at least 1")
         return SearchParams(k=k, budget=max(budget or self.config.channel_budget, k),
@@ -289,7 +289,7 @@ class Memory:
 
     def _search_batch(self, queries: list[str], params: SearchParams, bound: bool) -> Iterator[list[Hit]]:
         vectors: np.ndarray | list[None] = [None] * len(queries)
-        if bound and "vector" in params.channels:
+        if bound and {"vector", "temporal", "graph"} & set(params.channels):
             embedder = self.embedder
             db.check_embedder(self.conn, embedder.model_id, embedder.dim)
             vectors = embed_batched(embedder, queries, self.config.embed_batch)

@@ -6,6 +6,7 @@ them; hits are hydrated with their text, time and source messages.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -17,7 +18,8 @@ import numpy as np
 from .embed import to_blob
 from .queries import q
 
-CHANNELS = ("vector", "bm25")
+CHANNELS = ("vector", "bm25")  # the default
+ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 
 # Function words that match nearly every message: dropping them keeps BM25 fast and focused.
 STOPWORDS = frozenset("""
@@ -95,6 +97,7 @@ class SearchParams:
     budget: int = 50
     rrf_k: int = 60
     channels: tuple[str, ...] = CHANNELS
+    now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -112,6 +115,7 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
         rankings["vector"] = [key for _, key in found[:params.budget]]
         for distance, key in found[:params.budget]:
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
+    _memory_channels(conn, ns, query, query_vec, params, rankings, raw)
     match = fts_query(query)
     if "bm25" in params.channels and match:
         scored: list[tuple[float, Key]] = []
@@ -123,6 +127,34 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
         for score, key in scored[:params.budget]:
             raw.setdefault(key, {})["bm25"] = round(-score, 4)
     return rankings, raw
+
+
+def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
+                     params: SearchParams, rankings: dict[str, list[Key]],
+                     raw: dict[Key, dict[str, float]]) -> None:
+    """The channels over built memory (graph, temporal, entity); no-ops on a raw store."""
+    from . import channels
+    from .query_time import parse_query_time
+
+    found: dict[str, list[tuple[Key, float]]] = {}
+    if "graph" in params.channels and query_vec is not None:
+        if "vector" in rankings:
+            seeds = [(key, raw[key]["vector"]) for key in rankings["vector"] if key[0] == "u"]
+        else:  # the vector channel is switched off (an ablation): find the entry points anyway
+            seeds = [(("u", i), 1.0 - d) for i, d in conn.execute(q("vec_units_knn"), {
+                "embedding": to_blob(query_vec), "k": params.budget, "ns": ns})]
+        found["graph"] = channels.graph(conn, ns, seeds, params.budget)
+    if "temporal" in params.channels and query_vec is not None:
+        when = parse_query_time(query, params.now or channels.latest_time(conn, ns))
+        if when is not None:
+            found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
+    if "entity" in params.channels:
+        found["entity"] = channels.entity(conn, ns, query, params.budget)
+    for name, scored in found.items():
+        if scored:
+            rankings[name] = [key for key, _ in scored]
+            for key, score in scored:
+                raw.setdefault(key, {})[name] = round(score, 4)
 
 
 def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,

@@ -142,8 +142,9 @@ def test_search_text_output_and_errors(hashed, db):
     assert lines[1].startswith("    ") and "Mochi" in lines[1]
     assert len(lines) == 4
     assert "nothing found in namespace 'other'" in run(db, "-n", "other", "search", "Mochi").stdout
-    bad = run(db, "search", "x", "--channels", "graph", ok=False)
-    assert bad.exit_code == 1 and bad.stderr.startswith("error: unknown channel(s) graph")
+    bad = run(db, "search", "x", "--channels", "graph,telepathy", ok=False)
+    assert bad.exit_code == 1 and bad.stderr.startswith("error: unknown channel(s) telepathy")
+    assert run(db, "search", "Mochi in 2024", "--channels", "vector,bm25,graph,temporal,entity").exit_code == 0
     empty = run(db, "search", "  ", ok=False)
     assert empty.exit_code == 2 and "give a QUERY or --queries FILE" in empty.stderr
 

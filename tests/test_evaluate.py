@@ -113,7 +113,7 @@ def test_conversations_limit_and_channels(tmp_path: Path, embedder: HashEmbedder
     with pytest.raises(NotFoundError, match="no conversation conv-99"):
         locomo_retrieval(FIXTURE, config, [5], conversations=["conv-99"], embedder=embedder)
     with pytest.raises(LocalmemError, match="unknown channel"):
-        locomo_retrieval(FIXTURE, config, [5], channels=["graph"], embedder=embedder)
+        locomo_retrieval(FIXTURE, config, [5], channels=["telepathy"], embedder=embedder)
     with pytest.raises(LocalmemError, match="--k"):
         locomo_retrieval(FIXTURE, config, [0], embedder=embedder)
 

@@ -488,8 +488,8 @@ def test_single_channels(mem):
 
 def test_unknown_channel_and_bad_k(mem):
     mem.add("Ana", "hello")
-    with pytest.raises(LocalmemError, match="unknown channel.*graph.*available: vector, bm25"):
-        mem.search("hello", channels=["graph"])
+    with pytest.raises(LocalmemError, match="unknown channel.*telepathy.*available: vector, bm25, graph"):
+        mem.search("hello", channels=["graph", "telepathy"])
     with pytest.raises(LocalmemError, match="k must be at least 1"):
         mem.search("hello", k=0)
 

@@ -1,0 +1,114 @@
+"""Search channels over the built memory: graph spreading activation, temporal range, entity/cue.
+
+Each returns ``[(key, score)]`` best first, keys as in :mod:`localmem.search` (``("u", id)`` or
+``("m", id)``). The graph walk runs inside SQLite as one recursive CTE (``graph_walk``);
+the others are a query or two plus a dot product over the candidates' stored vectors.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+from .queries import q
+from .query_time import Range
+from .resolve import normalise
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GraphParams:
+    """TEMPR's spreading activation: entry points with similarity ≥ ``min_entry``,
+    activation × weight × ``decay`` per hop, edges ≥ ``min_weight``, stop below
+    ``min_activation``, at most ``depth`` hops and ``max_rows`` queue rows."""
+
+    min_entry: float = 0.5
+    decay: float = 0.8
+    min_weight: float = 0.1
+    min_activation: float = 0.1
+    depth: int = 3
+    max_rows: int = 2000
+    entry_points: int = 10
+
+
+def graph(conn: apsw.Connection, ns: str, seeds: Sequence[tuple[Key, float]], budget: int,
+          params: GraphParams = GraphParams()) -> list[tuple[Key, float]]:
+    """Units reached from the best unit hits of the vector channel (``seeds``: key, cosine)."""
+    entry = [[key[1], round(sim, 4)] for key, sim in seeds
+             if key[0] == "u" and sim >= params.min_entry][:params.entry_points]
+    if not entry:
+        return []
+    rows = conn.execute(q("graph_walk"), {
+        "ns": ns, "seeds": json.dumps(entry), "decay": params.decay, "min_weight": params.min_weight,
+        "min_activation": params.min_activation, "depth": params.depth, "max_rows": params.max_rows,
+        "budget": budget})
+    return [(("u", node), float(act)) for node, act in rows]
+
+
+def _similarities(conn: apsw.Connection, keys: Sequence[Key], query_vec: np.ndarray) -> dict[Key, float]:
+    out: dict[Key, float] = {}
+    for key in keys:
+        name = "unit_vector" if key[0] == "u" else "message_vector"
+        row = conn.execute(q(name), {"id": key[1]}).fetchone()
+        if row:
+            out[key] = float(np.frombuffer(row[0], dtype=np.float32) @ query_vec)
+    return out
+
+
+def temporal(conn: apsw.Connection, ns: str, when: Range, query_vec: np.ndarray, budget: int,
+             min_similarity: float = 0.4, decay: float = 0.8, candidates: int = 500) -> list[tuple[Key, float]]:
+    """Units and messages in the range with similarity ≥ ``min_similarity``, spread one hop over
+    temporal links (score × link weight × ``decay``)."""
+    bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
+    keys: list[Key] = [("u", r[0]) for r in conn.execute(q("units_in_range"), bounds)]
+    keys += [("m", r[0]) for r in conn.execute(q("messages_in_range"), bounds)]
+    sims = _similarities(conn, keys, query_vec)
+    scored = {key: s for key, s in sims.items() if s >= min_similarity}
+    in_range = {key[1]: score for key, score in scored.items() if key[0] == "u"}
+    if in_range:
+        for src, dst, weight in conn.execute(q("temporal_neighbours"), {"ids": json.dumps(list(in_range))}):
+            spread = in_range[src] * float(weight) * decay
+            key = ("u", dst)
+            if spread >= min_similarity * decay and spread > scored.get(key, 0.0):
+                scored[key] = spread
+    return sorted(scored.items(), key=lambda kv: -kv[1])[:budget]
+
+
+_NAME_WORD = re.compile(r"[\w']+")
+
+
+def query_names(query: str, max_words: int = 3) -> list[str]:
+    """Every 1..``max_words``-word span of the query, normalised like entity names."""
+    words = _NAME_WORD.findall(query.replace("’", "'"))
+    spans = {normalise(" ".join(words[i:i + n])) for n in range(1, max_words + 1)
+             for i in range(len(words) - n + 1)}
+    spans |= {s.removesuffix("'s") for s in spans if s.endswith("'s")}
+    return sorted(s for s in spans if s)
+
+
+def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tuple[Key, float]]:
+    """Units mentioning the entities the query names (alias-aware), weighted so that rare
+    entities count more; a mention whose cue tag shares a word with the query counts double."""
+    weights: dict[str, float] = {}
+    for entity_id, _alias, weight in conn.execute(q("entities_named"), {
+            "ns": ns, "names": json.dumps(query_names(query))}):
+        weights[str(entity_id)] = max(weights.get(str(entity_id), 0.0), float(weight))
+    if not weights:
+        return []
+    words = sorted({w.lower() for w in re.findall(r"\w+", query) if len(w) > 2})
+    rows = conn.execute(q("units_of_entities"), {"weights": json.dumps(weights), "words": json.dumps(words),
+                                                 "limit": budget})
+    return [(("u", unit), float(score)) for unit, score in rows]
+
+
+def latest_time(conn: apsw.Connection, ns: str) -> dt.date:
+    """The default "now" of a namespace: its latest message time (today when it has none)."""
+    row = conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()
+    return dt.date.fromisoformat(row[0][:10]) if row and row[0] else dt.date.today()

@@ -1,0 +1,84 @@
+-- Search channels beyond vector and BM25: graph, temporal, entity/cue (TEMPR, MRAgent).
+
+-- name: graph_walk
+-- Spreading activation, best-first: the queue is ordered by activation (SQLite processes a
+-- recursive CTE's queue in ORDER BY order), each hop multiplies by the edge weight and the
+-- decay, edges below :min_weight and activations below :min_activation are never followed,
+-- and the walk stops after :max_rows queue rows. Edges: links in both directions, and
+-- shared entities weighted 1/sqrt(mentions) so that hubs (the speakers) spread nothing.
+-- :seeds is a JSON array of [unit id, activation].
+WITH RECURSIVE
+  entity_weight(entity_id, w) AS MATERIALIZED (
+    SELECT m.entity_id, 1.0 / sqrt(count(*)) FROM mentions AS m
+    JOIN entities AS e ON e.id = m.entity_id AND e.ns = :ns
+    GROUP BY m.entity_id
+  ),
+  walk(node, act, depth) AS (
+    SELECT value ->> 0, value ->> 1, 0 FROM json_each(:seeds)
+    UNION ALL
+    SELECT l.dst_id, walk.act * l.weight * :decay, walk.depth + 1
+    FROM walk JOIN links AS l ON l.src_id = walk.node
+    WHERE walk.depth < :depth AND l.weight >= :min_weight
+      AND walk.act * l.weight * :decay >= :min_activation
+    UNION ALL
+    SELECT l.src_id, walk.act * l.weight * :decay, walk.depth + 1
+    FROM walk JOIN links AS l ON l.dst_id = walk.node
+    WHERE walk.depth < :depth AND l.weight >= :min_weight
+      AND walk.act * l.weight * :decay >= :min_activation
+    UNION ALL
+    SELECT b.unit_id, walk.act * ew.w * :decay, walk.depth + 1
+    FROM walk JOIN mentions AS a ON a.unit_id = walk.node
+    JOIN entity_weight AS ew ON ew.entity_id = a.entity_id
+    JOIN mentions AS b ON b.entity_id = a.entity_id AND b.unit_id != walk.node
+    WHERE walk.depth < :depth AND ew.w >= :min_weight
+      AND walk.act * ew.w * :decay >= :min_activation
+    ORDER BY 2 DESC
+    LIMIT :max_rows
+  )
+SELECT w.node, max(w.act) AS activation
+FROM walk AS w JOIN units AS u ON u.id = w.node AND u.text != ''
+GROUP BY w.node ORDER BY activation DESC, w.node LIMIT :budget;
+
+-- name: units_in_range
+-- Units whose time overlaps [:start, :end] (dates as ISO text), most recent first.
+SELECT id FROM units
+WHERE ns = :ns AND text != '' AND occurred_start IS NOT NULL
+  AND occurred_start <= :end || 'T99' AND coalesce(occurred_end, occurred_start) >= :start
+ORDER BY occurred_start DESC LIMIT :limit;
+
+-- name: messages_in_range
+SELECT id FROM messages
+WHERE ns = :ns AND sent_at IS NOT NULL AND sent_at >= :start AND sent_at <= :end || 'T99'
+ORDER BY sent_at DESC LIMIT :limit;
+
+-- name: temporal_neighbours
+-- Temporal links touching the units of :ids (JSON array): (from in :ids, to, weight).
+SELECT l.src_id, l.dst_id, l.weight FROM links AS l
+WHERE l.type = 'temporal' AND l.src_id IN (SELECT value FROM json_each(:ids))
+UNION ALL
+SELECT l.dst_id, l.src_id, l.weight FROM links AS l
+WHERE l.type = 'temporal' AND l.dst_id IN (SELECT value FROM json_each(:ids));
+
+-- name: entities_named
+-- Entities whose alias is one of :names (JSON array of normalised names), with their weight.
+SELECT e.id, a.norm_alias, 1.0 / sqrt(max(1, (SELECT count(*) FROM mentions AS m WHERE m.entity_id = e.id)))
+FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id
+WHERE e.ns = :ns AND a.norm_alias IN (SELECT value FROM json_each(:names));
+
+-- name: units_of_entities
+-- Units mentioning the entities of :weights (JSON object id -> weight); a mention whose tag
+-- shares a word with the query (:words, JSON array) counts double (MRAgent cue -> tag -> unit).
+SELECT m.unit_id,
+       sum(CAST(w.value AS REAL) * (1 + EXISTS (
+             SELECT 1 FROM json_each(:words) AS q WHERE instr(' ' || lower(coalesce(m.tag, '')) || ' ',
+                                                             ' ' || q.value || ' ') > 0))) AS score
+FROM json_each(:weights) AS w
+JOIN mentions AS m ON m.entity_id = CAST(w.key AS INTEGER)
+JOIN units AS u ON u.id = m.unit_id AND u.text != ''
+GROUP BY m.unit_id ORDER BY score DESC, m.unit_id DESC LIMIT :limit;
+
+-- name: unit_vector
+SELECT embedding FROM vec_units WHERE rowid = :id;
+
+-- name: latest_message_time
+SELECT max(sent_at) FROM messages WHERE ns = :ns;

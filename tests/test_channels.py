@@ -1,0 +1,114 @@
+"""Graph, temporal and entity channels over a small hand-built memory."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from localmem import channels
+from localmem.query_time import Range
+
+
+def _unit(conn, text, when=None, kind="gist"):
+    return conn.execute(
+        "insert into units (ns, kind, text, occurred_start, occurred_end, created_at) "
+        "values ('test', ?, ?, ?, ?, '2024-01-01') returning id", (kind, text, when, when)).fetchone()[0]
+
+
+def _link(conn, a, b, weight, kind="semantic"):
+    conn.execute("insert into links (src_id, dst_id, type, weight, created_at) values (?, ?, ?, ?, '2024')",
+                 (a, b, kind, weight))
+
+
+def _entity(conn, name, units, tag=None):
+    eid = conn.execute("insert into entities (ns, name, norm_name, type, created_at) values "
+                       "('test', ?, lower(?), 'person', '2024') returning id", (name, name)).fetchone()[0]
+    conn.execute("insert into entity_aliases values (?, ?, lower(?))", (eid, name, name))
+    for unit in units:
+        conn.execute("insert into mentions values (?, ?, 'mentioned', ?)", (unit, eid, tag))
+    return eid
+
+
+@pytest.fixture
+def graph_store(mem):
+    mem.add("Ann", "hello")  # binds the embedder, creating the vector tables
+    conn = mem.conn
+    with conn:
+        ids = {name: _unit(conn, name) for name in "abcdefgx"}
+        _link(conn, ids["a"], ids["b"], 1.0)    # a -> b: 0.8
+        _link(conn, ids["b"], ids["c"], 1.0)    # b -> c: 0.64, and c <- d backwards
+        _link(conn, ids["d"], ids["c"], 0.5)    # c -> d against the direction: 0.256
+        _link(conn, ids["a"], ids["e"], 0.05)   # below the weight threshold: never followed
+        _link(conn, ids["a"], ids["c"], 0.2)    # a shorter but weaker way to c: 0.16 < 0.64
+        _link(conn, ids["a"], ids["x"], 0.15)   # 0.12 from a seed of 1.0, 0.06 (pruned) from 0.5
+        _entity(conn, "Rex", [ids["a"], ids["f"]])       # rare entity: 1/sqrt(2) * 0.8 = 0.566
+        _entity(conn, "Ann", [ids[n] for n in "abcefg"])  # a hub: 1/sqrt(6) * 0.8 = 0.327
+    return mem, ids
+
+
+def test_spreading_activation_decays_prunes_and_keeps_the_best_path(graph_store):
+    mem, ids = graph_store
+    found = dict(channels.graph(mem.conn, "test", [(("u", ids["a"]), 1.0)], budget=50))
+    act = {name: found.get(("u", i)) for name, i in ids.items()}
+    assert act["a"] == pytest.approx(1.0)
+    assert act["b"] == pytest.approx(0.8)
+    assert act["c"] == pytest.approx(0.64)  # the best of its paths, not the first or the sum
+    assert act["f"] == pytest.approx(0.8 / np.sqrt(2), abs=1e-6)
+    assert act["d"] == pytest.approx(0.64 * 0.5 * 0.8)  # against the link's direction
+    assert act["e"] == pytest.approx(0.8 / np.sqrt(6))  # through the hub; the 0.05 link is never taken
+    assert act["x"] == pytest.approx(0.12)
+    order = [key for key, _ in channels.graph(mem.conn, "test", [(("u", ids["a"]), 1.0)], budget=50)]
+    assert order[:3] == [("u", ids["a"]), ("u", ids["b"]), ("u", ids["c"])]
+
+
+def test_entry_points_need_similarity_and_the_walk_stops_at_the_threshold(graph_store):
+    mem, ids = graph_store
+    assert channels.graph(mem.conn, "test", [(("u", ids["a"]), 0.45)], budget=50) == []
+    weak = dict(channels.graph(mem.conn, "test", [(("u", ids["a"]), 0.5)], budget=50))
+    assert all(score >= 0.1 for score in weak.values())
+    assert ("u", ids["x"]) not in weak and ("u", ids["b"]) in weak
+    assert len(channels.graph(mem.conn, "test", [(("u", ids["a"]), 1.0)], budget=2)) == 2
+
+
+def test_temporal_channel_keeps_the_range_and_spreads_over_temporal_links(mem):
+    mem.add("Ann", "hello", time="2023-06-03T10:00:00")
+    conn = mem.conn
+    with conn:
+        june = _unit(conn, "june thing", "2023-06-10")
+        july = _unit(conn, "july thing", "2023-07-02")
+        august = _unit(conn, "august thing", "2023-08-20")
+        _link(conn, june, july, 0.9, "temporal")
+    dim = mem.embedder.dim
+    for unit in (june, july, august):
+        vec = (np.ones(dim) / np.sqrt(dim)).astype(np.float32)
+        conn.execute("insert into vec_units (rowid, embedding, ns, kind) values (?, ?, 'test', 'gist')",
+                     (unit, vec.tobytes()))
+    query = (np.ones(dim) / np.sqrt(dim)).astype(np.float32)
+    rng = Range(dt.date(2023, 6, 1), dt.date(2023, 6, 30), "in June 2023")
+    found = dict(channels.temporal(conn, "test", rng, query, budget=10, min_similarity=-1.0))
+    assert found[("u", june)] == pytest.approx(1.0, abs=1e-5)
+    assert found[("u", july)] == pytest.approx(0.9 * 0.8, abs=1e-5)  # spread, outside the range
+    assert ("u", august) not in found
+    assert any(key[0] == "m" for key in found)  # the message sent in June
+
+
+def test_entity_channel_is_alias_aware_and_prefers_tagged_mentions(mem):
+    mem.add("Ann", "hello")
+    conn = mem.conn
+    with conn:
+        walk, vet, other = _unit(conn, "walk"), _unit(conn, "vet"), _unit(conn, "other")
+        rex = _entity(conn, "Rex", [walk])
+        conn.execute("insert into mentions values (?, ?, 'mentioned', 'vet visit')", (vet, rex))
+        conn.execute("insert into entity_aliases values (?, 'Rexy', 'rexy')", (rex,))
+    hits = channels.entity(conn, "test", "When did Rexy go to the vet?", budget=10)
+    assert [key for key, _ in hits] == [("u", vet), ("u", walk)]
+    assert channels.entity(conn, "test", "Nothing named here", budget=10) == []
+    assert "caroline's mother" in channels.query_names("Where did Caroline's mom go?")
+
+
+def test_all_channels_through_search(graph_store):
+    mem, _ids = graph_store
+    hits = mem.search("Rex and Ann in 2023", channels=["vector", "bm25", "graph", "temporal", "entity"])
+    assert hits and any("entity" in h.channels for h in hits)
