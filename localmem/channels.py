@@ -108,6 +108,42 @@ def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tupl
     return [(("u", unit), float(score)) for unit, score in rows]
 
 
+def query_entities(conn: apsw.Connection, ns: str, query: str) -> list[int]:
+    """The ids of the entities the query names (alias-aware)."""
+    return sorted({row[0] for row in conn.execute(q("entities_named"), {
+        "ns": ns, "names": json.dumps(query_names(query))})})
+
+
+def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray,
+                    when: Range | None, episodes: int = 3) -> set[Key]:
+    """CAST's episodic side: the ``episodes`` nearest episodes that fit the query's people and
+    time (when it names any), and everything they hold (their units and messages)."""
+    from .embed import to_blob
+
+    entities = query_entities(conn, ns, query)
+    bounds = {"start": when.start.isoformat(), "end": when.end.isoformat()} if when else \
+        {"start": None, "end": None}
+    members: set[Key] = set()
+    kept = 0
+    for episode_id, _distance in conn.execute(q("vec_episodes_knn"), {
+            "embedding": to_blob(query_vec), "k": episodes * 4, "ns": ns}).fetchall():
+        fits = conn.execute(q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities),
+                                                **bounds}).fetchone()[0]
+        if not fits:
+            continue
+        members |= {(kind, int(i)) for kind, i in conn.execute(q("episode_members"), {"id": episode_id})}
+        kept += 1
+        if kept == episodes:
+            break
+    return members
+
+
+def promote(keys: Sequence[Key], members: set[Key]) -> list[Key]:
+    """Stable promotion (CAST Algorithm 2): members first, each group in its original order;
+    nothing is added or dropped."""
+    return [k for k in keys if k in members] + [k for k in keys if k not in members]
+
+
 def latest_time(conn: apsw.Connection, ns: str) -> dt.date:
     """The default "now" of a namespace: its latest message time (today when it has none)."""
     row = conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()

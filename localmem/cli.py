@@ -243,24 +243,26 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.option("--k", "-k", default=10, show_default=True, help="Number of hits.")
 @click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
 @click.option("--channels", help="Comma-separated channels: vector,bm25 (default), graph, temporal, entity.")
+@click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
               help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @json_option
 @click.pass_obj
 def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
-           queries_file: Path | None, as_json: bool) -> None:
+           promote: bool, queries_file: Path | None, as_json: bool) -> None:
     """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM)."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     mem = state.memory()
     if queries_file is not None:
         queries = list(_read_queries(queries_file))
-        for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen)):
+        for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
+                                                                    promote=promote)):
             click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
                                   ensure_ascii=False))
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
-    hits = mem.search(query, k=k, budget=budget, channels=chosen)
+    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote)
     if as_json:
         _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:
@@ -591,12 +593,14 @@ def eval_() -> None:
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
-@click.option("--channels", help="Comma-separated search channels (default: all).")
+@click.option("--channels", help="Comma-separated search channels (default: vector,bm25).")
+@click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
 def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conversations: str | None,
-                limit: int | None, channels: str | None, out_dir: Path | None, as_json: bool) -> None:
+                limit: int | None, channels: str | None, promote: bool, out_dir: Path | None,
+                as_json: bool) -> None:
     """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace."""
     from . import evaluate
 
@@ -606,7 +610,8 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conver
     report = evaluate.locomo_retrieval(
         file, state.config, ks=_sizes(ks),
         conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
-        limit=limit, channels=[c.strip() for c in channels.split(",")] if channels else None)
+        limit=limit, channels=[c.strip() for c in channels.split(",")] if channels else None,
+        promote=promote)
     if out_dir is not None:
         evaluate.write_report(report, out_dir)
     if as_json:

@@ -257,14 +257,19 @@ class Memory:
 
     # -- search ------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, budget: int | None = None,
-               channels: Sequence[str] | None = None) -> list[Hit]:
-        """The ``k`` best hits for ``query`` in this namespace (no LLM involved)."""
-        return next(iter(self.search_many([query], k=k, budget=budget, channels=channels)))
+               channels: Sequence[str] | None = None, promote: bool = False) -> list[Hit]:
+        """The ``k`` best hits for ``query`` in this namespace (no LLM involved).
+
+        ``promote``: move candidates from the best-matching episodes (for the query's people
+        and time) ahead, keeping their order (CAST).
+        """
+        return next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote)))
 
     def search_many(self, queries: Iterable[str], *, k: int = 10, budget: int | None = None,
-                    channels: Sequence[str] | None = None, batch: int = 64) -> Iterator[list[Hit]]:
+                    channels: Sequence[str] | None = None, batch: int = 64,
+                    promote: bool = False) -> Iterator[list[Hit]]:
         """Search many queries in one process, embedding them in batches; yields per query."""
-        params = self.search_params(k, budget, channels)
+        params = self.search_params(k, budget, channels, promote)
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
@@ -276,7 +281,7 @@ class Memory:
             yield from self._search_batch(pending, params, bound)
 
     def search_params(self, k: int = 10, budget: int | None = None,
-                      channels: Sequence[str] | None = None) -> SearchParams:
+                      channels: Sequence[str] | None = None, promote: bool = False) -> SearchParams:
         chosen = tuple(channels) if channels else search.CHANNELS
         unknown = set(chosen) - set(search.ALL_CHANNELS)
         if unknown:
@@ -285,11 +290,11 @@ class Memory:
         if k < 1:
             raise LocalmemError("k must be at least 1")
         return SearchParams(k=k, budget=max(budget or self.config.channel_budget, k),
-                            rrf_k=self.config.rrf_k, channels=chosen)
+                            rrf_k=self.config.rrf_k, channels=chosen, promote=promote)
 
     def _search_batch(self, queries: list[str], params: SearchParams, bound: bool) -> Iterator[list[Hit]]:
         vectors: np.ndarray | list[None] = [None] * len(queries)
-        if bound and {"vector", "temporal", "graph"} & set(params.channels):
+        if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
             embedder = self.embedder
             db.check_embedder(self.conn, embedder.model_id, embedder.dim)
             vectors = embed_batched(embedder, queries, self.config.embed_batch)

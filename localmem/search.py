@@ -98,6 +98,7 @@ class SearchParams:
     rrf_k: int = 60
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
+    promote: bool = False  # CAST episodic promotion of the fused candidates
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -163,6 +164,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     rankings, raw = run_channels(conn, ns, query, query_vec, params)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)[:params.k * 3]
+    if params.promote and query_vec is not None:
+        fused = _promoted(conn, ns, query, query_vec, params, fused)
     hits = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
@@ -173,6 +176,19 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
         out.append(hit)
     return collapse(out)[:params.k]
+
+
+def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, params: SearchParams,
+              fused: list[tuple[Key, float, dict[str, int]]]) -> list[tuple[Key, float, dict[str, int]]]:
+    from . import channels
+    from .query_time import parse_query_time
+
+    when = parse_query_time(query, params.now or channels.latest_time(conn, ns))
+    members = channels.episode_members(conn, ns, query, query_vec, when)
+    if not members:
+        return fused
+    by_key = {entry[0]: entry for entry in fused}
+    return [by_key[key] for key in channels.promote(list(by_key), members)]
 
 
 def collapse(hits: list[Hit]) -> list[Hit]:

@@ -112,3 +112,24 @@ def test_all_channels_through_search(graph_store):
     mem, _ids = graph_store
     hits = mem.search("Rex and Ann in 2023", channels=["vector", "bm25", "graph", "temporal", "entity"])
     assert hits and any("entity" in h.channels for h in hits)
+
+
+def test_promotion_is_stable_and_adds_nothing():
+    keys = [("m", 1), ("u", 2), ("m", 3), ("u", 4), ("m", 5)]
+    assert channels.promote(keys, {("m", 3), ("m", 5), ("u", 99)}) == [("m", 3), ("m", 5), ("m", 1), ("u", 2),
+                                                                         ("u", 4)]
+    assert channels.promote(keys, set()) == keys
+
+
+def test_promotion_through_search_keeps_the_candidates(tmp_path):
+    from localmem import Memory
+
+    from .fakes import HashEmbedder, ScriptedLLM
+    from .test_pipeline import _responder, _transcript
+
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(),
+                llm=ScriptedLLM(responder=_responder)) as mem:
+        mem.ingest(_transcript(tmp_path), extract="llm")
+        plain = mem.search("What did Caroline's mother like to eat?", k=30)
+        promoted = mem.search("What did Caroline's mother like to eat?", k=30, promote=True)
+        assert sorted(h.id for h in plain) == sorted(h.id for h in promoted)

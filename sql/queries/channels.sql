@@ -82,3 +82,29 @@ SELECT embedding FROM vec_units WHERE rowid = :id;
 
 -- name: latest_message_time
 SELECT max(sent_at) FROM messages WHERE ns = :ns;
+
+-- name: vec_episodes_knn
+SELECT rowid AS id, distance
+FROM vec_units
+WHERE embedding MATCH :embedding AND k = :k AND ns = :ns AND kind = 'episode'
+ORDER BY distance;
+
+-- name: episode_members
+-- Everything an episode holds: itself, its derived units and its messages, as [kind, id].
+SELECT 'u', :id
+UNION ALL SELECT 'u', id FROM units WHERE episode_id = :id
+UNION ALL SELECT 'm', message_id FROM unit_sources WHERE unit_id = :id;
+
+-- name: episode_fits
+-- Whether an episode mentions one of :entities (JSON array of ids; an empty array means any)
+-- and overlaps [:start, :end] (NULL bounds mean any time).
+SELECT EXISTS (
+  SELECT 1 FROM units AS e
+  WHERE e.id = :id
+    AND (json_array_length(:entities) = 0 OR EXISTS (
+         SELECT 1 FROM mentions AS m JOIN units AS u ON u.id = m.unit_id
+         WHERE (u.id = e.id OR u.episode_id = e.id)
+           AND m.entity_id IN (SELECT value FROM json_each(:entities))))
+    AND (:start IS NULL OR (e.occurred_start <= :end || 'T99'
+                            AND coalesce(e.occurred_end, e.occurred_start) >= :start))
+);
