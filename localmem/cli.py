@@ -244,12 +244,14 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
 @click.option("--channels", help="Comma-separated channels: vector,bm25 (default), graph, temporal, entity.")
 @click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
+@click.option("--max-tokens", type=int, default=2048, show_default=True,
+              help="Keep whole hits in rank order while their text fits (LLM tokenizer when installed).")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
               help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @json_option
 @click.pass_obj
 def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
-           promote: bool, queries_file: Path | None, as_json: bool) -> None:
+           promote: bool, max_tokens: int, queries_file: Path | None, as_json: bool) -> None:
     """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM)."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     mem = state.memory()
@@ -262,7 +264,9 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
-    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote)
+    if max_tokens < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
+    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens)
     if as_json:
         _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:

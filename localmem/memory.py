@@ -72,6 +72,7 @@ class Memory:
         self.namespace = cfg.namespace
         self._embedder = embedder
         self._llm = llm
+        self._counter: tuple[Callable[[str], int], str] | None = None
         self.conn = db.connect(self.path, cfg.busy_timeout_ms)
 
     # -- lifecycle -------------------------------------------------------------
@@ -257,13 +258,46 @@ class Memory:
 
     # -- search ------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, budget: int | None = None,
-               channels: Sequence[str] | None = None, promote: bool = False) -> list[Hit]:
+               channels: Sequence[str] | None = None, promote: bool = False,
+               max_tokens: int | None = None) -> list[Hit]:
         """The ``k`` best hits for ``query`` in this namespace (no LLM involved).
 
         ``promote``: move candidates from the best-matching episodes (for the query's people
-        and time) ahead, keeping their order (CAST).
+        and time) ahead, keeping their order (CAST). ``max_tokens``: keep whole hits in rank
+        order while their text fits, counted by :meth:`token_counter`.
         """
-        return next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote)))
+        hits = next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote)))
+        if max_tokens is not None:
+            hits = search.fit_budget(hits, max_tokens, self.token_counter()[0])
+        return hits
+
+    def token_counter(self) -> tuple[Callable[[str], int], str]:
+        """How budgets are counted, and by what: the LLM's tokenizer when a model is installed
+        (its vocabulary only is loaded), else the embedder's, else about 4 characters a token."""
+        if self._counter is None:
+            self._counter = self._make_counter()
+        return self._counter
+
+    def _make_counter(self) -> tuple[Callable[[str], int], str]:
+        if self._llm is not None:  # given by the caller: use it or nothing model-wide
+            if hasattr(self._llm, "count_tokens"):
+                return self._llm.count_tokens, f"llm:{self._llm.model_id}"
+        else:
+            from .backends.llama import LlamaTokenCounter
+            from .config import home_dir, user_cache_dir
+            from .models import resolve_llm
+
+            try:
+                found = resolve_llm(self.config, home_dir() or user_cache_dir())
+                counter = LlamaTokenCounter(found.path)
+                counter.count_tokens("probe")
+                return counter.count_tokens, f"llm:{found.model_id}"
+            except LocalmemError:
+                pass
+        embedder = self.embedder
+        if hasattr(embedder, "count_tokens"):
+            return embedder.count_tokens, f"embedder:{embedder.model_id}"
+        return (lambda text: len(text) // 4 + 1), "approximate:4-characters"
 
     def search_many(self, queries: Iterable[str], *, k: int = 10, budget: int | None = None,
                     channels: Sequence[str] | None = None, batch: int = 64,

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import apsw
 import numpy as np
@@ -189,6 +189,18 @@ def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray,
         return fused
     by_key = {entry[0]: entry for entry in fused}
     return [by_key[key] for key in channels.promote(list(by_key), members)]
+
+
+def fit_budget(hits: Sequence[Hit], max_tokens: int, count: Callable[[str], int]) -> list[Hit]:
+    """Whole hits in rank order while they fit ``max_tokens``; one that does not fit is
+    skipped and smaller ones after it may still fill the budget."""
+    out, used = [], 0
+    for hit in hits:
+        tokens = count(hit.text)
+        if used + tokens <= max_tokens:
+            out.append(hit)
+            used += tokens
+    return out
 
 
 def collapse(hits: list[Hit]) -> list[Hit]:

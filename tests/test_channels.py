@@ -133,3 +133,17 @@ def test_promotion_through_search_keeps_the_candidates(tmp_path):
         plain = mem.search("What did Caroline's mother like to eat?", k=30)
         promoted = mem.search("What did Caroline's mother like to eat?", k=30, promote=True)
         assert sorted(h.id for h in plain) == sorted(h.id for h in promoted)
+
+
+def test_token_budget_keeps_whole_hits_in_rank_order(mem):
+    from localmem.search import Hit, fit_budget
+
+    hits = [Hit(f"m:{i}", "message", "word " * n, 0.0, {}, None) for i, n in enumerate([5, 50, 3, 4])]
+    kept = fit_budget(hits, 10, lambda text: len(text.split()))
+    assert [h.id for h in kept] == ["m:0", "m:2"]  # m:1 does not fit; m:3 would overflow after m:2
+    for i in range(30):
+        mem.add("Ann", f"message number {i} about the garden and the roses and the weather")
+    counter, name = mem.token_counter()
+    assert name.startswith(("embedder:", "approximate:", "llm:")) and counter("one two three") > 0
+    small = mem.search("garden roses", k=20, max_tokens=40)
+    assert 0 < len(small) < 20 and sum(counter(h.text) for h in small) <= 40

@@ -6,10 +6,11 @@ instructions first) reuse llama.cpp's evaluated prefix instead of prefilling it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..errors import MissingDependencyError, ModelNotFoundError
 from ..llm import Completion, Message
@@ -92,3 +93,38 @@ class LlamaLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+class LlamaTokenCounter:
+    """The GGUF model's tokenizer alone (``vocab_only``: no weights are loaded)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._llama: Any = None
+
+    def count_tokens(self, text: str) -> int:
+        if self._llama is None:
+            try:
+                import llama_cpp
+            except ImportError as exc:
+                raise MissingDependencyError("llama-cpp-python", "llm") from exc
+            with _quiet_stderr():  # llama.cpp warns about the context size of a vocab-only load
+                self._llama = llama_cpp.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence C-level writes to stderr (file descriptor 2) for the duration."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # pragma: no cover - no stderr at all
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -28,6 +28,7 @@ class OnnxEmbedder:
         self.threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
+        self._counter: Any = None
         self._inputs: set[str] = set()
         self._dim: int | None = None
 
@@ -59,6 +60,16 @@ class OnnxEmbedder:
             raise ModelNotFoundError(
                 f"{self.model_path} is not a BERT-style encoder (inputs: {sorted(self._inputs)})")
         self._session, self._tokenizer = session, tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under this embedder's tokenizer, without its truncation."""
+        if self._counter is None:
+            from tokenizers import Tokenizer
+
+            self._counter = Tokenizer.from_file(str(self.tokenizer_path))
+            self._counter.no_truncation()
+            self._counter.no_padding()
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
 
     @property
     def dim(self) -> int:
