@@ -57,6 +57,8 @@ class Hit:
     time: str | None
     sources: list[HitSource] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)  # ids of near-duplicate units folded into this hit
+    superseded_by: str | None = None  # a newer unit that replaces this one (both are returned)
+    supersedes: list[str] = field(default_factory=list)  # older units this one replaces
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,6 +101,7 @@ class SearchParams:
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
     promote: bool = False  # CAST episodic promotion of the fused candidates
+    duplicate_similarity: float = 0.92  # units linked by synonymy at least this close are one hit
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -175,7 +178,55 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
         hit.score = round(score, 6)
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
         out.append(hit)
-    return collapse(out)[:params.k]
+    out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))
+    return mark_supersession(conn, out[:params.k])
+
+
+def _unit_ids(hits: Sequence[Hit]) -> list[int]:
+    return [int(h.id[2:]) for h in hits if h.id.startswith("u:")]
+
+
+def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: float) -> dict[str, str]:
+    """Unit hit id → the better-ranked hit it repeats (a synonymy link ≥ ``threshold``)."""
+    ids = _unit_ids(hits)
+    if len(ids) < 2:
+        return {}
+    rank = {h.id: i for i, h in enumerate(hits)}
+    parent: dict[str, str] = {}
+    for a, b, _w in conn.execute(q("links_among"), {"type": "synonymy", "min_weight": threshold,
+                                                    "ids": json.dumps(ids)}):
+        first, second = sorted((f"u:{a}", f"u:{b}"), key=lambda hid: rank[hid])
+        parent[second] = parent.get(first, first)
+    return parent
+
+
+def mark_supersession(conn: apsw.Connection, hits: list[Hit]) -> list[Hit]:
+    """When a newer unit supersedes a returned one, both are returned, the newer first and
+    each marked (``supersedes`` / ``superseded_by``); a newer unit not yet among the hits
+    is added right before the one it replaces."""
+    ids = _unit_ids(hits)
+    if not ids:
+        return hits
+    pairs = [(f"u:{new}", f"u:{old}") for new, old in conn.execute(q("supersession_of"), {"ids": json.dumps(ids)})]
+    if not pairs:
+        return hits
+    by_id = {h.id: h for h in hits}
+    missing = [int(new[2:]) for new, old in pairs if new not in by_id and old in by_id]
+    if missing:
+        for hit in hydrate(conn, [("u", i) for i in missing]).values():
+            by_id[hit.id] = hit
+    order = [h.id for h in hits]
+    for new, old in pairs:
+        if new not in by_id or old not in by_id:
+            continue
+        by_id[old].superseded_by = new
+        if old not in by_id[new].supersedes:
+            by_id[new].supersedes.append(old)
+        if new in order:
+            order.remove(new)
+        if old in order:
+            order.insert(order.index(old), new)
+    return [by_id[i] for i in dict.fromkeys(order)]
 
 
 def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, params: SearchParams,
@@ -203,22 +254,29 @@ def fit_budget(hits: Sequence[Hit], max_tokens: int, count: Callable[[str], int]
     return out
 
 
-def collapse(hits: list[Hit]) -> list[Hit]:
-    """Gists and facts resting on exactly the same messages (an event's two forms, or a
-    repeated statement) are one hit: the best-ranked, listing the others in ``merged``."""
+def collapse(hits: list[Hit], duplicates: dict[str, str] | None = None) -> list[Hit]:
+    """One hit per piece of information: gists and facts resting on exactly the same messages
+    (an event's two forms) and units in ``duplicates`` (id → the better-ranked id it repeats)
+    fold into the best-ranked one, which lists them in ``merged`` and gains their sources."""
+    duplicates = duplicates or {}
     first: dict[frozenset[int], Hit] = {}
+    kept: dict[str, Hit] = {}
     out = []
     for hit in hits:
+        target = kept.get(duplicates.get(hit.id, ""))
+        if target is None and hit.kind in ("gist", "fact") and hit.sources:
+            target = first.get(frozenset(s.message_id for s in hit.sources))
+        if target is not None:
+            target.merged.append(hit.id)
+            known = {s.message_id for s in target.sources}
+            target.sources += [s for s in hit.sources if s.message_id not in known]
+            kept[hit.id] = target
+            continue
         if hit.kind in ("gist", "fact") and hit.sources:
-            key = frozenset(s.message_id for s in hit.sources)
-            if key in first:
-                first[key].merged.append(hit.id)
-                continue
-            first[key] = hit
+            first[frozenset(s.message_id for s in hit.sources)] = hit
+        kept[hit.id] = hit
         out.append(hit)
     return out
-
-
 def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
     """Text, time and sources for messages and units, by key."""
     keys = list(keys)

@@ -147,3 +147,37 @@ def test_token_budget_keeps_whole_hits_in_rank_order(mem):
     assert name.startswith(("embedder:", "approximate:", "llm:")) and counter("one two three") > 0
     small = mem.search("garden roses", k=20, max_tokens=40)
     assert 0 < len(small) < 20 and sum(counter(h.text) for h in small) <= 40
+
+
+def _searchable_units(mem, texts):
+    """Units with vectors and one source message each, so that search can find them."""
+    conn = mem.conn
+    ids = []
+    with conn:
+        for text in texts:
+            mid = mem.add("Ann", text).id
+            uid = _unit(conn, text)
+            conn.execute("insert into unit_sources values (?, ?)", (uid, mid))
+            conn.execute("insert into vec_units (rowid, embedding, ns, kind) values (?, ?, 'test', 'gist')",
+                         (uid, mem.embedder.embed([text])[0].tobytes()))
+            ids.append(uid)
+    return ids
+
+
+def test_a_superseded_fact_comes_with_its_successor_first(mem):
+    old, new, _other = _searchable_units(mem, ["Ann lives in Paris", "Ann moved to Berlin", "Bob likes tea"])
+    with mem.conn:
+        _link(mem.conn, new, old, 1.0, "supersedes")
+    hits = mem.search("Paris", k=5, channels=["bm25"])
+    ids = [h.id for h in hits]
+    assert f"u:{new}" in ids and ids.index(f"u:{new}") < ids.index(f"u:{old}")
+    by_id = {h.id: h for h in hits}
+    assert by_id[f"u:{old}"].superseded_by == f"u:{new}" and by_id[f"u:{new}"].supersedes == [f"u:{old}"]
+
+
+def test_near_duplicate_units_are_one_hit_with_all_sources(mem):
+    a, b = _searchable_units(mem, ["Ann adopted a beagle", "Ann adopted a beagle puppy"])
+    with mem.conn:
+        _link(mem.conn, a, b, 0.95, "synonymy")
+    units = [h for h in mem.search("beagle", k=10, channels=["bm25"]) if h.kind == "gist"]
+    assert len(units) == 1 and len(units[0].sources) == 2 and len(units[0].merged) == 1

@@ -125,7 +125,7 @@ def test_search_json(hashed, db):
     data = run_json(db, "search", "cat Mochi", "-k", "3")
     assert data["query"] == "cat Mochi" and len(data["hits"]) == 3
     hit = data["hits"][0]
-    assert set(hit) == {"id", "kind", "text", "score", "channels", "time", "sources", "merged"}
+    assert set(hit) == {"id", "kind", "text", "score", "channels", "time", "sources", "merged", "superseded_by", "supersedes"}
     assert "Mochi" in hit["text"]
     only_vector = run_json(db, "search", "cat Mochi", "--channels", "vector")
     assert all(set(h["channels"]) == {"vector"} for h in only_vector["hits"])

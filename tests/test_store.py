@@ -419,7 +419,7 @@ def test_hit_structure(mem):
     for hit in hits:
         d = hit.to_dict()
         json.dumps(d)
-        assert set(d) == {"id", "kind", "text", "score", "channels", "time", "sources", "merged"}
+        assert set(d) == {"id", "kind", "text", "score", "channels", "time", "sources", "merged", "superseded_by", "supersedes"}
         assert d["kind"] == "message" and re.fullmatch(r"m:\d+", d["id"])
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
         for chan in d["channels"].values():

@@ -108,3 +108,15 @@ SELECT EXISTS (
     AND (:start IS NULL OR (e.occurred_start <= :end || 'T99'
                             AND coalesce(e.occurred_end, e.occurred_start) >= :start))
 );
+
+-- name: links_among
+-- Links of :type whose both ends are among :ids (JSON array) and weigh at least :min_weight.
+SELECT src_id, dst_id, weight FROM links
+WHERE type = :type AND weight >= :min_weight
+  AND src_id IN (SELECT value FROM json_each(:ids)) AND dst_id IN (SELECT value FROM json_each(:ids));
+
+-- name: supersession_of
+-- Supersedes links touching :ids (JSON array): (newer unit, older unit).
+SELECT src_id, dst_id FROM links
+WHERE type = 'supersedes'
+  AND (src_id IN (SELECT value FROM json_each(:ids)) OR dst_id IN (SELECT value FROM json_each(:ids)));
