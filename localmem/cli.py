@@ -116,15 +116,21 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
 @click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
+@click.option("--rerank-model", type=click.Path(path_type=Path),
+              help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
+@click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
+              help="tokenizer.json of the cross-encoder. Env: LOCALMEM_RERANK_TOKENIZER.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, llm_model: str | None, quiet: bool, debug: bool) -> None:
+        embed_tokenizer: Path | None, llm_model: str | None, rerank_model: Path | None,
+        rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model})
+                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model,
+                          "rerank_model": rerank_model, "rerank_tokenizer": rerank_tokenizer})
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(state.close)

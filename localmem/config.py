@@ -90,6 +90,8 @@ class Config:
     n_ctx: int = DEFAULT_N_CTX
     n_threads: int = 0  # 0: all cores
     n_gpu_layers: int = 0  # -1 offloads every layer when llama.cpp was built with a GPU backend
+    rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
+    rerank_tokenizer: Path | None = None  # its tokenizer.json
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
@@ -141,7 +143,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 
 
 def _coerce(name: str, default: Any, value: Any) -> Any:
-    if name in ("db_path", "embed_model", "embed_tokenizer"):
+    if name in ("db_path", "embed_model", "embed_tokenizer", "rerank_model", "rerank_tokenizer"):
         return Path(os.path.expanduser(str(value)))
     if name == "llm_model":
         return os.path.expanduser(str(value))

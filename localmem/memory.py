@@ -59,7 +59,7 @@ class Memory:
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
                  config: Config | None = None, embedder: Embedder | None = None,
-                 llm: LLM | None = None) -> None:
+                 llm: LLM | None = None, reranker: Any = None) -> None:
         cfg = config or Config()
         if path is not None:
             cfg = replace(cfg, db_path=Path(path))
@@ -73,6 +73,7 @@ class Memory:
         self._embedder = embedder
         self._llm = llm
         self._counter: tuple[Callable[[str], int], str] | None = None
+        self._reranker: Any = reranker
         self.conn = db.connect(self.path, cfg.busy_timeout_ms)
 
     # -- lifecycle -------------------------------------------------------------
@@ -271,6 +272,20 @@ class Memory:
             hits = search.fit_budget(hits, max_tokens, self.token_counter()[0])
         return hits
 
+    @property
+    def reranker(self) -> Any:
+        """The configured cross-encoder (loaded on first use), or ``None`` when none is set."""
+        if self._reranker is None and self.config.rerank_model is not None:
+            if self.config.rerank_tokenizer is None:
+                raise ConfigError("a rerank model needs its tokenizer.json too "
+                                  "(--rerank-tokenizer or LOCALMEM_RERANK_TOKENIZER)")
+            from .backends.onnx_rerank import OnnxCrossEncoder
+
+            path = Path(self.config.rerank_model)
+            self._reranker = OnnxCrossEncoder(path, Path(self.config.rerank_tokenizer), f"onnx:{path.name}",
+                                              threads=self.config.onnx_threads)
+        return self._reranker
+
     def token_counter(self) -> tuple[Callable[[str], int], str]:
         """How budgets are counted, and by what: the LLM's tokenizer when a model is installed
         (its vocabulary only is loaded), else the embedder's, else about 4 characters a token."""
@@ -332,9 +347,10 @@ class Memory:
             embedder = self.embedder
             db.check_embedder(self.conn, embedder.model_id, embedder.dim)
             vectors = embed_batched(embedder, queries, self.config.embed_batch)
+        reranker = self.reranker if params.rerank else None
         for query, vec in zip(queries, vectors):
             with self._locked():
-                yield search.search(self.conn, self.namespace, query, vec, params)
+                yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
     # -- housekeeping --------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -101,6 +101,7 @@ class SearchParams:
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
     promote: bool = False  # CAST episodic promotion of the fused candidates
+    rerank: bool = True  # with the configured cross-encoder, if any
     duplicate_similarity: float = 0.92  # units linked by synonymy at least this close are one hit
 
 
@@ -162,24 +163,42 @@ def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.n
 
 
 def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-           params: SearchParams) -> list[Hit]:
-    """The top ``params.k`` hits for ``query`` in namespace ``ns``."""
+           params: SearchParams, reranker: Any = None) -> list[Hit]:
+    """The top ``params.k`` hits for ``query`` in namespace ``ns``.
+
+    Channels → RRF → rerank (when a ``reranker`` is given) → CAST promotion (``params.promote``)
+    → near-duplicates folded → supersession marked.
+    """
     rankings, raw = run_channels(conn, ns, query, query_vec, params)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)[:params.k * 3]
-    if params.promote and query_vec is not None:
-        fused = _promoted(conn, ns, query, query_vec, params, fused)
-    hits = hydrate(conn, [key for key, _, _ in fused])
+    hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
-        hit = hits.get(key)
+        hit = hydrated.get(key)
         if hit is None:
             continue
         hit.score = round(score, 6)
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
         out.append(hit)
+    if reranker is not None and out:
+        out = _reranked(reranker, query, out)
+    if params.promote and query_vec is not None:
+        out = _promoted(conn, ns, query, query_vec, params, out)
     out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))
     return mark_supersession(conn, out[:params.k])
+
+
+def _reranked(reranker: Any, query: str, hits: list[Hit]) -> list[Hit]:
+    from .rerank import rerank_order
+
+    order = rerank_order(reranker, query, [(h.text, h.time) for h in hits])
+    out = []
+    for rank, (index, score) in enumerate(order, 1):
+        hit = hits[index]
+        hit.channels["rerank"] = {"rank": rank, "score": round(float(score), 4)}
+        out.append(hit)
+    return out
 
 
 def _unit_ids(hits: Sequence[Hit]) -> list[int]:
@@ -230,15 +249,15 @@ def mark_supersession(conn: apsw.Connection, hits: list[Hit]) -> list[Hit]:
 
 
 def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, params: SearchParams,
-              fused: list[tuple[Key, float, dict[str, int]]]) -> list[tuple[Key, float, dict[str, int]]]:
+              hits: list[Hit]) -> list[Hit]:
     from . import channels
     from .query_time import parse_query_time
 
     when = parse_query_time(query, params.now or channels.latest_time(conn, ns))
     members = channels.episode_members(conn, ns, query, query_vec, when)
     if not members:
-        return fused
-    by_key = {entry[0]: entry for entry in fused}
+        return hits
+    by_key = {(h.id[0], int(h.id[2:])): h for h in hits}
     return [by_key[key] for key in channels.promote(list(by_key), members)]
 
 
