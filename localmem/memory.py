@@ -26,7 +26,7 @@ from . import (
 )
 from .config import Config
 from .embed import Embedder, embed_batched
-from .errors import LocalmemError
+from .errors import ConfigError, LocalmemError
 from .ingest import IngestReport
 from .llm import LLM, Structured
 from .queries import q
@@ -163,13 +163,13 @@ class Memory:
                                for nsr in report.namespaces}
         return report
 
-    def segment_without_llm(self, namespace: str | None = None) -> int:
+    def segment_without_llm(self, namespace: str | None = None, *, final: bool = True) -> int:
         """Close episodes by time gaps and drops in embedding similarity (no LLM); their
         extraction waits for a later ``build`` with a model. Returns the episodes closed."""
         ns = namespace or self.namespace
         detector = segment.EmbeddingDetector(segment.stored_vectors(self.conn, self.embedder.dim))
         with self._locked():
-            return len(segment.segment_namespace(self.conn, ns, detector, final=True))
+            return len(segment.segment_namespace(self.conn, ns, detector, final=final))
 
     def build(self, *, namespace: str | None = None, final: bool = True,
               progress: Callable[[int, int], None] | None = None) -> "BuildReport":
@@ -255,6 +255,8 @@ class Memory:
             message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
         if added and self.config.extract == "llm":
             self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
+        elif added:
+            self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
         return AddedMessage(message_id, message.external_id, message.conversation, added)
 
     # -- search ------------------------------------------------------------------

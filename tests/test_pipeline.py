@@ -402,3 +402,24 @@ def test_facts_about_a_speaker_come_from_their_own_messages():
     assert own_speaker("the adoption agency", [caro], speakers)  # not about a speaker
     assert is_chatter("said", "Caroline said talk to you soon.")
     assert is_chatter("expressed", "Melanie expressed support for Caroline.")
+
+
+def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_path):
+    from localmem.formats import parse, read_input
+
+    path = _transcript(tmp_path)
+    with Memory(tmp_path / "batch.db", namespace="t", embedder=HashEmbedder()) as batch:
+        batch.ingest(path)
+        batch_episodes = batch.conn.execute(
+            "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
+            "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id").fetchall()
+    parsed = parse(path, read_input(path), None, None, 100_000)
+    with Memory(tmp_path / "stream.db", namespace="t", embedder=HashEmbedder()) as stream:
+        for _ns, messages in parsed.groups:
+            for m in messages:
+                stream.add(m.speaker, m.text, time=m.sent_at, conversation=m.conversation)
+        stream.segment_without_llm()  # closes the open buffer, as the end of a batch does
+        stream_episodes = stream.conn.execute(
+            "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
+            "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id").fetchall()
+    assert stream_episodes == batch_episodes and len(batch_episodes) == 2

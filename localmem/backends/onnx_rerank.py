@@ -1,0 +1,96 @@
+"""Cross-encoder reranking with onnxruntime + a Hugging Face tokenizer.json.
+
+Works with BERT-style sequence-classification models exported to ONNX (inputs
+``input_ids``, ``attention_mask`` and optionally ``token_type_ids``; first
+output the logits), such as ``cross-encoder/ms-marco-MiniLM-L-6-v2``. The
+query and each passage are encoded as one pair; a single logit becomes
+``sigmoid(logit)``, two (not relevant, relevant) become
+``sigmoid(relevant - not_relevant)``, i.e. the softmax probability of "relevant".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..errors import MissingDependencyError, ModelNotFoundError
+from .onnx_embed import _providers
+
+
+class OnnxCrossEncoder:
+    """A :class:`~localmem.rerank.Reranker`; the model loads on first use."""
+
+    def __init__(self, model_path: Path, tokenizer_path: Path, model_id: str, *,
+                 max_tokens: int = 512, threads: int = 0) -> None:
+        self.model_id = model_id
+        self.model_path = Path(model_path)
+        self.tokenizer_path = Path(tokenizer_path)
+        self.max_tokens = max_tokens
+        self.threads = threads
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._inputs: set[str] = set()
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are core dependencies
+            raise MissingDependencyError(exc.name or "onnxruntime", "embed") from exc
+        try:
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        except Exception as exc:
+            raise ModelNotFoundError(
+                f"cannot read reranker tokenizer {self.tokenizer_path}: {exc}") from exc
+        # Truncation trims the longer of query/passage first, so a long passage
+        # cannot push the query out of the window.
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+        opts = ort.SessionOptions()
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+        opts.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=opts,
+                                           providers=_providers(ort))
+        except Exception as exc:
+            raise ModelNotFoundError(
+                f"cannot load ONNX cross-encoder {self.model_path}: {exc}") from exc
+        self._inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= self._inputs:
+            raise ModelNotFoundError(
+                f"{self.model_path} is not a BERT-style cross-encoder "
+                f"(inputs: {sorted(self._inputs)}; needs input_ids and attention_mask)")
+        self._session, self._tokenizer = session, tokenizer
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """Relevance of each passage to ``query``: a float32 array in (0, 1)."""
+        self._load()
+        if not passages:
+            return np.zeros(0, dtype=np.float32)
+        encodings = self._tokenizer.encode_batch([(query, p) for p in passages])
+        columns = {"input_ids": [e.ids for e in encodings],
+                   "attention_mask": [e.attention_mask for e in encodings],
+                   "token_type_ids": [e.type_ids for e in encodings]}
+        # Some exports (e.g. DistilBERT-based) declare no token_type_ids.
+        feeds = {name: np.array(rows, dtype=np.int64)
+                 for name, rows in columns.items() if name in self._inputs}
+        logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)
+        if logits.ndim == 1 or (logits.ndim == 2 and logits.shape[1] == 1):
+            margin = logits.reshape(-1)
+        elif logits.ndim == 2 and logits.shape[1] == 2:
+            margin = logits[:, 1] - logits[:, 0]
+        else:
+            raise ModelNotFoundError(
+                f"{self.model_path} outputs shape {list(logits.shape)}; a cross-encoder "
+                "must output one logit per pair, or two (not relevant, relevant)")
+        return _sigmoid(margin).astype(np.float32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # The tanh form never overflows, unlike 1 / (1 + exp(-x)) for large negative x.
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
