@@ -557,6 +557,20 @@ def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
 
 
+@bench.command(name="memory")
+@click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated unit counts.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--queries", "n_queries", default=100, show_default=True, help="Queries per size.")
+@json_option
+@click.pass_obj
+def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int, as_json: bool) -> None:
+    """Search latency over synthetic built memory (units, entities, links): all channels and each."""
+    from . import bench_memory as mod
+
+    rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
+    _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
+
+
 @bench.command(name="llm")
 @click.option("--prompt-tokens", default=512, show_default=True, help="Tokens to prefill.")
 @click.option("--gen-tokens", default=128, show_default=True, help="Tokens to generate.")

@@ -92,3 +92,17 @@ def test_bench_searches_find_relevant_messages(tmp_path: Path) -> None:
     with Memory(bench.store_path(tmp_path, 300), namespace=bench.NAMESPACE, embedder=embedder) as mem:
         hits = mem.search("marathon training", k=5, channels=["bm25"])
     assert hits and any("marathon" in h.text.lower() for h in hits)
+
+
+def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_path):
+    from localmem.bench_memory import CHANNELS, MEMORY_COLUMNS, bench_memory_search
+    from localmem.config import Config
+
+    from .fakes import HashEmbedder
+
+    rows = bench_memory_search([600], tmp_path, Config(), n_queries=5, embedder=HashEmbedder())
+    (row,) = rows
+    assert set(MEMORY_COLUMNS) <= set(row) and row["units"] == 600 and row["entities"] == 200
+    assert row["links"] > 600 and all(row[f"{c}_p50_ms"] > 0 for c in CHANNELS) and row["p50_ms"] > 0
+    again = bench_memory_search([600], tmp_path, Config(), n_queries=5, embedder=HashEmbedder())
+    assert again[0]["build_s"] == row["build_s"]  # the store is reused, not rebuilt

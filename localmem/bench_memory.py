@@ -1,0 +1,167 @@
+"""Search latency over built memory: synthetic units with entities, mentions, links and times.
+
+Building a million units through the LLM pipeline is not possible on a laptop, so the store
+is written directly: unit texts from templates, times spread over three years, one to three
+entity mentions per unit drawn from a skewed pool (a few hubs, many rare names), a temporal
+link to the previous unit and two semantic links to nearby ones. Unit vectors are random unit
+vectors (search cost does not depend on what they encode; recall here means nothing);
+queries are embedded by the real embedder. Every number is measured in this run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import bench, ingest
+from .config import Config
+from .embed import Embedder
+from .memory import Memory
+
+MEMORY_COLUMNS: list[str] = [
+    "units", "entities", "links", "queries", "p50_ms", "p95_ms", "vector_p50_ms", "bm25_p50_ms",
+    "graph_p50_ms", "temporal_p50_ms", "entity_p50_ms", "build_s", "db_mb",
+]
+CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
+_TAGS = ["trip", "work", "family", "hobby", "food", "health", "move", "party", "pet", "plans"]
+_BATCH = 20_000
+
+
+def _entity_names(n: int, rng: random.Random) -> list[tuple[str, str]]:
+    people = [f"{first} {last}" for first in bench.SPEAKERS for last in
+              ["Silva", "Tanaka", "Weber", "Okafor", "Kim", "Novak", "Haddad", "Larsen", "Moreau", "Costa",
+               "Ivanova", "Mendez", "Rossi", "Sato", "Walsh", "Nakamura", "Kowalski", "Dubois"]]
+    names = [(p, "person") for p in bench.SPEAKERS + people] + [(c, "place") for c in bench.CITIES] + \
+        [(h, "activity") for h in bench.HOBBIES]
+    i = 0
+    while len(names) < n:
+        i += 1
+        names.append((f"{rng.choice(bench.SPEAKERS)}'s {rng.choice(bench.RELATIVES)} #{i}", "person"))
+    return names[:n]
+
+
+def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | None = None,
+                seed: int = bench.DEFAULT_SEED) -> dict[str, Any]:
+    """Write a synthetic memory of ``n_units`` units (and a message per 5 units, with random
+    vectors too) into ``path``."""
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    with Memory(path, namespace=bench.NAMESPACE, config=config, embedder=embedder) as mem:
+        emb = mem.embedder
+        ingest.ensure_bound(mem.conn, emb)
+        conn, ns, dim = mem.conn, bench.NAMESPACE, emb.dim
+        n_entities = max(200, n_units // 50)
+        entities = _entity_names(n_entities, rng)
+        first_day = dt.date(2022, 1, 1)
+        with conn:
+            source_id = conn.execute(
+                "INSERT INTO sources (ns, kind, uri, sha256, status, created_at) VALUES (?, 'bench', 'synthetic', "
+                "?, 'loaded', '2024') RETURNING id", (ns, f"bench-units-{n_units}-{seed}")).fetchone()[0]
+            entity_ids = [conn.execute(
+                "INSERT INTO entities (ns, name, norm_name, type, created_at) VALUES (?, ?, lower(?), ?, '2024') "
+                "RETURNING id", (ns, name, name, kind)).fetchone()[0] for name, kind in entities]
+            conn.executemany("INSERT INTO entity_aliases VALUES (?, ?, lower(?))",
+                             [(eid, name, name) for eid, (name, _k) in zip(entity_ids, entities)])
+        weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1  # a few hubs, a long tail
+        weights /= weights.sum()
+        for start in range(0, n_units, _BATCH):
+            count = min(_BATCH, n_units - start)
+            with conn:
+                rows, mentions, links, messages = [], [], [], []
+                for i in range(start, start + count):
+                    day = first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))
+                    speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
+                    text = (f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
+                            f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}")
+                    rows.append((ns, "gist" if i % 2 else "fact", text, day.isoformat(), day.isoformat(),
+                                 "day", day.isoformat() + "T12:00:00"))
+                    if i % 5 == 0:
+                        messages.append((ns, source_id, i, f"m{i}", text, day.isoformat() + "T12:00:00"))
+                first_new = conn.execute("SELECT coalesce(max(id), 0) FROM units").fetchone()[0] + 1
+                conn.executemany(
+                    "INSERT INTO units (ns, kind, text, occurred_start, occurred_end, time_precision, "
+                    "mentioned_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '2024')", rows)
+                ids = list(range(first_new, first_new + count))
+                picks = nprng.choice(n_entities, size=(count, 3), p=weights)
+                for offset, uid in enumerate(ids):
+                    for j in range(1 + offset % 3):
+                        mentions.append((uid, entity_ids[int(picks[offset, j])], rng.choice(_TAGS)))
+                    if uid > 1:
+                        links.append((uid - 1, uid, "temporal", round(rng.uniform(0.3, 1.0), 3)))
+                    for _ in range(2):
+                        other = max(1, uid - rng.randint(2, 1000))
+                        if other != uid:
+                            links.append((other, uid, "semantic", round(rng.uniform(0.7, 1.0), 3)))
+                conn.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?, 'mentioned', ?)", mentions)
+                conn.executemany("INSERT OR IGNORE INTO links (src_id, dst_id, type, weight, created_at) "
+                                 "VALUES (?, ?, ?, ?, '2024')", links)
+                vecs = nprng.standard_normal((count, dim)).astype(np.float32)
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+                conn.executemany("INSERT INTO vec_units (rowid, embedding, ns, kind) VALUES (?, ?, ?, ?)",
+                                 [(uid, vecs[j].tobytes(), ns, rows[j][1]) for j, uid in enumerate(ids)])
+                if messages:
+                    first_msg = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0] + 1
+                    mvecs = nprng.standard_normal((len(messages), dim)).astype(np.float32)
+                    mvecs /= np.linalg.norm(mvecs, axis=1, keepdims=True)
+                    conn.executemany(
+                        "INSERT INTO messages (ns, source_id, conversation, seq, external_id, speaker, text, "
+                        "sent_at) VALUES (?, ?, 'bench', ?, ?, 'Maya', ?, ?)", messages)
+                    conn.executemany("INSERT INTO vec_messages (rowid, embedding, ns) VALUES (?, ?, ?)",
+                                     [(first_msg + j, mvecs[j].tobytes(), ns) for j in range(len(messages))])
+    return {"units": n_units, "entities": n_entities, "build_s": round(time.perf_counter() - started, 1)}
+
+
+_QUERY_TEMPLATES = [
+    "What did {person} do in {month} 2023?", "Who went {hobby} with {person}?",
+    "When did {person} cook {dish}?", "What happened in {city} last summer?",
+    "Where did {person} go {hobby} before March 2023?", "What did {person} cook between May and July 2022?",
+]
+
+
+def queries(n: int, seed: int = bench.QUERY_SEED) -> list[str]:
+    rng = random.Random(seed)
+    months = ["January", "March", "May", "June", "August", "October", "December"]
+    return [rng.choice(_QUERY_TEMPLATES).format(
+        person=rng.choice(bench.SPEAKERS), month=rng.choice(months), hobby=rng.choice(bench.HOBBIES),
+        dish=rng.choice(bench.DISHES), city=rng.choice(bench.CITIES)) for _ in range(n)]
+
+
+def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Config, n_queries: int = 100,
+                        k: int = 10, embedder: Embedder | None = None) -> list[dict[str, Any]]:
+    """p50/p95 of the full search (all five channels, promotion) and of each channel alone."""
+    workdir = Path(workdir) if workdir is not None else bench.default_workdir()
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = bench._bench_config(config)
+    qs = queries(bench.WARMUP_QUERIES + n_queries)
+    warmup, timed = qs[:bench.WARMUP_QUERIES], qs[bench.WARMUP_QUERIES:]
+    rows = []
+    for n in sizes:
+        path = workdir / f"bench-units-{n}.db"
+        meta_path = path.with_suffix(".json")
+        if not (path.exists() and meta_path.exists()):
+            bench._remove_store(path)
+            meta_path.write_text(json.dumps(build_store(path, n, cfg, embedder)))
+        built = json.loads(meta_path.read_text())
+        with Memory(path, namespace=bench.NAMESPACE, config=cfg, embedder=embedder) as mem:
+            embedder = mem.embedder
+            for query in warmup:
+                mem.search(query, k=k, channels=CHANNELS, promote=True)
+            full = bench._timed(lambda query: mem.search(query, k=k, channels=CHANNELS, promote=True), timed)
+            row: dict[str, Any] = {"units": n, "entities": built["entities"],
+                                   "links": mem.conn.execute("SELECT count(*) FROM links").fetchone()[0],
+                                   "queries": len(timed)}
+            row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)
+            for channel in CHANNELS:
+                samples = bench._timed(lambda query, c=channel: mem.search(query, k=k, channels=[c]), timed)
+                row[f"{channel}_p50_ms"] = bench._ms_stats(samples)[0]
+            row["build_s"] = built["build_s"]
+            row["db_mb"] = bench._file_mb(path)
+            rows.append(row)
+    return rows
