@@ -273,29 +273,68 @@ def fit_budget(hits: Sequence[Hit], max_tokens: int, count: Callable[[str], int]
     return out
 
 
+# A gist or fact resting on at most this many messages says what they say: it and they are one hit.
+_FOLD_SOURCES = 2
+
+
 def collapse(hits: list[Hit], duplicates: dict[str, str] | None = None) -> list[Hit]:
-    """One hit per piece of information: gists and facts resting on exactly the same messages
-    (an event's two forms) and units in ``duplicates`` (id → the better-ranked id it repeats)
-    fold into the best-ranked one, which lists them in ``merged`` and gains their sources."""
+    """One hit per piece of information, at the position of its best-ranked form:
+
+    - gists and facts resting on exactly the same messages (an event's two forms), and units
+      in ``duplicates`` (id → the better-ranked id it repeats), fold into the first;
+    - a message and a gist or fact resting on it (and at most one other message) are one
+      hit, shown as the unit (it carries the resolved date) with the message as a source.
+
+    A folded hit lists what it absorbed in ``merged`` and gains their sources.
+    """
     duplicates = duplicates or {}
-    first: dict[frozenset[int], Hit] = {}
+    same_sources: dict[frozenset[int], Hit] = {}
+    unit_of_message: dict[int, Hit] = {}
     kept: dict[str, Hit] = {}
-    out = []
+    out: list[Hit] = []
+
+    def absorb(target: Hit, hit: Hit) -> None:
+        target.merged.append(hit.id)
+        known = {s.message_id for s in target.sources}
+        target.sources += [s for s in hit.sources if s.message_id not in known]
+        kept[hit.id] = target
+
+    def claim(unit: Hit, sources: Sequence[HitSource]) -> list[Hit]:
+        """Map ``sources`` to ``unit``; the message hits already placed for them, in order."""
+        ids = {s.message_id for s in sources}
+        for message_id in ids:
+            unit_of_message[message_id] = unit
+        return [h for h in out if h.kind == "message" and h.sources and h.sources[0].message_id in ids]
+
     for hit in hits:
+        is_unit = hit.kind in ("gist", "fact") and bool(hit.sources)
+        narrow = is_unit and len(hit.sources) <= _FOLD_SOURCES
         target = kept.get(duplicates.get(hit.id, ""))
-        if target is None and hit.kind in ("gist", "fact") and hit.sources:
-            target = first.get(frozenset(s.message_id for s in hit.sources))
+        if target is None and is_unit:
+            target = same_sources.get(frozenset(s.message_id for s in hit.sources))
+        if target is None and hit.kind == "message" and hit.sources:
+            target = unit_of_message.get(hit.sources[0].message_id)
         if target is not None:
-            target.merged.append(hit.id)
-            known = {s.message_id for s in target.sources}
-            target.sources += [s for s in hit.sources if s.message_id not in known]
-            kept[hit.id] = target
+            absorb(target, hit)
+            for message in claim(target, hit.sources) if narrow else []:
+                out = [h for h in out if h is not message]
+                absorb(target, message)
             continue
-        if hit.kind in ("gist", "fact") and hit.sources:
-            first[frozenset(s.message_id for s in hit.sources)] = hit
         kept[hit.id] = hit
+        if is_unit:
+            same_sources[frozenset(s.message_id for s in hit.sources)] = hit
+        earlier = claim(hit, hit.sources) if narrow else []
+        if earlier:  # the unit takes the place of its best-ranked message
+            position = next(i for i, h in enumerate(out) if h is earlier[0])
+            out[position] = hit
+            for message in earlier:
+                out = [h for h in out if h is not message]
+                absorb(hit, message)
+            continue
         out.append(hit)
     return out
+
+
 def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
     """Text, time and sources for messages and units, by key."""
     keys = list(keys)

@@ -179,5 +179,29 @@ def test_near_duplicate_units_are_one_hit_with_all_sources(mem):
     a, b = _searchable_units(mem, ["Ann adopted a beagle", "Ann adopted a beagle puppy"])
     with mem.conn:
         _link(mem.conn, a, b, 0.95, "synonymy")
-    units = [h for h in mem.search("beagle", k=10, channels=["bm25"]) if h.kind == "gist"]
-    assert len(units) == 1 and len(units[0].sources) == 2 and len(units[0].merged) == 1
+    hits = mem.search("beagle", k=10, channels=["bm25"])
+    units = [h for h in hits if h.kind == "gist"]
+    assert len(hits) == 1
+    assert len(units) == 1 and len(units[0].sources) == 2 and f"u:{b}" in units[0].merged
+    # and the messages they rest on are that same hit, not hits of their own
+    assert [h for h in hits if h.kind == "message"] == [] and {"m:1", "m:2"} <= set(units[0].merged)
+
+
+def test_a_message_and_the_gist_resting_on_it_are_one_hit_at_the_better_rank():
+    from localmem.search import Hit, HitSource, collapse
+
+    def src(mid):
+        return HitSource(mid, f"e{mid}", "c", "s", "Ann", None)
+
+    message = Hit("m:7", "message", "Ann: I got a beagle", 0.0, {}, None, [src(7)])
+    other = Hit("m:8", "message", "Ann: hello", 0.0, {}, None, [src(8)])
+    gist = Hit("u:3", "gist", "Ann got a beagle (7 May 2023).", 0.0, {}, "2023-05-07", [src(7)])
+    wide = Hit("u:4", "gist", "Ann talked a lot.", 0.0, {}, None, [src(7), src(8), src(9)])
+    out = collapse([message, other, gist, wide])
+    assert [h.id for h in out] == ["u:3", "m:8", "u:4"]  # the gist takes its message's place
+    assert out[0].merged == ["m:7"]
+    gist2 = Hit("u:3", "gist", "Ann got a beagle (7 May 2023).", 0.0, {}, "2023-05-07", [src(7)])
+    message2 = Hit("m:7", "message", "Ann: I got a beagle", 0.0, {}, None, [src(7)])
+    again = collapse([gist2, message2, Hit("m:8", "message", "Ann: hello", 0.0, {}, None, [src(8)])])
+    assert [h.id for h in again] == ["u:3", "m:8"] and again[0].merged == ["m:7"]
+
