@@ -102,10 +102,9 @@ def annotate(text: str, time_text: str, span: Span | None) -> str:
     label = format_span(span)
     if label in text:
         return text
-    lowered = text.lower()
-    if time_text and time_text.lower() in lowered:
-        at = lowered.index(time_text.lower()) + len(time_text)
-        return f"{text[:at]} ({label}){text[at:]}"
+    found = re.search(rf"\b{re.escape(time_text)}\w*", text, re.I) if time_text else None
+    if found:  # after the whole word: "last Tues" said, "last Tuesday" written
+        return f"{text[:found.end()]} ({label}){text[found.end():]}"
     return f"{text.rstrip('.')} ({label})."
 
 
@@ -156,6 +155,11 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
     statements = [_QUESTION.sub("", m.text) for m in sources]
     if sources and all(len(_content_words(s) - _FILLER - names) < 2 for s in statements):
         return "question"  # a question asserts nothing about its asker
+    asked = _content_words(" ".join(q.group(0) for m in sources for q in _QUESTION.finditer(m.text)))
+    stated = _content_words(" ".join(statements))
+    own = _content_words(text) - names
+    if own & asked and not own & stated - _FILLER:
+        return "question"  # "Do you like painting animals?" turned into "... likes painting animals"
     return None
 
 

@@ -423,3 +423,16 @@ def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_pat
             "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
             "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id").fetchall()
     assert stream_episodes == batch_episodes and len(batch_episodes) == 2
+
+
+def test_a_question_turned_into_a_fact_is_dropped_and_dates_follow_whole_words():
+    from localmem.extract import doubtful
+
+    asked = EpisodeMessage(1, "Caroline", "Wow, Melanie, love the details of the horse! Do you like painting "
+                           "animals?", None)
+    assert doubtful("Caroline likes painting animals.", [asked], frozenset({"caroline", "melanie"})) == "question"
+    told = EpisodeMessage(2, "Caroline", "I chose them 'cause they help LGBTQ+ folks with adoption.", None)
+    assert doubtful("Caroline chose the agency that helps LGBTQ+ folks.", [told]) is None
+    span = resolve_phrase("last Tues", dt.date(2023, 7, 20))
+    assert annotate("Caroline joined a group last Tuesday.", "last Tues", span) == \
+        "Caroline joined a group last Tuesday (18 July 2023)."
