@@ -205,3 +205,24 @@ def test_a_message_and_the_gist_resting_on_it_are_one_hit_at_the_better_rank():
     again = collapse([gist2, message2, Hit("m:8", "message", "Ann: hello", 0.0, {}, None, [src(8)])])
     assert [h.id for h in again] == ["u:3", "m:8"] and again[0].merged == ["m:7"]
 
+
+
+def test_evidence_fusion_lets_units_vote_for_their_messages(mem):
+    from localmem.search import evidence_fusion
+
+    m1, m2, m3 = (mem.add("Ann", text).id for text in ("first", "second", "third"))
+    conn = mem.conn
+    with conn:
+        narrow, wide = _unit(conn, "Ann said something second"), _unit(conn, "Ann's whole chat", kind="episode")
+        conn.execute("insert into unit_sources values (?, ?)", (narrow, m2))
+        for mid in (m1, m2, m3):
+            conn.execute("insert into unit_sources values (?, ?)", (wide, mid))
+    fused = [(("m", m1), 0.030, {"bm25": 1}), (("u", narrow), 0.020, {"vector": 1}),
+             (("u", wide), 0.015, {"vector": 2}), (("m", m3), 0.010, {"bm25": 2})]
+    out = evidence_fusion(conn, fused, weight=0.5)
+    order = [key for key, _, _ in out]
+    assert order == [("m", m1), ("u", wide), ("m", m3), ("m", m2), ("u", narrow)]
+    scores = {key: score for key, score, _ in out}
+    assert scores[("m", m2)] == pytest.approx(0.010)  # brought in by its gist: 0.5 x 0.020
+    assert scores[("u", narrow)] < scores[("m", m2)]  # right behind its message, to be folded with it
+    assert scores[("u", wide)] == 0.015 and scores[("m", m1)] == 0.030  # episodes vote for nothing

@@ -809,7 +809,11 @@ def test_reembed_switches_embedder_and_dimension(populated):
         assert {r[0] for r in conn.execute("select vec_length(embedding) from vec_units")} == {32}
         _consistent(conn)
         hits = mem.search("cat Mochi in the cabin", channels=["vector"], k=3)
-        assert "Mochi in the cabin" in hits[0].text
+        top = hits[0]  # the message itself, or the fact resting on it shown in its place
+        assert "Mochi in the cabin" in top.text or any(m.startswith("m:") for m in top.merged)
+        shown = {m for h in hits for m in h.merged} | {h.id for h in hits}
+        cabin = mem.conn.execute("select id from messages where text like '%Mochi in the cabin%'").fetchone()[0]
+        assert f"m:{cabin}" in shown
         assert mem.search("Mochi")  # fused search works with the new vectors
         mem.add("Priya", "Mochi learned to open doors.")  # and new messages get the new vectors
         assert count(conn, "select count(*) from vec_messages") == n_messages + 1

@@ -33,3 +33,11 @@ FROM json_each(:ids) AS j
 JOIN unit_sources AS us ON us.unit_id = j.value
 JOIN messages AS m ON m.id = us.message_id
 ORDER BY us.unit_id, m.seq;
+
+-- name: narrow_unit_sources
+-- For the gists and facts among :ids (JSON array) resting on at most :max messages: (unit, message).
+SELECT us.unit_id, us.message_id
+FROM json_each(:ids) AS j
+JOIN units AS u ON u.id = j.value AND u.kind IN ('gist', 'fact')
+JOIN unit_sources AS us ON us.unit_id = u.id
+WHERE (SELECT count(*) FROM unit_sources AS c WHERE c.unit_id = u.id) <= :max;
