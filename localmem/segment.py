@@ -19,7 +19,7 @@ import apsw
 import numpy as np
 
 from . import db
-from .embed import Embedder, message_text
+from .embed import message_text
 from .llm import LLM, complete_structured
 from .prompts import segment as prompt
 from .queries import q

@@ -98,7 +98,7 @@ def test_entity_channel_is_alias_aware_and_prefers_tagged_mentions(mem):
     mem.add("Ann", "hello")
     conn = mem.conn
     with conn:
-        walk, vet, other = _unit(conn, "walk"), _unit(conn, "vet"), _unit(conn, "other")
+        walk, vet, _other = _unit(conn, "walk"), _unit(conn, "vet"), _unit(conn, "other")
         rex = _entity(conn, "Rex", [walk])
         conn.execute("insert into mentions values (?, ?, 'mentioned', 'vet visit')", (vet, rex))
         conn.execute("insert into entity_aliases values (?, 'Rexy', 'rexy')", (rex,))

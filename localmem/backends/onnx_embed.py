@@ -33,33 +33,9 @@ class OnnxEmbedder:
         self._dim: int | None = None
 
     def _load(self) -> None:
-        if self._session is not None:
-            return
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - both are core dependencies
-            raise MissingDependencyError(exc.name or "onnxruntime", "embed") from exc
-        try:
-            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-        except Exception as exc:
-            raise ModelNotFoundError(f"cannot read tokenizer {self.tokenizer_path}: {exc}") from exc
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
-        opts = ort.SessionOptions()
-        if self.threads:
-            opts.intra_op_num_threads = self.threads
-        opts.log_severity_level = 3
-        try:
-            session = ort.InferenceSession(str(self.model_path), sess_options=opts,
-                                           providers=_providers(ort))
-        except Exception as exc:
-            raise ModelNotFoundError(f"cannot load ONNX embedder {self.model_path}: {exc}") from exc
-        self._inputs = {i.name for i in session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= self._inputs:
-            raise ModelNotFoundError(
-                f"{self.model_path} is not a BERT-style encoder (inputs: {sorted(self._inputs)})")
-        self._session, self._tokenizer = session, tokenizer
+        if self._session is None:
+            self._session, self._tokenizer, self._inputs = open_encoder(
+                self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "embedder")
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this embedder's tokenizer, without its truncation."""
@@ -94,6 +70,37 @@ class OnnxEmbedder:
         out = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         self._dim = out.shape[1]
         return out
+
+
+def open_encoder(model_path: Path, tokenizer_path: Path, max_tokens: int, threads: int,
+                 what: str) -> tuple[Any, Any, set[str]]:
+    """An onnxruntime session for a BERT-style encoder, its tokenizer (truncating to
+    ``max_tokens``, padding) and the session's input names; clear errors naming ``what``."""
+    try:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+    except ImportError as exc:  # pragma: no cover - both are core dependencies
+        raise MissingDependencyError(exc.name or "onnxruntime", "embed") from exc
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as exc:
+        raise ModelNotFoundError(f"cannot read the {what} tokenizer {tokenizer_path}: {exc}") from exc
+    # For pairs, truncation trims the longer side first, so a long passage cannot push out the query.
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+    opts = ort.SessionOptions()
+    if threads:
+        opts.intra_op_num_threads = threads
+    opts.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(model_path), sess_options=opts, providers=_providers(ort))
+    except Exception as exc:
+        raise ModelNotFoundError(f"cannot load the ONNX {what} {model_path}: {exc}") from exc
+    inputs = {i.name for i in session.get_inputs()}
+    if not {"input_ids", "attention_mask"} <= inputs:
+        raise ModelNotFoundError(f"{model_path} is not a BERT-style {what} (inputs: {sorted(inputs)}; "
+                                 "needs input_ids and attention_mask)")
+    return session, tokenizer, inputs
 
 
 def _providers(ort: Any) -> list[str]:

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import MissingDependencyError, ModelNotFoundError
-from .onnx_embed import _providers
+from ..errors import ModelNotFoundError
+from .onnx_embed import open_encoder
 
 
 class OnnxCrossEncoder:
@@ -34,38 +34,9 @@ class OnnxCrossEncoder:
         self._inputs: set[str] = set()
 
     def _load(self) -> None:
-        if self._session is not None:
-            return
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - both are core dependencies
-            raise MissingDependencyError(exc.name or "onnxruntime", "embed") from exc
-        try:
-            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-        except Exception as exc:
-            raise ModelNotFoundError(
-                f"cannot read reranker tokenizer {self.tokenizer_path}: {exc}") from exc
-        # Truncation trims the longer of query/passage first, so a long passage
-        # cannot push the query out of the window.
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
-        opts = ort.SessionOptions()
-        if self.threads:
-            opts.intra_op_num_threads = self.threads
-        opts.log_severity_level = 3
-        try:
-            session = ort.InferenceSession(str(self.model_path), sess_options=opts,
-                                           providers=_providers(ort))
-        except Exception as exc:
-            raise ModelNotFoundError(
-                f"cannot load ONNX cross-encoder {self.model_path}: {exc}") from exc
-        self._inputs = {i.name for i in session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= self._inputs:
-            raise ModelNotFoundError(
-                f"{self.model_path} is not a BERT-style cross-encoder "
-                f"(inputs: {sorted(self._inputs)}; needs input_ids and attention_mask)")
-        self._session, self._tokenizer = session, tokenizer
+        if self._session is None:
+            self._session, self._tokenizer, self._inputs = open_encoder(
+                self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "cross-encoder")
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance of each passage to ``query``: a float32 array in (0, 1)."""
