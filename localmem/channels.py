@@ -117,10 +117,15 @@ def query_entities(conn: apsw.Connection, ns: str, query: str) -> list[int]:
 def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray,
                     when: Range | None, episodes: int = 3) -> set[Key]:
     """CAST's episodic side: the ``episodes`` nearest episodes that fit the query's people and
-    time (when it names any), and everything they hold (their units and messages)."""
+    time, and everything they hold (their units and messages). Empty when the query names
+    neither a time nor anyone who appears in fewer than half of the episodes."""
     from .embed import to_blob
 
-    entities = query_entities(conn, ns, query)
+    # Only what narrows the episodes down counts: in a two-person chat the speakers are in all.
+    entities = [e for e in query_entities(conn, ns, query)
+                if conn.execute(q("entity_episode_share"), {"ns": ns, "id": e}).fetchone()[0] < 0.5]
+    if not entities and when is None:
+        return set()
     bounds = {"start": when.start.isoformat(), "end": when.end.isoformat()} if when else \
         {"start": None, "end": None}
     members: set[Key] = set()

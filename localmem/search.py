@@ -190,10 +190,11 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
         out.append(hit)
     if reranker is not None and out:
         out = _reranked(reranker, query, out)
+    out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))[:params.k]
     if params.promote and query_vec is not None:
+        # CAST: reorder within the top k only; promotion never brings in a candidate
         out = _promoted(conn, ns, query, query_vec, params, out)
-    out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))
-    return mark_supersession(conn, out[:params.k])
+    return mark_supersession(conn, out)
 
 
 def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]],
@@ -298,8 +299,10 @@ def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray,
     members = channels.episode_members(conn, ns, query, query_vec, when)
     if not members:
         return hits
-    by_key = {(h.id[0], int(h.id[2:])): h for h in hits}
-    return [by_key[key] for key in channels.promote(list(by_key), members)]
+    def inside(hit: Hit) -> bool:  # a hit is in an episode when it or anything folded into it is
+        return any((i[0], int(i[2:])) in members for i in [hit.id, *hit.merged])
+
+    return [h for h in hits if inside(h)] + [h for h in hits if not inside(h)]
 
 
 def fit_budget(hits: Sequence[Hit], max_tokens: int, count: Callable[[str], int]) -> list[Hit]:

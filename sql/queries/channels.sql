@@ -120,3 +120,9 @@ WHERE type = :type AND weight >= :min_weight
 SELECT src_id, dst_id FROM links
 WHERE type = 'supersedes'
   AND (src_id IN (SELECT value FROM json_each(:ids)) OR dst_id IN (SELECT value FROM json_each(:ids)));
+
+-- name: entity_episode_share
+-- The share of the namespace's episodes that mention entity :id.
+SELECT CAST((SELECT count(DISTINCT m.unit_id) FROM mentions AS m JOIN units AS u ON u.id = m.unit_id
+             WHERE m.entity_id = :id AND u.kind = 'episode') AS REAL)
+       / max(1, (SELECT count(*) FROM units WHERE ns = :ns AND kind = 'episode'));
