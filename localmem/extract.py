@@ -197,8 +197,9 @@ def event_time(time_text: str, idx: Sequence[int], messages: Sequence[EpisodeMes
     """The event's time phrase, span and how it was found.
 
     The model's phrase counts only when the cited messages contain it (small models
-    copy the example's times); otherwise, when the cited messages hold exactly one
-    phrase the rules understand, that one is used.
+    copy the example's times); otherwise, when the fact rests on one message and that
+    message holds exactly one phrase the rules understand, that one is used (with two
+    messages, the phrase may belong to the other one's story).
     """
     said = " ".join(messages[i].text for i in idx)
     if ref is None:
@@ -212,7 +213,7 @@ def event_time(time_text: str, idx: Sequence[int], messages: Sequence[EpisodeMes
         if found:
             return found[0][0], found[0][1], "rule"
         return time_text, None, "unresolved"
-    found = find_time_phrases(said, ref)
+    found = find_time_phrases(said, ref) if len(idx) == 1 else []
     if len(found) == 1:
         return found[0][0], found[0][1], "rule-found"
     return "", None, "none"

@@ -67,7 +67,8 @@ def test_relative_phrases(phrase, expected):
 def test_the_rules_date_the_phrase_the_model_copied_or_the_one_the_message_holds():
     msgs = [EpisodeMessage(1, "Ann", "Last Fri I finally went to a pottery class.", "2023-07-15T10:00:00"),
             EpisodeMessage(2, "Bob", "We went camping two weekends ago.", "2023-07-15T10:01:00"),
-            EpisodeMessage(3, "Ann", "Next month I start a job, and I moved in 2019.", "2023-07-15T10:02:00")]
+            EpisodeMessage(3, "Ann", "Next month I start a job, and I moved in 2019.", "2023-07-15T10:02:00"),
+            EpisodeMessage(4, "Bob", "Cool, what a lovely pot.", "2023-07-15T10:03:00")]
     ref = dt.date(2023, 7, 15)
     assert event_time("last Fri", [0], msgs, ref)[1:] == (Span(dt.date(2023, 7, 14), dt.date(2023, 7, 14),
                                                                 "day"), "rule")
@@ -76,6 +77,8 @@ def test_the_rules_date_the_phrase_the_model_copied_or_the_one_the_message_holds
     assert event_time("", [2], msgs, ref) == ("", None, "none")  # two phrases: ambiguous, none taken
     assert event_time("last week", [0], msgs, ref)[::2] == ("Last Fri", "rule-found")  # not said there
     assert event_time("a while back", [0], msgs, ref)[0] == "Last Fri"
+    assert event_time("", [0, 3], msgs, ref) == ("", None, "none")  # two messages: whose phrase?
+    assert event_time("", [0], msgs, ref)[2] == "rule-found"
 
 
 def test_chatter_is_not_a_fact():
