@@ -250,6 +250,8 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
 @click.option("--channels", help="Comma-separated channels: vector,bm25 (default), graph, temporal, entity.")
 @click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
+@click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
+              help="auto: the configured cross-encoder, if any; llm: the local LLM judges the top 20 (slow).")
 @click.option("--max-tokens", type=int, default=2048, show_default=True,
               help="Keep whole hits in rank order while their text fits (LLM tokenizer when installed).")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
@@ -257,14 +259,14 @@ def _read_queries(path: Path) -> Iterator[str]:
 @json_option
 @click.pass_obj
 def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
-           promote: bool, max_tokens: int, queries_file: Path | None, as_json: bool) -> None:
+           promote: bool, rerank: str, max_tokens: int, queries_file: Path | None, as_json: bool) -> None:
     """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM)."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     mem = state.memory()
     if queries_file is not None:
         queries = list(_read_queries(queries_file))
         for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
-                                                                    promote=promote)):
+                                                                    promote=promote, rerank=rerank)):
             click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
                                   ensure_ascii=False))
         return
@@ -272,7 +274,8 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
         raise click.UsageError("give a QUERY or --queries FILE")
     if max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens)
+    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens,
+                      rerank=rerank)
     if as_json:
         _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:

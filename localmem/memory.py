@@ -262,14 +262,15 @@ class Memory:
     # -- search ------------------------------------------------------------------
     def search(self, query: str, *, k: int = 10, budget: int | None = None,
                channels: Sequence[str] | None = None, promote: bool = False,
-               max_tokens: int | None = None) -> list[Hit]:
+               max_tokens: int | None = None, rerank: str = "auto") -> list[Hit]:
         """The ``k`` best hits for ``query`` in this namespace (no LLM involved).
 
         ``promote``: move candidates from the best-matching episodes (for the query's people
         and time) ahead, keeping their order (CAST). ``max_tokens``: keep whole hits in rank
         order while their text fits, counted by :meth:`token_counter`.
         """
-        hits = next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote)))
+        hits = next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote,
+                                          rerank=rerank)))
         if max_tokens is not None:
             hits = search.fit_budget(hits, max_tokens, self.token_counter()[0])
         return hits
@@ -318,9 +319,13 @@ class Memory:
 
     def search_many(self, queries: Iterable[str], *, k: int = 10, budget: int | None = None,
                     channels: Sequence[str] | None = None, batch: int = 64,
-                    promote: bool = False) -> Iterator[list[Hit]]:
-        """Search many queries in one process, embedding them in batches; yields per query."""
-        params = self.search_params(k, budget, channels, promote)
+                    promote: bool = False, rerank: str = "auto") -> Iterator[list[Hit]]:
+        """Search many queries in one process, embedding them in batches; yields per query.
+
+        ``rerank``: "auto" uses the configured cross-encoder if any, "none" keeps the fusion
+        order, "llm" asks the local LLM whether each of the top candidates is relevant (slow).
+        """
+        params = self.search_params(k, budget, channels, promote, rerank)
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
@@ -332,7 +337,8 @@ class Memory:
             yield from self._search_batch(pending, params, bound)
 
     def search_params(self, k: int = 10, budget: int | None = None,
-                      channels: Sequence[str] | None = None, promote: bool = False) -> SearchParams:
+                      channels: Sequence[str] | None = None, promote: bool = False,
+                      rerank: str = "auto") -> SearchParams:
         chosen = tuple(channels) if channels else search.CHANNELS
         unknown = set(chosen) - set(search.ALL_CHANNELS)
         if unknown:
@@ -340,8 +346,10 @@ class Memory:
                                 f"available: {', '.join(search.ALL_CHANNELS)}")
         if k < 1:
             raise LocalmemError("k must be at least 1")
+        if rerank not in ("auto", "none", "llm"):
+            raise LocalmemError(f"unknown rerank mode {rerank!r}; use auto, none or llm")
         return SearchParams(k=k, budget=max(budget or self.config.channel_budget, k),
-                            rrf_k=self.config.rrf_k, channels=chosen, promote=promote)
+                            rrf_k=self.config.rrf_k, channels=chosen, promote=promote, rerank=rerank)
 
     def _search_batch(self, queries: list[str], params: SearchParams, bound: bool) -> Iterator[list[Hit]]:
         vectors: np.ndarray | list[None] = [None] * len(queries)
@@ -349,7 +357,16 @@ class Memory:
             embedder = self.embedder
             db.check_embedder(self.conn, embedder.model_id, embedder.dim)
             vectors = embed_batched(embedder, queries, self.config.embed_batch)
-        reranker = self.reranker if params.rerank else None
+        reranker = None
+        if params.rerank == "llm":
+            from .rerank import LLMReranker
+
+            try:
+                reranker = LLMReranker(self.llm)
+            except TypeError as exc:
+                raise LocalmemError(f"--rerank llm: {exc}") from exc
+        elif params.rerank == "auto":
+            reranker = self.reranker
         for query, vec in zip(queries, vectors):
             with self._locked():
                 yield search.search(self.conn, self.namespace, query, vec, params, reranker)

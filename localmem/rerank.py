@@ -70,3 +70,17 @@ def rerank_order(reranker: Reranker, query: str, items: Sequence[tuple[str, str 
     # sorted() is stable, so ties stay in the order fusion gave them.
     order = sorted(range(len(passages)), key=lambda i: -float(scores[i]))
     return [(i, float(scores[i])) for i in order]
+
+
+class LLMReranker:
+    """The local LLM as a yes/no relevance judge (``--rerank llm``): slow (about 0.4 s a
+    passage for the 1.5B model on 2 cores), so only the top candidates are judged."""
+
+    def __init__(self, llm: object) -> None:
+        if not hasattr(llm, "relevance"):
+            raise TypeError("this LLM backend cannot judge relevance")
+        self.llm = llm
+        self.model_id = f"llm:{getattr(llm, 'model_id', 'llm')}"
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.llm.relevance(query, passages), dtype=np.float32)  # type: ignore[attr-defined]

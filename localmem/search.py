@@ -101,7 +101,8 @@ class SearchParams:
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
     promote: bool = False  # CAST episodic promotion of the fused candidates
-    rerank: bool = True  # with the configured cross-encoder, if any
+    rerank: str = "auto"  # "auto": the configured cross-encoder, if any; "none"; "llm": the local LLM
+    rerank_top: int = 20  # how many of the fused candidates a reranker judges
     duplicate_similarity: float = 0.92
     evidence_fusion: bool = True  # gists and facts vote for their messages (see evidence_fusion)
     # Chosen on LoCoMo conv-26 among 0.25, 0.5 and 1.0 (recall@10 of categories 1-4: 78.4, 78.1,
@@ -189,7 +190,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
         out.append(hit)
     if reranker is not None and out:
-        out = _reranked(reranker, query, out)
+        out = _reranked(reranker, query, out, params.rerank_top)
     out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))[:params.k]
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
@@ -231,16 +232,18 @@ def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[st
     return [(key, score[key], ranks[key]) for key in order]
 
 
-def _reranked(reranker: Any, query: str, hits: list[Hit]) -> list[Hit]:
+def _reranked(reranker: Any, query: str, hits: list[Hit], top: int) -> list[Hit]:
+    """The first ``top`` hits in the reranker's order, the rest after them as they were."""
     from .rerank import rerank_order
 
-    order = rerank_order(reranker, query, [(h.text, h.time) for h in hits])
+    head, tail = hits[:top], hits[top:]
+    order = rerank_order(reranker, query, [(h.text, h.time) for h in head])
     out = []
     for rank, (index, score) in enumerate(order, 1):
-        hit = hits[index]
+        hit = head[index]
         hit.channels["rerank"] = {"rank": rank, "score": round(float(score), 4)}
         out.append(hit)
-    return out
+    return out + tail
 
 
 def _unit_ids(hits: Sequence[Hit]) -> list[int]:

@@ -66,3 +66,16 @@ def test_speed_probe_reports_positive_rates(tiny_llm):
     row = tiny_llm.measure_speed(prompt_tokens=64, gen_tokens=8, repeats=1)
     assert row["prompt_tokens"] == 64 and row["gen_tokens"] == 8
     assert row["prompt_tok_s"] > 0 and row["gen_tok_s"] > 0
+
+
+def test_llm_relevance_scores_each_passage_and_reranks_search(tmp_path, tiny_llm):
+    scores = tiny_llm.relevance("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
+    assert scores.shape == (3,) and all(0.0 < s < 1.0 for s in scores)
+    again = tiny_llm.relevance("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
+    assert abs(float(again[1]) - float(scores[1])) < 0.05  # the shared prefix is reused, not corrupted
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=tiny_llm) as mem:
+        for text in ("Ann went to Lisbon in May.", "Bob likes green tea.", "Ann bought a bike."):
+            mem.add("Ann", text)
+        hits = mem.search("Where did Ann go?", k=3, rerank="llm")
+        assert hits and all("rerank" in h.channels for h in hits)
+        assert all("rerank" not in h.channels for h in mem.search("Where did Ann go?", k=3, rerank="none"))

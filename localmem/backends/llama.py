@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..errors import MissingDependencyError, ModelNotFoundError
+import numpy as np
+
 from ..llm import Completion, Message
+
+
+RELEVANCE_SYSTEM = ("You judge whether a passage from a chat memory helps answer a question. "
+                    "Answer with one word: yes or no.")
 
 
 class LlamaLLM:
@@ -29,6 +35,7 @@ class LlamaLLM:
         self.chat_format = chat_format
         self.seed = seed
         self._llama: Any = None
+        self._formatter: Any = None
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -93,6 +100,57 @@ class LlamaLLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def relevance(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """P(yes) that each passage helps answer ``query``: the model's next-token logits for
+        "yes" against "no" after a chat prompt that ends with the passage.
+
+        The prompt puts the question before the passage, so consecutive passages share the
+        evaluated prefix (instructions + question) and only the passage is prefilled.
+        """
+        llama = self._model()
+        yes, no = self._answer_tokens()
+        out = np.zeros(len(passages), dtype=np.float32)
+        for i, passage in enumerate(passages):
+            prompt = self._chat_prompt([
+                {"role": "system", "content": RELEVANCE_SYSTEM},
+                {"role": "user", "content": f"Question: {query}\nPassage: {passage}\n"
+                                            "Does the passage help answer the question?"}])
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            keep = 0
+            while keep < min(llama.n_tokens, len(tokens) - 1) and llama.input_ids[keep] == tokens[keep]:
+                keep += 1
+            llama.n_tokens = keep  # eval() drops the cache beyond this point and re-evaluates the rest
+            llama.eval(tokens[keep:])
+            # llama-cpp-python keeps no logits without logits_all; read the context's last row.
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+            margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])
+            out[i] = 1.0 / (1.0 + np.exp(-float(margin)))
+        return out
+
+    def _answer_tokens(self) -> tuple[list[int], list[int]]:
+        llama = self._model()
+
+        def first(words: Sequence[str]) -> list[int]:
+            return sorted({llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words})
+        return first(["yes", "Yes", " yes", " Yes"]), first(["no", "No", " no", " No"])
+
+    def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
+        """The model's own chat template (from the GGUF), else a plain transcript."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self._model()
+            template = llama.metadata.get("tokenizer.chat_template")
+            if template:
+                eos = llama.detokenize([llama.token_eos()]).decode("utf-8", "ignore")
+                bos = llama.detokenize([llama.token_bos()]).decode("utf-8", "ignore")
+                self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            else:
+                self._formatter = False
+        if self._formatter:
+            return self._formatter(messages=messages).prompt
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
 
 
 class LlamaTokenCounter:
