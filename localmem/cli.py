@@ -622,12 +622,14 @@ def eval_() -> None:
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
 @click.option("--channels", help="Comma-separated search channels (default: vector,bm25).")
 @click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
+@click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
+              help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
 def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conversations: str | None,
-                limit: int | None, channels: str | None, promote: bool, out_dir: Path | None,
-                as_json: bool) -> None:
+                limit: int | None, channels: str | None, promote: bool, rerank: str,
+                out_dir: Path | None, as_json: bool) -> None:
     """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace."""
     from . import evaluate
 
@@ -638,7 +640,7 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conver
         file, state.config, ks=_sizes(ks),
         conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
         limit=limit, channels=[c.strip() for c in channels.split(",")] if channels else None,
-        promote=promote)
+        promote=promote, rerank=rerank)
     if out_dir is not None:
         evaluate.write_report(report, out_dir)
     if as_json:

@@ -78,7 +78,8 @@ def eval_db_path(config: Config, benchmark: str = "locomo") -> Path:
 
 def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: list[str] | None = None,
                      limit: int | None = None, channels: list[str] | None = None, *,
-                     embedder: Embedder | None = None, promote: bool = False) -> dict[str, Any]:
+                     embedder: Embedder | None = None, promote: bool = False,
+                     rerank: str = "auto") -> dict[str, Any]:
     """Evidence recall@k of search for every question of a LoCoMo (or LongMemEval) JSON file.
 
     ``conversations`` selects sample_ids (LongMemEval: question_ids); ``limit`` caps
@@ -103,7 +104,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
             questions, info, ingest = _longmemeval_prepare(path, doc, mem, conversations, limit)
         embedder = mem.embedder
     seconds = _run_searches(questions, db_path, config, embedder, ks, chosen,
-                            "external_id" if benchmark == "locomo" else "session", promote)
+                            "external_id" if benchmark == "locomo" else "session", promote, rerank)
     scored = set(SCORED_CATEGORIES) if benchmark == "locomo" else None
     rows, overall = _summarise(questions, ks, benchmark, scored)
     return {
@@ -122,6 +123,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "channels": chosen,
         "promote": promote,
+        "rerank": rerank,
         "ks": ks,
         "limit": limit,
         **({"category_names": {str(c): n for c, n in CATEGORY_NAMES.items()},
@@ -284,7 +286,8 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
 
 # -- searching and scoring -------------------------------------------------------------------
 def _run_searches(questions: list[_Question], db_path: Path, config: Config, embedder: Embedder,
-                  ks: list[int], channels: list[str], attr: str, promote: bool = False) -> float:
+                  ks: list[int], channels: list[str], attr: str, promote: bool = False,
+                  rerank: str = "auto") -> float:
     """Search every question in its namespace, fill in recall and ranks; total search seconds."""
     by_namespace: dict[str, list[_Question]] = {}
     for question in questions:
@@ -293,7 +296,8 @@ def _run_searches(questions: list[_Question], db_path: Path, config: Config, emb
     for namespace, group in by_namespace.items():
         with Memory(db_path, namespace=namespace, config=config, embedder=embedder) as mem:
             started = time.perf_counter()
-            results = mem.search_many([q.text for q in group], k=ks[-1], channels=channels, promote=promote)
+            results = mem.search_many([q.text for q in group], k=ks[-1], channels=channels, promote=promote,
+                                      rerank=rerank)
             for question, hits in zip(group, results):
                 _score(question, hits, ks, attr)
             seconds += time.perf_counter() - started
