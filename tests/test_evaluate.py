@@ -242,3 +242,13 @@ def test_longmemeval_bad_dates(tmp_path: Path, embedder: HashEmbedder) -> None:
     path.write_text(json.dumps([item]))
     with pytest.raises(InputError, match=r"item 1 \(q1\) haystack_dates\[0\]"):
         locomo_retrieval(path, Config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
+
+
+def test_report_records_promotion_and_rerank_and_refuses_an_unknown_mode(tmp_path: Path,
+                                                                       embedder: HashEmbedder) -> None:
+    config = Config(db_path=tmp_path / "e.db")
+    report = locomo_retrieval(FIXTURE, config, [5], channels=["vector", "bm25", "entity"], promote=True,
+                              rerank="none", embedder=embedder)
+    assert (report["promote"], report["rerank"]) == (True, "none") and report["questions"] > 0
+    with pytest.raises(LocalmemError, match="rerank mode"):
+        locomo_retrieval(FIXTURE, config, [5], rerank="sometimes", embedder=embedder)
