@@ -17,6 +17,7 @@ import numpy as np
 
 from .embed import to_blob
 from .queries import q
+from .query_time import Range
 
 CHANNELS = ("vector", "bm25")  # the default
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
@@ -103,16 +104,18 @@ class SearchParams:
     promote: bool = False  # CAST episodic promotion of the fused candidates
     rerank: str = "auto"  # "auto": the configured cross-encoder, if any; "none"; "llm": the local LLM
     rerank_top: int = 20  # how many of the fused candidates a reranker judges
-    duplicate_similarity: float = 0.92
+    duplicate_similarity: float = 0.92  # units linked by synonymy at least this close are one hit
     evidence_fusion: bool = True  # gists and facts vote for their messages (see evidence_fusion)
     # Chosen on LoCoMo conv-26 among 0.25, 0.5 and 1.0 (recall@10 of categories 1-4: 78.4, 78.1,
     # 73.2; the sum of all votes instead of the best one: 63.6).
-    evidence_weight: float = 0.25  # units linked by synonymy at least this close are one hit
+    evidence_weight: float = 0.25
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-                 params: SearchParams) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
-    """Each channel's ranked keys, and each key's raw score per channel."""
+                 params: SearchParams, when: Range | None = None
+                 ) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
+    """Each channel's ranked keys, and each key's raw score per channel (``when``: the time
+    range the query names, for the temporal channel)."""
     rankings: dict[str, list[Key]] = {}
     raw: dict[Key, dict[str, float]] = {}
     if "vector" in params.channels and query_vec is not None:
@@ -125,7 +128,7 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
         rankings["vector"] = [key for _, key in found[:params.budget]]
         for distance, key in found[:params.budget]:
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
-    _memory_channels(conn, ns, query, query_vec, params, rankings, raw)
+    _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
     match = fts_query(query)
     if "bm25" in params.channels and match:
         scored: list[tuple[float, Key]] = []
@@ -140,11 +143,10 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
 
 
 def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-                     params: SearchParams, rankings: dict[str, list[Key]],
+                     params: SearchParams, when: Range | None, rankings: dict[str, list[Key]],
                      raw: dict[Key, dict[str, float]]) -> None:
     """The channels over built memory (graph, temporal, entity); no-ops on a raw store."""
     from . import channels
-    from .query_time import parse_query_time
 
     found: dict[str, list[tuple[Key, float]]] = {}
     if "graph" in params.channels and query_vec is not None:
@@ -154,10 +156,8 @@ def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.n
             seeds = [(("u", i), 1.0 - d) for i, d in conn.execute(q("vec_units_knn"), {
                 "embedding": to_blob(query_vec), "k": params.budget, "ns": ns})]
         found["graph"] = channels.graph(conn, ns, seeds, params.budget)
-    if "temporal" in params.channels and query_vec is not None:
-        when = parse_query_time(query, params.now or channels.latest_time(conn, ns))
-        if when is not None:
-            found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
+    if "temporal" in params.channels and query_vec is not None and when is not None:
+        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
     if "entity" in params.channels:
         found["entity"] = channels.entity(conn, ns, query, params.budget)
     for name, scored in found.items():
@@ -174,7 +174,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     Channels → RRF → rerank (when a ``reranker`` is given) → CAST promotion (``params.promote``)
     → near-duplicates folded → supersession marked.
     """
-    rankings, raw = run_channels(conn, ns, query, query_vec, params)
+    when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
+    rankings, raw = run_channels(conn, ns, query, query_vec, params, when)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion:
@@ -194,7 +195,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))[:params.k]
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
-        out = _promoted(conn, ns, query, query_vec, params, out)
+        out = _promoted(conn, ns, query, query_vec, when, out)
     return mark_supersession(conn, out)
 
 
@@ -293,15 +294,22 @@ def mark_supersession(conn: apsw.Connection, hits: list[Hit]) -> list[Hit]:
     return [by_id[i] for i in dict.fromkeys(order)]
 
 
-def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, params: SearchParams,
-              hits: list[Hit]) -> list[Hit]:
-    from . import channels
+def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParams) -> Range | None:
+    """The time range the query names, relative to ``params.now`` or the latest message."""
+    from .channels import latest_time
     from .query_time import parse_query_time
 
-    when = parse_query_time(query, params.now or channels.latest_time(conn, ns))
+    return parse_query_time(query, params.now or latest_time(conn, ns))
+
+
+def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None,
+              hits: list[Hit]) -> list[Hit]:
+    from . import channels
+
     members = channels.episode_members(conn, ns, query, query_vec, when)
     if not members:
         return hits
+
     def inside(hit: Hit) -> bool:  # a hit is in an episode when it or anything folded into it is
         return any((i[0], int(i[2:])) in members for i in [hit.id, *hit.merged])
 
