@@ -23,6 +23,7 @@ from . import bench, ingest
 from .config import Config
 from .embed import Embedder
 from .memory import Memory
+from .queries import q
 
 MEMORY_COLUMNS: list[str] = [
     "units", "entities", "links", "queries", "p50_ms", "p95_ms", "vector_p50_ms", "bm25_p50_ms",
@@ -31,6 +32,18 @@ MEMORY_COLUMNS: list[str] = [
 CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 _TAGS = ["trip", "work", "family", "hobby", "food", "health", "move", "party", "pet", "plans"]
 _BATCH = 20_000
+_CREATED = "2024-01-01T00:00:00"
+_UNIT = {"conversation": None, "episode_id": None, "subject": None, "predicate": None, "object": None,
+         "time_precision": "day", "prompt_version": None, "model_id": None, "content_hash": None,
+         "data": None, "created_at": _CREATED}
+_MESSAGE = {"conversation": "bench", "session": "", "speaker": "Maya", "role": None, "attachments": None,
+            "raw": None}
+
+
+def _unit_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+    """Random unit vectors (search cost does not depend on what they encode)."""
+    vecs = rng.standard_normal((count, dim)).astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
 
 def _entity_names(n: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -61,60 +74,53 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
         entities = _entity_names(n_entities, rng)
         first_day = dt.date(2022, 1, 1)
         with conn:
-            source_id = conn.execute(
-                "INSERT INTO sources (ns, kind, uri, sha256, status, created_at) VALUES (?, 'bench', 'synthetic', "
-                "?, 'loaded', '2024') RETURNING id", (ns, f"bench-units-{n_units}-{seed}")).fetchone()[0]
-            entity_ids = [conn.execute(
-                "INSERT INTO entities (ns, name, norm_name, type, created_at) VALUES (?, ?, lower(?), ?, '2024') "
-                "RETURNING id", (ns, name, name, kind)).fetchone()[0] for name, kind in entities]
-            conn.executemany("INSERT INTO entity_aliases VALUES (?, ?, lower(?))",
-                             [(eid, name, name) for eid, (name, _k) in zip(entity_ids, entities)])
+            source_id = conn.execute(q("source_insert"), {
+                "ns": ns, "kind": "bench", "uri": "synthetic", "sha256": f"bench-units-{n_units}-{seed}",
+                "status": "loaded", "created_at": _CREATED}).fetchone()[0]
+            entity_ids = [conn.execute(q("entity_insert"), {
+                "ns": ns, "name": name, "norm_name": name.lower(), "type": kind, "created_at": _CREATED,
+            }).fetchone()[0] for name, kind in entities]
+            conn.executemany(q("alias_insert"), [{"entity_id": eid, "alias": name, "norm_alias": name.lower()}
+                                                 for eid, (name, _k) in zip(entity_ids, entities)])
         weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1  # a few hubs, a long tail
         weights /= weights.sum()
         for start in range(0, n_units, _BATCH):
             count = min(_BATCH, n_units - start)
             with conn:
-                rows, mentions, links, messages = [], [], [], []
+                rows, messages = [], []
                 for i in range(start, start + count):
-                    day = first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))
+                    day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
                     speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
                     text = (f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
                             f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}")
-                    rows.append((ns, "gist" if i % 2 else "fact", text, day.isoformat(), day.isoformat(),
-                                 "day", day.isoformat() + "T12:00:00"))
+                    rows.append({**_UNIT, "ns": ns, "kind": "gist" if i % 2 else "fact", "text": text,
+                                 "occurred_start": day, "occurred_end": day,
+                                 "mentioned_at": f"{day}T12:00:00"})
                     if i % 5 == 0:
-                        messages.append((ns, source_id, i, f"m{i}", text, day.isoformat() + "T12:00:00"))
-                first_new = conn.execute("SELECT coalesce(max(id), 0) FROM units").fetchone()[0] + 1
-                conn.executemany(
-                    "INSERT INTO units (ns, kind, text, occurred_start, occurred_end, time_precision, "
-                    "mentioned_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '2024')", rows)
-                ids = list(range(first_new, first_new + count))
+                        messages.append({**_MESSAGE, "ns": ns, "source_id": source_id, "seq": i,
+                                         "external_id": f"m{i}", "text": text, "sent_at": f"{day}T12:00:00"})
+                ids = [row[0] for row in conn.executemany(q("unit_insert"), rows)]
                 picks = nprng.choice(n_entities, size=(count, 3), p=weights)
+                mentions, links = [], []
                 for offset, uid in enumerate(ids):
                     for j in range(1 + offset % 3):
-                        mentions.append((uid, entity_ids[int(picks[offset, j])], rng.choice(_TAGS)))
-                    if uid > 1:
-                        links.append((uid - 1, uid, "temporal", round(rng.uniform(0.3, 1.0), 3)))
-                    for _ in range(2):
-                        other = max(1, uid - rng.randint(2, 1000))
-                        if other != uid:
-                            links.append((other, uid, "semantic", round(rng.uniform(0.7, 1.0), 3)))
-                conn.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?, 'mentioned', ?)", mentions)
-                conn.executemany("INSERT OR IGNORE INTO links (src_id, dst_id, type, weight, created_at) "
-                                 "VALUES (?, ?, ?, ?, '2024')", links)
-                vecs = nprng.standard_normal((count, dim)).astype(np.float32)
-                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-                conn.executemany("INSERT INTO vec_units (rowid, embedding, ns, kind) VALUES (?, ?, ?, ?)",
-                                 [(uid, vecs[j].tobytes(), ns, rows[j][1]) for j, uid in enumerate(ids)])
-                if messages:
-                    first_msg = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0] + 1
-                    mvecs = nprng.standard_normal((len(messages), dim)).astype(np.float32)
-                    mvecs /= np.linalg.norm(mvecs, axis=1, keepdims=True)
-                    conn.executemany(
-                        "INSERT INTO messages (ns, source_id, conversation, seq, external_id, speaker, text, "
-                        "sent_at) VALUES (?, ?, 'bench', ?, ?, 'Maya', ?, ?)", messages)
-                    conn.executemany("INSERT INTO vec_messages (rowid, embedding, ns) VALUES (?, ?, ?)",
-                                     [(first_msg + j, mvecs[j].tobytes(), ns) for j in range(len(messages))])
+                        mentions.append({"unit_id": uid, "entity_id": entity_ids[int(picks[offset, j])],
+                                         "role": "mentioned", "tag": rng.choice(_TAGS)})
+                    neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
+                    neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0))
+                                   for _ in range(2)]
+                    links += [{"src_id": other, "dst_id": uid, "type": kind, "weight": round(w, 3),
+                               "valid_at": None, "created_at": _CREATED}
+                              for other, kind, w in neighbours if other != uid]
+                conn.executemany(q("mention_insert"), mentions)
+                conn.executemany(q("link_insert"), links)
+                conn.executemany(q("vec_unit_insert"), [
+                    {"id": uid, "embedding": vec.tobytes(), "ns": ns, "kind": row["kind"]}
+                    for uid, vec, row in zip(ids, _unit_vectors(nprng, count, dim), rows)])
+                message_ids = [row[0] for row in conn.executemany(q("message_insert"), messages)]
+                conn.executemany(q("vec_message_insert"), [
+                    {"id": mid, "embedding": vec.tobytes(), "ns": ns}
+                    for mid, vec in zip(message_ids, _unit_vectors(nprng, len(message_ids), dim))])
     return {"units": n_units, "entities": n_entities, "build_s": round(time.perf_counter() - started, 1)}
 
 
@@ -155,7 +161,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
                 mem.search(query, k=k, channels=CHANNELS, promote=True)
             full = bench._timed(lambda query: mem.search(query, k=k, channels=CHANNELS, promote=True), timed)
             row: dict[str, Any] = {"units": n, "entities": built["entities"],
-                                   "links": mem.conn.execute("SELECT count(*) FROM links").fetchone()[0],
+                                   "links": mem.conn.execute(q("bench_link_count")).fetchone()[0],
                                    "queries": len(timed)}
             row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)
             for channel in CHANNELS:

@@ -1,0 +1,4 @@
+-- Queries of the benchmarks (localmem bench ...).
+
+-- name: bench_link_count
+SELECT count(*) FROM links;
