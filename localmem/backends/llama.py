@@ -16,10 +16,7 @@ from ..errors import MissingDependencyError, ModelNotFoundError
 import numpy as np
 
 from ..llm import Completion, Message
-
-
-RELEVANCE_SYSTEM = ("You judge whether a passage from a chat memory helps answer a question. "
-                    "Answer with one word: yes or no.")
+from ..prompts import relevance as relevance_prompt
 
 
 class LlamaLLM:
@@ -112,10 +109,7 @@ class LlamaLLM:
         yes, no = self._answer_tokens()
         out = np.zeros(len(passages), dtype=np.float32)
         for i, passage in enumerate(passages):
-            prompt = self._chat_prompt([
-                {"role": "system", "content": RELEVANCE_SYSTEM},
-                {"role": "user", "content": f"Question: {query}\nPassage: {passage}\n"
-                                            "Does the passage help answer the question?"}])
+            prompt = self._chat_prompt(relevance_prompt.build(query, passage))
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             keep = 0
             while keep < min(llama.n_tokens, len(tokens) - 1) and llama.input_ids[keep] == tokens[keep]:
