@@ -44,6 +44,27 @@ def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_ll
     assert tiny_llm.count_tokens("hello world") >= 2
 
 
+def test_checked_greedy_decoding_matches_llama_cpp_python_full_grammar_sampling(tiny_llm):
+    """The fast path checks the grammar on the best token only; its output must be token for
+    token what the library's sampler (grammar over the whole vocabulary, then greedy) gives."""
+    from localmem.prompts import extract, segment
+
+    for messages, schema, cap in [
+        (extract.build(["Ann: I moved to Oslo yesterday.", "Bob: Nice! Why Oslo?"], "8 May 2023"),
+         extract.SCHEMA, 200),
+        (segment.build(["Ann: hi", "Bob: hey, did you see the game?", "Ann: yes!"]), segment.SCHEMA,
+         segment.MAX_TOKENS),
+    ]:
+        llama = tiny_llm._model()
+        llama.reset()
+        slow = llama.create_chat_completion(messages=messages, max_tokens=cap, temperature=0.0,
+                                            response_format={"type": "json_object", "schema": schema})
+        fast = tiny_llm.complete_json(messages, schema, cap)
+        assert fast.text == slow["choices"][0]["message"]["content"]
+        assert fast.completion_tokens == slow["usage"]["completion_tokens"]
+        assert fast.prompt_tokens == slow["usage"]["prompt_tokens"]
+
+
 def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm):
     path = tmp_path / "chat.txt"
     path.write_text("[2023-05-08 13:00]\nAnn: I adopted a cat named Biscuit yesterday.\n"

@@ -7,6 +7,7 @@ instructions first) reuse llama.cpp's evaluated prefix instead of prefilling it 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ class LlamaLLM:
         self.seed = seed
         self._llama: Any = None
         self._formatter: Any = None
+        self._grammars: dict[str, Any] = {}
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -52,16 +54,26 @@ class LlamaLLM:
 
     def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
                       max_tokens: int) -> Completion:
+        """Greedy completion under the schema's grammar (see :mod:`.llama_greedy`)."""
+        from . import llama_greedy
+
         llama = self._model()
         started = time.perf_counter()
-        out = llama.create_chat_completion(
-            messages=list(messages), max_tokens=max_tokens, temperature=0.0,
-            response_format={"type": "json_object", "schema": schema})
-        usage = out.get("usage") or {}
-        return Completion(text=out["choices"][0]["message"]["content"] or "",
-                          prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)),
+        prompt, templated = self._chat_prompt(list(messages))
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+        done = llama_greedy.decode(llama, tokens, self._grammar(schema), max_tokens)
+        text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
+        return Completion(text=text, prompt_tokens=done.prompt_tokens,
+                          completion_tokens=len(done.tokens),
                           seconds=time.perf_counter() - started)
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return self._grammars[key]
 
     def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128, repeats: int = 2) -> dict[str, Any]:
         """Prefill and generation speed on this machine (tokens/s), best of ``repeats``.
@@ -109,8 +121,8 @@ class LlamaLLM:
         yes, no = self._answer_tokens()
         out = np.zeros(len(passages), dtype=np.float32)
         for i, passage in enumerate(passages):
-            prompt = self._chat_prompt(relevance_prompt.build(query, passage))
-            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            prompt, templated = self._chat_prompt(relevance_prompt.build(query, passage))
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
             keep = 0
             while keep < min(llama.n_tokens, len(tokens) - 1) and llama.input_ids[keep] == tokens[keep]:
                 keep += 1
@@ -129,8 +141,9 @@ class LlamaLLM:
             return sorted({llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words})
         return first(["yes", "Yes", " yes", " Yes"]), first(["no", "No", " no", " No"])
 
-    def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
-        """The model's own chat template (from the GGUF), else a plain transcript."""
+    def _chat_prompt(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+        """The prompt text in the model's own chat template (from the GGUF), else a plain
+        transcript; and whether the template supplied the special tokens itself."""
         if self._formatter is None:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
@@ -143,8 +156,8 @@ class LlamaLLM:
             else:
                 self._formatter = False
         if self._formatter:
-            return self._formatter(messages=messages).prompt
-        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
+            return self._formatter(messages=messages).prompt, True
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:", False
 
 
 class LlamaTokenCounter:

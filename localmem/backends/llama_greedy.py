@@ -1,0 +1,89 @@
+"""Greedy decoding under a GBNF grammar that checks the grammar only when it must.
+
+llama-cpp-python puts the grammar sampler in front of the greedy one, so at every step
+the grammar is matched against the whole vocabulary (152K pieces for Qwen2.5): about
+20 ms per token on 2 cores, a quarter of the generation time. llama.cpp's own sampler
+does better: it takes the best token first, asks the grammar about that one token, and
+constrains the whole vocabulary only when the grammar rejects it. This module does the
+same through the C API. The grammar never raises a logit, so the result is exactly the
+grammar-constrained argmax: the same tokens as the slow path, only fewer checks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+@dataclass
+class Decoded:
+    tokens: list[int]
+    prompt_tokens: int
+    prefilled: int  # prompt tokens actually evaluated (the rest came from the reused prefix)
+    full_checks: int  # steps where the best token was rejected and the whole vocabulary was constrained
+
+
+def decode(llama: Any, prompt: Sequence[int], grammar: Any, max_tokens: int) -> Decoded:
+    """Greedy tokens after ``prompt`` under ``grammar`` (a ``LlamaGrammar``), until an
+    end-of-generation token or ``max_tokens``.
+
+    The evaluated prefix shared with the previous call is reused. Raises ``ValueError``
+    when the prompt does not fit the context window.
+    """
+    import llama_cpp
+
+    prompt = list(prompt)
+    n_ctx = llama.n_ctx()
+    if len(prompt) >= n_ctx:
+        raise ValueError(f"the prompt has {len(prompt)} tokens; the context window holds {n_ctx}")
+    max_tokens = min(max_tokens, n_ctx - len(prompt))
+    keep = 0
+    while keep < min(llama.n_tokens, len(prompt) - 1) and llama.input_ids[keep] == prompt[keep]:
+        keep += 1
+    llama.n_tokens = keep  # eval() drops the cache beyond this point
+    llama.eval(prompt[keep:])
+
+    vocab = llama._model.vocab
+    n_vocab = llama.n_vocab()
+    sampler = llama_cpp.llama_sampler_init_grammar(
+        vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+    if not sampler:
+        raise ValueError("llama.cpp could not parse the grammar for this JSON schema")
+    one = (llama_cpp.llama_token_data * 1)()
+    one_array = llama_cpp.llama_token_data_array(data=one, size=1, selected=-1, sorted=False)
+    full = np.zeros(n_vocab, dtype=_TOKEN_DATA)
+    full["id"] = np.arange(n_vocab, dtype=np.int32)
+    full_array = llama_cpp.llama_token_data_array(
+        data=full.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)),
+        size=n_vocab, selected=-1, sorted=False)
+    out: list[int] = []
+    full_checks = 0
+    try:
+        for _ in range(max_tokens):
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,))
+            token = int(np.argmax(logits))
+            one[0].id, one[0].logit, one[0].p = token, float(logits[token]), 0.0
+            one_array.size = 1
+            llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))
+            if not np.isfinite(one[0].logit):
+                full_checks += 1
+                full["logit"] = logits
+                full_array.size = n_vocab
+                llama_cpp.llama_sampler_apply(sampler, ctypes.byref(full_array))
+                token = int(np.argmax(full["logit"]))
+                if not np.isfinite(full["logit"][token]):
+                    break  # nothing is allowed: the grammar is exhausted
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                break
+            llama_cpp.llama_sampler_accept(sampler, token)
+            out.append(token)
+            llama.eval([token])
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+    return Decoded(tokens=out, prompt_tokens=len(prompt), prefilled=len(prompt) - keep,
+                   full_checks=full_checks)
