@@ -28,6 +28,9 @@ DEFAULT_INGEST_BATCH = 256
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MAX_MESSAGE_CHARS = 100_000
 DEFAULT_N_CTX = 4096
+# Extracted events the model itself gives P(yes) < this against their messages are dropped
+# (0 turns the check off). 0.6 dropped only wrong facts on conv-26's 47 (see prompts/verify.py).
+DEFAULT_VERIFY_FACTS = 0.6
 
 
 def user_data_dir() -> Path:
@@ -90,6 +93,7 @@ class Config:
     n_ctx: int = DEFAULT_N_CTX
     n_threads: int = 0  # 0: all cores
     n_gpu_layers: int = 0  # -1 offloads every layer when llama.cpp was built with a GPU backend
+    verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
     rerank_tokenizer: Path | None = None  # its tokenizer.json
 

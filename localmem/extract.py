@@ -11,13 +11,15 @@ import datetime as dt
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from . import db, resolve
 from .embed import message_text, to_blob, unit_text
-from .llm import LLM, Structured, complete_structured
+from .llm import LLM, Judge, Judged, Structured, complete_structured
 from .prompts import extract as prompt
+from .prompts import verify as verify_prompt
 from .queries import q
 from .search import STOPWORDS
 from .times import Span, find_time_phrases, resolve_phrase
@@ -48,6 +50,7 @@ class Event:
     mentioned_at: str | None
     source_ids: list[int]
     time_checked: str  # "rule", "rule-found" (phrase found by the rules), "unresolved" or "none"
+    said: str = ""  # the model's sentence before the rules appended dates (what verify() checks)
 
 
 @dataclass
@@ -136,7 +139,7 @@ def call(llm: LLM, messages: Sequence[EpisodeMessage]) -> Structured:
 _CHATTER = re.compile(r"^(?:thank|ask|greet|compliment|congratulat|wish|agree|repl|respond|apologi|"
                       r"prais|admir|appreciat|said (?:hi|hello|goodbye|bye)|chatted|hope)", re.I)
 _SELF = {"i", "me", "my", "myself"}
-_FIRST_PERSON = re.compile(r"\b(?:I|me|my|myself|I'm|I've)\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|myself|I'm|I've|[Ww]e|[Oo]ur|us|[Ww]e've|[Ww]e're)\b")
 _QUESTION = re.compile(r"[^.!?]*\?")
 # Reactions that carry no fact: "Wow, looks awesome!" + a question is still only a question.
 _FILLER = frozenset("""wow awesome great cool amazing nice looks look sounds sound really thanks thank hey
@@ -152,6 +155,9 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
         return "cut-off"  # the model closed the string early (a stray quote) or ran out
     if _FIRST_PERSON.search(text) or "!" in text:
         return "copied"  # the message copied, not restated: "I" is ambiguous out of context
+    said = "".join(m.text for m in sources)
+    if any(c.isalpha() and ord(c) > 0x24F and c not in said for c in text):
+        return "garbled"  # a letter of another script the messages do not have ("eyes亮")
     statements = [_QUESTION.sub("", m.text) for m in sources]
     if sources and all(len(_content_words(s) - _FILLER - names) < 2 for s in statements):
         return "question"  # a question asserts nothing about its asker
@@ -244,7 +250,7 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
         mentioned = next((messages[i].sent_at for i in idx if messages[i].sent_at), None)
         out.events.append(Event(annotate(text, time_text, span), subject, predicate,
                                 ev["object"].strip(), span, mentioned,
-                                [messages[i].id for i in idx], how))
+                                [messages[i].id for i in idx], how, text))
     seen: set[str] = set()
     for ent in data["entities"]:
         name = ent["name"].strip()
@@ -257,6 +263,27 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
         name = next(m.speaker for m in messages if m.speaker.lower() == speaker)
         out.entities.append(EntityMention(name, "person", "", "main"))
     return out
+
+
+def verify(judge: Judge, ex: Extraction, messages: Sequence[EpisodeMessage],
+           threshold: float) -> Structured:
+    """Drop from ``ex`` the events the model does not confirm against their own messages
+    (P(yes) < ``threshold``). Returns the call record for the log: ``data["p_yes"]`` per
+    event in extraction order, ``data["dropped"]`` the texts removed."""
+    by_id = {m.id: m for m in messages}
+    order = sorted(range(len(ex.events)), key=lambda i: ex.events[i].source_ids)  # shared prefixes
+    prompts = [verify_prompt.build([by_id[s].line for s in ex.events[i].source_ids if s in by_id],
+                                   ex.events[i].said or ex.events[i].text) for i in order]
+    started = time.perf_counter()
+    judged = judge.judge(prompts) if prompts else Judged(p_yes=[])
+    p_yes = [0.0] * len(ex.events)
+    for i, score in zip(order, judged.p_yes):
+        p_yes[i] = round(float(score), 3)
+    dropped = [ev.text for ev, p in zip(ex.events, p_yes) if p < threshold]
+    ex.events = [ev for ev, p in zip(ex.events, p_yes) if p >= threshold]
+    return Structured(data={"p_yes": p_yes, "dropped": dropped}, raw=[json.dumps(p_yes)],
+                      calls=len(prompts), seconds=time.perf_counter() - started,
+                      prompt_tokens=judged.prompt_tokens)
 
 
 def _stem(word: str) -> str:

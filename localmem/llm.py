@@ -37,6 +37,22 @@ class LLM(Protocol):
 
 
 @dataclass
+class Judged:
+    p_yes: list[float]
+    prompt_tokens: int = 0  # over all prompts
+    prefilled: int = 0  # of those, the tokens evaluated (the rest was a reused prefix)
+
+
+class Judge(Protocol):
+    """An optional LLM capability: yes/no questions answered with P(yes), nothing generated."""
+
+    def judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
+        """P(yes) for each chat prompt that ends in a yes/no question. Backends reuse the
+        evaluated prefix that consecutive prompts share, so callers order them to share it."""
+        ...
+
+
+@dataclass
 class Structured:
     """A validated structured answer, or the failure with every raw text kept."""
 

@@ -196,6 +196,9 @@ class Memory:
             result = extract.call(llm, msgs)
             log.episode_id = episode_id
             extraction = extract.interpret(result.data, msgs) if result.ok else None
+            checked = None
+            if extraction is not None and self.config.verify_facts > 0 and hasattr(llm, "judge"):
+                checked = extract.verify(llm, extraction, msgs, self.config.verify_facts)  # type: ignore[arg-type]
             resolve_calls: list[dict[str, Any]] = []  # logged in the episode's transaction below
             decided: dict[str, int | None] = {}
             if extraction is not None:
@@ -203,6 +206,8 @@ class Memory:
                 decided = resolve.decide(self.conn, llm, cases, log=lambda **kw: resolve_calls.append(kw))
             with self._locked(), self.conn:
                 log(stage="extract", prompt_version=extract.prompt.VERSION, result=result)
+                if checked is not None:
+                    log(stage="verify", prompt_version=extract.verify_prompt.VERSION, result=checked)
                 if extraction is None:
                     self.conn.execute(q("episode_set_stage"), {"id": episode_id, "stage": "failed"})
                     report.failed += 1

@@ -77,10 +77,13 @@ class LLMReranker:
     passage for the 1.5B model on 2 cores), so only the top candidates are judged."""
 
     def __init__(self, llm: object) -> None:
-        if not hasattr(llm, "relevance"):
-            raise TypeError("this LLM backend cannot judge relevance")
+        if not hasattr(llm, "judge"):
+            raise TypeError("this LLM backend cannot answer yes/no questions (no judge())")
         self.llm = llm
         self.model_id = f"llm:{getattr(llm, 'model_id', 'llm')}"
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        return np.asarray(self.llm.relevance(query, passages), dtype=np.float32)  # type: ignore[attr-defined]
+        from .prompts import relevance
+
+        prompts = [relevance.build(query, p) for p in passages]  # question first: a shared prefix
+        return np.asarray(self.llm.judge(prompts).p_yes, dtype=np.float32)  # type: ignore[attr-defined]

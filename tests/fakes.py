@@ -48,11 +48,22 @@ class ScriptedLLM:
     ``calls`` records every message list it received, so tests can assert on prompts.
     """
 
-    def __init__(self, replies=None, responder=None, model_id: str = "scripted-llm") -> None:
+    def __init__(self, replies=None, responder=None, model_id: str = "scripted-llm", judge=None) -> None:
         self.model_id = model_id
         self.replies = list(replies or [])
         self.responder = responder
+        self.judge_fn = judge  # prompts -> list of P(yes); None: every answer is yes (0.99)
         self.calls: list[list[dict]] = []
+        self.judged: list[list[dict]] = []
+
+    def judge(self, prompts):
+        from localmem.llm import Judged
+
+        prompts = [[dict(m) for m in p] for p in prompts]
+        self.judged.extend(prompts)
+        p_yes = self.judge_fn(prompts) if self.judge_fn else [0.99] * len(prompts)
+        tokens = sum(len(m["content"].split()) for p in prompts for m in p)
+        return Judged(p_yes=list(p_yes), prompt_tokens=tokens, prefilled=tokens)
 
     def complete_json(self, messages, schema, max_tokens):
         import json

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from localmem import Memory
+from localmem.config import Config
 from localmem.extract import EpisodeMessage, annotate, event_time, interpret, is_chatter
 from localmem.resolve import normalise
 from localmem.segment import PendingMessage, plan
@@ -133,7 +134,7 @@ def _responder(messages):
 def _transcript(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text("[2023-05-08 13:00]\nCaroline: My mom visited yesterday.\nMel: How nice, my sister visited too.\n"
-                    "Caroline: We cooked together.\n[2023-05-20 10:00]\n"
+                    "Caroline: Mom and I cooked together.\n[2023-05-20 10:00]\n"
                     "Melanie: Caroline's mother liked the food, I heard.\nCaroline: She loved the lasagna.\n",
                     encoding="utf-8")
     return path
@@ -213,6 +214,7 @@ _KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from localmem import Memory
+from localmem.config import Config
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.test_pipeline import _responder
 
@@ -291,6 +293,32 @@ def test_sources_come_from_the_matching_message_not_the_copied_index():
     assert match_sources("Nothing in common here.", msgs, [1]) == [1]
 
 
+def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
+    def judge(prompts):
+        # Confirm everything but the lasagna; record what was asked.
+        return [0.1 if "lasagna" in p[-1]["content"].split("Fact:")[1] else 0.9 for p in prompts]
+
+    llm = ScriptedLLM(responder=_responder, judge=judge)
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        build = mem.ingest(_transcript(tmp_path), extract="llm").build["t"]
+        assert build["units"] == {"gist": 4, "fact": 4}
+        texts = [r[0] for r in mem.conn.execute("select text from units where kind = 'gist'")]
+        assert not any("lasagna" in t for t in texts)
+        asked = [p[-1]["content"] for p in llm.judged]
+        assert len(asked) == 5
+        yesterday = next(a for a in asked if "visited" in a.split("Fact:")[1])
+        assert "Caroline: My mom visited yesterday." in yesterday  # the cited message is shown
+        assert "(7 May 2023)" not in yesterday.split("Fact:")[1]  # without the rules' dates
+        rows = mem.conn.execute("select prompt_version, calls, raw from llm_calls where stage = 'verify'").fetchall()
+        assert {r[0] for r in rows} == {"verify-v1"} and sum(r[1] for r in rows) == 5
+        assert any(0.1 in json.loads(json.loads(r[2])[0]) for r in rows)
+    off = ScriptedLLM(responder=_responder, judge=judge)
+    with Memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), llm=off,
+                config=Config(verify_facts=0)) as mem:
+        assert mem.ingest(_transcript(tmp_path), extract="llm").build["t"]["units"] == {"gist": 5, "fact": 5}
+        assert off.judged == []
+
+
 def test_doubtful_facts_are_dropped():
     from localmem.extract import doubtful
 
@@ -300,6 +328,9 @@ def test_doubtful_facts_are_dropped():
     assert doubtful("Caro went to a pride parade.", [tell]) is None
     assert doubtful("Caro had a great time at the L", [tell]) == "cut-off"
     assert doubtful("Seeing my mentee smile was the best.", [tell]) == "copied"
+    assert doubtful("We love painting together lately.", [tell]) == "copied"
+    assert doubtful("Caro went to a parade and saw their eyes亮.", [tell]) == "garbled"
+    assert doubtful("Caro ate 寿司 in Tokyo.", [EpisodeMessage(3, "Caro", "I ate 寿司 in Tokyo.", None)]) is None
 
 
 def test_entities_must_be_grounded_in_the_messages():

@@ -8,6 +8,7 @@ import pytest
 
 from localmem import Memory
 from localmem.config import Config
+from localmem.rerank import LLMReranker
 
 pytestmark = pytest.mark.models
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -90,9 +91,9 @@ def test_speed_probe_reports_positive_rates(tiny_llm):
 
 
 def test_llm_relevance_scores_each_passage_and_reranks_search(tmp_path, tiny_llm):
-    scores = tiny_llm.relevance("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
+    scores = LLMReranker(tiny_llm).score("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
     assert scores.shape == (3,) and all(0.0 < s < 1.0 for s in scores)
-    again = tiny_llm.relevance("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
+    again = LLMReranker(tiny_llm).score("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
     assert abs(float(again[1]) - float(scores[1])) < 0.05  # the shared prefix is reused, not corrupted
     with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=tiny_llm) as mem:
         for text in ("Ann went to Lisbon in May.", "Bob likes green tea.", "Ann bought a bike."):

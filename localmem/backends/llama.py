@@ -16,8 +16,7 @@ from typing import Any, Iterator, Sequence
 from ..errors import MissingDependencyError, ModelNotFoundError
 import numpy as np
 
-from ..llm import Completion, Message
-from ..prompts import relevance as relevance_prompt
+from ..llm import Completion, Judged, Message
 
 
 class LlamaLLM:
@@ -110,28 +109,30 @@ class LlamaLLM:
     def count_tokens(self, text: str) -> int:
         return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def relevance(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        """P(yes) that each passage helps answer ``query``: the model's next-token logits for
-        "yes" against "no" after a chat prompt that ends with the passage.
+    def judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
+        """P(yes) for each prompt: the next-token logits of "yes" against "no" after it.
 
-        The prompt puts the question before the passage, so consecutive passages share the
-        evaluated prefix (instructions + question) and only the passage is prefilled.
+        Each prompt is prefilled only past the prefix it shares with the previous one.
         """
         llama = self._model()
         yes, no = self._answer_tokens()
-        out = np.zeros(len(passages), dtype=np.float32)
-        for i, passage in enumerate(passages):
-            prompt, templated = self._chat_prompt(relevance_prompt.build(query, passage))
+        out = Judged(p_yes=[])
+        for messages in prompts:
+            prompt, templated = self._chat_prompt(list(messages))
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+            if len(tokens) >= llama.n_ctx():
+                raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
             keep = 0
             while keep < min(llama.n_tokens, len(tokens) - 1) and llama.input_ids[keep] == tokens[keep]:
                 keep += 1
             llama.n_tokens = keep  # eval() drops the cache beyond this point and re-evaluates the rest
             llama.eval(tokens[keep:])
+            out.prompt_tokens += len(tokens)
+            out.prefilled += len(tokens) - keep
             # llama-cpp-python keeps no logits without logits_all; read the context's last row.
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
             margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])
-            out[i] = 1.0 / (1.0 + np.exp(-float(margin)))
+            out.p_yes.append(float(1.0 / (1.0 + np.exp(-float(margin)))))
         return out
 
     def _answer_tokens(self) -> tuple[list[int], list[int]]:
