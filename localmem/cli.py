@@ -218,6 +218,11 @@ def _format_hit(rank: int, hit: Any) -> str:
     return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans})\n    {hit.text}"
 
 
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
 def _read_queries(path: Path) -> Iterator[str]:
     try:
         handle = path.open(encoding="utf-8")
@@ -282,6 +287,51 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
         click.echo(f"nothing found in namespace '{mem.namespace}'")
     else:
         click.echo("\n".join(_format_hit(i, h) for i, h in enumerate(hits, 1)))
+
+
+@cli.command()
+@click.argument("question", required=False)
+@click.option("--mode", type=click.Choice(["fast"]), default="fast", show_default=True,
+              help="fast: one search and one answer call (REMem-S).")
+@click.option("--now", help="The date relative questions count from (default: the latest message time).")
+@click.option("--max-tokens", type=int, help="Evidence tokens given to the model (default 400).")
+@click.option("--channels", help="Search channels (default vector,bm25); see `localmem search --help`.")
+@click.option("--questions", "questions_file", type=click.Path(path_type=Path),
+              help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
+@click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
+@json_option
+@click.pass_obj
+def ask(state: _State, question: str | None, mode: str, now: str | None, max_tokens: int | None,
+        channels: str | None, questions_file: Path | None, show_evidence: bool, as_json: bool) -> None:
+    """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
+    chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    if max_tokens is not None and max_tokens < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
+    mem = state.memory()
+    if questions_file is not None:
+        for text in _read_queries(questions_file):
+            result = mem.ask(text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen)
+            click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        return
+    if not question or not question.strip():
+        raise click.UsageError("give a QUESTION or --questions FILE")
+    result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    click.echo(result.answer if not result.refused else "Not in memory.")
+    for c in result.citations:
+        click.echo(f"  [{c.external_id or c.message_id}] {c.speaker}, {(c.time or '')[:16]}: "
+                   f"{_clip(c.text, 160)}")
+    if show_evidence:
+        from .answer import evidence_line
+
+        click.echo("evidence:")
+        for i, hit in enumerate(result.evidence, 1):
+            click.echo(f"  {i}. {_clip(evidence_line(hit), 160)}")
+    took = result.timings.get("total", 0.0)
+    click.echo(f"({took:.1f} s; {result.tokens.get('prompt', 0)} prompt + "
+               f"{result.tokens.get('completion', 0)} generated tokens)", err=True)
 
 
 @cli.command()

@@ -24,6 +24,8 @@ from . import (
     segment,
     transfer,
 )
+from . import answer as answer_mod
+from . import channels as channels_mod
 from .config import Config
 from .embed import Embedder, embed_batched
 from .errors import ConfigError, LocalmemError
@@ -279,6 +281,37 @@ class Memory:
         if max_tokens is not None:
             hits = search.fit_budget(hits, max_tokens, self.token_counter()[0])
         return hits
+
+    def ask(self, question: str, *, mode: str = "fast", now: dt.date | str | None = None,
+            k: int | None = None, max_tokens: int | None = None,
+            channels: Sequence[str] | None = None, promote: bool = False) -> "answer_mod.Answer":
+        """Answer ``question`` from this namespace's memory, with the messages it rests on,
+        or refuse (``refused=True``, answer "not in memory") when the memory does not say.
+
+        ``fast`` (REMem-S): one search, then one LLM call over the best hits that fit
+        ``max_tokens`` (default ``config.ask_max_tokens``), given to the model in time order.
+        ``now``: the date relative questions count from (default: the latest message time).
+        """
+        if mode != "fast":
+            raise LocalmemError(f"unknown ask mode {mode!r}; available: fast")
+        if not isinstance(question, str) or not question.strip():
+            raise LocalmemError("ask() needs a non-empty question")
+        try:
+            today = dt.date.fromisoformat(now[:10]) if isinstance(now, str) else now
+        except ValueError as exc:
+            raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
+        started = time.perf_counter()
+        today = today or channels_mod.latest_time(self.conn, self.namespace)
+        params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
+                                            promote=promote), now=today)
+        hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
+        hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
+        searched = time.perf_counter() - started
+        llm = self.llm if hits else None  # nothing found: refuse without loading a model
+        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today)
+        result.timings["search"] = round(searched, 3)
+        result.timings["total"] = round(time.perf_counter() - started, 3)
+        return result
 
     @property
     def reranker(self) -> Any:

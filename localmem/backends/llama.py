@@ -7,6 +7,7 @@ instructions first) reuse llama.cpp's evaluated prefix instead of prefilling it 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import time
@@ -181,16 +182,18 @@ class LlamaTokenCounter:
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Silence C-level writes to stderr (file descriptor 2) for the duration."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # pragma: no cover - no stderr at all
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
+    """Silence stderr for the duration: C-level writes to file descriptor 2, and the Python
+    ``sys.stderr`` that llama-cpp-python's log callback writes to."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            saved = os.dup(2)
+        except OSError:  # pragma: no cover - no stderr at all
             yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+            return
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 2)
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -1,0 +1,128 @@
+"""Answering a question from retrieved memory: evidence → one LLM call → answer, citations
+or an honest refusal (REMem-S).
+
+The evidence goes to the model in time order, each item with its absolute date. The model
+names the items it used; numbers that point to nothing are dropped, and the citations are
+the source messages of the items that remain, read back from the store, never generated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from .llm import LLM, complete_structured
+from .prompts import answer as prompt
+from .queries import q
+from .search import Hit
+
+_REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
+
+
+@dataclass
+class Citation:
+    """A stored message an answer rests on."""
+
+    message_id: int
+    external_id: str
+    conversation: str
+    speaker: str
+    time: str | None
+    text: str
+
+
+@dataclass
+class Answer:
+    """What :meth:`Memory.ask` returns."""
+
+    question: str
+    answer: str
+    refused: bool
+    confidence: float | None
+    citations: list[Citation]
+    evidence: list[Hit]  # as numbered in the prompt: time order
+    supports: list[int]  # the valid item numbers the model named (1-based)
+    mode: str = "fast"
+    today: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: search, answer, total
+    tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
+    calls: int = 0
+    error: str | None = None  # the model's reply stayed invalid after the repair retry
+    prompt_version: str = prompt.VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_date(iso: str | None) -> str:
+    """``2023-05-08T13:56:00`` → ``8 May 2023`` (unknown dates say so)."""
+    if not iso:
+        return "date unknown"
+    try:
+        day = dt.date.fromisoformat(iso[:10])
+    except ValueError:
+        return iso
+    return f"{day.day} {day.strftime('%B')} {day.year}"
+
+
+def evidence_line(hit: Hit) -> str:
+    """One dated line per hit (a message hit's text already starts with its speaker)."""
+    return f"{format_date(hit.time)} - {' '.join(hit.text.split())}"
+
+
+def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
+    """Oldest first; undated hits last, in their rank order (sorted() is stable)."""
+    return sorted(hits, key=lambda h: (h.time is None, h.time or ""))
+
+
+def is_refusal(text: str) -> bool:
+    said = re.sub(r"[^a-z ]", " ", text.lower())
+    said = " ".join(said.split())
+    return not said or any(phrase in said for phrase in _REFUSALS)
+
+
+def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None) -> Answer:
+    """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
+
+    No evidence means a refusal without calling the model.
+    """
+    evidence = in_time_order(hits)
+    day = format_date(today.isoformat()) if today else None
+    out = Answer(question=question, answer=prompt.REFUSAL, refused=True, confidence=None, citations=[],
+                 evidence=evidence, supports=[], today=day)
+    if not evidence or llm is None:
+        return out
+    started = time.perf_counter()
+    result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
+                                 prompt.SCHEMA, prompt.MAX_TOKENS)
+    out.timings["answer"] = round(time.perf_counter() - started, 3)
+    out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
+    out.calls = result.calls
+    if not result.ok:
+        out.error = result.error
+        return out
+    data = result.data or {}
+    text = " ".join(str(data["answer"]).split())
+    out.confidence = round(float(data["confidence"]), 3)
+    out.supports = sorted({n for n in data["supports"] if 1 <= n <= len(evidence)})
+    out.refused = is_refusal(text)
+    out.answer = prompt.REFUSAL if out.refused else text
+    if out.refused:
+        out.supports = []
+    out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
+    return out
+
+
+def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:
+    """The distinct source messages of ``hits``, in time order."""
+    ids = list(dict.fromkeys(s.message_id for h in hits for s in h.sources))
+    if not ids:
+        return []
+    rows = conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}).fetchall()
+    found = [Citation(mid, ext, conv, speaker, sent_at, text)
+             for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows]
+    return sorted(found, key=lambda c: (c.time is None, c.time or "", c.message_id))

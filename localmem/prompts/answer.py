@@ -1,0 +1,57 @@
+"""Answering from retrieved memory (REMem-S: one retrieval, one answer call).
+
+The evidence is numbered and ordered by time, each item with its absolute date, so the
+model can turn "yesterday" into a date by reading the item's own date. The reply names
+the items it rests on (``supports``); the caller keeps only numbers that exist. When the
+items do not hold the answer the model must say exactly ``not in memory`` (REMem's
+refusal convention, R:226) instead of guessing. Everything static (rules and a worked
+example with made-up people) comes first, so llama.cpp reuses it across questions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+VERSION = "answer-v1"
+REFUSAL = "not in memory"
+MAX_SUPPORTS = 6
+MAX_ANSWER_CHARS = 120
+# Covers the longest reply the schema allows (a test checks it); a typical reply is ~25 tokens.
+MAX_TOKENS = 220
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_CHARS},
+        "supports": {"type": "array", "maxItems": MAX_SUPPORTS,
+                     "items": {"type": "integer", "minimum": 1, "maximum": 99}},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+    "required": ["answer", "supports", "confidence"],
+    "additionalProperties": False,
+}
+
+SYSTEM = f"""You answer questions about a person's past conversations, using only the numbered memory items given.
+Rules:
+- Answer in as few words as possible: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
+- Every item starts with its date. Turn relative times into dates with the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
+- If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
+- "supports": the numbers of the items your answer rests on.
+- "confidence": from 0 to 1, how sure you are that the items say it.
+Reply with JSON only.
+
+Example items:
+[1] 2 March 2022 - Priya: We adopted a puppy yesterday! His name is Biscuit.
+[2] 20 April 2022 - Tom: Work has been busy, I'm moving to Lisbon in June.
+Question: When did Priya adopt her dog?
+{{"answer": "1 March 2022", "supports": [1], "confidence": 0.9}}
+Question: What is Tom's sister called?
+{{"answer": "{REFUSAL}", "supports": [], "confidence": 0.9}}"""
+
+
+def build(question: str, items: Sequence[str], today: str | None) -> list[dict[str, str]]:
+    """``items``: one line per piece of evidence, already dated and in time order."""
+    numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
+    head = f"Today is {today}.\n" if today else ""
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}"}]

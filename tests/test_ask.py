@@ -1,0 +1,130 @@
+"""Asking: evidence in time order with dates, supports checked, citations from the store, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localmem import Memory
+from localmem.answer import evidence_line, is_refusal
+from localmem.cli import cli
+from localmem.errors import LocalmemError
+
+from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import runner
+
+CHAT = [
+    ("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful.", "2023-05-08T13:56:00", "D1:3"),
+    ("Melanie", "I painted a lake sunrise last year, it is special to me.", "2023-05-08T14:01:00", "D1:4"),
+    ("Caroline", "I am researching adoption agencies now.", "2023-05-25T10:00:00", "D2:1"),
+]
+
+
+def _memory(tmp_path, llm) -> Memory:
+    mem = Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    for speaker, text, when, ext in CHAT:
+        mem.add(speaker, text, time=when, id=ext)
+    return mem
+
+
+def _items(prompt_messages) -> list[str]:
+    user = prompt_messages[-1]["content"]
+    return [line for line in user.splitlines() if line.startswith("[")]
+
+
+def test_answer_cites_the_supporting_messages_and_drops_supports_that_point_nowhere(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {
+        "answer": "7 May 2023",
+        "supports": [next(i for i, line in enumerate(_items(messages), 1) if "support group" in line), 42],
+        "confidence": 0.9})
+    with _memory(tmp_path, llm) as mem:
+        result = mem.ask("When did Caroline go to the support group?")
+    assert result.answer == "7 May 2023" and not result.refused and result.confidence == 0.9
+    assert len(result.supports) == 1  # 42 pointed past the evidence and was dropped
+    assert [c.external_id for c in result.citations] == ["D1:3"]
+    assert result.citations[0].speaker == "Caroline" and "support group" in result.citations[0].text
+    system, user = llm.calls[0][0], llm.calls[0][-1]["content"]
+    assert system["role"] == "system" and "not in memory" in system["content"]
+    items = _items(llm.calls[0])
+    assert len(items) == 3 and "[1] 8 May 2023 - " in items[0] and items[-1].startswith("[3] 25 May 2023 - Caroline:")
+    assert user.rstrip().endswith("Question: When did Caroline go to the support group?")
+    assert "Today is 25 May 2023." in user  # default "now": the latest message
+    assert result.tokens["prompt"] > 0 and set(result.timings) >= {"search", "answer", "total"}
+
+
+def test_a_refusal_cites_nothing(tmp_path):
+    llm = ScriptedLLM(replies=[{"answer": "Not in memory.", "supports": [1], "confidence": 0.8}])
+    with _memory(tmp_path, llm) as mem:
+        result = mem.ask("What is Melanie's sister called?", now="2023-06-01")
+    assert result.refused and result.answer == "not in memory"
+    assert result.citations == [] and result.supports == []
+    assert "Today is 1 June 2023." in llm.calls[0][-1]["content"]
+
+
+def test_an_invalid_reply_after_the_repair_is_a_refusal_with_the_error_kept(tmp_path):
+    llm = ScriptedLLM(replies=["{not json", '{"answer": ""}'])
+    with _memory(tmp_path, llm) as mem:
+        result = mem.ask("Where did Caroline go?")
+    assert result.refused and result.error and result.calls == 2 and result.citations == []
+
+
+def test_nothing_found_refuses_without_loading_a_model(tmp_path):
+    class NoModel:
+        model_id = "none"
+
+        def complete_json(self, *args, **kwargs):  # pragma: no cover - must not be called
+            raise AssertionError("the model was called")
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=NoModel()) as mem:
+        result = mem.ask("Anything at all?")
+    assert result.refused and result.evidence == [] and result.calls == 0
+
+
+def test_the_evidence_budget_bounds_what_the_model_sees(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "x", "supports": [1], "confidence": 0.5})
+    with _memory(tmp_path, llm) as mem:
+        small = mem.ask("Caroline support group adoption", max_tokens=14)
+        assert 1 <= len(small.evidence) < 3
+        assert sum(len(h.text.split()) for h in small.evidence) <= 14
+        with pytest.raises(LocalmemError, match="unknown ask mode"):
+            mem.ask("x", mode="psychic")
+        with pytest.raises(LocalmemError, match="--now"):
+            mem.ask("x", now="yesterday-ish")
+
+
+def test_refusal_phrases():
+    assert is_refusal("Not in memory.") and is_refusal("No information available")
+    assert is_refusal("") and not is_refusal("Lisbon")
+
+
+def test_evidence_lines_carry_the_date_and_speaker(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "x", "supports": [], "confidence": 0.5})
+    with _memory(tmp_path, llm) as mem:
+        hit = mem.search("lake sunrise", k=1)[0]
+    assert evidence_line(hit) == "8 May 2023 - Melanie: I painted a lake sunrise last year, it is special to me."
+
+
+def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, monkeypatch):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "Adoption agencies", "supports": [1, 2, 3],
+                                                  "confidence": 0.7})
+    fake = HashEmbedder()
+    monkeypatch.setattr(Memory, "embedder", property(lambda self: fake))
+    monkeypatch.setattr(Memory, "llm", property(lambda self: llm))
+    db = tmp_path / "cli.db"
+    with Memory(db, namespace="default") as mem:
+        for speaker, text, when, ext in CHAT:
+            mem.add(speaker, text, time=when, id=ext)
+    result = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "Adoption agencies"
+    assert "[D2:1] Caroline" in result.stdout and "llama" not in result.output
+    as_json = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?", "--json"])
+    data = json.loads(as_json.stdout)
+    assert data["answer"] == "Adoption agencies" and {c["external_id"] for c in data["citations"]} == {
+        "D1:3", "D1:4", "D2:1"}
+    empty = runner().invoke(cli, ["--db", str(db), "ask"])
+    assert empty.exit_code != 0 and "QUESTION" in empty.output
