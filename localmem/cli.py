@@ -667,6 +667,10 @@ def eval_() -> None:
 @eval_.command(name="locomo")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
+@click.option("--mode", type=click.Choice(["fast"]), default="fast", show_default=True,
+              help="The ask mode answering the questions (without --retrieval-only).")
+@click.option("--system", type=click.Choice(["localmem", "raw-hybrid"]), default="localmem", show_default=True,
+              help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and budget.")
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
@@ -677,15 +681,30 @@ def eval_() -> None:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
-def eval_locomo(state: _State, file: Path, retrieval_only: bool, ks: str, conversations: str | None,
-                limit: int | None, channels: str | None, promote: bool, rerank: str,
-                out_dir: Path | None, as_json: bool) -> None:
-    """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace."""
+def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str, ks: str,
+                conversations: str | None, limit: int | None, channels: str | None, promote: bool,
+                rerank: str, out_dir: Path | None, as_json: bool) -> None:
+    """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace.
+
+    Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
+    evidence recall, refusal on category 5, latency, tokens)."""
     from . import evaluate
 
     if not retrieval_only:
-        raise LocalmemError("end-to-end evaluation needs 'localmem ask', which is not built yet; "
-                            "use --retrieval-only")
+        from . import eval_answers
+
+        with _progress(state, "answering") as progress:
+            answers = eval_answers.locomo_answers(
+                file, state.config,
+                conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
+                limit=limit, mode=mode, system=system, progress=progress)
+        if out_dir is not None:
+            eval_answers.write_report(answers, out_dir)
+        if as_json:
+            _print_json(answers)
+        else:
+            click.echo(eval_answers.render_markdown(answers))
+        return
     report = evaluate.locomo_retrieval(
         file, state.config, ks=_sizes(ks),
         conversations=[c.strip() for c in conversations.split(",")] if conversations else None,

@@ -284,13 +284,15 @@ class Memory:
 
     def ask(self, question: str, *, mode: str = "fast", now: dt.date | str | None = None,
             k: int | None = None, max_tokens: int | None = None,
-            channels: Sequence[str] | None = None, promote: bool = False) -> "answer_mod.Answer":
+            channels: Sequence[str] | None = None, promote: bool = False,
+            messages_only: bool = False) -> "answer_mod.Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
         or refuse (``refused=True``, answer "not in memory") when the memory does not say.
 
         ``fast`` (REMem-S): one search, then one LLM call over the best hits that fit
         ``max_tokens`` (default ``config.ask_max_tokens``), given to the model in time order.
         ``now``: the date relative questions count from (default: the latest message time).
+        ``messages_only``: search raw messages alone (the plain hybrid baseline).
         """
         if mode != "fast":
             raise LocalmemError(f"unknown ask mode {mode!r}; available: fast")
@@ -303,7 +305,7 @@ class Memory:
         started = time.perf_counter()
         today = today or channels_mod.latest_time(self.conn, self.namespace)
         params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
-                                            promote=promote), now=today)
+                                            promote=promote), now=today, messages_only=messages_only)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
         hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
         searched = time.perf_counter() - started

@@ -109,6 +109,7 @@ class SearchParams:
     # Chosen on LoCoMo conv-26 among 0.25, 0.5 and 1.0 (recall@10 of categories 1-4: 78.4, 78.1,
     # 73.2; the sum of all votes instead of the best one: 63.6).
     evidence_weight: float = 0.25
+    messages_only: bool = False  # raw turns only: the plain hybrid baseline over a built store
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -121,18 +122,19 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
     if "vector" in params.channels and query_vec is not None:
         blob = to_blob(query_vec)
         found: list[tuple[float, Key]] = []
-        for prefix, name in (("m", "vec_messages_knn"), ("u", "vec_units_knn")):
+        for prefix, name in _tables(params, "vec_messages_knn", "vec_units_knn"):
             for row_id, distance in conn.execute(q(name), {"embedding": blob, "k": params.budget, "ns": ns}):
                 found.append((distance, (prefix, row_id)))
         found.sort(key=lambda pair: pair[0])
         rankings["vector"] = [key for _, key in found[:params.budget]]
         for distance, key in found[:params.budget]:
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
-    _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
+    if not params.messages_only:
+        _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
     match = fts_query(query)
     if "bm25" in params.channels and match:
         scored: list[tuple[float, Key]] = []
-        for prefix, name in (("m", "fts_messages"), ("u", "fts_units")):
+        for prefix, name in _tables(params, "fts_messages", "fts_units"):
             for row_id, score in conn.execute(q(name), {"match": match, "ns": ns, "k": params.budget}):
                 scored.append((score, (prefix, row_id)))
         scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
@@ -140,6 +142,10 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
         for score, key in scored[:params.budget]:
             raw.setdefault(key, {})["bm25"] = round(-score, 4)
     return rankings, raw
+
+
+def _tables(params: SearchParams, messages: str, units: str) -> list[tuple[str, str]]:
+    return [("m", messages)] if params.messages_only else [("m", messages), ("u", units)]
 
 
 def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -178,7 +184,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     rankings, raw = run_channels(conn, ns, query, query_vec, params, when)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
-    if params.evidence_fusion:
+    if params.evidence_fusion and not params.messages_only:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
     fused = fused[:params.k * 3]
     hydrated = hydrate(conn, [key for key, _, _ in fused])
