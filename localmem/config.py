@@ -162,4 +162,9 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
             return int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"setting {name} must be an integer, got {value!r}") from exc
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"setting {name} must be a number, got {value!r}") from exc
     return str(value) if isinstance(default, str) or default is None else value

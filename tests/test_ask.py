@@ -128,3 +128,14 @@ def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, monkeypatch):
         "D1:3", "D1:4", "D2:1"}
     empty = runner().invoke(cli, ["--db", str(db), "ask"])
     assert empty.exit_code != 0 and "QUESTION" in empty.output
+
+
+def test_number_settings_come_from_the_environment_as_numbers():
+    from localmem.config import Config
+    from localmem.errors import ConfigError
+
+    cfg = Config.load({}, env={"LOCALMEM_VERIFY_FACTS": "0.5", "LOCALMEM_ASK_MAX_TOKENS": "600"},
+                      config_file=None)
+    assert cfg.verify_facts == 0.5 and cfg.ask_max_tokens == 600
+    with pytest.raises(ConfigError, match="verify_facts must be a number"):
+        Config.load({}, env={"LOCALMEM_VERIFY_FACTS": "high"})
