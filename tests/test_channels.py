@@ -226,3 +226,22 @@ def test_evidence_fusion_lets_units_vote_for_their_messages(mem):
     assert scores[("m", m2)] == pytest.approx(0.010)  # brought in by its gist: 0.5 x 0.020
     assert scores[("u", narrow)] < scores[("m", m2)]  # right behind its message, to be folded with it
     assert scores[("u", wide)] == 0.015 and scores[("m", m1)] == 0.030  # episodes vote for nothing
+
+
+def test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes(mem):
+    mem.add("Ann", "hello")
+    conn = mem.conn
+
+    def counts():
+        return {eid: (kept, real) for eid, kept, real in conn.execute(
+            "select e.id, e.mention_count, (select count(*) from mentions m where m.entity_id = e.id) "
+            "from entities e")}
+    with conn:
+        a, b, c = _unit(conn, "a"), _unit(conn, "b"), _unit(conn, "c")
+        rex = _entity(conn, "Rex", [a, b, c])
+        conn.execute("insert or ignore into mentions values (?, ?, 'mentioned', null)", (a, rex))  # exists
+        ann = _entity(conn, "Ann", [a])
+    assert counts() == {rex: (3, 3), ann: (1, 1)}
+    with conn:
+        conn.execute("delete from units where id = ?", (a,))  # mentions go by cascade
+    assert counts() == {rex: (2, 2), ann: (0, 0)}

@@ -8,11 +8,6 @@
 -- shared entities weighted 1/sqrt(mentions) so that hubs (the speakers) spread nothing.
 -- :seeds is a JSON array of [unit id, activation].
 WITH RECURSIVE
-  entity_weight(entity_id, w) AS MATERIALIZED (
-    SELECT m.entity_id, 1.0 / sqrt(count(*)) FROM mentions AS m
-    JOIN entities AS e ON e.id = m.entity_id AND e.ns = :ns
-    GROUP BY m.entity_id
-  ),
   walk(node, act, depth) AS (
     SELECT value ->> 0, value ->> 1, 0 FROM json_each(:seeds)
     UNION ALL
@@ -26,12 +21,12 @@ WITH RECURSIVE
     WHERE walk.depth < :depth AND l.weight >= :min_weight
       AND walk.act * l.weight * :decay >= :min_activation
     UNION ALL
-    SELECT b.unit_id, walk.act * ew.w * :decay, walk.depth + 1
+    SELECT b.unit_id, walk.act * :decay / sqrt(e.mention_count), walk.depth + 1
     FROM walk JOIN mentions AS a ON a.unit_id = walk.node
-    JOIN entity_weight AS ew ON ew.entity_id = a.entity_id
+    JOIN entities AS e ON e.id = a.entity_id AND e.ns = :ns
     JOIN mentions AS b ON b.entity_id = a.entity_id AND b.unit_id != walk.node
-    WHERE walk.depth < :depth AND ew.w >= :min_weight
-      AND walk.act * ew.w * :decay >= :min_activation
+    WHERE walk.depth < :depth AND 1.0 / sqrt(e.mention_count) >= :min_weight
+      AND walk.act * :decay / sqrt(e.mention_count) >= :min_activation
     ORDER BY 2 DESC
     LIMIT :max_rows
   )
@@ -61,7 +56,7 @@ WHERE l.type = 'temporal' AND l.dst_id IN (SELECT value FROM json_each(:ids));
 
 -- name: entities_named
 -- Entities whose alias is one of :names (JSON array of normalised names), with their weight.
-SELECT e.id, a.norm_alias, 1.0 / sqrt(max(1, (SELECT count(*) FROM mentions AS m WHERE m.entity_id = e.id)))
+SELECT e.id, a.norm_alias, 1.0 / sqrt(max(1, e.mention_count))
 FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id
 WHERE e.ns = :ns AND a.norm_alias IN (SELECT value FROM json_each(:names));
 
