@@ -66,6 +66,24 @@ def test_checked_greedy_decoding_matches_llama_cpp_python_full_grammar_sampling(
         assert fast.prompt_tokens == slow["usage"]["prompt_tokens"]
 
 
+def test_alternating_prompts_restore_their_prefix_snapshot_and_give_the_same_output(tiny_llm):
+    from localmem.prompts import extract, verify
+
+    ex = extract.build(["Ann: I moved to Oslo yesterday.", "Bob: Nice!"], "8 May 2023")
+    check = verify.build(["Ann: I moved to Oslo yesterday."], "Ann moved to Oslo.")
+    first = tiny_llm.complete_json(ex, extract.SCHEMA, 60).text
+    judged = tiny_llm.judge([check]).p_yes
+    restored, before = tiny_llm._prefixes.restored, tiny_llm.prefilled
+    again = tiny_llm.complete_json(ex, extract.SCHEMA, 60).text  # the verify prompt evicted it
+    assert tiny_llm._prefixes.restored == restored + 1
+    system_tokens = tiny_llm.count_tokens(ex[0]["content"])
+    assert tiny_llm.prefilled - before < tiny_llm.count_tokens(ex[1]["content"]) + 40 < system_tokens + 40
+    assert again == first
+    assert abs(tiny_llm.judge([check]).p_yes[0] - judged[0]) < 1e-3
+    tiny_llm._model().reset()  # a cleared cache is refilled from the snapshot too
+    assert tiny_llm.complete_json(ex, extract.SCHEMA, 60).text == first
+
+
 def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm):
     path = tmp_path / "chat.txt"
     path.write_text("[2023-05-08 13:00]\nAnn: I adopted a cat named Biscuit yesterday.\n"

@@ -18,6 +18,7 @@ from ..errors import MissingDependencyError, ModelNotFoundError
 import numpy as np
 
 from ..llm import Completion, Judged, Message
+from .llama_prefix import PrefixCache
 
 
 class LlamaLLM:
@@ -35,6 +36,8 @@ class LlamaLLM:
         self._llama: Any = None
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
+        self._prefixes = PrefixCache()
+        self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -59,13 +62,26 @@ class LlamaLLM:
 
         llama = self._model()
         started = time.perf_counter()
-        prompt, templated = self._chat_prompt(list(messages))
-        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
-        done = llama_greedy.decode(llama, tokens, self._grammar(schema), max_tokens)
+        tokens = self._prefill(messages)
+        done = llama_greedy.decode(llama, self._grammar(schema), max_tokens)
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
-        return Completion(text=text, prompt_tokens=done.prompt_tokens,
+        return Completion(text=text, prompt_tokens=len(tokens),
                           completion_tokens=len(done.tokens),
                           seconds=time.perf_counter() - started)
+
+    def _prefill(self, messages: Sequence[Message]) -> list[int]:
+        """Evaluate the chat prompt of ``messages`` (the system message is the reusable
+        prefix); returns its tokens. Raises ``ValueError`` when it does not fit the context."""
+        from .llama_prefix import static_length
+
+        llama = self._model()
+        prompt, templated = self._chat_prompt(list(messages))
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+        if len(tokens) >= llama.n_ctx():
+            raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+        self.prefilled += self._prefixes.prefill(llama, tokens, static_length(llama, prompt, tokens, system))
+        return tokens
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp.llama_grammar import LlamaGrammar
@@ -119,17 +135,10 @@ class LlamaLLM:
         yes, no = self._answer_tokens()
         out = Judged(p_yes=[])
         for messages in prompts:
-            prompt, templated = self._chat_prompt(list(messages))
-            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
-            if len(tokens) >= llama.n_ctx():
-                raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
-            keep = 0
-            while keep < min(llama.n_tokens, len(tokens) - 1) and llama.input_ids[keep] == tokens[keep]:
-                keep += 1
-            llama.n_tokens = keep  # eval() drops the cache beyond this point and re-evaluates the rest
-            llama.eval(tokens[keep:])
+            before = self.prefilled
+            tokens = self._prefill(messages)
             out.prompt_tokens += len(tokens)
-            out.prefilled += len(tokens) - keep
+            out.prefilled += self.prefilled - before
             # llama-cpp-python keeps no logits without logits_all; read the context's last row.
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
             margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])

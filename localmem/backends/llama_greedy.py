@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,30 +23,15 @@ _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float3
 @dataclass
 class Decoded:
     tokens: list[int]
-    prompt_tokens: int
-    prefilled: int  # prompt tokens actually evaluated (the rest came from the reused prefix)
     full_checks: int  # steps where the best token was rejected and the whole vocabulary was constrained
 
 
-def decode(llama: Any, prompt: Sequence[int], grammar: Any, max_tokens: int) -> Decoded:
-    """Greedy tokens after ``prompt`` under ``grammar`` (a ``LlamaGrammar``), until an
-    end-of-generation token or ``max_tokens``.
-
-    The evaluated prefix shared with the previous call is reused. Raises ``ValueError``
-    when the prompt does not fit the context window.
-    """
+def decode(llama: Any, grammar: Any, max_tokens: int) -> Decoded:
+    """Greedy tokens under ``grammar`` (a ``LlamaGrammar``) after the prompt ``llama`` has
+    just evaluated, until an end-of-generation token, ``max_tokens`` or a full context."""
     import llama_cpp
 
-    prompt = list(prompt)
-    n_ctx = llama.n_ctx()
-    if len(prompt) >= n_ctx:
-        raise ValueError(f"the prompt has {len(prompt)} tokens; the context window holds {n_ctx}")
-    max_tokens = min(max_tokens, n_ctx - len(prompt))
-    keep = 0
-    while keep < min(llama.n_tokens, len(prompt) - 1) and llama.input_ids[keep] == prompt[keep]:
-        keep += 1
-    llama.n_tokens = keep  # eval() drops the cache beyond this point
-    llama.eval(prompt[keep:])
+    max_tokens = min(max_tokens, llama.n_ctx() - llama.n_tokens)
 
     vocab = llama._model.vocab
     n_vocab = llama.n_vocab()
@@ -85,5 +70,4 @@ def decode(llama: Any, prompt: Sequence[int], grammar: Any, max_tokens: int) -> 
             llama.eval([token])
     finally:
         llama_cpp.llama_sampler_free(sampler)
-    return Decoded(tokens=out, prompt_tokens=len(prompt), prefilled=len(prompt) - keep,
-                   full_checks=full_checks)
+    return Decoded(tokens=out, full_checks=full_checks)
