@@ -16,6 +16,7 @@ from typing import Sequence
 import apsw
 import numpy as np
 
+from . import vector_index
 from .queries import q
 from .query_time import Range
 from .resolve import normalise
@@ -119,8 +120,6 @@ def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.nd
     """CAST's episodic side: the ``episodes`` nearest episodes that fit the query's people and
     time, and everything they hold (their units and messages). Empty when the query names
     neither a time nor anyone who appears in fewer than half of the episodes."""
-    from .embed import to_blob
-
     # Only what narrows the episodes down counts: in a two-person chat the speakers are in all.
     entities = [e for e in query_entities(conn, ns, query)
                 if conn.execute(q("entity_episode_share"), {"ns": ns, "id": e}).fetchone()[0] < 0.5]
@@ -130,8 +129,7 @@ def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.nd
         {"start": None, "end": None}
     members: set[Key] = set()
     kept = 0
-    for episode_id, _distance in conn.execute(q("vec_episodes_knn"), {
-            "embedding": to_blob(query_vec), "k": episodes * 4, "ns": ns}).fetchall():
+    for episode_id, _distance in vector_index.knn(conn, "units", ns, query_vec, episodes * 4, kind="episode"):
         fits = conn.execute(q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities),
                                                 **bounds}).fetchone()[0]
         if not fits:

@@ -67,6 +67,7 @@ def connect(path: Path | str, busy_timeout_ms: int = 5000,
             conn.exec_trace = lambda cursor, sql, bindings: (tracer(sql, bindings), True)[1]
         with busy_as_locked(spath):
             migrate(conn, spath)
+            ensure_codes(conn)
     except apsw.NotADBError as exc:
         conn.close()
         raise NotALocalmemStoreError(spath, "not an SQLite database") from exc
@@ -157,6 +158,7 @@ def bind_embedder(conn: apsw.Connection, model_id: str, dim: int) -> None:
         raise LocalmemError(f"embedder dimension {dim!r} is not a sensible vector size")
     # DDL cannot take bound parameters; `dim` is a validated int, never user text.
     conn.execute(q("vec_create").replace("{dim}", str(dim)))
+    conn.execute(q("codes_create"))
     set_meta(conn, "embed_model_id", model_id)
     set_meta(conn, "embed_dim", str(dim))
     set_meta(conn, "embed_bound_at", now_iso())
@@ -166,6 +168,14 @@ def unbind_embedder(conn: apsw.Connection) -> None:
     conn.execute(q("vec_drop"))
     conn.execute(q("meta_delete"), {"key": "embed_model_id"})
     conn.execute(q("meta_delete"), {"key": "embed_dim"})
+
+
+def ensure_codes(conn: apsw.Connection) -> None:
+    """Give a store bound before the binary codes existed its codes (once, in a transaction)."""
+    if has_vectors(conn) and conn.execute(q("codes_exist")).fetchone() is None:
+        with conn:
+            conn.execute(q("codes_create"))
+            conn.execute(q("codes_backfill"))
 
 
 def has_vectors(conn: apsw.Connection) -> bool:

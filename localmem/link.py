@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import apsw
 import numpy as np
 
-from . import db
-from .embed import to_blob
+from . import db, vector_index
 from .queries import q
 
 
@@ -54,9 +53,7 @@ def link_episode(conn: apsw.Connection, ns: str, episode_id: int, conversation: 
                     "limit": cfg.temporal_limit}):
                 delta = abs((dt.date.fromisoformat(when[:10]) - dt.date.fromisoformat(occurred[:10])).days)
                 _add(conn, unit_id, other, "temporal", max(0.3, 1 - delta / cfg.window_days), counts)
-        blob = to_blob(vector)
-        for other, distance in conn.execute(q("vec_units_knn_kind"), {
-                "embedding": blob, "k": cfg.neighbours + 1, "ns": ns, "kind": kind}):
+        for other, distance in vector_index.knn(conn, "units", ns, vector, cfg.neighbours + 1, kind=kind):
             similarity = 1.0 - distance
             if other == unit_id:
                 continue

@@ -11,6 +11,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from . import answer as answer_mod
 from . import (
     browse,
     db,
@@ -18,13 +19,12 @@ from . import (
     formats,
     ingest,
     link,
-    resolve,
     manage,
+    resolve,
     search,
     segment,
     transfer,
 )
-from . import answer as answer_mod
 from . import channels as channels_mod
 from .config import Config
 from .embed import Embedder, embed_batched

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 import apsw
 import numpy as np
 
-from .embed import to_blob
+from . import vector_index
 from .queries import q
 from .query_time import Range
 
@@ -120,10 +120,9 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
     rankings: dict[str, list[Key]] = {}
     raw: dict[Key, dict[str, float]] = {}
     if "vector" in params.channels and query_vec is not None:
-        blob = to_blob(query_vec)
         found: list[tuple[float, Key]] = []
-        for prefix, name in _tables(params, "vec_messages_knn", "vec_units_knn"):
-            for row_id, distance in conn.execute(q(name), {"embedding": blob, "k": params.budget, "ns": ns}):
+        for prefix, table in _tables(params, "messages", "units"):
+            for row_id, distance in vector_index.knn(conn, table, ns, query_vec, params.budget):
                 found.append((distance, (prefix, row_id)))
         found.sort(key=lambda pair: pair[0])
         rankings["vector"] = [key for _, key in found[:params.budget]]
@@ -159,8 +158,7 @@ def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.n
         if "vector" in rankings:
             seeds = [(key, raw[key]["vector"]) for key in rankings["vector"] if key[0] == "u"]
         else:  # the vector channel is switched off (an ablation): find the entry points anyway
-            seeds = [(("u", i), 1.0 - d) for i, d in conn.execute(q("vec_units_knn"), {
-                "embedding": to_blob(query_vec), "k": params.budget, "ns": ns})]
+            seeds = [(("u", i), 1.0 - d) for i, d in vector_index.knn(conn, "units", ns, query_vec, params.budget)]
         found["graph"] = channels.graph(conn, ns, seeds, params.budget)
     if "temporal" in params.channels and query_vec is not None and when is not None:
         found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..errors import MissingDependencyError, ModelNotFoundError
 import numpy as np
 
+from ..errors import MissingDependencyError, ModelNotFoundError
 from ..llm import Completion, Judged, Message
 from .llama_prefix import PrefixCache
 

@@ -117,10 +117,16 @@ VALUES (:src_id, :dst_id, :row ->> 'link_type', :row ->> 'weight', :row ->> 'val
 
 -- name: import_message_vector
 INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns');
+INSERT OR REPLACE INTO vec_message_codes (id, ns, code)
+SELECT :id, :row ->> 'ns', vec_quantize_binary(unhex(:row ->> 'embedding'))
+WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
 
 -- name: import_unit_vector
 INSERT INTO vec_units (rowid, embedding, ns, kind)
 VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns', :row ->> 'kind');
+INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code)
+SELECT :id, :row ->> 'ns', :row ->> 'kind', vec_quantize_binary(unhex(:row ->> 'embedding'))
+WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
 
 -- name: ids_in_use
 SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities);

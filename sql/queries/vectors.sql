@@ -18,20 +18,101 @@ CREATE TRIGGER IF NOT EXISTS vec_units_delete AFTER DELETE ON units BEGIN
     DELETE FROM vec_units WHERE rowid = old.id;
 END;
 
+-- name: codes_create
+-- Binary codes of the vectors (one sign bit per dimension), scanned in memory by
+-- vector_index.py on large namespaces, where a vec0 scan costs ~0.5 µs per row. Kept by the
+-- vec_*_insert queries and the delete triggers below; vec_code_changes tells a process's
+-- cached copy whether to append (inserts in id order) or reload (deletes, out-of-order ids).
+CREATE TABLE IF NOT EXISTS vec_message_codes (
+    id   INTEGER PRIMARY KEY,
+    ns   TEXT NOT NULL,
+    code BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vec_message_codes_by_ns ON vec_message_codes (ns, id);
+CREATE TABLE IF NOT EXISTS vec_unit_codes (
+    id   INTEGER PRIMARY KEY,
+    ns   TEXT NOT NULL,
+    kind TEXT,
+    code BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vec_unit_codes_by_ns ON vec_unit_codes (ns, id);
+CREATE TABLE IF NOT EXISTS vec_code_changes (
+    name     TEXT PRIMARY KEY,
+    inserts  INTEGER NOT NULL DEFAULT 0,
+    reloads  INTEGER NOT NULL DEFAULT 0,
+    high_id  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO vec_code_changes (name) VALUES ('messages'), ('units');
+CREATE TRIGGER IF NOT EXISTS vec_message_codes_insert AFTER INSERT ON vec_message_codes BEGIN
+    UPDATE vec_code_changes SET inserts = inserts + 1, reloads = reloads + (new.id <= high_id),
+        high_id = max(high_id, new.id) WHERE name = 'messages';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_unit_codes_insert AFTER INSERT ON vec_unit_codes BEGIN
+    UPDATE vec_code_changes SET inserts = inserts + 1, reloads = reloads + (new.id <= high_id),
+        high_id = max(high_id, new.id) WHERE name = 'units';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_message_codes_delete AFTER DELETE ON vec_message_codes BEGIN
+    UPDATE vec_code_changes SET reloads = reloads + 1 WHERE name = 'messages';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_unit_codes_delete AFTER DELETE ON vec_unit_codes BEGIN
+    UPDATE vec_code_changes SET reloads = reloads + 1 WHERE name = 'units';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_message_codes_gone AFTER DELETE ON messages BEGIN
+    DELETE FROM vec_message_codes WHERE id = old.id;
+END;
+CREATE TRIGGER IF NOT EXISTS vec_unit_codes_gone AFTER DELETE ON units BEGIN
+    DELETE FROM vec_unit_codes WHERE id = old.id;
+END;
+
+-- name: codes_exist
+SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_unit_codes';
+
+-- name: codes_backfill
+-- Stores bound before the codes existed: quantise what the vec0 tables hold.
+INSERT OR IGNORE INTO vec_message_codes (id, ns, code)
+SELECT rowid, ns, vec_quantize_binary(embedding) FROM vec_messages WHERE length(embedding) % 32 = 0;
+INSERT OR IGNORE INTO vec_unit_codes (id, ns, kind, code)
+SELECT rowid, ns, kind, vec_quantize_binary(embedding) FROM vec_units WHERE length(embedding) % 32 = 0;
+
+-- name: codes_changes
+SELECT name, inserts, reloads FROM vec_code_changes;
+
+-- name: message_codes_after
+SELECT id, NULL, code FROM vec_message_codes WHERE ns = :ns AND id > :after ORDER BY id;
+
+-- name: unit_codes_after
+SELECT id, kind, code FROM vec_unit_codes WHERE ns = :ns AND id > :after ORDER BY id;
+
+-- name: message_vectors_of
+SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_messages AS v ON v.rowid = j.value;
+
+-- name: unit_vectors_of
+SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_units AS v ON v.rowid = j.value;
+
 -- name: vec_drop
 DROP TRIGGER IF EXISTS vec_messages_delete;
 DROP TRIGGER IF EXISTS vec_units_delete;
 DROP TABLE IF EXISTS vec_messages;
 DROP TABLE IF EXISTS vec_units;
+DROP TRIGGER IF EXISTS vec_message_codes_gone;
+DROP TRIGGER IF EXISTS vec_unit_codes_gone;
+DROP TABLE IF EXISTS vec_message_codes;
+DROP TABLE IF EXISTS vec_unit_codes;
+DROP TABLE IF EXISTS vec_code_changes;
 
 -- name: vec_exists
 SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_messages';
 
 -- name: vec_message_insert
 INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, :embedding, :ns);
+-- Codes need a dimension divisible by 8 (32 bytes of float32); other embedders search exactly.
+INSERT OR REPLACE INTO vec_message_codes (id, ns, code)
+SELECT :id, :ns, vec_quantize_binary(:embedding) WHERE length(:embedding) % 32 = 0;
 
 -- name: vec_unit_insert
 INSERT INTO vec_units (rowid, embedding, ns, kind) VALUES (:id, :embedding, :ns, :kind);
+INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code)
+SELECT :id, :ns, :kind, vec_quantize_binary(:embedding) WHERE length(:embedding) % 32 = 0;
 
 -- name: vec_messages_knn
 SELECT rowid AS id, distance
