@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -68,15 +69,55 @@ class Hit:
 Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 expression for free text: quoted word tokens joined by OR."""
+def fts_words(text: str) -> list[str]:
+    """The words of free text worth matching: no stopwords, no single letters, no repeats."""
     words = [w.lower() for w in _WORD.findall(text)]
     # Single letters ("s" of "Elena's") match nearly everything and cost time, not recall.
     kept = [w for w in words if w not in STOPWORDS and len(w) > 1] or words
-    unique = list(dict.fromkeys(kept))[:MAX_FTS_TERMS]
-    if not unique:
-        return None
-    return " OR ".join(f'"{w}"' for w in unique)
+    return list(dict.fromkeys(kept))[:MAX_FTS_TERMS]
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 expression for free text: quoted word tokens joined by OR."""
+    return _or(fts_words(text))
+
+
+def _or(words: Sequence[str]) -> str | None:
+    return " OR ".join(f'"{w}"' for w in words) if words else None
+
+
+# A word in more documents than this is left out of a BM25 query that has a rarer word: it
+# would cost a score for every one of them and weighs almost nothing (stores this small are
+# searched with every word).
+COMMON_TERM_DOCS = 20_000
+
+
+def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None:
+    """:func:`fts_query` without the words that match more than :data:`COMMON_TERM_DOCS` rows
+    of ``table`` ("messages" or "units"), unless every word does (then the rarest stays)."""
+    words = fts_words(text)
+    if len(words) < 2:
+        return _or(words)
+    stem = _porter(conn)
+    docs = {}
+    for word in words:
+        counts = [row[0] for term in stem(word)
+                  for row in conn.execute(q(f"{table}_term_docs"), {"term": term})]
+        docs[word] = max(counts, default=0)
+    kept = [w for w in words if docs[w] <= COMMON_TERM_DOCS]
+    return _or(kept or [min(words, key=lambda w: docs[w])])
+
+
+_STEMMERS: "weakref.WeakKeyDictionary[apsw.Connection, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
+
+
+def _porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
+    """The FTS tables' own tokenizer (porter over unicode61), so terms match the vocabulary."""
+    if conn not in _STEMMERS:
+        tokenize = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        _STEMMERS[conn] = lambda word: tokenize(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None,
+                                                include_offsets=False, include_colocated=False)
+    return _STEMMERS[conn]
 
 
 def rrf(rankings: dict[str, Sequence[Key]], k: int = 60) -> list[tuple[Key, float, dict[str, int]]]:
@@ -130,11 +171,11 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
     if not params.messages_only:
         _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
-    match = fts_query(query)
-    if "bm25" in params.channels and match:
+    if "bm25" in params.channels and fts_words(query):
         scored: list[tuple[float, Key]] = []
-        for prefix, name in _tables(params, "fts_messages", "fts_units"):
-            for row_id, score in conn.execute(q(name), {"match": match, "ns": ns, "k": params.budget}):
+        for prefix, table in _tables(params, "messages", "units"):
+            match = pruned_fts_query(conn, query, table)
+            for row_id, score in conn.execute(q(f"fts_{table}"), {"match": match, "ns": ns, "k": params.budget}):
                 scored.append((score, (prefix, row_id)))
         scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
         rankings["bm25"] = [key for _, key in scored[:params.budget]]

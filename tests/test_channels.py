@@ -245,3 +245,18 @@ def test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes(m
     with conn:
         conn.execute("delete from units where id = ?", (a,))  # mentions go by cascade
     assert counts() == {rex: (2, 2), ann: (0, 0)}
+
+
+def test_bm25_leaves_out_words_common_to_many_documents(mem, monkeypatch):
+    from localmem import search
+
+    for i in range(5):
+        mem.add("Ann", f"Ann went running in the park, day {i}")
+    mem.add("Ann", "Ann adopted a beagle")
+    conn = mem.conn
+    assert search.pruned_fts_query(conn, "Ann beagle running", "messages") == '"ann" OR "beagle" OR "running"'
+    monkeypatch.setattr(search, "COMMON_TERM_DOCS", 2)
+    assert search.pruned_fts_query(conn, "Ann beagle running", "messages") == '"beagle"'
+    assert search.pruned_fts_query(conn, "Ann running", "messages") in ('"ann"', '"running"')  # one stays
+    hits = mem.search("Ann beagle running", k=3, channels=["bm25"])
+    assert "beagle" in hits[0].text

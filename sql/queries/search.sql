@@ -41,3 +41,9 @@ FROM json_each(:ids) AS j
 JOIN units AS u ON u.id = j.value AND u.kind IN ('gist', 'fact')
 JOIN unit_sources AS us ON us.unit_id = u.id
 WHERE (SELECT count(*) FROM unit_sources AS c WHERE c.unit_id = u.id) <= :max;
+
+-- name: messages_term_docs
+SELECT doc FROM messages_fts_vocab WHERE term = :term;
+
+-- name: units_term_docs
+SELECT doc FROM units_fts_vocab WHERE term = :term;
