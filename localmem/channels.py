@@ -54,12 +54,14 @@ def graph(conn: apsw.Connection, ns: str, seeds: Sequence[tuple[Key, float]], bu
 
 
 def _similarities(conn: apsw.Connection, keys: Sequence[Key], query_vec: np.ndarray) -> dict[Key, float]:
+    """Cosine similarity of each key's stored vector to the query (vectors are unit length);
+    one statement per table, the ids passed as a JSON array."""
     out: dict[Key, float] = {}
-    for key in keys:
-        name = "unit_vector" if key[0] == "u" else "message_vector"
-        row = conn.execute(q(name), {"id": key[1]}).fetchone()
-        if row:
-            out[key] = float(np.frombuffer(row[0], dtype=np.float32) @ query_vec)
+    for prefix, name in (("u", "unit_vectors_of"), ("m", "message_vectors_of")):
+        ids = [key[1] for key in keys if key[0] == prefix]
+        if ids:
+            for row_id, blob in conn.execute(q(name), {"ids": json.dumps(ids)}):
+                out[(prefix, int(row_id))] = float(np.frombuffer(blob, dtype=np.float32) @ query_vec)
     return out
 
 

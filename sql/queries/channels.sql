@@ -72,17 +72,8 @@ JOIN mentions AS m ON m.entity_id = CAST(w.key AS INTEGER)
 JOIN units AS u ON u.id = m.unit_id AND u.text != ''
 GROUP BY m.unit_id ORDER BY score DESC, m.unit_id DESC LIMIT :limit;
 
--- name: unit_vector
-SELECT embedding FROM vec_units WHERE rowid = :id;
-
 -- name: latest_message_time
 SELECT max(sent_at) FROM messages WHERE ns = :ns;
-
--- name: vec_episodes_knn
-SELECT rowid AS id, distance
-FROM vec_units
-WHERE embedding MATCH :embedding AND k = :k AND ns = :ns AND kind = 'episode'
-ORDER BY distance;
 
 -- name: episode_members
 -- Everything an episode holds: itself, its derived units and its messages, as [kind, id].
