@@ -96,6 +96,12 @@ def query_names(query: str, max_words: int = 3) -> list[str]:
     return sorted(s for s in spans if s)
 
 
+# An entity named in a query contributes at most this many of its most recent mentions: a
+# speaker of a year of chats is in nearly every unit, and ranking all of them costs time for
+# an order (recency) that the cap keeps anyway.
+ENTITY_MENTIONS = 500
+
+
 def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tuple[Key, float]]:
     """Units mentioning the entities the query names (alias-aware), weighted so that rare
     entities count more; a mention whose cue tag shares a word with the query counts double."""
@@ -107,7 +113,7 @@ def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tupl
         return []
     words = sorted({w.lower() for w in re.findall(r"\w+", query) if len(w) > 2})
     rows = conn.execute(q("units_of_entities"), {"weights": json.dumps(weights), "words": json.dumps(words),
-                                                 "limit": budget})
+                                                 "limit": budget, "per_entity": ENTITY_MENTIONS})
     return [(("u", unit), float(score)) for unit, score in rows]
 
 

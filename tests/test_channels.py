@@ -260,3 +260,14 @@ def test_bm25_leaves_out_words_common_to_many_documents(mem, monkeypatch):
     assert search.pruned_fts_query(conn, "Ann running", "messages") in ('"ann"', '"running"')  # one stays
     hits = mem.search("Ann beagle running", k=3, channels=["bm25"])
     assert "beagle" in hits[0].text
+
+
+def test_entity_channel_reads_only_the_most_recent_mentions_of_an_entity(mem, monkeypatch):
+    mem.add("Ann", "hello")
+    conn = mem.conn
+    with conn:
+        units = [_unit(conn, f"walk {i}") for i in range(6)]
+        _entity(conn, "Rex", units)
+    monkeypatch.setattr(channels, "ENTITY_MENTIONS", 3)
+    hits = channels.entity(conn, "test", "Where did Rex walk?", budget=10)
+    assert [key[1] for key, _ in hits] == units[::-1][:3]

@@ -63,12 +63,15 @@ WHERE e.ns = :ns AND a.norm_alias IN (SELECT value FROM json_each(:names));
 -- name: units_of_entities
 -- Units mentioning the entities of :weights (JSON object id -> weight); a mention whose tag
 -- shares a word with the query (:words, JSON array) counts double (MRAgent cue -> tag -> unit).
+-- Each entity contributes its :per_entity most recent mentions (units by id).
 SELECT m.unit_id,
        sum(CAST(w.value AS REAL) * (1 + EXISTS (
              SELECT 1 FROM json_each(:words) AS q WHERE instr(' ' || lower(coalesce(m.tag, '')) || ' ',
                                                              ' ' || q.value || ' ') > 0))) AS score
 FROM json_each(:weights) AS w
 JOIN mentions AS m ON m.entity_id = CAST(w.key AS INTEGER)
+ AND m.unit_id >= coalesce((SELECT r.unit_id FROM mentions AS r WHERE r.entity_id = CAST(w.key AS INTEGER)
+                            ORDER BY r.unit_id DESC LIMIT 1 OFFSET :per_entity - 1), 0)
 JOIN units AS u ON u.id = m.unit_id AND u.text != ''
 GROUP BY m.unit_id ORDER BY score DESC, m.unit_id DESC LIMIT :limit;
 
