@@ -53,6 +53,7 @@ class Answer:
     calls: int = 0
     error: str | None = None  # the model's reply stayed invalid after the repair retry
     prompt_version: str = prompt.VERSION
+    steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -218,6 +218,14 @@ def _format_hit(rank: int, hit: Any) -> str:
     return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans})\n    {hit.text}"
 
 
+def _print_step(step: Any) -> None:
+    args = ", ".join(f"{k}={v!r}" for k, v in step.args.items() if v not in (None, "", False))
+    click.echo(f"step {step.number}: {step.tool}({args}) -> {len(step.results)} result(s)"
+               + (f"; {step.note}" if step.note else ""), err=True)
+    for line in step.results:
+        click.echo(f"    {_clip(line, 150)}", err=True)
+
+
 def _clip(text: str, width: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[:width - 1] + "…"
@@ -291,8 +299,10 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 
 @cli.command()
 @click.argument("question", required=False)
-@click.option("--mode", type=click.Choice(["fast"]), default="fast", show_default=True,
-              help="fast: one search and one answer call (REMem-S).")
+@click.option("--mode", type=click.Choice(["fast", "agentic"]), default="fast", show_default=True,
+              help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).")
+@click.option("--steps", default=4, show_default=True, help="Agentic mode: at most this many tool calls.")
+@click.option("--trace", is_flag=True, help="Agentic mode: print every step on stderr.")
 @click.option("--now", help="The date relative questions count from (default: the latest message time).")
 @click.option("--max-tokens", type=int, help="Evidence tokens given to the model (default 400).")
 @click.option("--channels", help="Search channels (default vector,bm25); see `localmem search --help`.")
@@ -301,21 +311,25 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
 @json_option
 @click.pass_obj
-def ask(state: _State, question: str | None, mode: str, now: str | None, max_tokens: int | None,
-        channels: str | None, questions_file: Path | None, show_evidence: bool, as_json: bool) -> None:
+def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool, now: str | None,
+        max_tokens: int | None, channels: str | None, questions_file: Path | None, show_evidence: bool,
+        as_json: bool) -> None:
     """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
     mem = state.memory()
+    show = _print_step if trace else None
     if questions_file is not None:
         for text in _read_queries(questions_file):
-            result = mem.ask(text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen)
+            result = mem.ask(text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
+                             trace=show)
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
         return
     if not question or not question.strip():
         raise click.UsageError("give a QUESTION or --questions FILE")
-    result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen)
+    result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
+                     trace=show)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -667,7 +681,7 @@ def eval_() -> None:
 @eval_.command(name="locomo")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
-@click.option("--mode", type=click.Choice(["fast"]), default="fast", show_default=True,
+@click.option("--mode", type=click.Choice(["fast", "agentic"]), default="fast", show_default=True,
               help="The ask mode answering the questions (without --retrieval-only).")
 @click.option("--system", type=click.Choice(["localmem", "raw-hybrid"]), default="localmem", show_default=True,
               help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and budget.")

@@ -285,7 +285,8 @@ class Memory:
     def ask(self, question: str, *, mode: str = "fast", now: dt.date | str | None = None,
             k: int | None = None, max_tokens: int | None = None,
             channels: Sequence[str] | None = None, promote: bool = False,
-            messages_only: bool = False) -> "answer_mod.Answer":
+            messages_only: bool = False, steps: int = 4,
+            trace: Callable[[Any], None] | None = None) -> "answer_mod.Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
         or refuse (``refused=True``, answer "not in memory") when the memory does not say.
 
@@ -293,9 +294,16 @@ class Memory:
         ``max_tokens`` (default ``config.ask_max_tokens``), given to the model in time order.
         ``now``: the date relative questions count from (default: the latest message time).
         ``messages_only``: search raw messages alone (the plain hybrid baseline).
+
+        ``agentic`` (REMem-I + MRAgent): at most ``steps`` tool calls chosen by the model
+        (semantic and lexical retrieval with time filters, episode context, entity → tag →
+        units with ordering and counts), then one answer call over the evidence it kept;
+        ``trace`` receives each step.
         """
-        if mode != "fast":
-            raise LocalmemError(f"unknown ask mode {mode!r}; available: fast")
+        if mode not in ("fast", "agentic"):
+            raise LocalmemError(f"unknown ask mode {mode!r}; available: fast, agentic")
+        if not 1 <= steps <= 10:
+            raise LocalmemError("steps must be between 1 and 10")
         if not isinstance(question, str) or not question.strip():
             raise LocalmemError("ask() needs a non-empty question")
         try:
@@ -304,6 +312,8 @@ class Memory:
             raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
         started = time.perf_counter()
         today = today or channels_mod.latest_time(self.conn, self.namespace)
+        if mode == "agentic":
+            return self._ask_agentic(question.strip(), today, steps, trace, started)
         params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
                                             promote=promote), now=today, messages_only=messages_only)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
@@ -312,6 +322,21 @@ class Memory:
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
         result = answer_mod.answer(self.conn, llm, question.strip(), hits, today)
         result.timings["search"] = round(searched, 3)
+        result.timings["total"] = round(time.perf_counter() - started, 3)
+        return result
+
+    def _ask_agentic(self, question: str, today: dt.date, steps: int,
+                     trace: Callable[[Any], None] | None, started: float) -> "answer_mod.Answer":
+        from . import agent
+
+        bound = db.has_vectors(self.conn)
+
+        def retrieve(query: str, channels: Sequence[str], k: int) -> list[Hit]:
+            params = replace(self.search_params(k, channels=channels), now=today)
+            return next(iter(self._search_batch([query], params, bound)))
+
+        tools = agent.Tools(self.conn, self.namespace, retrieve)
+        result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localmem.llm import complete_structured, validate
+from localmem.prompts import agent as agent_prompt
 from localmem.prompts import answer as answer_prompt
 from localmem.prompts import extract as extract_prompt
 from localmem.prompts import segment as segment_prompt
@@ -59,7 +60,7 @@ def test_failure_after_repair_keeps_both_raw_texts():
     assert result.raw[0] == "nope" and "should be array" in result.error
 
 
-@pytest.mark.parametrize("module", [segment_prompt, extract_prompt, answer_prompt])
+@pytest.mark.parametrize("module", [segment_prompt, extract_prompt, answer_prompt, agent_prompt])
 def test_prompt_schemas_bound_every_array_and_string(module):
     def walk(schema, path="$"):
         kind = schema.get("type")
@@ -94,7 +95,7 @@ def _max_chars(schema) -> int:
     return 8  # numbers, booleans
 
 
-@pytest.mark.parametrize("module", [segment_prompt, extract_prompt, answer_prompt])
+@pytest.mark.parametrize("module", [segment_prompt, extract_prompt, answer_prompt, agent_prompt])
 def test_max_tokens_cover_the_longest_allowed_output(module):
     # ~3 characters per token for English JSON: a reply within the schema is never cut off.
     assert module.MAX_TOKENS * 3 >= _max_chars(module.SCHEMA)
