@@ -261,7 +261,7 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.argument("query", required=False)
 @click.option("--k", "-k", default=10, show_default=True, help="Number of hits.")
 @click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
-@click.option("--channels", help="Comma-separated channels: vector,bm25 (default), graph, temporal, entity.")
+@click.option("--channels", help="Comma-separated channels: vector,bm25,temporal (default), graph, entity.")
 @click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
 @click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
               help="auto: the configured cross-encoder, if any; llm: the local LLM judges the top 20 (slow).")
@@ -305,7 +305,7 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 @click.option("--trace", is_flag=True, help="Agentic mode: print every step on stderr.")
 @click.option("--now", help="The date relative questions count from (default: the latest message time).")
 @click.option("--max-tokens", type=int, help="Evidence tokens given to the model (default 400).")
-@click.option("--channels", help="Search channels (default vector,bm25); see `localmem search --help`.")
+@click.option("--channels", help="Search channels (default vector,bm25,temporal); see `localmem search --help`.")
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path),
               help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
@@ -688,7 +688,7 @@ def eval_() -> None:
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
-@click.option("--channels", help="Comma-separated search channels (default: vector,bm25).")
+@click.option("--channels", help="Comma-separated search channels (default: vector,bm25,temporal).")
 @click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
 @click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
               help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.")

@@ -20,7 +20,9 @@ from . import vector_index
 from .queries import q
 from .query_time import Range
 
-CHANNELS = ("vector", "bm25")  # the default
+# The default. Temporal fires only when the query names a time; with it no LoCoMo conv-26
+# category recalls less than raw-turn hybrid at k = 5, 10 or 20 (without it, temporal R@20 did).
+CHANNELS = ("vector", "bm25", "temporal")
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 
 # Function words that match nearly every message: dropping them keeps BM25 fast and focused.

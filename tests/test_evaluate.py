@@ -47,7 +47,7 @@ def test_recall_per_category_on_the_fixture(tmp_path: Path, embedder: HashEmbedd
 
     assert report["db"] == str(db) and not report["eval_store"]
     assert report["conversations"] == ["tiny-1", "tiny-2"]
-    assert report["channels"] == ["vector", "bm25"]
+    assert report["channels"] == ["vector", "bm25", "temporal"]
     assert report["ks"] == [1, 3, 10]
     assert len(report["sha256"]) == 64
     rows = _rows(report)
