@@ -19,15 +19,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import bench, ingest
+from . import bench, ingest, vector_index
 from .config import Config
-from .embed import Embedder
+from .embed import Embedder, embed_batched
 from .memory import Memory
 from .queries import q
 
 MEMORY_COLUMNS: list[str] = [
     "units", "entities", "links", "queries", "p50_ms", "p95_ms", "vector_p50_ms", "bm25_p50_ms",
-    "graph_p50_ms", "temporal_p50_ms", "entity_p50_ms", "build_s", "db_mb",
+    "graph_p50_ms", "temporal_p50_ms", "entity_p50_ms", "vector_index", "overlap@10", "build_s", "db_mb",
 ]
 CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 _TAGS = ["trip", "work", "family", "hobby", "food", "health", "move", "party", "pet", "plans"]
@@ -139,6 +139,21 @@ def queries(n: int, seed: int = bench.QUERY_SEED) -> list[str]:
         dish=rng.choice(bench.DISHES), city=rng.choice(bench.CITIES)) for _ in range(n)]
 
 
+def _index_overlap(mem: Memory, queries: Sequence[str], k: int = 10, sample: int = 20) -> tuple[str, float]:
+    """Which unit index served the queries, and the share of the exact top ``k`` units (vec0's
+    full scan) that it returned, averaged over the first ``sample`` queries. The bench's unit
+    vectors are random, so their neighbours are nearly equidistant: a harsh case for codes."""
+    units = mem.conn.execute(q("bench_unit_vectors"), {"ns": mem.namespace}).fetchone()[0]
+    kind = "codes" if units >= vector_index.EXACT_BELOW else "exact"
+    shares = []
+    for vec in embed_batched(mem.embedder, list(queries)[:sample], 64):
+        got = {i for i, _ in vector_index.knn(mem.conn, "units", mem.namespace, vec, k)}
+        exact = {i for i, _ in mem.conn.execute(q("vec_units_knn"), {"embedding": vec.astype(np.float32).tobytes(),
+                                                                      "k": k, "ns": mem.namespace})}
+        shares.append(len(got & exact) / max(len(exact), 1))
+    return kind, round(float(np.mean(shares)) if shares else 0.0, 3)
+
+
 def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Config, n_queries: int = 100,
                         k: int = 10, embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """p50/p95 of the full search (all five channels, promotion) and of each channel alone."""
@@ -167,6 +182,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
             for channel in CHANNELS:
                 samples = bench._timed(lambda query, c=channel: mem.search(query, k=k, channels=[c]), timed)
                 row[f"{channel}_p50_ms"] = bench._ms_stats(samples)[0]
+            row["vector_index"], row["overlap@10"] = _index_overlap(mem, timed)
             row["build_s"] = built["build_s"]
             row["db_mb"] = bench._file_mb(path)
             rows.append(row)
