@@ -21,7 +21,6 @@ Systems: ``localmem`` (the store as built: messages and, when extracted, memory 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 import statistics
@@ -248,12 +247,5 @@ def _pct(value: float | None) -> str:
 
 
 def write_report(report: dict[str, Any], out_dir: Path) -> None:
-    out_dir = Path(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "answers.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
-                                              encoding="utf-8")
-        (out_dir / "answers.md").write_text(render_markdown(report), encoding="utf-8")
-    except OSError as exc:
-        raise LocalmemError(f"cannot write the report to {out_dir}: {exc.strerror or exc}; "
-                            "pass another --out folder") from exc
+    """Write ``answers.json`` and ``answers.md`` into ``out_dir``."""
+    evaluate.write_report(report, out_dir, stem="answers", render=render_markdown)

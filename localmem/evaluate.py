@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from . import formats
 from .config import Config, home_dir, user_data_dir
@@ -391,14 +391,16 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> None:
-    """Write ``report.json`` and ``report.md`` into ``out_dir`` (created if needed)."""
+def write_report(report: dict[str, Any], out_dir: Path, stem: str = "report",
+                 render: Callable[[dict[str, Any]], str] | None = None) -> None:
+    """Write ``<stem>.json`` and ``<stem>.md`` (``render``, default :func:`render_markdown`)
+    into ``out_dir`` (created if needed)."""
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "report.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
-                                             encoding="utf-8")
-        (out_dir / "report.md").write_text(render_markdown(report), encoding="utf-8")
+        (out_dir / f"{stem}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
+                                              encoding="utf-8")
+        (out_dir / f"{stem}.md").write_text((render or render_markdown)(report), encoding="utf-8")
     except OSError as exc:
         raise LocalmemError(f"cannot write the report to {out_dir}: {exc.strerror or exc}; "
                             "pass another --out folder") from exc
