@@ -49,7 +49,8 @@ class Tools:
 
 
 def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int = 4,
-        trace: Callable[[Step], None] | None = None) -> answer_mod.Answer:
+        trace: Callable[[Step], None] | None = None,
+        on_text: Callable[[str], None] | None = None) -> answer_mod.Answer:
     """Answer ``question`` with at most ``steps`` tool calls chosen by the model."""
     started = time.perf_counter()
     day = answer_mod.format_date(today.isoformat()) if today else None
@@ -86,7 +87,7 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
         if trace:
             trace(current)
     # Nothing kept means nothing judged useful: the answer call is skipped and it is a refusal.
-    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today)
+    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text)
     out.mode = "agentic"
     out.calls += calls
     out.tokens = {k: tokens[k] + out.tokens.get(k, 0) for k in tokens}

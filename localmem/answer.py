@@ -13,9 +13,9 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .llm import LLM, complete_structured
+from .llm import LLM, JsonFieldStream, complete_structured
 from .prompts import answer as prompt
 from .queries import q
 from .search import Hit
@@ -86,10 +86,12 @@ def is_refusal(text: str) -> bool:
     return not said or any(phrase in said for phrase in _REFUSALS)
 
 
-def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None) -> Answer:
+def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
+           on_text: Callable[[str], None] | None = None) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
-    No evidence means a refusal without calling the model.
+    No evidence means a refusal without calling the model. ``on_text`` receives the answer
+    text as the model writes it (the first attempt's; a repaired reply is not streamed).
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
@@ -99,7 +101,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         return out
     started = time.perf_counter()
     result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
-                                 prompt.SCHEMA, prompt.MAX_TOKENS)
+                                 prompt.SCHEMA, prompt.MAX_TOKENS,
+                                 on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)
     out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
     out.calls = result.calls

@@ -328,12 +328,24 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         return
     if not question or not question.strip():
         raise click.UsageError("give a QUESTION or --questions FILE")
+    streamed: list[str] = []
+
+    def stream(piece: str) -> None:  # the answer appears as the model writes it
+        streamed.append(piece)
+        click.echo(piece, nl=False)
+
     result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
-                     trace=show)
+                     trace=show, on_text=None if as_json else stream)
     if as_json:
         _print_json(result.to_dict())
         return
-    click.echo(result.answer if not result.refused else "Not in memory.")
+    final = result.answer if not result.refused else "Not in memory."
+    if streamed:
+        click.echo("")
+        if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts
+            click.echo(final)
+    else:
+        click.echo(final)
     for c in result.citations:
         click.echo(f"  [{c.external_id or c.message_id}] {c.speaker}, {(c.time or '')[:16]}: "
                    f"{_clip(c.text, 160)}")

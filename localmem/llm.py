@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
 
@@ -29,8 +29,9 @@ class LLM(Protocol):
     model_id: str
 
     def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
-                      max_tokens: int) -> Completion:
-        """One chat completion constrained to ``schema``."""
+                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
+        """One chat completion constrained to ``schema``; ``on_text`` receives the reply's
+        text piece by piece as it is generated (backends that cannot stream call it once)."""
         ...
 
     def count_tokens(self, text: str) -> int: ...
@@ -70,12 +71,17 @@ class Structured:
 
 
 def complete_structured(llm: LLM, messages: Sequence[Message], schema: dict[str, Any],
-                        max_tokens: int, retries: int = 1) -> Structured:
-    """Call ``llm`` for JSON matching ``schema``; retry ``retries`` times quoting the error."""
+                        max_tokens: int, retries: int = 1,
+                        on_text: Callable[[str], None] | None = None) -> Structured:
+    """Call ``llm`` for JSON matching ``schema``; retry ``retries`` times quoting the error.
+    ``on_text`` streams the first attempt's text (a repaired reply is not streamed)."""
     result = Structured(data=None)
     convo = list(messages)
-    for _attempt in range(retries + 1):
-        done = llm.complete_json(convo, schema, max_tokens)
+    for attempt in range(retries + 1):
+        if attempt == 0 and on_text is not None:
+            done = llm.complete_json(convo, schema, max_tokens, on_text=on_text)
+        else:
+            done = llm.complete_json(convo, schema, max_tokens)
         result.calls += 1
         result.prompt_tokens += done.prompt_tokens
         result.completion_tokens += done.completion_tokens
@@ -166,3 +172,50 @@ def _is_type(value: Any, name: str) -> bool:
     if name == "null":
         return value is None
     return False
+
+
+class JsonFieldStream:
+    """Feeds on a JSON reply as it is generated and passes on the characters of one top-level
+    string field (e.g. ``answer``), unescaped, as soon as they are known."""
+
+    _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+    def __init__(self, key: str, emit: Callable[[str], None]) -> None:
+        self._marker = f'"{key}"'
+        self._emit = emit
+        self._seen = ""  # text before the value starts
+        self._state = "seek"  # seek -> colon -> value -> done
+        self._escape = ""  # a pending backslash sequence
+
+    def __call__(self, piece: str) -> None:
+        for ch in piece:
+            self._feed(ch)
+
+    def _feed(self, ch: str) -> None:
+        if self._state == "seek":
+            self._seen += ch
+            if self._seen.endswith(self._marker):
+                self._state = "colon"
+        elif self._state == "colon":
+            if ch == '"':
+                self._state = "value"
+        elif self._state == "value":
+            if self._escape:
+                self._escape += ch
+                if self._escape[1] == "u":
+                    if len(self._escape) == 6:
+                        try:
+                            self._emit(chr(int(self._escape[2:], 16)))
+                        except ValueError:
+                            pass
+                        self._escape = ""
+                else:
+                    self._emit(self._ESCAPES.get(ch, ch))
+                    self._escape = ""
+            elif ch == "\\":
+                self._escape = ch
+            elif ch == '"':
+                self._state = "done"
+            else:
+                self._emit(ch)
+

@@ -286,7 +286,8 @@ class Memory:
             k: int | None = None, max_tokens: int | None = None,
             channels: Sequence[str] | None = None, promote: bool = False,
             messages_only: bool = False, steps: int = 4,
-            trace: Callable[[Any], None] | None = None) -> "answer_mod.Answer":
+            trace: Callable[[Any], None] | None = None,
+            on_text: Callable[[str], None] | None = None) -> "answer_mod.Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
         or refuse (``refused=True``, answer "not in memory") when the memory does not say.
 
@@ -298,7 +299,7 @@ class Memory:
         ``agentic`` (REMem-I + MRAgent): at most ``steps`` tool calls chosen by the model
         (semantic and lexical retrieval with time filters, episode context, entity → tag →
         units with ordering and counts), then one answer call over the evidence it kept;
-        ``trace`` receives each step.
+        ``trace`` receives each step. ``on_text`` receives the answer text as it is generated.
         """
         if mode not in ("fast", "agentic"):
             raise LocalmemError(f"unknown ask mode {mode!r}; available: fast, agentic")
@@ -313,20 +314,20 @@ class Memory:
         started = time.perf_counter()
         today = today or channels_mod.latest_time(self.conn, self.namespace)
         if mode == "agentic":
-            return self._ask_agentic(question.strip(), today, steps, trace, started)
+            return self._ask_agentic(question.strip(), today, steps, trace, started, on_text)
         params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
                                             promote=promote), now=today, messages_only=messages_only)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
         hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
-        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today)
+        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
-    def _ask_agentic(self, question: str, today: dt.date, steps: int,
-                     trace: Callable[[Any], None] | None, started: float) -> "answer_mod.Answer":
+    def _ask_agentic(self, question: str, today: dt.date, steps: int, trace: Callable[[Any], None] | None,
+                     started: float, on_text: Callable[[str], None] | None) -> "answer_mod.Answer":
         from . import agent
 
         bound = db.has_vectors(self.conn)
@@ -336,7 +337,7 @@ class Memory:
             return next(iter(self._search_batch([query], params, bound)))
 
         tools = agent.Tools(self.conn, self.namespace, retrieve)
-        result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace)
+        result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 

@@ -65,7 +65,7 @@ class ScriptedLLM:
         tokens = sum(len(m["content"].split()) for p in prompts for m in p)
         return Judged(p_yes=list(p_yes), prompt_tokens=tokens, prefilled=tokens)
 
-    def complete_json(self, messages, schema, max_tokens):
+    def complete_json(self, messages, schema, max_tokens, on_text=None):
         import json
 
         from localmem.llm import Completion
@@ -78,6 +78,9 @@ class ScriptedLLM:
         else:
             raise AssertionError("ScriptedLLM ran out of replies")
         text = reply if isinstance(reply, str) else json.dumps(reply)
+        if on_text is not None:  # streamed in small pieces, as a model would
+            for i in range(0, len(text), 3):
+                on_text(text[i:i + 3])
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
 

@@ -139,3 +139,18 @@ def test_number_settings_come_from_the_environment_as_numbers():
     assert cfg.verify_facts == 0.5 and cfg.ask_max_tokens == 600
     with pytest.raises(ConfigError, match="verify_facts must be a number"):
         Config.load({}, env={"LOCALMEM_VERIFY_FACTS": "high"})
+
+
+def test_the_answer_streams_as_it_is_generated(tmp_path):
+    from localmem.llm import JsonFieldStream
+
+    llm = ScriptedLLM(responder=lambda m: {"answer": "Lisbon, \"the\" city", "supports": [1], "confidence": 0.9})
+    pieces: list[str] = []
+    with _memory(tmp_path, llm) as mem:
+        result = mem.ask("Where?", on_text=pieces.append)
+    assert len(pieces) > 1 and "".join(pieces) == result.answer == 'Lisbon, "the" city'
+    out: list[str] = []
+    stream = JsonFieldStream("answer", out.append)
+    for part in ['{"supports": [1], "ans', 'wer": "caf\\u00', 'e9 \\\\ ok", "confidence": 1}']:
+        stream(part)
+    assert "".join(out) == "café \\ ok"

@@ -9,7 +9,15 @@ import pytest
 
 from localmem import Memory
 from localmem.config import Config
-from localmem.eval_answers import bleu1, f1_score, locomo_answers, multi_f1, normalise, render_markdown, score
+from localmem.eval_answers import (
+    bleu1,
+    f1_score,
+    locomo_answers,
+    multi_f1,
+    normalise,
+    render_markdown,
+    score,
+)
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM

@@ -84,6 +84,15 @@ def test_alternating_prompts_restore_their_prefix_snapshot_and_give_the_same_out
     assert tiny_llm.complete_json(ex, extract.SCHEMA, 60).text == first
 
 
+def test_generated_text_streams_piece_by_piece(tiny_llm):
+    from localmem.prompts import answer
+
+    pieces: list[str] = []
+    done = tiny_llm.complete_json(answer.build("Where did Ann move?", ["8 May 2023 - Ann: I moved to Oslo."],
+                                               "9 May 2023"), answer.SCHEMA, 40, on_text=pieces.append)
+    assert len(pieces) > 1 and "".join(pieces) == done.text
+
+
 def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm):
     path = tmp_path / "chat.txt"
     path.write_text("[2023-05-08 13:00]\nAnn: I adopted a cat named Biscuit yesterday.\n"

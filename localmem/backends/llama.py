@@ -12,7 +12,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -56,14 +56,14 @@ class LlamaLLM:
         return self._llama
 
     def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
-                      max_tokens: int) -> Completion:
+                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
         """Greedy completion under the schema's grammar (see :mod:`.llama_greedy`)."""
         from . import llama_greedy
 
         llama = self._model()
         started = time.perf_counter()
         tokens = self._prefill(messages)
-        done = llama_greedy.decode(llama, self._grammar(schema), max_tokens)
+        done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text)
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
         return Completion(text=text, prompt_tokens=len(tokens),
                           completion_tokens=len(done.tokens),

@@ -11,9 +11,10 @@ grammar-constrained argmax: the same tokens as the slow path, only fewer checks.
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -26,10 +27,14 @@ class Decoded:
     full_checks: int  # steps where the best token was rejected and the whole vocabulary was constrained
 
 
-def decode(llama: Any, grammar: Any, max_tokens: int) -> Decoded:
+def decode(llama: Any, grammar: Any, max_tokens: int,
+           on_text: Callable[[str], None] | None = None) -> Decoded:
     """Greedy tokens under ``grammar`` (a ``LlamaGrammar``) after the prompt ``llama`` has
-    just evaluated, until an end-of-generation token, ``max_tokens`` or a full context."""
+    just evaluated, until an end-of-generation token, ``max_tokens`` or a full context.
+    ``on_text`` receives the text as it is generated (UTF-8 split across tokens is held back)."""
     import llama_cpp
+
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace") if on_text else None
 
     max_tokens = min(max_tokens, llama.n_ctx() - llama.n_tokens)
 
@@ -67,6 +72,10 @@ def decode(llama: Any, grammar: Any, max_tokens: int) -> Decoded:
                 break
             llama_cpp.llama_sampler_accept(sampler, token)
             out.append(token)
+            if utf8 is not None and on_text is not None:
+                piece = utf8.decode(llama.detokenize([token]))
+                if piece:
+                    on_text(piece)
             llama.eval([token])
     finally:
         llama_cpp.llama_sampler_free(sampler)
