@@ -46,6 +46,7 @@ class Tools:
     conn: Any
     ns: str
     retrieve: Callable[[str, Sequence[str], int], list[Hit]]
+    speakers: Sequence[str] = ()
 
 
 def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int = 4,
@@ -87,7 +88,7 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
         if trace:
             trace(current)
     # Nothing kept means nothing judged useful: the answer call is skipped and it is a refusal.
-    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text)
+    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers)
     out.mode = "agentic"
     out.calls += calls
     out.tokens = {k: tokens[k] + out.tokens.get(k, 0) for k in tokens}

@@ -52,6 +52,7 @@ class Answer:
     tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
     calls: int = 0
     error: str | None = None  # the model's reply stayed invalid after the repair retry
+    refusal: str | None = None  # why: "model" (it said so), "no evidence", "invalid reply", "someone else"
     prompt_version: str = prompt.VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
 
@@ -87,16 +88,18 @@ def is_refusal(text: str) -> bool:
 
 
 def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
-           on_text: Callable[[str], None] | None = None) -> Answer:
+           on_text: Callable[[str], None] | None = None, speakers: Sequence[str] = ()) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
     No evidence means a refusal without calling the model. ``on_text`` receives the answer
     text as the model writes it (the first attempt's; a repaired reply is not streamed).
+    ``speakers``: the conversation's speakers, for the check that an answer about one of them
+    rests on something they said or something said about them (:func:`about_someone_else`).
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
     out = Answer(question=question, answer=prompt.REFUSAL, refused=True, confidence=None, citations=[],
-                 evidence=evidence, supports=[], today=day)
+                 evidence=evidence, supports=[], today=day, refusal="no evidence")
     if not evidence or llm is None:
         return out
     started = time.perf_counter()
@@ -107,18 +110,34 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
     out.calls = result.calls
     if not result.ok:
-        out.error = result.error
+        out.error, out.refusal = result.error, "invalid reply"
         return out
     data = result.data or {}
     text = " ".join(str(data["answer"]).split())
     out.confidence = round(float(data["confidence"]), 3)
     out.supports = sorted({n for n in data["supports"] if 1 <= n <= len(evidence)})
     out.refused = is_refusal(text)
+    out.refusal = "model" if out.refused else None
     out.answer = prompt.REFUSAL if out.refused else text
     if out.refused:
         out.supports = []
     out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
+    if not out.refused and about_someone_else(question, out.citations, speakers):
+        out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
+        out.supports, out.citations = [], []
     return out
+
+
+def about_someone_else(question: str, cited: Sequence[Citation], speakers: Sequence[str]) -> bool:
+    """True when the question asks about exactly one of the conversation's speakers and no
+    cited message is by them or names them: the answer then rests on what someone else did.
+    (A small model answers "What did Caroline realize after her race?" with Melanie's race.)"""
+    named = [s for s in speakers if s and re.search(rf"\b{re.escape(s)}\b", question, re.I)]
+    if len(named) != 1 or not cited:
+        return False
+    who = named[0]
+    return not any(c.speaker.lower() == who.lower() or re.search(rf"\b{re.escape(who)}\b", c.text, re.I)
+                   for c in cited)
 
 
 def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:

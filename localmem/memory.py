@@ -321,10 +321,13 @@ class Memory:
         hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
-        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text)
+        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text, self._speakers())
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
+
+    def _speakers(self) -> list[str]:
+        return [row[0] for row in self.conn.execute(q("namespace_speakers"), {"ns": self.namespace})]
 
     def _ask_agentic(self, question: str, today: dt.date, steps: int, trace: Callable[[Any], None] | None,
                      started: float, on_text: Callable[[str], None] | None) -> "answer_mod.Answer":
@@ -336,7 +339,7 @@ class Memory:
             params = replace(self.search_params(k, channels=channels), now=today)
             return next(iter(self._search_batch([query], params, bound)))
 
-        tools = agent.Tools(self.conn, self.namespace, retrieve)
+        tools = agent.Tools(self.conn, self.namespace, retrieve, self._speakers())
         result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result

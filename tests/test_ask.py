@@ -154,3 +154,23 @@ def test_the_answer_streams_as_it_is_generated(tmp_path):
     for part in ['{"supports": [1], "ans', 'wer": "caf\\u00', 'e9 \\\\ ok", "confidence": 1}']:
         stream(part)
     assert "".join(out) == "café \\ ok"
+
+
+def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path):
+    from localmem.answer import Citation, about_someone_else
+
+    def pick(word):
+        def respond(messages):
+            items = [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
+            return {"answer": "a lake sunrise", "confidence": 0.9,
+                    "supports": [i for i, line in enumerate(items, 1) if word in line]}
+        return respond
+
+    with _memory(tmp_path, ScriptedLLM(responder=pick("sunrise"))) as mem:
+        wrong = mem.ask("What did Caroline paint last year?")  # Melanie painted it
+        right = mem.ask("What did Melanie paint last year?")
+    assert wrong.refused and wrong.refusal == "someone else" and wrong.citations == []
+    assert not right.refused and [c.external_id for c in right.citations] == ["D1:4"]
+    said_of = Citation(1, "x", "c", "Melanie", None, "Caroline, your painting is lovely")
+    assert not about_someone_else("What did Caroline paint?", [said_of], ["Caroline", "Melanie"])
+    assert not about_someone_else("What did they paint?", [said_of], ["Caroline", "Melanie"])

@@ -45,7 +45,8 @@ def test_a_scripted_run_scores_every_category_and_refusals(tmp_path: Path):
     def respond(messages):
         question = messages[-1]["content"].rsplit("Question:", 1)[1]
         said = next(v for k, v in answers.items() if k in question)
-        return {"answer": said, "supports": [1], "confidence": 0.8}
+        items = messages[-1]["content"].count("\n[")
+        return {"answer": said, "supports": list(range(1, min(items, 6) + 1)), "confidence": 0.8}
 
     llm = ScriptedLLM(responder=respond)
     config = Config(db_path=tmp_path / "e.db")

@@ -47,3 +47,6 @@ SELECT doc FROM messages_fts_vocab WHERE term = :term;
 
 -- name: units_term_docs
 SELECT doc FROM units_fts_vocab WHERE term = :term;
+
+-- name: namespace_speakers
+SELECT DISTINCT speaker FROM messages WHERE ns = :ns;
