@@ -66,12 +66,17 @@ def _similarities(conn: apsw.Connection, keys: Sequence[Key], query_vec: np.ndar
 
 
 def temporal(conn: apsw.Connection, ns: str, when: Range, query_vec: np.ndarray, budget: int,
-             min_similarity: float = 0.4, decay: float = 0.8, candidates: int = 500) -> list[tuple[Key, float]]:
+             min_similarity: float = 0.4, decay: float = 0.8, candidates: int = 500,
+             shortlist: int = 100) -> list[tuple[Key, float]]:
     """Units and messages in the range with similarity ≥ ``min_similarity``, spread one hop over
     temporal links (score × link weight × ``decay``)."""
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
-    keys: list[Key] = [("u", r[0]) for r in conn.execute(q("units_in_range"), bounds)]
-    keys += [("m", r[0]) for r in conn.execute(q("messages_in_range"), bounds)]
+    units = [r[0] for r in conn.execute(q("units_in_range"), bounds)]
+    messages = [r[0] for r in conn.execute(q("messages_in_range"), bounds)]
+    # On large namespaces only the candidates whose binary codes are closest get their
+    # vectors read (a vec0 point lookup each); small ones read them all.
+    keys: list[Key] = [("u", i) for i in vector_index.shortlist(conn, "units", ns, query_vec, units, shortlist)]
+    keys += [("m", i) for i in vector_index.shortlist(conn, "messages", ns, query_vec, messages, shortlist)]
     sims = _similarities(conn, keys, query_vec)
     scored = {key: s for key, s in sims.items() if s >= min_similarity}
     in_range = {key[1]: score for key, score in scored.items() if key[0] == "u"}

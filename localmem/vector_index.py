@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import apsw
 import numpy as np
@@ -82,6 +82,26 @@ def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int,
     distance = 1.0 - (vectors @ query) / np.maximum(norms, 1e-12)
     order = np.argsort(distance, kind="stable")[:k]
     return [(int(ids[i]), float(distance[i])) for i in order]
+
+
+def shortlist(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
+    """At most ``n`` of ``ids`` whose codes are closest to ``query``'s, for callers that would
+    otherwise read every candidate's float vector; all of ``ids`` on small namespaces."""
+    codes_after = _TABLES[table][0]
+    cached = _load(conn, table, ns, codes_after)
+    if cached is None or cached.codes is None or len(cached.ids) < EXACT_BELOW or len(ids) <= n:
+        return list(ids)
+    wanted = np.asarray(ids, dtype=np.int64)
+    at = np.searchsorted(cached.ids, wanted)  # cached ids are in id order
+    at = np.clip(at, 0, len(cached.ids) - 1)
+    found = cached.ids[at] == wanted
+    rows, kept = at[found], wanted[found]
+    bits = np.packbits(np.asarray(query, dtype=np.float32) > 0, bitorder="little")
+    if len(bits) != cached.codes.shape[1] or not len(rows):
+        return list(ids)
+    distance = _POPCOUNT[np.bitwise_xor(cached.codes[rows], bits)].sum(axis=1, dtype=np.int32)
+    order = np.argsort(distance, kind="stable")[:n]
+    return [int(i) for i in kept[order]]
 
 
 def _hamming_nearest(cached: _Codes, query: np.ndarray, n: int, kind: str | None) -> np.ndarray:

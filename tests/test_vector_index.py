@@ -114,3 +114,11 @@ def test_search_uses_the_codes_on_large_namespaces(tmp_path, forced):
     with mem:
         hits = mem.search("u5", k=5, channels=["vector"])
         assert hits  # the vector channel ran through the code path without error
+
+
+def test_shortlist_keeps_the_candidates_closest_in_code(tmp_path, forced):
+    mem, ids, vecs = _store(tmp_path, n=300)
+    with mem:
+        chosen = vector_index.shortlist(mem.conn, "units", "t", vecs[10], ids[:200], 5)
+        assert len(chosen) == 5 and chosen[0] == ids[10] and set(chosen) <= set(ids[:200])
+        assert vector_index.shortlist(mem.conn, "units", "t", vecs[10], ids[:3], 5) == ids[:3]
