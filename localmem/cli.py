@@ -716,32 +716,26 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
     evidence recall, refusal on category 5, latency, tokens)."""
     from . import evaluate
 
-    if not retrieval_only:
+    chosen = [c.strip() for c in conversations.split(",")] if conversations else None
+    if retrieval_only:
+        report = evaluate.locomo_retrieval(
+            file, state.config, ks=_sizes(ks), conversations=chosen, limit=limit,
+            channels=[c.strip() for c in channels.split(",")] if channels else None,
+            promote=promote, rerank=rerank)
+        write, render = evaluate.write_report, evaluate.render_markdown
+    else:
         from . import eval_answers
 
         with _progress(state, "answering") as progress:
-            answers = eval_answers.locomo_answers(
-                file, state.config,
-                conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
-                limit=limit, mode=mode, system=system, progress=progress)
-        if out_dir is not None:
-            eval_answers.write_report(answers, out_dir)
-        if as_json:
-            _print_json(answers)
-        else:
-            click.echo(eval_answers.render_markdown(answers))
-        return
-    report = evaluate.locomo_retrieval(
-        file, state.config, ks=_sizes(ks),
-        conversations=[c.strip() for c in conversations.split(",")] if conversations else None,
-        limit=limit, channels=[c.strip() for c in channels.split(",")] if channels else None,
-        promote=promote, rerank=rerank)
+            report = eval_answers.locomo_answers(file, state.config, conversations=chosen, limit=limit,
+                                                 mode=mode, system=system, progress=progress)
+        write, render = eval_answers.write_report, eval_answers.render_markdown
     if out_dir is not None:
-        evaluate.write_report(report, out_dir)
+        write(report, out_dir)
     if as_json:
         _print_json(report)
     else:
-        click.echo(evaluate.render_markdown(report))
+        click.echo(render(report))
 
 
 def main() -> None:

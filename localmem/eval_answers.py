@@ -21,6 +21,7 @@ Systems: ``localmem`` (the store as built: messages and, when extracted, memory 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 import statistics
@@ -53,7 +54,9 @@ class _Item:
 
 
 # -- scoring (LoCoMo's rules) -----------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
 def _stemmer() -> Callable[[str], list[str]]:
+    """SQLite FTS5's Porter tokenizer, made on first use (not at import)."""
     tokenize = apsw.Connection(":memory:").fts5_tokenizer("porter", ["unicode61"])
 
     def stem(text: str) -> list[str]:
@@ -62,18 +65,18 @@ def _stemmer() -> Callable[[str], list[str]]:
     return stem
 
 
-_STEM = _stemmer()
+_PUNCTUATION = frozenset(string.punctuation)
 
 
 def normalise(text: str) -> str:
     text = str(text).replace(",", "").lower()
-    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = re.sub(r"\b(a|an|the|and)\b", " ", text)
     return " ".join(text.split())
 
 
 def tokens(text: str) -> list[str]:
-    return _STEM(normalise(text))
+    return _stemmer()(normalise(text))
 
 
 def f1_score(prediction: str, gold: str) -> float:
