@@ -3,7 +3,8 @@
 Building a million units through the LLM pipeline is not possible on a laptop, so the store
 is written directly: unit texts from templates, times spread over three years, one to three
 entity mentions per unit drawn from a skewed pool (a few hubs, many rare names), a temporal
-link to the previous unit and two semantic links to nearby ones. Unit vectors are random unit
+link to the previous unit and two semantic links to nearby ones, and an episode per
+:data:`UNITS_PER_EPISODE` units that holds them, their people and two messages. Unit vectors are random unit
 vectors (search cost does not depend on what they encode; recall here means nothing);
 queries are embedded by the real embedder. Every number is measured in this run.
 """
@@ -26,12 +27,13 @@ from .memory import Memory
 from .queries import q
 
 MEMORY_COLUMNS: list[str] = [
-    "units", "entities", "links", "queries", "p50_ms", "p95_ms", "vector_p50_ms", "bm25_p50_ms",
+    "units", "episodes", "entities", "links", "queries", "p50_ms", "p95_ms", "vector_p50_ms", "bm25_p50_ms",
     "graph_p50_ms", "temporal_p50_ms", "entity_p50_ms", "vector_index", "overlap@10", "build_s", "db_mb",
 ]
 CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 _TAGS = ["trip", "work", "family", "hobby", "food", "health", "move", "party", "pet", "plans"]
 _BATCH = 20_000
+UNITS_PER_EPISODE = 10  # conv-26's extraction has ~2; a stronger model writes more per episode
 _CREATED = "2024-01-01T00:00:00"
 _UNIT = {"conversation": None, "episode_id": None, "subject": None, "predicate": None, "object": None,
          "time_precision": "day", "prompt_version": None, "model_id": None, "content_hash": None,
@@ -84,44 +86,64 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
                                                  for eid, (name, _k) in zip(entity_ids, entities)])
         weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1  # a few hubs, a long tail
         weights /= weights.sum()
+        n_episodes = 0
         for start in range(0, n_units, _BATCH):
             count = min(_BATCH, n_units - start)
             with conn:
-                rows, messages = [], []
+                rows, messages, episodes, message_episode = [], [], [], []
                 for i in range(start, start + count):
                     day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
                     speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
                     text = (f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
                             f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}")
+                    if (i - start) % UNITS_PER_EPISODE == 0:
+                        episodes.append({**_UNIT, "ns": ns, "kind": "episode", "text": f"{speaker}'s day. {text}",
+                                         "occurred_start": day, "occurred_end": day,
+                                         "mentioned_at": f"{day}T12:00:00"})
                     rows.append({**_UNIT, "ns": ns, "kind": "gist" if i % 2 else "fact", "text": text,
                                  "occurred_start": day, "occurred_end": day,
                                  "mentioned_at": f"{day}T12:00:00"})
                     if i % 5 == 0:
                         messages.append({**_MESSAGE, "ns": ns, "source_id": source_id, "seq": i,
                                          "external_id": f"m{i}", "text": text, "sent_at": f"{day}T12:00:00"})
+                        message_episode.append(len(episodes) - 1)
+                episode_ids = [row[0] for row in conn.executemany(q("unit_insert"), episodes)]
+                n_episodes += len(episode_ids)
+                for offset, row in enumerate(rows):
+                    row["episode_id"] = episode_ids[offset // UNITS_PER_EPISODE]
                 ids = [row[0] for row in conn.executemany(q("unit_insert"), rows)]
                 picks = nprng.choice(n_entities, size=(count, 3), p=weights)
                 mentions, links = [], []
+                cast: dict[int, dict[int, str]] = {}
                 for offset, uid in enumerate(ids):
                     for j in range(1 + offset % 3):
-                        mentions.append({"unit_id": uid, "entity_id": entity_ids[int(picks[offset, j])],
+                        entity_id = entity_ids[int(picks[offset, j])]
+                        mentions.append({"unit_id": uid, "entity_id": entity_id,
                                          "role": "mentioned", "tag": rng.choice(_TAGS)})
+                        # An episode's first person speaks in it; the others are mentioned.
+                        roles = cast.setdefault(episode_ids[offset // UNITS_PER_EPISODE], {})
+                        roles.setdefault(entity_id, "supporting" if roles else "main")
                     neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
                     neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0))
                                    for _ in range(2)]
                     links += [{"src_id": other, "dst_id": uid, "type": kind, "weight": round(w, 3),
                                "valid_at": None, "created_at": _CREATED}
                               for other, kind, w in neighbours if other != uid]
+                mentions += [{"unit_id": episode_id, "entity_id": entity_id, "role": role, "tag": None}
+                             for episode_id, roles in cast.items() for entity_id, role in roles.items()]
                 conn.executemany(q("mention_insert"), mentions)
                 conn.executemany(q("link_insert"), links)
                 conn.executemany(q("vec_unit_insert"), [
                     {"id": uid, "embedding": vec.tobytes(), "ns": ns, "kind": row["kind"]}
-                    for uid, vec, row in zip(ids, _unit_vectors(nprng, count, dim), rows)])
+                    for uid, vec, row in zip(ids + episode_ids, _unit_vectors(nprng, count + len(episode_ids), dim),
+                                             rows + episodes)])
                 message_ids = [row[0] for row in conn.executemany(q("message_insert"), messages)]
+                conn.executemany(q("unit_source_insert"), [
+                    {"unit_id": episode_ids[e], "message_id": mid} for mid, e in zip(message_ids, message_episode)])
                 conn.executemany(q("vec_message_insert"), [
                     {"id": mid, "embedding": vec.tobytes(), "ns": ns}
                     for mid, vec in zip(message_ids, _unit_vectors(nprng, len(message_ids), dim))])
-    return {"units": n_units, "entities": n_entities, "build_s": round(time.perf_counter() - started, 1)}
+    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "build_s": round(time.perf_counter() - started, 1)}
 
 
 _QUERY_TEMPLATES = [
@@ -166,7 +188,8 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
     for n in sizes:
         path = workdir / f"bench-units-{n}.db"
         meta_path = path.with_suffix(".json")
-        if not (path.exists() and meta_path.exists()):
+        # Stores built before the bench wrote episodes are rebuilt.
+        if not (path.exists() and meta_path.exists() and "episodes" in json.loads(meta_path.read_text())):
             bench._remove_store(path)
             meta_path.write_text(json.dumps(build_store(path, n, cfg, embedder)))
         built = json.loads(meta_path.read_text())
@@ -175,7 +198,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
             for query in warmup:
                 mem.search(query, k=k, channels=CHANNELS, promote=True)
             full = bench._timed(lambda query: mem.search(query, k=k, channels=CHANNELS, promote=True), timed)
-            row: dict[str, Any] = {"units": n, "entities": built["entities"],
+            row: dict[str, Any] = {"units": n, "episodes": built["episodes"], "entities": built["entities"],
                                    "links": mem.conn.execute(q("bench_link_count")).fetchone()[0],
                                    "queries": len(timed)}
             row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)

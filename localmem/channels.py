@@ -134,8 +134,9 @@ def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.nd
     time, and everything they hold (their units and messages). Empty when the query names
     neither a time nor anyone who appears in fewer than half of the episodes."""
     # Only what narrows the episodes down counts: in a two-person chat the speakers are in all.
-    entities = [e for e in query_entities(conn, ns, query)
-                if conn.execute(q("entity_episode_share"), {"ns": ns, "id": e}).fetchone()[0] < 0.5]
+    named = query_entities(conn, ns, query)
+    entities = [e for e, share in conn.execute(q("entity_episode_shares"), {"ns": ns, "ids": json.dumps(named)})
+                if share < 0.5] if named else []
     if not entities and when is None:
         return set()
     bounds = {"start": when.start.isoformat(), "end": when.end.isoformat()} if when else \

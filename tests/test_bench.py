@@ -104,5 +104,15 @@ def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_pa
     (row,) = rows
     assert set(MEMORY_COLUMNS) <= set(row) and row["units"] == 600 and row["entities"] == 200
     assert row["links"] > 600 and all(row[f"{c}_p50_ms"] > 0 for c in CHANNELS) and row["p50_ms"] > 0
+    assert row["episodes"] == 60
+    from localmem import db
+
+    conn = db.connect(tmp_path / "bench-units-600.db")
+    held, cast, counted = conn.execute(
+        "select (select count(*) from units where kind = 'gist' and episode_id is not null), "
+        "(select count(distinct unit_id) from mentions where role = 'main'), "
+        "(select sum(episode_count) from entities)").fetchone()
+    conn.close()
+    assert held == 300 and cast == 60 and counted >= 60  # every episode holds units and has a speaker
     again = bench_memory_search([600], tmp_path, Config(), n_queries=5, embedder=HashEmbedder())
     assert again[0]["build_s"] == row["build_s"]  # the store is reused, not rebuilt

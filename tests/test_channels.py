@@ -247,6 +247,29 @@ def test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes(m
     assert counts() == {rex: (2, 2), ann: (0, 0)}
 
 
+def test_episode_counts_count_each_episode_once_and_follow_deletes(mem):
+    mem.add("Ann", "hello")
+    conn = mem.conn
+
+    def counts():
+        return {eid: (kept, real) for eid, kept, real in conn.execute(
+            "select e.id, e.episode_count, (select count(distinct m.unit_id) from mentions m "
+            "join units u on u.id = m.unit_id where m.entity_id = e.id and u.kind = 'episode') from entities e")}
+    with conn:
+        e1, e2, fact = _unit(conn, "one", kind="episode"), _unit(conn, "two", kind="episode"), _unit(conn, "f")
+        rex = _entity(conn, "Rex", [fact])  # a unit's mention: no episode
+        conn.execute("insert into mentions values (?, ?, 'main', null)", (e1, rex))
+        conn.execute("insert into mentions values (?, ?, 'supporting', null)", (e1, rex))  # same episode
+        conn.execute("insert into mentions values (?, ?, 'supporting', null)", (e2, rex))
+    assert counts() == {rex: (2, 2)}
+    with conn:
+        conn.execute("delete from mentions where unit_id = ? and role = 'main'", (e1,))  # still supporting
+    assert counts() == {rex: (2, 2)}
+    with conn:
+        conn.execute("delete from units where id = ?", (e1,))  # cascade
+    assert counts() == {rex: (1, 1)}
+
+
 def test_bm25_leaves_out_words_common_to_many_documents(mem, monkeypatch):
     from localmem import search
 

@@ -20,20 +20,23 @@ END;
 
 -- name: codes_create
 -- Binary codes of the vectors (one sign bit per dimension), scanned in memory by
--- vector_index.py on large namespaces, where a vec0 scan costs ~0.5 µs per row. Kept by the
+-- vector_index.py on large namespaces, where a vec0 scan costs ~0.5 µs per row; q8 is the
+-- vector as int8 (db.int8_code), read to rescore the codes' candidates. Kept by the
 -- vec_*_insert queries and the delete triggers below; vec_code_changes tells a process's
 -- cached copy whether to append (inserts in id order) or reload (deletes, out-of-order ids).
 CREATE TABLE IF NOT EXISTS vec_message_codes (
     id   INTEGER PRIMARY KEY,
     ns   TEXT NOT NULL,
-    code BLOB NOT NULL
+    code BLOB NOT NULL,
+    q8   BLOB
 );
 CREATE INDEX IF NOT EXISTS vec_message_codes_by_ns ON vec_message_codes (ns, id);
 CREATE TABLE IF NOT EXISTS vec_unit_codes (
     id   INTEGER PRIMARY KEY,
     ns   TEXT NOT NULL,
     kind TEXT,
-    code BLOB NOT NULL
+    code BLOB NOT NULL,
+    q8   BLOB
 );
 CREATE INDEX IF NOT EXISTS vec_unit_codes_by_ns ON vec_unit_codes (ns, id);
 CREATE TABLE IF NOT EXISTS vec_code_changes (
@@ -69,10 +72,26 @@ SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_unit_codes';
 
 -- name: codes_backfill
 -- Stores bound before the codes existed: quantise what the vec0 tables hold.
-INSERT OR IGNORE INTO vec_message_codes (id, ns, code)
-SELECT rowid, ns, vec_quantize_binary(embedding) FROM vec_messages WHERE length(embedding) % 32 = 0;
-INSERT OR IGNORE INTO vec_unit_codes (id, ns, kind, code)
-SELECT rowid, ns, kind, vec_quantize_binary(embedding) FROM vec_units WHERE length(embedding) % 32 = 0;
+INSERT OR IGNORE INTO vec_message_codes (id, ns, code, q8)
+SELECT rowid, ns, vec_quantize_binary(embedding), localmem_int8(embedding)
+FROM vec_messages WHERE length(embedding) % 32 = 0;
+INSERT OR IGNORE INTO vec_unit_codes (id, ns, kind, code, q8)
+SELECT rowid, ns, kind, vec_quantize_binary(embedding), localmem_int8(embedding)
+FROM vec_units WHERE length(embedding) % 32 = 0;
+
+-- name: codes_int8_exist
+SELECT 1 FROM pragma_table_info('vec_unit_codes') WHERE name = 'q8';
+
+-- name: codes_add_int8
+-- Stores whose codes predate q8: add it, filled from one sequential pass over vec0.
+ALTER TABLE vec_message_codes ADD COLUMN q8 BLOB;
+ALTER TABLE vec_unit_codes ADD COLUMN q8 BLOB;
+UPDATE vec_message_codes SET q8 = v.q8
+FROM (SELECT rowid AS id, localmem_int8(embedding) AS q8 FROM vec_messages) AS v
+WHERE vec_message_codes.id = v.id;
+UPDATE vec_unit_codes SET q8 = v.q8
+FROM (SELECT rowid AS id, localmem_int8(embedding) AS q8 FROM vec_units) AS v
+WHERE vec_unit_codes.id = v.id;
 
 -- name: codes_changes
 SELECT name, inserts, reloads FROM vec_code_changes;
@@ -82,6 +101,12 @@ SELECT id, NULL, code FROM vec_message_codes WHERE ns = :ns AND id > :after ORDE
 
 -- name: unit_codes_after
 SELECT id, kind, code FROM vec_unit_codes WHERE ns = :ns AND id > :after ORDER BY id;
+
+-- name: message_int8_of
+SELECT c.id, c.q8 FROM json_each(:ids) AS j JOIN vec_message_codes AS c ON c.id = j.value;
+
+-- name: unit_int8_of
+SELECT c.id, c.q8 FROM json_each(:ids) AS j JOIN vec_unit_codes AS c ON c.id = j.value;
 
 -- name: message_vectors_of
 SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_messages AS v ON v.rowid = j.value;
@@ -106,13 +131,14 @@ SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_messages';
 -- name: vec_message_insert
 INSERT INTO vec_messages (rowid, embedding, ns) VALUES (:id, :embedding, :ns);
 -- Codes need a dimension divisible by 8 (32 bytes of float32); other embedders search exactly.
-INSERT OR REPLACE INTO vec_message_codes (id, ns, code)
-SELECT :id, :ns, vec_quantize_binary(:embedding) WHERE length(:embedding) % 32 = 0;
+INSERT OR REPLACE INTO vec_message_codes (id, ns, code, q8)
+SELECT :id, :ns, vec_quantize_binary(:embedding), localmem_int8(:embedding) WHERE length(:embedding) % 32 = 0;
 
 -- name: vec_unit_insert
 INSERT INTO vec_units (rowid, embedding, ns, kind) VALUES (:id, :embedding, :ns, :kind);
-INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code)
-SELECT :id, :ns, :kind, vec_quantize_binary(:embedding) WHERE length(:embedding) % 32 = 0;
+INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code, q8)
+SELECT :id, :ns, :kind, vec_quantize_binary(:embedding), localmem_int8(:embedding)
+WHERE length(:embedding) % 32 = 0;
 
 -- name: vec_messages_knn
 SELECT rowid AS id, distance
