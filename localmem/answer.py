@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 from .llm import LLM, JsonFieldStream, complete_structured
 from .prompts import answer as prompt
 from .queries import q
-from .search import Hit
+from .search import Hit, hydrate
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -79,6 +79,33 @@ def evidence_line(hit: Hit) -> str:
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
     """Oldest first; undated hits last, in their rank order (sorted() is stable)."""
     return sorted(hits, key=lambda h: (h.time is None, h.time or ""))
+
+
+# A gist or fact resting on more messages than this is a summary: it is shown as itself.
+SOURCE_MESSAGES = 2
+
+
+def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
+    """The evidence in the speakers' words: each gist or fact replaced, at its rank, by the
+    messages it rests on (when there are at most ``per_unit``); messages already shown are not
+    repeated; episodes and broader units stay as they are."""
+    wanted = [s.message_id for h in hits if h.kind in ("gist", "fact") and 0 < len(h.sources) <= per_unit
+              for s in h.sources]
+    messages = hydrate(conn, [("m", mid) for mid in wanted])
+    out: list[Hit] = []
+    shown: set[str] = set()
+    for hit in hits:
+        if hit.kind in ("gist", "fact") and 0 < len(hit.sources) <= per_unit:
+            expanded = [messages[("m", s.message_id)] for s in hit.sources if ("m", s.message_id) in messages]
+        else:
+            expanded = [hit]
+        for item in expanded:
+            if item.id not in shown:
+                shown.add(item.id)
+                if item is not hit:
+                    item.score, item.channels = hit.score, hit.channels
+                out.append(item)
+    return out
 
 
 def is_refusal(text: str) -> bool:

@@ -35,6 +35,10 @@ DEFAULT_VERIFY_FACTS = 0.6
 # tokens/s for the 1.5B model on 2 cores, so 400 tokens keep an answer near 7 s.
 DEFAULT_ASK_CANDIDATES = 30
 DEFAULT_ASK_MAX_TOKENS = 400
+# What fast-mode answers read: "messages" shows each gist or fact as the messages it rests
+# on (the model answers in the speakers' own words), "units" shows the units' text.
+DEFAULT_ASK_EVIDENCE = "messages"
+ASK_EVIDENCE = ("messages", "units")
 
 
 def user_data_dir() -> Path:
@@ -99,6 +103,7 @@ class Config:
     n_gpu_layers: int = 0  # -1 offloads every layer when llama.cpp was built with a GPU backend
     ask_candidates: int = DEFAULT_ASK_CANDIDATES
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
+    ask_evidence: str = DEFAULT_ASK_EVIDENCE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
     rerank_tokenizer: Path | None = None  # its tokenizer.json
@@ -157,6 +162,8 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         return Path(os.path.expanduser(str(value)))
     if name == "llm_model":
         return os.path.expanduser(str(value))
+    if name == "ask_evidence" and str(value) not in ASK_EVIDENCE:
+        raise ConfigError(f"setting ask_evidence must be one of {', '.join(ASK_EVIDENCE)}, got {value!r}")
     if isinstance(default, int) and not isinstance(default, bool):
         try:
             return int(value)

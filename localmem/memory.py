@@ -318,6 +318,8 @@ class Memory:
         params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
                                             promote=promote), now=today, messages_only=messages_only)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
+        if self.config.ask_evidence == "messages":
+            hits = answer_mod.as_messages(self.conn, hits)
         hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model

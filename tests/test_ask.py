@@ -174,3 +174,47 @@ def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path
     said_of = Citation(1, "x", "c", "Melanie", None, "Caroline, your painting is lovely")
     assert not about_someone_else("What did Caroline paint?", [said_of], ["Caroline", "Melanie"])
     assert not about_someone_else("What did they paint?", [said_of], ["Caroline", "Melanie"])
+
+
+def _fact(mem, text, when, sources):
+    """A fact unit resting on the messages with external ids ``sources``, indexed like extraction's."""
+    from localmem.queries import q
+
+    conn = mem.conn
+    vec = mem.embedder.embed([text])[0]
+    with conn:
+        uid = conn.execute("insert into units (ns, kind, text, occurred_start, occurred_end, created_at) "
+                           "values ('t', 'fact', ?, ?, ?, '2024') returning id", (text, when, when)).fetchone()[0]
+        for ext in sources:
+            conn.execute("insert into unit_sources select ?, id from messages where external_id = ?", (uid, ext))
+        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": "t", "kind": "fact", "embedding": vec.tobytes()})
+    return uid
+
+
+@pytest.mark.parametrize("evidence", ["messages", "units"])
+def test_facts_reach_the_model_as_their_messages_or_as_themselves(tmp_path, evidence):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "7 May 2023", "supports": [1], "confidence": 0.9})
+    with _memory(tmp_path, llm) as mem:
+        mem.config = replace(mem.config, ask_evidence=evidence)
+        _fact(mem, "Caroline attended an LGBTQ support group", "2023-05-07", ["D1:3"])
+        result = mem.ask("When did Caroline attend the support group?", channels=["vector", "bm25"])
+    items = _items(llm.calls[0])
+    joined = "\n".join(items)
+    if evidence == "messages":  # the fact became its message, shown once though both were found
+        assert "attended an LGBTQ support group" not in joined
+        assert sum("Caroline: I went to a LGBTQ support group yesterday" in line for line in items) == 1
+        assert all(h.kind == "message" for h in result.evidence)
+    else:
+        assert "7 May 2023 - Caroline attended an LGBTQ support group" in joined
+    assert [c.external_id for c in result.citations] == ["D1:3"]
+
+
+def test_ask_evidence_setting_is_checked():
+    from localmem.config import Config
+    from localmem.errors import ConfigError
+
+    assert Config.load(env={"LOCALMEM_ASK_EVIDENCE": "units"}, config_file=None).ask_evidence == "units"
+    with pytest.raises(ConfigError, match="ask_evidence must be one of"):
+        Config.load(env={"LOCALMEM_ASK_EVIDENCE": "gists"}, config_file=None)

@@ -4,15 +4,17 @@ The evidence is numbered and ordered by time, each item with its absolute date, 
 model can turn "yesterday" into a date by reading the item's own date. The reply names
 the items it rests on (``supports``); the caller keeps only numbers that exist. When the
 items do not hold the answer the model must say exactly ``not in memory`` (REMem's
-refusal convention, R:226) instead of guessing. Everything static (rules and a worked
-example with made-up people) comes first, so llama.cpp reuses it across questions.
+refusal convention, R:226) instead of guessing, also when the items say it of someone
+else than the person asked about (LoCoMo's adversarial questions swap the speaker).
+Everything static (rules and worked examples with made-up people, none of whom appear in
+the shipped sample chat) comes first, so llama.cpp reuses it across questions.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "answer-v1"
+VERSION = "answer-v2"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -31,22 +33,25 @@ SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-SYSTEM = f"""You answer questions about a person's past conversations, using only the numbered memory items given.
+SYSTEM = f"""You answer questions about people's past conversations, using only the numbered memory items given.
 Rules:
-- Answer in as few words as possible: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
+- Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
 - Every item starts with its date. Turn relative times into dates with the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
+- Answer about the person the question names. What someone else did or said is not an answer.
 - If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
 - "supports": the numbers of the items your answer rests on.
 - "confidence": from 0 to 1, how sure you are that the items say it.
 Reply with JSON only.
 
 Example items:
-[1] 2 March 2022 - Priya: We adopted a puppy yesterday! His name is Biscuit.
-[2] 20 April 2022 - Tom: Work has been busy, I'm moving to Lisbon in June.
-Question: When did Priya adopt her dog?
+[1] 2 March 2022 - Noor: We adopted a puppy yesterday! His name is Biscuit.
+[2] 20 April 2022 - Ben: Work has been busy, I'm moving to Oslo in June.
+Question: When did Noor adopt her dog?
 {{"answer": "1 March 2022", "supports": [1], "confidence": 0.9}}
-Question: What is Tom's sister called?
-{{"answer": "{REFUSAL}", "supports": [], "confidence": 0.9}}"""
+Question: What is Ben's sister called?
+{{"answer": "{REFUSAL}", "supports": [], "confidence": 0.9}}
+Question: Where is Noor moving in June?
+{{"answer": "{REFUSAL}", "supports": [], "confidence": 0.8}}"""
 
 
 def build(question: str, items: Sequence[str], today: str | None) -> list[dict[str, str]]:
