@@ -19,7 +19,7 @@ from .llm import LLM, complete_structured
 from .prompts import agent as prompt
 from .queries import q
 from .resolve import normalise
-from .search import Hit, hydrate
+from .search import Hit, hydrate, mark_supersession
 
 RESULTS_PER_STEP = 6
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -118,6 +118,8 @@ def _call(tools: Tools, step: Step, kept: Sequence[Hit]) -> list[Hit]:
         hits = _entity_units(tools, args, start, end, step)
     elif step.tool == "episode_context":
         hits = _episode_context(tools, args.get("item"), kept, step)
+    elif step.tool == "personal_knowledge":
+        hits = _personal_knowledge(tools, args, step)
     known = {h.id for h in kept}
     hits = [h for h in hits if h.id not in known]
     step.results = [f"{h.id} {answer_mod.evidence_line(h)[:160]}" for h in hits]
@@ -142,6 +144,28 @@ def _entity_units(tools: Tools, args: dict[str, Any], start: str | None, end: st
     rows = tools.conn.execute(q("agent_entity_units"), {**params, "limit": RESULTS_PER_STEP}).fetchall()
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return [found[("u", r[0])] for r in rows if ("u", r[0]) in found]
+
+
+def _personal_knowledge(tools: Tools, args: dict[str, Any], step: Step) -> list[Hit]:
+    """MRAgent's person → aspect → statement: consolidated knowledge about a person, current
+    statements first; without an aspect the note lists the aspects memory has for them."""
+    name = normalise(args.get("entity") or "")
+    if not name:
+        step.note = "no person named"
+        return []
+    aspect = (args.get("tag") or "").strip().lower() or None
+    params = {"ns": tools.ns, "name": name}
+    aspects = tools.conn.execute(q("agent_person_aspects"), params).fetchall()
+    if not aspects:
+        step.note = "no lasting knowledge about them (not consolidated)"
+        return []
+    if aspect is None or aspect not in {a for a, _n in aspects}:
+        step.note = "aspects: " + ", ".join(f"{a} ({n})" for a, n in aspects)
+        aspect = None
+    rows = tools.conn.execute(q("agent_person_knowledge"), {**params, "aspect": aspect,
+                                                            "limit": RESULTS_PER_STEP}).fetchall()
+    found = hydrate(tools.conn, [("u", r[0]) for r in rows])
+    return mark_supersession(tools.conn, [found[("u", r[0])] for r in rows if ("u", r[0]) in found])
 
 
 def _episode_context(tools: Tools, item: Any, kept: Sequence[Hit], step: Step) -> list[Hit]:

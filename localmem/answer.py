@@ -73,7 +73,8 @@ def format_date(iso: str | None) -> str:
 
 def evidence_line(hit: Hit) -> str:
     """One dated line per hit (a message hit's text already starts with its speaker)."""
-    return f"{format_date(hit.time)} - {' '.join(hit.text.split())}"
+    replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
+    return f"{format_date(hit.time)} - {' '.join(hit.text.split())}{replaced}"
 
 
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:

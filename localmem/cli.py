@@ -144,10 +144,14 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 @click.option("--extract", type=click.Choice(["none", "llm"]),
               help="'none' (default) stores and indexes raw messages only; 'llm' also builds "
                    "episodes, facts and entities with the local LLM. Env: LOCALMEM_EXTRACT.")
+@click.option("--consolidate", type=click.Choice(["off", "fast", "full"]),
+              help="With --extract llm: learn lasting knowledge about people episode by episode "
+                   "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
+                   "Default off. Env: LOCALMEM_CONSOLIDATE.")
 @json_option
 @click.pass_obj
 def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str | None,
-           as_json: bool) -> None:
+           consolidate: str | None, as_json: bool) -> None:
     """Store the messages of FILE (LoCoMo JSON, JSONL, chat JSON or a text transcript).
 
     Re-ingesting the same file adds nothing. LoCoMo conversations each go to a
@@ -156,7 +160,7 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     forced = state.config.namespace if state.namespace_given else None
     with _progress(state, f"ingesting {file.name}", ("extracting episodes",)) as progress:
         report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
-                                       extract=extract, progress=progress)
+                                       extract=extract, consolidate=consolidate, progress=progress)
     if as_json:
         _print_json(report.to_dict())
         return
@@ -186,7 +190,15 @@ def _echo_build(ns: str, build: dict[str, Any]) -> None:
         click.echo(f"  {row['stage']}: {row['calls']} LLM calls, {row['prompt_tokens']} prompt + "
                    f"{row['completion_tokens']} generated tokens, {row['seconds']:.0f}s, "
                    f"{row['failures']} invalid after repair")
+    if build.get("consolidation"):
+        _echo_consolidation(build["consolidation"])
     click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items()))
+
+
+def _echo_consolidation(done: dict[str, Any]) -> None:
+    click.echo(f"  consolidation: {done['episodes']} episodes ({done['failed']} failed): {done['added']} "
+               f"knowledge statements added, {done['reinforced']} repeated (a source added), "
+               f"{done['superseded']} replacing an older one, {done['dropped']} dropped; {done['seconds']:.1f}s")
 
 
 @cli.command()
@@ -509,6 +521,49 @@ def flush(state: _State, as_json: bool) -> None:
         _print_json(report.to_dict())
     else:
         _echo_build(mem.namespace, report.to_dict())
+
+
+@cli.command()
+@click.option("--mode", type=click.Choice(["fast", "full"]), default="fast", show_default=True,
+              help="fast: one LLM call per episode; full: predict, then calibrate (two).")
+@json_option
+@click.pass_obj
+def consolidate(state: _State, mode: str, as_json: bool) -> None:
+    """Learn lasting knowledge about people from the extracted episodes not consolidated yet."""
+    with _progress(state, "consolidating episodes") as progress:
+        report = state.memory().consolidate(mode=mode, progress=progress)
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        _echo_consolidation(report.to_dict())
+
+
+@cli.command()
+@click.argument("name")
+@json_option
+@click.pass_obj
+def profile(state: _State, name: str, as_json: bool) -> None:
+    """NAME's timeline (episodes, with their role) and what memory knows about them, by aspect."""
+    prof = state.memory().profile(name)
+    if as_json:
+        _print_json(prof.to_dict())
+        return
+    also = [a for a in prof.aliases if a.lower() != prof.name.lower()]
+    click.echo(f"{prof.name} ({prof.type})" + (f", also: {', '.join(also)}" if also else ""))
+    click.echo(f"Timeline: {len(prof.episodes)} episodes")
+    for ep in prof.episodes:
+        click.echo(f"  {(ep.time or 'date unknown')[:10]:<12} {ep.role:<10} u:{ep.episode_id:<6} {ep.title or ''}")
+    if not prof.knowledge:
+        click.echo("Knowledge: none yet (run 'localmem consolidate' after extraction)")
+        return
+    click.echo("Knowledge:")
+    for aspect, lines in prof.knowledge.items():
+        click.echo(f"  {aspect}")
+        for st in lines:
+            when = (st.time or "date unknown")[:10]
+            sources = f" [{', '.join(st.sources)}]" if st.sources else ""
+            state_note = "" if st.current else f" (until {(st.until or '?')[:10]}, replaced by u:{st.superseded_by})"
+            click.echo(f"    {when:<12} {st.text}{sources}{state_note}")
 
 
 @cli.command()

@@ -39,6 +39,9 @@ DEFAULT_ASK_MAX_TOKENS = 400
 # on (the model answers in the speakers' own words), "units" shows the units' text.
 DEFAULT_ASK_EVIDENCE = "messages"
 ASK_EVIDENCE = ("messages", "units")
+# Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
+DEFAULT_CONSOLIDATE = "off"
+CONSOLIDATE_MODES = ("off", "fast", "full")
 
 
 def user_data_dir() -> Path:
@@ -104,6 +107,7 @@ class Config:
     ask_candidates: int = DEFAULT_ASK_CANDIDATES
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
     ask_evidence: str = DEFAULT_ASK_EVIDENCE
+    consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
     rerank_tokenizer: Path | None = None  # its tokenizer.json
@@ -162,6 +166,8 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         return Path(os.path.expanduser(str(value)))
     if name == "llm_model":
         return os.path.expanduser(str(value))
+    if name == "consolidate" and str(value) not in CONSOLIDATE_MODES:
+        raise ConfigError(f"setting consolidate must be one of {', '.join(CONSOLIDATE_MODES)}, got {value!r}")
     if name == "ask_evidence" and str(value) not in ASK_EVIDENCE:
         raise ConfigError(f"setting ask_evidence must be one of {', '.join(ASK_EVIDENCE)}, got {value!r}")
     if isinstance(default, int) and not isinstance(default, bool):

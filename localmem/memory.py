@@ -26,6 +26,8 @@ from . import (
     transfer,
 )
 from . import channels as channels_mod
+from . import consolidate as consolidate_mod
+from . import profile as profile_mod
 from .config import Config
 from .embed import Embedder, embed_batched
 from .errors import ConfigError, LocalmemError
@@ -121,18 +123,21 @@ class Memory:
 
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
-               namespace: str | None = None, extract: str | None = None,
+               namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> IngestReport:
         """Ingest a file (LoCoMo JSON, JSONL, chat JSON or text transcript).
 
         Re-ingesting the same file is a no-op. LoCoMo samples each go to the
         namespace named by their ``sample_id`` unless ``namespace`` is given.
-        ``progress(done, total)`` is called after every batch.
+        ``progress(done, total)`` is called after every batch. ``consolidate`` (with
+        ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
+        the config).
         """
         extract = extract or self.config.extract
         if extract not in EXTRACT_MODES:
             raise LocalmemError(f"--extract {extract} is unknown; use one of: "
                                 f"{', '.join(EXTRACT_MODES)}")
+        consolidate = _consolidate_mode(consolidate or self.config.consolidate)
         file = Path(path)
         if format is not None and format not in formats.FORMATS:
             raise formats.UnknownFormatError(
@@ -158,7 +163,8 @@ class Memory:
                 sha256=ingest.sha256_bytes(data), batch=self.config.ingest_batch,
                 embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
-            report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress).to_dict()
+            report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
+                                                      consolidate=consolidate).to_dict()
                             for nsr in report.namespaces}
         else:
             report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
@@ -174,13 +180,16 @@ class Memory:
             return len(segment.segment_namespace(self.conn, ns, detector, final=final))
 
     def build(self, *, namespace: str | None = None, final: bool = True,
-              progress: Callable[[int, int], None] | None = None) -> "BuildReport":
-        """Segment unassigned messages into episodes and extract each closed episode.
+              progress: Callable[[int, int], None] | None = None,
+              consolidate: str | None = None) -> "BuildReport":
+        """Segment unassigned messages into episodes, extract each closed episode, then
+        consolidate them (``consolidate``: "off", "fast", "full"; default from the config).
 
         Resumable: each episode is one transaction, so an interrupted build redoes
         at most the episode it was in. ``final=False`` leaves the open buffer open.
         """
         ns = namespace or self.namespace
+        consolidate = _consolidate_mode(consolidate or self.config.consolidate)
         report = BuildReport()
         llm, embedder = self.llm, self.embedder
         log = _CallLog(self.conn, ns, llm.model_id)
@@ -229,10 +238,35 @@ class Memory:
             if progress:
                 progress(done, len(todo))
         report.seconds["extract"] = round(time.perf_counter() - t0, 2)
+        if consolidate != "off":
+            done_report = self._consolidate(ns, consolidate, log, progress)
+            report.consolidation = done_report.to_dict()
+            report.seconds["consolidate"] = done_report.seconds
         report.llm = [dict(zip(("stage", "calls", "prompt_tokens", "completion_tokens", "seconds",
                                 "failures"), row))
                       for row in self.conn.execute(q("llm_call_totals"), {"ns": ns})]
         return report
+
+    def consolidate(self, *, namespace: str | None = None, mode: str = "fast",
+                    progress: Callable[[int, int], None] | None = None) -> "consolidate_mod.Report":
+        """Predict–calibrate every extracted episode not consolidated yet, oldest first:
+        lasting knowledge about people as ``knowledge`` units, changes as ``supersedes`` links.
+        ``mode``: "fast" (one call per episode) or "full" (predict, then calibrate)."""
+        mode = _consolidate_mode(mode)
+        if mode == "off":
+            raise LocalmemError("consolidate needs a mode: fast or full")
+        ns = namespace or self.namespace
+        return self._consolidate(ns, mode, _CallLog(self.conn, ns, self.llm.model_id), progress)
+
+    def _consolidate(self, ns: str, mode: str, log: "_CallLog",
+                     progress: Callable[[int, int], None] | None) -> "consolidate_mod.Report":
+        return consolidate_mod.consolidate_namespace(self.conn, self.llm, self.embedder, ns, mode, log,
+                                                     self._locked, progress)
+
+    def profile(self, name: str, *, namespace: str | None = None) -> "profile_mod.Profile":
+        """A person's timeline (the episodes they are in, in time order, with their role) and
+        what memory knows about them, grouped by aspect, current statements first."""
+        return profile_mod.profile(self.conn, namespace or self.namespace, name)
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,
@@ -528,6 +562,13 @@ class BuildReport:
     links: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     llm: list[dict[str, Any]] = field(default_factory=list)
+    consolidation: dict[str, Any] = field(default_factory=dict)  # empty when off
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _consolidate_mode(mode: str) -> str:
+    if mode not in consolidate_mod.MODES:
+        raise LocalmemError(f"--consolidate {mode} is unknown; use one of: {', '.join(consolidate_mod.MODES)}")
+    return mode

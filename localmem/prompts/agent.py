@@ -1,4 +1,5 @@
-"""The agentic ask loop (REMem-I's tool loop with MRAgent's cue → tag → content tool).
+"""The agentic ask loop (REMem-I's tool loop with MRAgent's cue → tag → content and
+person → aspect → statement tools).
 
 Each step the model sees the question, the evidence it has kept so far and the results of
 its last tool call (numbered), and replies with one JSON object: which new results to keep
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "agent-v1"
-TOOLS = ["semantic_retrieve", "lexical_retrieve", "episode_context", "entity_units", "answer"]
+VERSION = "agent-v2"
+TOOLS = ["semantic_retrieve", "lexical_retrieve", "episode_context", "entity_units", "personal_knowledge", "answer"]
 MAX_KEEP = 8
 MAX_TOKENS = 260
 
@@ -39,10 +40,11 @@ Tools:
 - lexical_retrieve: memory items containing the words of "query"; optional "start"/"end".
 - episode_context: the whole conversation episode around kept evidence item number "item".
 - entity_units: what memory holds about a person or thing "entity", optionally only about "tag" (one or two words, e.g. "pottery"), between "start" and "end", ordered "oldest" or "newest"; "count": true also counts them.
+- personal_knowledge: lasting facts about person "entity" (job, home, family, hobbies, preferences...), optionally only the aspect "tag" (identity, career, education, family, relationships, home, hobby, preference, health, pets, plans, beliefs); replaced facts are marked.
 - answer: stop searching; the answer is written from the kept evidence.
 Each step: put in "keep" the numbers of new results that help answer the question (earlier kept evidence stays), then choose the next tool. Choose "answer" as soon as the kept evidence is enough, or when searching more will not help.
 Reply with JSON only, for example:
-{"keep": [2, 5], "tool": "entity_units", "entity": "Priya", "tag": "dog", "order": "oldest"}"""
+{"keep": [2, 5], "tool": "entity_units", "entity": "Noor", "tag": "dog", "order": "oldest"}"""
 
 
 def build(question: str, today: str | None, kept: Sequence[str], results: Sequence[str],

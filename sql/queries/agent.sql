@@ -35,3 +35,26 @@ UNION ALL SELECT 'u', l.dst_id FROM links AS l WHERE l.type = 'next' AND l.src_i
 -- name: agent_episode_messages
 SELECT us.message_id FROM unit_sources AS us JOIN messages AS m ON m.id = us.message_id
 WHERE us.unit_id = :id ORDER BY m.sent_at, m.seq, m.id;
+
+-- name: agent_person_aspects
+-- The aspects of the consolidated knowledge about the person named :name, with counts.
+SELECT coalesce(u.aspect, m.tag, 'other') AS shown, count(DISTINCT u.id)
+FROM entity_aliases AS a
+JOIN entities AS e ON e.id = a.entity_id AND e.ns = :ns
+JOIN mentions AS m ON m.entity_id = e.id AND m.role = 'subject'
+JOIN units AS u ON u.id = m.unit_id AND u.kind = 'knowledge'
+WHERE a.norm_alias = :name
+GROUP BY shown ORDER BY count(DISTINCT u.id) DESC, shown;
+
+-- name: agent_person_knowledge
+-- Knowledge about the person named :name (of :aspect, or all), current first, newest first.
+SELECT DISTINCT u.id,
+       EXISTS (SELECT 1 FROM links AS l WHERE l.dst_id = u.id AND l.type = 'supersedes') AS replaced,
+       u.occurred_start
+FROM entity_aliases AS a
+JOIN entities AS e ON e.id = a.entity_id AND e.ns = :ns
+JOIN mentions AS m ON m.entity_id = e.id AND m.role = 'subject'
+JOIN units AS u ON u.id = m.unit_id AND u.kind = 'knowledge'
+WHERE a.norm_alias = :name AND (:aspect IS NULL OR coalesce(u.aspect, m.tag, 'other') = :aspect)
+ORDER BY replaced, u.occurred_start DESC, u.id DESC
+LIMIT :limit;

@@ -40,8 +40,10 @@ WHERE id = :id;
 UPDATE units SET stage = :stage WHERE id = :id;
 
 -- name: derived_units_delete
--- Units an earlier, interrupted attempt at this episode left behind.
+-- Units an earlier, interrupted attempt at this episode left behind (its knowledge too:
+-- consolidation runs again on the new extraction).
 DELETE FROM units WHERE episode_id = :episode_id;
+DELETE FROM consolidations WHERE episode_id = :episode_id;
 
 -- name: unit_insert
 INSERT INTO units (ns, kind, conversation, episode_id, text, subject, predicate, object,

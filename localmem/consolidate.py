@@ -1,0 +1,279 @@
+"""Stage 6, consolidate: lasting knowledge about people, learned episode by episode.
+
+Nemori's predict–calibrate: for each extracted episode, in time order, the knowledge memory
+already holds about the episode (nearest ``knowledge`` units to its title and narrative) is
+shown to the model, which predicts the episode and keeps only what the raw messages add or
+change (``full``: a predict call and a calibrate call; ``fast``: one call doing both). Each
+statement becomes a ``knowledge`` unit about one person with an aspect tag (MRAgent's person →
+aspect → statement, stored as a ``subject`` mention tagged with the aspect), the episode's
+time and its source message. Rules around the model:
+
+- the subject must be a person of the episode (a speaker, or someone its extraction
+  named); others are dropped, so a garbled name never becomes a new entity;
+- a statement that says again what a held statement about the same person says (cosine ≥
+  :data:`SAME_STATEMENT`) adds its message to that unit's sources instead of a copy;
+- a statement the model says contradicts a held one (``replaces``) gets a ``supersedes`` link
+  to it, valid from the episode's time, only when both are about the same person; both stay.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import db, resolve, vector_index
+from .embed import to_blob
+from .extract import EpisodeMessage, content_hash, date_header, match_sources
+from .llm import LLM, Structured, complete_structured
+from .prompts import consolidate as prompt
+from .queries import q
+
+MODES = ("off", "fast", "full")
+HELD = 8  # knowledge items shown to the model
+SAME_STATEMENT = 0.9  # cosine between statements that say the same thing (shipped embedder)
+
+Log = Callable[..., None]
+
+
+@dataclass
+class Known:
+    """A held knowledge unit, as shown to the model (K1…)."""
+
+    unit_id: int
+    text: str
+    aspect: str
+    entity_id: int | None
+
+
+@dataclass
+class Statement:
+    subject: str
+    aspect: str
+    text: str
+    source: int  # index of the episode message
+    replaces: int  # 1-based K number, 0 for none
+
+
+@dataclass
+class Consolidated:
+    """What consolidating one episode did."""
+
+    added: list[int] = field(default_factory=list)  # new knowledge unit ids
+    reinforced: list[int] = field(default_factory=list)  # held units that gained a source
+    superseded: list[tuple[int, int]] = field(default_factory=list)  # (new, old)
+    dropped: list[str] = field(default_factory=list)  # statements refused, with why
+
+
+@dataclass
+class Episode:
+    id: int
+    conversation: str
+    title: str
+    narrative: str
+    time: str | None
+    messages: list[EpisodeMessage]
+    people: dict[str, int]  # normalised name or alias → entity id
+
+
+def load_episode(conn: Any, episode_id: int) -> Episode:
+    eid, conversation, title, text, when = conn.execute(q("consolidate_episode"), {"id": episode_id}).fetchone()
+    rows = conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
+    msgs = [EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None) for mid, sp, tx, at, a, _e in rows]
+    people = {alias: entity for alias, entity in conn.execute(q("episode_people"), {"id": episode_id})}
+    return Episode(eid, conversation or "", title or "", text or "", when, msgs, people)
+
+
+def held(conn: Any, ns: str, query_vec: np.ndarray, limit: int = HELD) -> list[Known]:
+    """The current (not superseded) knowledge nearest to the episode, nearest first."""
+    near = [uid for uid, _d in vector_index.knn(conn, "units", ns, query_vec, limit * 3, kind="knowledge")]
+    if not near:
+        return []
+    rows = {uid: (text, aspect, entity) for uid, text, aspect, entity in conn.execute(
+        q("knowledge_current"), {"ids": json.dumps(near)})}
+    return [Known(uid, *rows[uid]) for uid in near if uid in rows][:limit]
+
+
+def think(llm: LLM, mode: str, known: Sequence[Known], episode: Episode) -> tuple[dict[str, Any] | None,
+                                                                                    list[tuple[str, str, Structured]]]:
+    """The model's statements for ``episode`` (None when its reply stayed invalid), and the
+    calls made as (stage, prompt version, result) for the call log."""
+    pairs = [(k.text, k.aspect) for k in known]
+    lines = [m.line for m in episode.messages]
+    day = date_header(episode.messages)
+    if mode == "fast":
+        result = complete_structured(llm, prompt.fast(pairs, episode.title, lines, day), prompt.FAST_SCHEMA,
+                                     prompt.STATEMENTS_MAX_TOKENS)
+        return (result.data if result.ok else None), [("consolidate", prompt.FAST_VERSION, result)]
+    predicted = complete_structured(llm, prompt.predict(episode.title, pairs), prompt.PREDICT_SCHEMA,
+                                    prompt.PREDICT_MAX_TOKENS)
+    calls = [("predict", prompt.PREDICT_VERSION, predicted)]
+    guess = str(predicted.data["prediction"]) if predicted.ok and predicted.data else ""
+    result = complete_structured(llm, prompt.calibrate(pairs, guess, lines, day), prompt.CALIBRATE_SCHEMA,
+                                 prompt.STATEMENTS_MAX_TOKENS)
+    calls.append(("calibrate", prompt.CALIBRATE_VERSION, result))
+    return (result.data if result.ok else None), calls
+
+
+def interpret(data: dict[str, Any], episode: Episode, known_count: int) -> list[Statement]:
+    out = []
+    for item in data.get("statements", []):
+        text = " ".join(str(item["text"]).split())
+        source = int(item["source"]) if 0 <= int(item["source"]) < len(episode.messages) else -1
+        replaces = int(item["replaces"]) if 1 <= int(item["replaces"]) <= known_count else 0
+        out.append(Statement(str(item["subject"]).strip(), str(item["aspect"]), text, source, replaces))
+    return out
+
+
+def person_of(episode: Episode, name: str) -> int | None:
+    """The entity of the episode's people that ``name`` names, if any."""
+    norm = resolve.normalise(name, None) or name.strip().lower()
+    if norm in episode.people:
+        return episode.people[norm]
+    first = norm.split(" ")[0] if norm else ""
+    matches = {e for alias, e in episode.people.items() if alias.split(" ")[0] == first}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def _speaker_named(episode: Episode, name: str) -> str | None:
+    first = (resolve.normalise(name) or name.lower()).split(" ")[0] if name.strip() else ""
+    speakers = {m.speaker for m in episode.messages if m.speaker}
+    named = [s for s in speakers if first and resolve.normalise(s).split(" ")[0] == first]
+    return named[0] if len(named) == 1 else None
+
+
+def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement], known: Sequence[Known],
+          embedder: Any, model_id: str, version: str, mode: str) -> Consolidated:
+    """Write the statements (caller's transaction) and record the episode as consolidated."""
+    out = Consolidated()
+    now = db.now_iso()
+    when = episode.time
+    kept: list[tuple[Statement, int]] = []
+    for st in statements:
+        entity = person_of(episode, st.subject)
+        speaker = _speaker_named(episode, st.subject)
+        if entity is None and speaker is not None:  # a speaker the extraction did not list
+            entity, _created = resolve.resolve(conn, ns, speaker, "person", speaker=None, context_ids=[])
+            episode.people[resolve.normalise(speaker)] = entity
+        if entity is None:
+            out.dropped.append(f"{st.text!r}: {st.subject!r} is not a person of this episode")
+            continue
+        kept.append((st, entity))
+    # Knowledge is embedded without a date (it holds over time), so a repeat embeds alike.
+    vectors = embedder.embed([st.text for st, _e in kept]) if kept else []
+    for (st, entity), vec in zip(kept, vectors):
+        sources = [episode.messages[st.source].id] if st.source >= 0 else \
+            [episode.messages[i].id for i in match_sources(st.text, episode.messages, [])]
+        replaced = known[st.replaces - 1] if st.replaces else None
+        if replaced is not None and replaced.entity_id != entity:
+            out.dropped.append(f"{st.text!r} cannot replace {replaced.text!r}: another person")
+            replaced = None
+        # A change can embed close to what it replaces ("prefers tea to coffee" / "coffee to
+        # tea"), so only a statement that replaces nothing can be a repeat.
+        same = _same_statement(conn, ns, entity, vec) if replaced is None else None
+        if same is not None:
+            for mid in sources:
+                conn.execute(q("unit_source_insert"), {"unit_id": same, "message_id": mid})
+            out.reinforced.append(same)
+            continue
+        unit_id = conn.execute(q("knowledge_insert"), {
+            "ns": ns, "conversation": episode.conversation, "episode_id": episode.id, "text": st.text,
+            "subject": st.subject, "aspect": st.aspect, "occurred_start": when[:10] if when else None,
+            "mentioned_at": when, "prompt_version": version, "model_id": model_id,
+            "content_hash": content_hash("knowledge", st.text, (when or "")[:10]), "created_at": now,
+        }).fetchone()[0]
+        for mid in sources:
+            conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
+        conn.execute(q("mention_insert"), {"unit_id": unit_id, "entity_id": entity, "role": "subject",
+                                           "tag": st.aspect})
+        conn.execute(q("vec_unit_insert"), {"id": unit_id, "ns": ns, "kind": "knowledge", "embedding": to_blob(vec)})
+        out.added.append(unit_id)
+        if replaced is not None:
+            conn.execute(q("link_insert"), {"src_id": unit_id, "dst_id": replaced.unit_id, "type": "supersedes",
+                                            "weight": 1.0, "valid_at": when, "created_at": now})
+            out.superseded.append((unit_id, replaced.unit_id))
+    conn.execute(q("consolidation_insert"), {
+        "episode_id": episode.id, "mode": mode, "prompt_version": version, "added": len(out.added),
+        "reinforced": len(out.reinforced), "superseded": len(out.superseded), "created_at": now})
+    return out
+
+
+def _same_statement(conn: Any, ns: str, entity: int, vec: np.ndarray) -> int | None:
+    """A held statement about ``entity`` that says what ``vec`` says, if any."""
+    rows = conn.execute(q("knowledge_vectors_of_entity"), {"ns": ns, "entity_id": entity}).fetchall()
+    if not rows:
+        return None
+    ids = [r[0] for r in rows]
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    v = np.asarray(vec, dtype=np.float32)
+    sims = (mat @ v) / np.maximum(np.linalg.norm(mat, axis=1) * max(float(np.linalg.norm(v)), 1e-12), 1e-12)
+    best = int(np.argmax(sims))
+    return ids[best] if sims[best] >= SAME_STATEMENT else None
+
+
+@dataclass
+class Report:
+    """What a consolidation pass did, for the ingest summary."""
+
+    episodes: int = 0
+    failed: int = 0
+    added: int = 0
+    reinforced: int = 0
+    superseded: int = 0
+    dropped: int = 0
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def consolidate_episode(conn: Any, llm: LLM, embedder: Any, ns: str, episode_id: int, mode: str,
+                        log: Log, locked: Callable[[], Any]) -> Consolidated | None:
+    """Consolidate one extracted episode (one transaction); None when the model's reply stayed
+    invalid (the episode is recorded, so it is not retried on every build)."""
+    episode = load_episode(conn, episode_id)
+    query_vec = embedder.embed([f"{episode.title}. {episode.narrative}"])[0]
+    known = held(conn, ns, query_vec)
+    data, calls = think(llm, mode, known, episode)
+    with locked(), conn:
+        for stage, version, result in calls:
+            log(stage=stage, prompt_version=version, result=result)
+        version = calls[-1][1]
+        if data is None:
+            conn.execute(q("consolidation_insert"), {
+                "episode_id": episode.id, "mode": mode, "prompt_version": version, "added": 0,
+                "reinforced": 0, "superseded": 0, "created_at": db.now_iso()})
+            return None
+        return store(conn, ns, episode, interpret(data, episode, len(known)), known, embedder,
+                     getattr(llm, "model_id", "unknown"), version, mode)
+
+
+def consolidate_namespace(conn: Any, llm: LLM, embedder: Any, ns: str, mode: str, log: Log,
+                          locked: Callable[[], Any],
+                          progress: Callable[[int, int], None] | None = None) -> Report:
+    """Consolidate every extracted episode of ``ns`` not consolidated yet, oldest first."""
+    if mode not in MODES:
+        raise ValueError(f"unknown consolidation mode {mode!r}")
+    report = Report()
+    if mode == "off":
+        return report
+    started = time.perf_counter()
+    todo = [row[0] for row in conn.execute(q("episodes_to_consolidate"), {"ns": ns})]
+    for done, episode_id in enumerate(todo, 1):
+        log.episode_id = episode_id  # type: ignore[attr-defined]
+        result = consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked)
+        report.episodes += 1
+        if result is None:
+            report.failed += 1
+        else:
+            report.added += len(result.added)
+            report.reinforced += len(result.reinforced)
+            report.superseded += len(result.superseded)
+            report.dropped += len(result.dropped)
+        if progress:
+            progress(done, len(todo))
+    report.seconds = round(time.perf_counter() - started, 2)
+    return report
