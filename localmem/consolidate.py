@@ -27,7 +27,7 @@ import numpy as np
 
 from . import db, resolve, vector_index
 from .embed import to_blob
-from .extract import EpisodeMessage, content_hash, date_header, match_sources
+from .extract import EpisodeMessage, content_hash, content_words, date_header, match_sources, stem
 from .llm import LLM, Structured, complete_structured
 from .prompts import consolidate as prompt
 from .queries import q
@@ -138,6 +138,14 @@ def person_of(episode: Episode, name: str) -> int | None:
     return matches.pop() if len(matches) == 1 else None
 
 
+def grounded_in(text: str, messages: Sequence[EpisodeMessage]) -> bool:
+    """Whether some message shares a content word stem ("paints"/"painting") with ``text``,
+    beyond the speakers' names: a statement with none is the model's invention."""
+    names = {stem(w) for m in messages for w in content_words(m.speaker)}
+    words = {stem(w) for w in content_words(text)} - names
+    return any(words & {stem(w) for w in content_words(m.text)} for m in messages)
+
+
 def _speaker_named(episode: Episode, name: str) -> str | None:
     first = (resolve.normalise(name) or name.lower()).split(" ")[0] if name.strip() else ""
     speakers = {m.speaker for m in episode.messages if m.speaker}
@@ -165,8 +173,13 @@ def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement],
     # Knowledge is embedded without a date (it holds over time), so a repeat embeds alike.
     vectors = embedder.embed([st.text for st, _e in kept]) if kept else []
     for (st, entity), vec in zip(kept, vectors):
-        sources = [episode.messages[st.source].id] if st.source >= 0 else \
-            [episode.messages[i].id for i in match_sources(st.text, episode.messages, [])]
+        # As in extraction: a small model copies source numbers from the example, so the
+        # cited message counts only when it is among those sharing the statement's words.
+        if not grounded_in(st.text, episode.messages):
+            out.dropped.append(f"{st.text!r}: no message of the episode says it")
+            continue
+        cited = [st.source] if st.source >= 0 else []
+        sources = [episode.messages[i].id for i in match_sources(st.text, episode.messages, cited)]
         replaced = known[st.replaces - 1] if st.replaces else None
         if replaced is not None and replaced.entity_id != entity:
             out.dropped.append(f"{st.text!r} cannot replace {replaced.text!r}: another person")

@@ -76,7 +76,7 @@ def _ref_date(messages: Sequence[EpisodeMessage], indexes: Sequence[int]) -> dt.
     return None
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 and w not in STOPWORDS}
 
 
@@ -86,8 +86,8 @@ def match_sources(text: str, messages: Sequence[EpisodeMessage], cited: Sequence
     Small models copy source numbers from the prompt's example, so the cited indexes
     are kept only when they are among the best-matching messages.
     """
-    words = _content_words(text)
-    scores = [len(words & _content_words(f"{m.speaker} {m.text}")) for m in messages]
+    words = content_words(text)
+    scores = [len(words & content_words(f"{m.speaker} {m.text}")) for m in messages]
     best = max(scores, default=0)
     if best == 0:
         return list(cited) or list(range(len(messages)))
@@ -159,11 +159,11 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
     if any(c.isalpha() and ord(c) > 0x24F and c not in said for c in text):
         return "garbled"  # a letter of another script the messages do not have ("eyes亮")
     statements = [_QUESTION.sub("", m.text) for m in sources]
-    if sources and all(len(_content_words(s) - _FILLER - names) < 2 for s in statements):
+    if sources and all(len(content_words(s) - _FILLER - names) < 2 for s in statements):
         return "question"  # a question asserts nothing about its asker
-    asked = _content_words(" ".join(q.group(0) for m in sources for q in _QUESTION.finditer(m.text)))
-    stated = _content_words(" ".join(statements))
-    own = _content_words(text) - names
+    asked = content_words(" ".join(q.group(0) for m in sources for q in _QUESTION.finditer(m.text)))
+    stated = content_words(" ".join(statements))
+    own = content_words(text) - names
     if own & asked and not own & stated - _FILLER:
         return "question"  # "Do you like painting animals?" turned into "... likes painting animals"
     return None
@@ -230,7 +230,7 @@ def interpret(data: dict[str, Any], messages: Sequence[EpisodeMessage]) -> Extra
     speakers = {m.speaker.lower() for m in messages}
     out = Extraction(title=data["title"].strip(), narrative=data["narrative"].strip())
     seen_texts: set[str] = set()
-    names = frozenset(w for m in messages for w in _content_words(m.speaker))
+    names = frozenset(w for m in messages for w in content_words(m.speaker))
     for ev in data["facts"]:
         text, predicate = ev["text"].strip(), ev["predicate"].strip()
         if not text or is_chatter(predicate, text) or text.lower() in seen_texts:
@@ -286,7 +286,7 @@ def verify(judge: Judge, ex: Extraction, messages: Sequence[EpisodeMessage],
                       prompt_tokens=judged.prompt_tokens)
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """Kinship-canonical prefix: "mom" and "mother", "painting" and "paintings" meet."""
     return resolve.KIN.get(word, word)[:5]
 
@@ -300,15 +300,15 @@ def grounded(name: str, messages: Sequence[EpisodeMessage]) -> bool:
     """
     lowered = name.lower()
     said = " ".join(m.line.lower() for m in messages)
-    said_stems = {_stem(w) for w in re.findall(r"\w+", said)}
-    if not all(_stem(w) in said_stems for w in _content_words(lowered)):
+    said_stems = {stem(w) for w in re.findall(r"\w+", said)}
+    if not all(stem(w) in said_stems for w in content_words(lowered)):
         return False
     owner, sep, thing = lowered.partition("'s ")
     speakers = {m.speaker.lower() for m in messages}
     if not sep or owner not in speakers:
         return True
-    head = _stem(thing.split()[-1]) if thing.split() else ""
-    own = [_stem(w) for m in messages if m.speaker.lower() == owner for w in re.findall(r"\w+", m.text.lower())]
+    head = stem(thing.split()[-1]) if thing.split() else ""
+    own = [stem(w) for m in messages if m.speaker.lower() == owner for w in re.findall(r"\w+", m.text.lower())]
     said_mine = any(w in ("my", "our") and head in own[i + 1:i + 3] for i, w in enumerate(own))
     return said_mine or f"{owner}'s {thing}" in said
 

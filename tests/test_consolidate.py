@@ -155,15 +155,17 @@ def test_full_mode_predicts_from_the_title_then_calibrates_against_the_messages(
         assert stages["predict"] == 4 and stages["calibrate"] == 4
 
 
-def test_replacing_someone_elses_statement_or_naming_a_stranger_is_refused(tmp_path):
+def test_replacing_someone_elses_statement_naming_a_stranger_or_inventing_is_refused(tmp_path):
     rules = RULES[:4] + [
         ("moved to York", "Dana", "home", "Dana lives in York.", "Omar prefers tea to coffee."),  # another person
         ("paramedic", "Zed", "career", "Zed is a paramedic.", None),  # no one of the episode
+        ("Congrats", "Omar", "hobby", "Omar collects stamps.", None),  # no message says it
     ]
     with _memory(tmp_path, _model(rules)) as mem:
         assert _supersedes(mem) == set()
         known = _knowledge(mem)
         assert "Dana lives in York." in known and "Zed is a paramedic." not in known
+        assert "Omar collects stamps." not in known
         assert not mem.conn.execute("select 1 from entities where name = 'Zed'").fetchall()
 
 

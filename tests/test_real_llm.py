@@ -111,6 +111,28 @@ def test_build_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm
         assert logged[0] > 0 and logged[1] == logged[2]  # every call kept the model's raw reply
 
 
+@pytest.mark.parametrize("mode", ["fast", "full"])
+def test_consolidation_with_the_tiny_model_keeps_the_store_consistent(tmp_path, tiny_llm, mode):
+    path = tmp_path / "chat.txt"
+    path.write_text("[2023-05-08 13:00]\nAnn: I work as a nurse in Leeds.\nBob: Nice!\n"
+                    "[2023-07-08 13:00]\nAnn: I moved to York and I am a paramedic now.\nBob: Wow.\n",
+                    encoding="utf-8")
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=tiny_llm) as mem:
+        report = mem.ingest(path, extract="llm", consolidate=mode)
+        done = report.build["t"]["consolidation"]
+        assert done["episodes"] == report.build["t"]["episodes"]
+        assert done["episodes"] == mem.conn.execute("select count(*) from consolidations").fetchone()[0]
+        stages = {r[0] for r in mem.conn.execute("select stage from llm_calls")}
+        assert ({"consolidate"} if mode == "fast" else {"predict", "calibrate"}) <= stages or done["episodes"] == 0
+        # whatever the junk model said: knowledge has a person, an aspect and a source
+        bad = mem.conn.execute(
+            "select count(*) from units u where u.kind = 'knowledge' and (u.aspect is null "
+            "or not exists (select 1 from mentions m where m.unit_id = u.id and m.role = 'subject') "
+            "or not exists (select 1 from unit_sources s where s.unit_id = u.id))").fetchone()[0]
+        assert bad == 0
+        assert mem.consolidate(mode=mode).episodes == 0  # nothing left to do
+
+
 def test_speed_probe_reports_positive_rates(tiny_llm):
     row = tiny_llm.measure_speed(prompt_tokens=64, gen_tokens=8, repeats=1)
     assert row["prompt_tokens"] == 64 and row["gen_tokens"] == 8
