@@ -9,6 +9,7 @@ the source messages of the items that remain, read back from the store, never ge
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import re
 import time
@@ -107,6 +108,38 @@ def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES)
                     item.score, item.channels = hit.score, hit.channels
                 out.append(item)
     return out
+
+
+def recent_messages(conn: Any, ns: str, budget: int, count: Callable[[str], int]) -> list[Hit]:
+    """The namespace's newest messages whose evidence lines fit ``budget`` tokens, oldest
+    first: the "full-context" baseline (as much of the conversation as the context holds,
+    the oldest part cut)."""
+    out: list[Hit] = []
+    used = 0
+    rows = iter(conn.execute(q("namespace_messages_newest"), {"ns": ns}))
+    while batch := [row[0] for row in itertools.islice(rows, 200)]:
+        found = hydrate(conn, [("m", mid) for mid in batch])
+        for mid in batch:
+            hit = found.get(("m", mid))
+            if hit is None:
+                continue
+            tokens = count(evidence_line(hit)) + 4  # "[n] " and the line break
+            if used + tokens > budget:
+                return out[::-1]
+            out.append(hit)
+            used += tokens
+    return out[::-1]
+
+
+# Room kept for the question. A fixed allowance (not the question's own length) gives every
+# question of a conversation the same evidence, so the model's prefix cache holds it once.
+QUESTION_TOKENS = 96
+
+
+def context_budget(n_ctx: int, count: Callable[[str], int], question: str) -> int:
+    """Evidence tokens that fit the model's context next to the answer prompt and reply."""
+    fixed = count(prompt.SYSTEM) + max(QUESTION_TOKENS, count(question)) + 48  # template, "Today is …"
+    return max(0, n_ctx - fixed - prompt.MAX_TOKENS)
 
 
 def is_refusal(text: str) -> bool:

@@ -750,8 +750,10 @@ def eval_() -> None:
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
 @click.option("--mode", type=click.Choice(["fast", "agentic"]), default="fast", show_default=True,
               help="The ask mode answering the questions (without --retrieval-only).")
-@click.option("--system", type=click.Choice(["localmem", "raw-hybrid"]), default="localmem", show_default=True,
-              help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and budget.")
+@click.option("--system", type=click.Choice(["localmem", "raw-hybrid", "full-context"]), default="localmem",
+              show_default=True,
+              help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and "
+                   "budget; full-context: the newest turns that fit the model's context window.")
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")

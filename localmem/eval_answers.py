@@ -15,7 +15,10 @@ Scores follow LoCoMo's own evaluation code (``task_eval/evaluation.py``):
   elsewhere.
 
 Systems: ``localmem`` (the store as built: messages and, when extracted, memory units) and
-``raw-hybrid`` (the same model and token budget, evidence from raw turns by vector + BM25).
+``raw-hybrid`` (the same model and token budget, evidence from raw turns by vector + BM25) and
+``full-context`` (no retrieval: the newest turns that fit the model's context window, the
+oldest cut; the prompt's evidence is the same for every question of a conversation, so the
+model's prefix cache evaluates it once).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from .errors import InputError, LocalmemError
 from .ingest import sha256_bytes
 from .memory import Memory
 
-SYSTEMS = ("localmem", "raw-hybrid")
+SYSTEMS = ("localmem", "raw-hybrid", "full-context")
 
 
 @dataclass
@@ -140,7 +143,8 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
         model = mem.llm.model_id
         for done, item in enumerate(items, 1):
             mem.namespace = item.namespace
-            result = mem.ask(item.question, mode=mode, messages_only=system == "raw-hybrid")
+            result = mem.ask(item.question, mode=mode, messages_only=system == "raw-hybrid",
+                             full_context=system == "full-context")
             cited = {c.external_id for c in result.citations}
             item.result = {
                 "answer": result.answer, "refused": result.refused, "confidence": result.confidence,

@@ -319,7 +319,7 @@ class Memory:
     def ask(self, question: str, *, mode: str = "fast", now: dt.date | str | None = None,
             k: int | None = None, max_tokens: int | None = None,
             channels: Sequence[str] | None = None, promote: bool = False,
-            messages_only: bool = False, steps: int = 4,
+            messages_only: bool = False, full_context: bool = False, steps: int = 4,
             trace: Callable[[Any], None] | None = None,
             on_text: Callable[[str], None] | None = None) -> "answer_mod.Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
@@ -329,6 +329,8 @@ class Memory:
         ``max_tokens`` (default ``config.ask_max_tokens``), given to the model in time order.
         ``now``: the date relative questions count from (default: the latest message time).
         ``messages_only``: search raw messages alone (the plain hybrid baseline).
+        ``full_context``: no search; the newest messages that fit the model's context window
+        (the full-context baseline).
 
         ``agentic`` (REMem-I + MRAgent): at most ``steps`` tool calls chosen by the model
         (semantic and lexical retrieval with time filters, episode context, entity → tag →
@@ -349,12 +351,17 @@ class Memory:
         today = today or channels_mod.latest_time(self.conn, self.namespace)
         if mode == "agentic":
             return self._ask_agentic(question.strip(), today, steps, trace, started, on_text)
-        params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
-                                            promote=promote), now=today, messages_only=messages_only)
-        hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
-        if self.config.ask_evidence == "messages":
-            hits = answer_mod.as_messages(self.conn, hits)
-        hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
+        count = self.token_counter()[0]
+        if full_context:
+            budget = answer_mod.context_budget(self.config.n_ctx, count, question)
+            hits = answer_mod.recent_messages(self.conn, self.namespace, budget, count)
+        else:
+            params = replace(self.search_params(k or self.config.ask_candidates, channels=channels,
+                                                promote=promote), now=today, messages_only=messages_only)
+            hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
+            if self.config.ask_evidence == "messages":
+                hits = answer_mod.as_messages(self.conn, hits)
+            hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
         result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text, self._speakers())

@@ -218,3 +218,24 @@ def test_ask_evidence_setting_is_checked():
     assert Config.load(env={"LOCALMEM_ASK_EVIDENCE": "units"}, config_file=None).ask_evidence == "units"
     with pytest.raises(ConfigError, match="ask_evidence must be one of"):
         Config.load(env={"LOCALMEM_ASK_EVIDENCE": "gists"}, config_file=None)
+
+
+def test_full_context_gives_the_newest_messages_that_fit_the_same_for_every_question(tmp_path):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "x", "supports": [], "confidence": 0.5})
+    with _memory(tmp_path, llm) as mem:
+        for i in range(300):
+            mem.add("Ann", f"note number {i} about the garden and the weather", time=f"2023-06-{1 + i // 20:02d}T10:{i % 60:02d}")
+        mem.config = replace(mem.config, n_ctx=1200)
+        first = mem.ask("Where?", full_context=True)
+        second = mem.ask("What did Ann say about the garden in June, and how often did she say it?",
+                         full_context=True)
+    items = _items(llm.calls[0])
+    assert items == _items(llm.calls[1])  # same evidence: one cached prefix
+    assert "note number 299" in items[-1]  # the newest kept, the oldest cut
+    assert all("Caroline" not in line for line in items) and len(items) < 300
+    words = sum(len(m["content"].split()) for m in llm.calls[0])
+    assert words <= 1200 - 220  # the prompt and the reply fit the window (the fake counts words)
+    assert [h.time for h in first.evidence] == sorted(h.time for h in first.evidence)
+    assert [h.id for h in second.evidence] == [h.id for h in first.evidence]

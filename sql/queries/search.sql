@@ -50,3 +50,7 @@ SELECT doc FROM units_fts_vocab WHERE term = :term;
 
 -- name: namespace_speakers
 SELECT DISTINCT speaker FROM messages WHERE ns = :ns;
+
+-- name: namespace_messages_newest
+-- Every message of :ns, newest first (the full-context baseline reads until its budget is full).
+SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC;
