@@ -27,7 +27,8 @@ import numpy as np
 
 from . import db, resolve, vector_index
 from .embed import to_blob
-from .extract import EpisodeMessage, content_hash, content_words, date_header, match_sources, stem
+from .extract import (EpisodeMessage, content_hash, content_words, date_header, doubtful, match_sources,
+                      own_speaker, stem)
 from .llm import LLM, Structured, complete_structured
 from .prompts import consolidate as prompt
 from .queries import q
@@ -160,6 +161,7 @@ def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement],
     now = db.now_iso()
     when = episode.time
     kept: list[tuple[Statement, int]] = []
+    speakers = frozenset(m.speaker.lower() for m in episode.messages if m.speaker)
     for st in statements:
         entity = person_of(episode, st.subject)
         speaker = _speaker_named(episode, st.subject)
@@ -179,7 +181,15 @@ def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement],
             out.dropped.append(f"{st.text!r}: no message of the episode says it")
             continue
         cited = [st.source] if st.source >= 0 else []
-        sources = [episode.messages[i].id for i in match_sources(st.text, episode.messages, cited)]
+        said = [episode.messages[i] for i in match_sources(st.text, episode.messages, cited)]
+        sources = [m.id for m in said]
+        # The extraction's rules for facts hold for knowledge too: a statement copied in the
+        # first person, or about one speaker from the other's messages, is dropped.
+        why = doubtful(st.text, said, speakers) or \
+            (None if own_speaker(st.subject, said, speakers) else "from another speaker's messages")
+        if why:
+            out.dropped.append(f"{st.text!r}: {why}")
+            continue
         replaced = known[st.replaces - 1] if st.replaces else None
         if replaced is not None and replaced.entity_id != entity:
             out.dropped.append(f"{st.text!r} cannot replace {replaced.text!r}: another person")

@@ -160,12 +160,15 @@ def test_replacing_someone_elses_statement_naming_a_stranger_or_inventing_is_ref
         ("moved to York", "Dana", "home", "Dana lives in York.", "Omar prefers tea to coffee."),  # another person
         ("paramedic", "Zed", "career", "Zed is a paramedic.", None),  # no one of the episode
         ("Congrats", "Omar", "hobby", "Omar collects stamps.", None),  # no message says it
+        ("switched to coffee", "Dana", "preference", "Dana switched to coffee.", None),  # Omar said it
+        ("quit nursing", "Dana", "career", "Dana said I quit nursing.", None),  # copied, first person
     ]
     with _memory(tmp_path, _model(rules)) as mem:
         assert _supersedes(mem) == set()
         known = _knowledge(mem)
         assert "Dana lives in York." in known and "Zed is a paramedic." not in known
         assert "Omar collects stamps." not in known
+        assert "Dana switched to coffee." not in known and "Dana said I quit nursing." not in known
         assert not mem.conn.execute("select 1 from entities where name = 'Zed'").fetchall()
 
 
