@@ -18,7 +18,9 @@ time and its source message. Rules around the model:
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -36,6 +38,7 @@ from .queries import q
 MODES = ("off", "fast", "full")
 HELD = 8  # knowledge items shown to the model
 SAME_STATEMENT = 0.9  # cosine between statements that say the same thing (shipped embedder)
+SAME_WORDS = 0.9  # word-sequence similarity of a "replacement" that only repeats
 
 Log = Callable[..., None]
 
@@ -139,6 +142,21 @@ def person_of(episode: Episode, name: str) -> int | None:
     return matches.pop() if len(matches) == 1 else None
 
 
+# Knowledge holds over time; a statement pinned to a moment ("yesterday", "last Friday") is an
+# event, which extraction already keeps as a gist.
+_EVENT_TIME = re.compile(r"\b(?:yesterday|today|tonight|tomorrow|last|next|this (?:morning|week|weekend|month|year)|"
+                         r"ago|recently|just now)\b", re.I)
+
+
+def same_words(a: str, b: str) -> bool:
+    """Whether two statements say the same words in the same order (ignoring case,
+    punctuation and time words): a repeat. Order matters: "prefers tea to coffee" and
+    "prefers coffee to tea" embed alike but say opposite things."""
+    def words(text: str) -> list[str]:
+        return [w for w in re.findall(r"\w+", _EVENT_TIME.sub(" ", text.lower()))]
+    return difflib.SequenceMatcher(None, words(a), words(b)).ratio() >= SAME_WORDS
+
+
 def grounded_in(text: str, messages: Sequence[EpisodeMessage]) -> bool:
     """Whether some message shares a content word stem ("paints"/"painting") with ``text``,
     beyond the speakers' names: a statement with none is the model's invention."""
@@ -186,7 +204,8 @@ def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement],
         # The extraction's rules for facts hold for knowledge too: a statement copied in the
         # first person, or about one speaker from the other's messages, is dropped.
         why = doubtful(st.text, said, speakers) or \
-            (None if own_speaker(st.subject, said, speakers) else "from another speaker's messages")
+            (None if own_speaker(st.subject, said, speakers) else "from another speaker's messages") or \
+            ("an event, not lasting knowledge" if _EVENT_TIME.search(st.text) else None)
         if why:
             out.dropped.append(f"{st.text!r}: {why}")
             continue
@@ -194,6 +213,12 @@ def store(conn: Any, ns: str, episode: Episode, statements: Sequence[Statement],
         if replaced is not None and replaced.entity_id != entity:
             out.dropped.append(f"{st.text!r} cannot replace {replaced.text!r}: another person")
             replaced = None
+        if replaced is not None and same_words(st.text, replaced.text):
+            # "Replacing" a statement with itself is a repeat: the small model does it often.
+            for mid in sources:
+                conn.execute(q("unit_source_insert"), {"unit_id": replaced.unit_id, "message_id": mid})
+            out.reinforced.append(replaced.unit_id)
+            continue
         # A change can embed close to what it replaces ("prefers tea to coffee" / "coffee to
         # tea"), so only a statement that replaces nothing can be a repeat.
         same = _same_statement(conn, ns, entity, vec) if replaced is None else None

@@ -23,10 +23,10 @@ from .test_pipeline import _responder as _extract
 CHAT = """[2023-01-10 10:00]
 Dana: I live in Leeds and work as a nurse at the hospital.
 Omar: I love tea, never coffee.
-Dana: I took up painting this winter.
 [2023-03-05 10:00]
 Dana: Big news, I moved to York last week!
 Omar: Congrats on the move.
+Dana: I took up painting this winter.
 [2023-06-01 10:00]
 Dana: I quit nursing, I'm a paramedic now.
 Omar: I switched to coffee, tea bores me now.
@@ -258,3 +258,18 @@ def test_the_agent_reads_personal_knowledge_by_aspect(tmp_path):
         assert second["results"][0].endswith("Dana lives in York.")  # current first
         assert "Dana lives in Leeds." in second["results"][1] and "replaced later" in second["results"][1]
         assert result.answer == "Leeds" and [c.external_id for c in result.citations]
+
+
+def test_a_replacement_in_the_same_words_is_a_repeat_and_a_dated_event_is_not_knowledge(tmp_path):
+    rules = RULES[:4] + [
+        ("still paint", "Dana", "hobby", "Dana paints!", None),  # copied with "!": dropped
+        ("still paint", "Dana", "hobby", "DANA PAINTS.", "Dana paints."),  # "replaces" itself
+        ("moved to York", "Dana", "home", "Dana moved to York last week.", None),  # an event
+    ]
+    with _memory(tmp_path, _model(rules)) as mem:
+        assert _supersedes(mem) == set()
+        known = _knowledge(mem)
+        assert "DANA PAINTS." not in known and "Dana moved to York last week." not in known
+        sources = mem.conn.execute("select count(*) from unit_sources where unit_id = ?",
+                                   (known["Dana paints."],)).fetchone()[0]
+        assert sources == 2

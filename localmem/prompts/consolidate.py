@@ -16,14 +16,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 PREDICT_VERSION = "predict-v1"
-CALIBRATE_VERSION = "calibrate-v1"
-FAST_VERSION = "consolidate-fast-v1"
-MAX_STATEMENTS = 4
+CALIBRATE_VERSION = "calibrate-v2"
+FAST_VERSION = "consolidate-fast-v2"
+MAX_STATEMENTS = 3
 MAX_STATEMENT_CHARS = 120
 MAX_PREDICTION_CHARS = 400
 PREDICT_MAX_TOKENS = 160
 # Covers the longest reply the schemas allow.
-STATEMENTS_MAX_TOKENS = 560
+STATEMENTS_MAX_TOKENS = 420
 
 ASPECTS = ["identity", "career", "education", "family", "relationships", "home", "hobby", "preference",
            "health", "pets", "plans", "beliefs", "other"]
@@ -58,7 +58,7 @@ CALIBRATE_SCHEMA: dict[str, Any] = {
 FAST_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "expected": {"type": "string", "maxLength": 120},
+        "expected": {"type": "string", "maxLength": 80},
         "statements": {"type": "array", "maxItems": MAX_STATEMENTS, "items": _STATEMENT},
     },
     "required": ["expected", "statements"],
