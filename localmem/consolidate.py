@@ -256,8 +256,7 @@ def _same_statement(conn: Any, ns: str, entity: int, vec: np.ndarray) -> int | N
         return None
     ids = [r[0] for r in rows]
     mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-    v = np.asarray(vec, dtype=np.float32)
-    sims = (mat @ v) / np.maximum(np.linalg.norm(mat, axis=1) * max(float(np.linalg.norm(v)), 1e-12), 1e-12)
+    sims = vector_index.cosine(mat, vec)
     best = int(np.argmax(sims))
     return ids[best] if sims[best] >= SAME_STATEMENT else None
 

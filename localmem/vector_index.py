@@ -128,11 +128,16 @@ def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int,
             b"".join(r[1] for r in floats), dtype=np.float32).reshape(len(floats), width)])
     if not len(ids):
         return []
-    vectors = vectors.astype(np.float32)
-    norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
-    distance = 1.0 - (vectors @ query) / np.maximum(norms, 1e-12)
+    distance = 1.0 - cosine(vectors.astype(np.float32), query)
     order = np.argsort(distance, kind="stable")[:k]
     return [(int(ids[i]), float(distance[i])) for i in order]
+
+
+def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of ``vectors`` to ``query`` (zero vectors score 0)."""
+    query = np.asarray(query, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+    return (vectors @ query) / np.maximum(norms, 1e-12)
 
 
 def shortlist(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
