@@ -46,7 +46,7 @@ class Tools:
     conn: Any
     ns: str
     retrieve: Callable[[str, Sequence[str], int], list[Hit]]
-    speakers: Sequence[str] = ()
+    speakers: answer_mod.Names = field(default_factory=dict)
 
 
 def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int = 4,

@@ -39,6 +39,9 @@ DEFAULT_ASK_MAX_TOKENS = 400
 # on (the model answers in the speakers' own words), "units" shows the units' text.
 DEFAULT_ASK_EVIDENCE = "messages"
 ASK_EVIDENCE = ("messages", "units")
+# A question about one speaker is answered from what they said and what is said about them
+# (answer.focus); off gives the model everything the search found.
+DEFAULT_ASK_FOCUS = True
 # Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 DEFAULT_CONSOLIDATE = "off"
 CONSOLIDATE_MODES = ("off", "fast", "full")
@@ -107,6 +110,7 @@ class Config:
     ask_candidates: int = DEFAULT_ASK_CANDIDATES
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
     ask_evidence: str = DEFAULT_ASK_EVIDENCE
+    ask_focus: bool = DEFAULT_ASK_FOCUS
     consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
@@ -170,6 +174,13 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         raise ConfigError(f"setting consolidate must be one of {', '.join(CONSOLIDATE_MODES)}, got {value!r}")
     if name == "ask_evidence" and str(value) not in ASK_EVIDENCE:
         raise ConfigError(f"setting ask_evidence must be one of {', '.join(ASK_EVIDENCE)}, got {value!r}")
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        said = str(value).strip().lower()
+        if said not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise ConfigError(f"setting {name} must be true or false, got {value!r}")
+        return said in ("1", "true", "yes", "on")
     if isinstance(default, int) and not isinstance(default, bool):
         try:
             return int(value)

@@ -352,6 +352,8 @@ class Memory:
         if mode == "agentic":
             return self._ask_agentic(question.strip(), today, steps, trace, started, on_text)
         count = self.token_counter()[0]
+        speakers = self._speakers()
+        pool: list[Hit] = []
         if full_context:
             budget = answer_mod.context_budget(self.config.n_ctx, count, question)
             hits = answer_mod.recent_messages(self.conn, self.namespace, budget, count)
@@ -361,16 +363,26 @@ class Memory:
             hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
             if self.config.ask_evidence == "messages":
                 hits = answer_mod.as_messages(self.conn, hits)
+            pool = hits
+            if self.config.ask_focus:
+                hits = answer_mod.focus(question, hits, speakers)
             hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
-        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text, self._speakers())
+        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text, speakers, pool)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
-    def _speakers(self) -> list[str]:
-        return [row[0] for row in self.conn.execute(q("namespace_speakers"), {"ns": self.namespace})]
+    def _speakers(self) -> dict[str, list[str]]:
+        """The namespace's speakers, each with the names they go by (their own first, then
+        the aliases of the person entity with their name: "Mel" for Melanie)."""
+        out: dict[str, list[str]] = {row[0]: [row[0]] for row in
+                                     self.conn.execute(q("namespace_speakers"), {"ns": self.namespace})}
+        for speaker, alias in self.conn.execute(q("namespace_speaker_aliases"), {"ns": self.namespace}):
+            if alias.lower() not in (n.lower() for n in out[speaker]):
+                out[speaker].append(alias)
+        return out
 
     def _ask_agentic(self, question: str, today: dt.date, steps: int, trace: Callable[[Any], None] | None,
                      started: float, on_text: Callable[[str], None] | None) -> "answer_mod.Answer":

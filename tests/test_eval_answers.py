@@ -55,8 +55,9 @@ def test_a_scripted_run_scores_every_category_and_refusals(tmp_path: Path):
     assert report["questions"] == 4 and set(rows) == {"2", "4", "5"}
     assert rows["4"]["f1"] == 0.5  # Biscuit right, Oslo refused
     assert rows["2"]["f1"] == 0.5  # "July 2023" against "June 2023": one token of two
-    assert rows["5"]["f1"] == 0.0 and rows["5"]["refused"] == 0.0  # answered "a beagle": not a refusal
-    assert report["refusal"] == {"refusals": 1, "adversarial": 1, "precision": 0.0, "recall": 0.0, "f1": 0.0}
+    # "a beagle" for Ben's cat rests on Ana's words: refused as an answer about someone else.
+    assert rows["5"]["f1"] == 1.0 and rows["5"]["refused"] == 1.0
+    assert report["refusal"] == {"refusals": 2, "adversarial": 1, "precision": 0.5, "recall": 1.0, "f1": 0.6667}
     assert report["overall"]["n"] == 3
     detail = next(d for d in report["details"] if d["question"].startswith("What is the name"))
     assert detail["answer"] == "Biscuit" and detail["citations"] and detail["evidence_recall"] in (0.0, 1.0)
