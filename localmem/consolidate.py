@@ -31,8 +31,9 @@ from . import db, resolve, vector_index
 from .embed import to_blob
 from .extract import (EpisodeMessage, content_hash, content_words, date_header, doubtful, match_sources,
                       own_speaker, stem)
-from .llm import LLM, Structured, complete_structured
+from .llm import LLM, Judged, Structured, complete_structured
 from .prompts import consolidate as prompt
+from .prompts import verify as verify_prompt
 from .queries import q
 
 MODES = ("off", "fast", "full")
@@ -277,30 +278,56 @@ class Report:
         return dict(self.__dict__)
 
 
+def check(judge: Any, statements: Sequence[Statement], episode: Episode,
+          threshold: float) -> tuple[list[Statement], list[str], Structured]:
+    """The statements the model confirms against the messages they rest on (P(yes) of
+    extraction's fact check >= ``threshold``), the texts it does not, and the call record."""
+    prompts = []
+    for st in statements:
+        said = match_sources(st.text, episode.messages, [st.source] if st.source >= 0 else [])
+        prompts.append(verify_prompt.build([episode.messages[i].line for i in said], st.text))
+    started = time.perf_counter()
+    judged = judge.judge(prompts) if prompts else Judged(p_yes=[])
+    p_yes = [round(float(p), 3) for p in judged.p_yes]
+    kept = [st for st, p in zip(statements, p_yes) if p >= threshold]
+    dropped = [st.text for st, p in zip(statements, p_yes) if p < threshold]
+    return kept, dropped, Structured(data={"p_yes": p_yes, "dropped": dropped}, raw=[json.dumps(p_yes)],
+                                     calls=len(prompts), seconds=time.perf_counter() - started,
+                                     prompt_tokens=judged.prompt_tokens)
+
+
 def consolidate_episode(conn: Any, llm: LLM, embedder: Any, ns: str, episode_id: int, mode: str,
-                        log: Log, locked: Callable[[], Any]) -> Consolidated | None:
+                        log: Log, locked: Callable[[], Any], verify: float = 0.0) -> Consolidated | None:
     """Consolidate one extracted episode (one transaction); None when the model's reply stayed
-    invalid (the episode is recorded, so it is not retried on every build)."""
+    invalid (the episode is recorded, so it is not retried on every build). ``verify`` > 0:
+    statements the model's yes/no check scores below it are dropped (when it can judge)."""
     episode = load_episode(conn, episode_id)
     query_vec = embedder.embed([f"{episode.title}. {episode.narrative}"])[0]
     known = held(conn, ns, query_vec)
     data, calls = think(llm, mode, known, episode)
+    statements = interpret(data, episode, len(known)) if data is not None else []
+    unconfirmed: list[str] = []
+    if statements and verify > 0 and hasattr(llm, "judge"):
+        statements, unconfirmed, record = check(llm, statements, episode, verify)
+        calls.append(("verify-knowledge", verify_prompt.VERSION, record))
     with locked(), conn:
         for stage, version, result in calls:
             log(stage=stage, prompt_version=version, result=result)
-        version = calls[-1][1]
+        version = next(v for stage, v, _r in reversed(calls) if stage != "verify-knowledge")
         if data is None:
             conn.execute(q("consolidation_insert"), {
                 "episode_id": episode.id, "mode": mode, "prompt_version": version, "added": 0,
                 "reinforced": 0, "superseded": 0, "created_at": db.now_iso()})
             return None
-        return store(conn, ns, episode, interpret(data, episode, len(known)), known, embedder,
-                     getattr(llm, "model_id", "unknown"), version, mode)
+        out = store(conn, ns, episode, statements, known, embedder, getattr(llm, "model_id", "unknown"),
+                    version, mode)
+        out.dropped.extend(f"{text!r}: the messages do not say it (fact check)" for text in unconfirmed)
+        return out
 
 
 def consolidate_namespace(conn: Any, llm: LLM, embedder: Any, ns: str, mode: str, log: Log,
                           locked: Callable[[], Any],
-                          progress: Callable[[int, int], None] | None = None) -> Report:
+                          progress: Callable[[int, int], None] | None = None, verify: float = 0.0) -> Report:
     """Consolidate every extracted episode of ``ns`` not consolidated yet, oldest first."""
     if mode not in MODES:
         raise ValueError(f"unknown consolidation mode {mode!r}")
@@ -311,7 +338,7 @@ def consolidate_namespace(conn: Any, llm: LLM, embedder: Any, ns: str, mode: str
     todo = [row[0] for row in conn.execute(q("episodes_to_consolidate"), {"ns": ns})]
     for done, episode_id in enumerate(todo, 1):
         log.episode_id = episode_id  # type: ignore[attr-defined]
-        result = consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked)
+        result = consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked, verify)
         report.episodes += 1
         if result is None:
             report.failed += 1

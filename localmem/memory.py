@@ -261,7 +261,7 @@ class Memory:
     def _consolidate(self, ns: str, mode: str, log: "_CallLog",
                      progress: Callable[[int, int], None] | None) -> "consolidate_mod.Report":
         return consolidate_mod.consolidate_namespace(self.conn, self.llm, self.embedder, ns, mode, log,
-                                                     self._locked, progress)
+                                                     self._locked, progress, self.config.verify_facts)
 
     def profile(self, name: str, *, namespace: str | None = None) -> "profile_mod.Profile":
         """A person's timeline (the episodes they are in, in time order, with their role) and
