@@ -328,7 +328,9 @@ def consolidate_episode(conn: Any, llm: LLM, embedder: Any, ns: str, episode_id:
 def consolidate_namespace(conn: Any, llm: LLM, embedder: Any, ns: str, mode: str, log: Log,
                           locked: Callable[[], Any],
                           progress: Callable[[int, int], None] | None = None, verify: float = 0.0) -> Report:
-    """Consolidate every extracted episode of ``ns`` not consolidated yet, oldest first."""
+    """Consolidate every extracted episode of ``ns`` not consolidated yet, oldest first.
+    ``verify``: the fact check's threshold for statements, applied in ``full`` mode only
+    (``fast`` is one call per episode: its cost is what it promises)."""
     if mode not in MODES:
         raise ValueError(f"unknown consolidation mode {mode!r}")
     report = Report()
@@ -338,7 +340,8 @@ def consolidate_namespace(conn: Any, llm: LLM, embedder: Any, ns: str, mode: str
     todo = [row[0] for row in conn.execute(q("episodes_to_consolidate"), {"ns": ns})]
     for done, episode_id in enumerate(todo, 1):
         log.episode_id = episode_id  # type: ignore[attr-defined]
-        result = consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked, verify)
+        result = consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked,
+                                     verify if mode == "full" else 0.0)
         report.episodes += 1
         if result is None:
             report.failed += 1

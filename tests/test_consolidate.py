@@ -275,12 +275,12 @@ def test_a_replacement_in_the_same_words_is_a_repeat_and_a_dated_event_is_not_kn
         assert sources == 2
 
 
-def test_statements_the_fact_check_does_not_confirm_are_not_stored(tmp_path):
+def test_full_mode_stores_only_statements_the_fact_check_confirms(tmp_path):
     llm = _model()
     llm.judge_fn = lambda prompts: [0.1 if "Fact: Dana goes climbing." in p[-1]["content"] else 0.99
                                     for p in prompts]
     with _memory(tmp_path, llm, mode="off") as mem:
-        report = mem.consolidate(mode="fast")
+        report = mem.consolidate(mode="full")
         known = _knowledge(mem)
         assert "Dana goes climbing." not in known and "Dana paints." in known
         assert report.added == 7 and report.dropped >= 1
@@ -288,3 +288,9 @@ def test_statements_the_fact_check_does_not_confirm_are_not_stored(tmp_path):
         assert len(checked) == 1 and "Dana: I also started climbing" in checked[0][-1]["content"]  # its message
         stages = dict(mem.conn.execute("select stage, sum(calls) from llm_calls group by stage").fetchall())
         assert stages["verify-knowledge"] == 9  # every statement the model wrote, before the rules
+    fast = _model()
+    fast.judge_fn = llm.judge_fn
+    (tmp_path / "fast").mkdir()
+    with _memory(tmp_path / "fast", fast, mode="fast") as mem:
+        assert "Dana goes climbing." in _knowledge(mem)  # fast mode: one call per episode, no check
+        assert not [p for p in fast.judged if "Fact: Dana goes climbing." in p[-1]["content"]]
