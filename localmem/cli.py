@@ -540,16 +540,20 @@ def consolidate(state: _State, mode: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name")
+@click.option("--summary", is_flag=True,
+              help="Also a few sentences written by the model (kept, and rewritten when knowledge changes).")
 @json_option
 @click.pass_obj
-def profile(state: _State, name: str, as_json: bool) -> None:
+def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
     """NAME's timeline (episodes, with their role) and what memory knows about them, by aspect."""
-    prof = state.memory().profile(name)
+    prof = state.memory().profile(name, summary=summary)
     if as_json:
         _print_json(prof.to_dict())
         return
     also = [a for a in prof.aliases if a.lower() != prof.name.lower()]
     click.echo(f"{prof.name} ({prof.type})" + (f", also: {', '.join(also)}" if also else ""))
+    if prof.summary:
+        click.echo(f"Summary ({(prof.summary_at or '')[:10]}): {prof.summary}")
     click.echo(f"Timeline: {len(prof.episodes)} episodes")
     for ep in prof.episodes:
         click.echo(f"  {(ep.time or 'date unknown')[:10]:<12} {ep.role:<10} u:{ep.episode_id:<6} {ep.title or ''}")

@@ -263,10 +263,20 @@ class Memory:
         return consolidate_mod.consolidate_namespace(self.conn, self.llm, self.embedder, ns, mode, log,
                                                      self._locked, progress, self.config.verify_facts)
 
-    def profile(self, name: str, *, namespace: str | None = None) -> "profile_mod.Profile":
+    def profile(self, name: str, *, namespace: str | None = None, summary: bool = False) -> "profile_mod.Profile":
         """A person's timeline (the episodes they are in, in time order, with their role) and
-        what memory knows about them, grouped by aspect, current statements first."""
-        return profile_mod.profile(self.conn, namespace or self.namespace, name)
+        what memory knows about them, grouped by aspect, current statements first.
+
+        ``summary``: also a few sentences written by the model from that knowledge, stored
+        with the person and rewritten only when what it rests on has changed."""
+        ns = namespace or self.namespace
+        prof = profile_mod.profile(self.conn, ns, name)
+        basis = profile_mod.stale_summary(self.conn, prof) if summary else None
+        if basis is not None:
+            llm = self.llm
+            with self._locked():
+                profile_mod.write_summary(self.conn, llm, prof, basis, db.now_iso())
+        return prof
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,

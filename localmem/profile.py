@@ -9,11 +9,14 @@ ones a newer statement replaced follow, with when they stopped holding.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import NotFoundError
+from .errors import LocalmemError, NotFoundError
+from .llm import LLM, complete_structured
+from .prompts import profile as summary_prompt
 from .queries import q
 from .resolve import normalise
 
@@ -48,6 +51,8 @@ class Profile:
     aliases: list[str]
     episodes: list[Appearance]
     knowledge: dict[str, list[Statement]]  # aspect → statements, current first
+    summary: str | None = None  # written by the model on request (see summarise)
+    summary_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,4 +83,53 @@ def profile(conn: Any, ns: str, name: str) -> Profile:
         knowledge.setdefault(aspect, []).append(st)
     for aspect in knowledge:  # current first; each group oldest first (the query's order)
         knowledge[aspect].sort(key=lambda s: not s.current)
-    return Profile(shown, entity_id, kind, aliases, episodes, dict(sorted(knowledge.items())))
+    summary, summary_at, _basis = _stored_summary(conn, entity_id)
+    return Profile(shown, entity_id, kind, aliases, episodes, dict(sorted(knowledge.items())), summary, summary_at)
+
+
+def _stored_summary(conn: Any, entity_id: int) -> tuple[str | None, str | None, str | None]:
+    summary, summary_at, data = conn.execute(q("entity_summary"), {"id": entity_id}).fetchone()
+    basis = (json.loads(data or "{}").get("summary") or {}).get("basis")
+    return summary, summary_at, basis
+
+
+@dataclass
+class SummaryBasis:
+    """What a summary rests on: current statements (aspect, text, date), the newest episodes
+    (date, title), and a digest of both (and the prompt) that changes when either does."""
+
+    statements: list[tuple[str, str, str]]
+    episodes: list[tuple[str, str]]
+    digest: str
+
+
+def stale_summary(conn: Any, prof: Profile) -> SummaryBasis | None:
+    """What a new summary of ``prof`` would rest on, when the stored one is missing or rests
+    on something else (new or replaced knowledge, new episodes); None when it is current or
+    memory holds nothing about the person."""
+    statements = [(aspect, st.text, (st.time or "date unknown")[:10])
+                  for aspect, lines in prof.knowledge.items() for st in lines if st.current]
+    statements = statements[:summary_prompt.MAX_STATEMENTS]
+    episodes = [((ep.time or "date unknown")[:10], ep.title or "untitled") for ep in prof.episodes]
+    episodes = episodes[-summary_prompt.MAX_EPISODES:]
+    if not statements and not episodes:
+        return None
+    digest = hashlib.sha256(json.dumps([summary_prompt.VERSION, statements, episodes]).encode()).hexdigest()[:16]
+    _summary, _at, basis = _stored_summary(conn, prof.entity_id)
+    return None if basis == digest and prof.summary else SummaryBasis(statements, episodes, digest)
+
+
+def write_summary(conn: Any, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
+    """Have the model write ``prof``'s summary from ``basis`` and store it on the person
+    (the model call runs first; only the write needs the caller's transaction)."""
+    result = complete_structured(llm, summary_prompt.build(prof.name, basis.statements, basis.episodes),
+                                 summary_prompt.SCHEMA, summary_prompt.MAX_TOKENS)
+    if not result.ok or not result.data:
+        raise LocalmemError(f"the model's profile summary stayed invalid: {result.error}")
+    prof.summary = " ".join(str(result.data["summary"]).split())
+    prof.summary_at = now
+    with conn:
+        conn.execute(q("entity_summary_update"), {
+            "id": prof.entity_id, "summary": prof.summary, "summary_at": now,
+            "meta": json.dumps({"basis": basis.digest, "prompt_version": summary_prompt.VERSION,
+                                "model_id": getattr(llm, "model_id", "unknown")})})

@@ -242,6 +242,37 @@ def test_profile_cli_text_and_json(tmp_path):
     assert missing.exit_code != 0 and "no one called 'Zed'" in missing.output
 
 
+def test_a_profile_summary_is_written_from_current_knowledge_and_rewritten_only_when_it_changes(tmp_path):
+    llm = _model()
+    with _memory(tmp_path, llm, mode="off") as mem:
+        mem.consolidate(mode="fast")
+        summaries = []
+
+        def respond(messages):
+            summaries.append(messages[-1]["content"])
+            return {"summary": f"Summary {len(summaries)} of Dana."}
+        llm.responder = respond
+        assert mem.profile("Dana").summary is None  # not asked for: no call
+        prof = mem.profile("Dana", summary=True)
+        assert prof.summary == "Summary 1 of Dana." and prof.summary_at
+        shown = summaries[0]
+        assert "Dana lives in York." in shown and "Dana lives in Leeds." not in shown  # current only
+        assert "(home, 2023-03-05)" in shown and "A chat" in shown  # aspects, dates, episode titles
+        again = mem.profile("Dana", summary=True)
+        assert again.summary == "Summary 1 of Dana." and len(summaries) == 1  # nothing changed: kept
+        assert mem.profile("Dana").summary == "Summary 1 of Dana."  # stored with the person
+        # New knowledge arrives: the next request rewrites it.
+        with mem.conn:
+            uid = mem.conn.execute("insert into units (ns, kind, text, occurred_start, created_at) values "
+                                   "('t', 'knowledge', 'Dana has a cat.', '2023-09-01', '2024') returning id").fetchone()[0]
+            entity = mem.conn.execute("select id from entities where name = 'Dana'").fetchone()[0]
+            mem.conn.execute("insert into mentions (unit_id, entity_id, role, tag) values (?, ?, 'subject', 'pets')",
+                             (uid, entity))
+        assert mem.profile("Dana", summary=True).summary == "Summary 2 of Dana." and "Dana has a cat." in summaries[1]
+    out = runner().invoke(cli, ["--db", str(tmp_path / "m.db"), "--namespace", "t", "profile", "Dana"])
+    assert "Summary (" in out.output and "Summary 2 of Dana." in out.output
+
+
 def test_the_agent_reads_personal_knowledge_by_aspect(tmp_path):
     llm = _model()
     with _memory(tmp_path, llm) as mem:

@@ -29,3 +29,13 @@ SELECT u.id, u.text, coalesce(u.aspect, m.tag, 'other'), u.occurred_start,
 FROM mentions AS m JOIN units AS u ON u.id = m.unit_id
 WHERE m.entity_id = :id AND m.role = 'subject' AND u.kind = 'knowledge'
 ORDER BY u.occurred_start, u.id;
+
+-- name: entity_summary
+SELECT summary, summary_at, data FROM entities WHERE id = :id;
+
+-- name: entity_summary_update
+-- The summary, when it was written, and what it rests on (:meta: basis digest, prompt, model).
+UPDATE entities
+SET summary = :summary, summary_at = :summary_at,
+    data = json_set(coalesce(data, '{}'), '$.summary', json(:meta))
+WHERE id = :id;
