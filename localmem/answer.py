@@ -75,8 +75,25 @@ def format_date(iso: str | None) -> str:
 
 def evidence_line(hit: Hit) -> str:
     """One dated line per hit (a message hit's text already starts with its speaker)."""
+    return f"{format_date(hit.time)} - {evidence_text(hit)}"
+
+
+def evidence_text(hit: Hit) -> str:
+    """A hit's text on one line, marked when a newer unit replaced it."""
     replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
-    return f"{format_date(hit.time)} - {' '.join(hit.text.split())}{replaced}"
+    return f"{' '.join(hit.text.split())}{replaced}"
+
+
+def by_day(hits: Sequence[Hit]) -> list[tuple[str, list[str]]]:
+    """The evidence lines under their dates: consecutive hits of one day share a date line
+    (``hits`` in time order, so each day appears once)."""
+    days: list[tuple[str, list[str]]] = []
+    for hit in hits:
+        day = format_date(hit.time)
+        if not days or days[-1][0] != day:
+            days.append((day, []))
+        days[-1][1].append(evidence_text(hit))
+    return days
 
 
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
@@ -168,7 +185,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     if not evidence or llm is None:
         return out
     started = time.perf_counter()
-    result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
+    result = complete_structured(llm, prompt.build(question, by_day(evidence), day),
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)

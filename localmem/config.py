@@ -31,10 +31,11 @@ DEFAULT_N_CTX = 4096
 # Extracted events the model itself gives P(yes) < this against their messages are dropped
 # (0 turns the check off). 0.6 dropped only wrong facts on conv-26's 47 (see prompts/verify.py).
 DEFAULT_VERIFY_FACTS = 0.6
-# ask: candidates searched, and the evidence tokens given to the model. Prefill runs at ~78
-# tokens/s for the 1.5B model on 2 cores, so 400 tokens keep an answer near 7 s.
+# ask: candidates searched, and the evidence tokens given to the model. Prefill of what is
+# not the cached prefix is most of an answer's time (~78 tokens/s for the 1.5B model on 2
+# cores): 400 tokens gave a p50 of 9.5 s on conv-26, 320 keeps it under 8 s.
 DEFAULT_ASK_CANDIDATES = 30
-DEFAULT_ASK_MAX_TOKENS = 400
+DEFAULT_ASK_MAX_TOKENS = 320
 # What fast-mode answers read: "messages" shows each gist or fact as the messages it rests
 # on (the model answers in the speakers' own words), "units" shows the units' text.
 DEFAULT_ASK_EVIDENCE = "messages"
