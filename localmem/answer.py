@@ -84,16 +84,6 @@ def evidence_text(hit: Hit) -> str:
     return f"{' '.join(hit.text.split())}{replaced}"
 
 
-def by_day(hits: Sequence[Hit]) -> list[tuple[str, list[str]]]:
-    """The evidence lines under their dates: consecutive hits of one day share a date line
-    (``hits`` in time order, so each day appears once)."""
-    days: list[tuple[str, list[str]]] = []
-    for hit in hits:
-        day = format_date(hit.time)
-        if not days or days[-1][0] != day:
-            days.append((day, []))
-        days[-1][1].append(evidence_text(hit))
-    return days
 
 
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
@@ -185,7 +175,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     if not evidence or llm is None:
         return out
     started = time.perf_counter()
-    result = complete_structured(llm, prompt.build(question, by_day(evidence), day),
+    result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)

@@ -115,6 +115,7 @@ class Memory:
             found = resolve_llm(self.config, home_dir() or user_cache_dir())
             self._llm = LlamaLLM(found.path, found.model_id, n_ctx=self.config.n_ctx,
                                  n_threads=self.config.n_threads, n_gpu_layers=self.config.n_gpu_layers,
+                                 flash_attn=self.config.flash_attn,
                                  chat_format=self.config.chat_format or found.chat_format)
         return self._llm
 

@@ -28,7 +28,8 @@ def tiny_llm(tmp_path_factory):
     from localmem.models import resolve_llm
 
     found = resolve_llm(Config(llm_model=TINY), tmp_path_factory.mktemp("cache"))
-    return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format)
+    return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format,
+                    flash_attn=True)  # the default setting
 
 
 def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_llm):

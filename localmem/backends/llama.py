@@ -25,12 +25,14 @@ class LlamaLLM:
     """An :class:`~localmem.llm.LLM` backed by a GGUF file."""
 
     def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
-                 n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0) -> None:
+                 n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
+                 flash_attn: bool = False) -> None:
         self.path = Path(path)
         self.model_id = model_id
         self.n_ctx = n_ctx
         self.n_threads = n_threads or (os.cpu_count() or 2)
         self.n_gpu_layers = n_gpu_layers
+        self.flash_attn = flash_attn
         self.chat_format = chat_format
         self.seed = seed
         self._llama: Any = None
@@ -50,6 +52,7 @@ class LlamaLLM:
                 self._llama = llama_cpp.Llama(
                     model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                     n_gpu_layers=gpu_layers, chat_format=self.chat_format, seed=self.seed,
+                    flash_attn=self.flash_attn,
                     verbose=False)
             except (ValueError, RuntimeError) as exc:
                 raise ModelNotFoundError(f"cannot load the GGUF model {self.path}: {exc}") from exc

@@ -1,9 +1,7 @@
 """Answering from retrieved memory (REMem-S: one retrieval, one answer call).
 
-The evidence is numbered and ordered by time, under the absolute date of the day it was
-said (one date line per day rather than one per item: the same evidence in ~15% fewer
-prompt tokens, which is most of an answer's latency), so the model can turn "yesterday"
-into a date by reading the date above the item. The reply names
+The evidence is numbered and ordered by time, each item with its absolute date, so the
+model can turn "yesterday" into a date by reading the item's own date. The reply names
 the items it rests on (``supports``); the caller keeps only numbers that exist. When the
 items do not hold the answer the model must say exactly ``not in memory`` (REMem's
 refusal convention, R:226) instead of guessing, also when the items say it of someone
@@ -16,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "answer-v3"
+VERSION = "answer-v2"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -38,7 +36,7 @@ SCHEMA: dict[str, Any] = {
 SYSTEM = f"""You answer questions about people's past conversations, using only the numbered memory items given.
 Rules:
 - Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
-- Items are listed under the date they were said. Turn relative times into dates with that date: "yesterday" in an item under 8 May 2023 is 7 May 2023, "last year" is 2022.
+- Every item starts with its date. Turn relative times into dates with the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
 - Answer about the person the question names. What someone else did or said is not an answer.
 - If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
 - "supports": the numbers of the items your answer rests on.
@@ -46,10 +44,8 @@ Rules:
 Reply with JSON only.
 
 Example items:
-2 March 2022:
-[1] Noor: We adopted a puppy yesterday! His name is Biscuit.
-20 April 2022:
-[2] Ben: Work has been busy, I'm moving to Oslo in June.
+[1] 2 March 2022 - Noor: We adopted a puppy yesterday! His name is Biscuit.
+[2] 20 April 2022 - Ben: Work has been busy, I'm moving to Oslo in June.
 Question: When did Noor adopt her dog?
 {{"answer": "1 March 2022", "supports": [1], "confidence": 0.9}}
 Question: What is Ben's sister called?
@@ -58,16 +54,9 @@ Question: Where is Noor moving in June?
 {{"answer": "{REFUSAL}", "supports": [], "confidence": 0.8}}"""
 
 
-def build(question: str, days: Sequence[tuple[str, Sequence[str]]], today: str | None) -> list[dict[str, str]]:
-    """``days``: (date, the lines said that day), in time order; items are numbered across days."""
-    lines: list[str] = []
-    number = 0
-    for day, items in days:
-        lines.append(f"{day}:")
-        for item in items:
-            number += 1
-            lines.append(f"[{number}] {item}")
-    numbered = "\n".join(lines) if number else "(no items)"
+def build(question: str, items: Sequence[str], today: str | None) -> list[dict[str, str]]:
+    """``items``: one line per piece of evidence, already dated and in time order."""
+    numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}"}]
