@@ -33,7 +33,7 @@ DEFAULT_N_CTX = 4096
 DEFAULT_VERIFY_FACTS = 0.6
 # ask: candidates searched, and the evidence tokens given to the model. Prefill of what is
 # not the cached prefix is most of an answer's time (~78 tokens/s for the 1.5B model on 2
-# cores): 400 tokens gave a p50 of 9.5 s on conv-26; 320 (and flash_attn) aim under 8 s.
+# cores): 400 tokens gave a p50 of 9.5 s on conv-26; 320 aims under 8 s.
 DEFAULT_ASK_CANDIDATES = 30
 DEFAULT_ASK_MAX_TOKENS = 320
 # What fast-mode answers read: "messages" shows each gist or fact as the messages it rests
@@ -108,7 +108,9 @@ class Config:
     n_ctx: int = DEFAULT_N_CTX
     n_threads: int = 0  # 0: all cores
     n_gpu_layers: int = 0  # -1 offloads every layer when llama.cpp was built with a GPU backend
-    flash_attn: bool = True  # llama.cpp's fused attention: ~7% faster prefill on 2 CPU cores (1.5B)
+    # llama.cpp's fused attention: ~7% faster prefill on 2 CPU cores (1.5B), but greedy output
+    # then depends on how the prompt was split (a cached prefix or not): off, for repeatable answers.
+    flash_attn: bool = False
     ask_candidates: int = DEFAULT_ASK_CANDIDATES
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
     ask_evidence: str = DEFAULT_ASK_EVIDENCE

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import importlib.metadata
 
 import pytest
@@ -28,8 +30,7 @@ def tiny_llm(tmp_path_factory):
     from localmem.models import resolve_llm
 
     found = resolve_llm(Config(llm_model=TINY), tmp_path_factory.mktemp("cache"))
-    return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format,
-                    flash_attn=True)  # the default setting
+    return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format)
 
 
 def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_llm):
@@ -61,10 +62,32 @@ def test_checked_greedy_decoding_matches_llama_cpp_python_full_grammar_sampling(
         llama.reset()
         slow = llama.create_chat_completion(messages=messages, max_tokens=cap, temperature=0.0,
                                             response_format={"type": "json_object", "schema": schema})
-        fast = tiny_llm.complete_json(messages, schema, cap)
+        tiny_llm.jump_forward = False
+        try:
+            fast = tiny_llm.complete_json(messages, schema, cap)
+        finally:
+            tiny_llm.jump_forward = True
         assert fast.text == slow["choices"][0]["message"]["content"]
         assert fast.completion_tokens == slow["usage"]["completion_tokens"]
         assert fast.prompt_tokens == slow["usage"]["prompt_tokens"]
+
+
+def test_jump_forward_decoding_gives_whole_json_with_the_schemas_keys_in_order(tiny_llm):
+    """With jump-forward on (the default), the fixed keys are evaluated, not generated: the
+    reply is still JSON the grammar accepts, with every key in the schema's order."""
+    from localmem.prompts import answer, extract
+
+    for messages, schema, cap in [
+        (answer.build("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023"),
+         answer.SCHEMA, answer.MAX_TOKENS),
+        (extract.build(["Ann: I moved to Oslo yesterday.", "Bob: Nice! Why Oslo?"], "8 May 2023"),
+         extract.SCHEMA, 400),
+    ]:
+        done = tiny_llm.complete_json(messages, schema, cap)
+        if done.completion_tokens >= cap:
+            continue  # the junk model ran out of room inside a string: nothing to parse
+        data = json.loads(done.text)
+        assert list(data) == list(schema["properties"])
 
 
 def test_alternating_prompts_restore_their_prefix_snapshot_and_give_the_same_output(tiny_llm):

@@ -26,13 +26,14 @@ class LlamaLLM:
 
     def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
                  n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
-                 flash_attn: bool = False) -> None:
+                 flash_attn: bool = False, jump_forward: bool = True) -> None:
         self.path = Path(path)
         self.model_id = model_id
         self.n_ctx = n_ctx
         self.n_threads = n_threads or (os.cpu_count() or 2)
         self.n_gpu_layers = n_gpu_layers
         self.flash_attn = flash_attn
+        self.jump_forward = jump_forward  # evaluate the text a JSON schema fixes in batches
         self.chat_format = chat_format
         self.seed = seed
         self._llama: Any = None
@@ -66,7 +67,8 @@ class LlamaLLM:
         llama = self._model()
         started = time.perf_counter()
         tokens = self._prefill(messages)
-        done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text)
+        done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text,
+                                   schema if self.jump_forward else None)
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
         return Completion(text=text, prompt_tokens=len(tokens),
                           completion_tokens=len(done.tokens),

@@ -25,14 +25,21 @@ _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float3
 class Decoded:
     tokens: list[int]
     full_checks: int  # steps where the best token was rejected and the whole vocabulary was constrained
+    forced: int = 0  # tokens the schema fixed, evaluated in batches rather than generated
 
 
 def decode(llama: Any, grammar: Any, max_tokens: int,
-           on_text: Callable[[str], None] | None = None) -> Decoded:
+           on_text: Callable[[str], None] | None = None, schema: dict[str, Any] | None = None) -> Decoded:
     """Greedy tokens under ``grammar`` (a ``LlamaGrammar``) after the prompt ``llama`` has
     just evaluated, until an end-of-generation token, ``max_tokens`` or a full context.
-    ``on_text`` receives the text as it is generated (UTF-8 split across tokens is held back)."""
+    ``on_text`` receives the text as it is generated (UTF-8 split across tokens is held back).
+    ``schema``: the JSON schema the grammar came from; the text it fixes is evaluated in
+    batches instead of generated (:mod:`.json_jump`), and decoding ends when the JSON closes."""
     import llama_cpp
+
+    from .json_jump import JsonJump
+
+    jump = JsonJump(schema) if schema is not None else None
 
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace") if on_text else None
 
@@ -53,8 +60,41 @@ def decode(llama: Any, grammar: Any, max_tokens: int,
         size=n_vocab, selected=-1, sorted=False)
     out: list[int] = []
     full_checks = 0
+    forced_count = 0
+
+    def emit(token: int) -> None:
+        out.append(token)
+        if utf8 is not None and on_text is not None:
+            piece = utf8.decode(llama.detokenize([token]))
+            if piece:
+                on_text(piece)
+
+    def accepts(token: int) -> bool:
+        one[0].id, one[0].logit, one[0].p = token, 0.0, 0.0
+        one_array.size = 1
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))
+        return bool(np.isfinite(one[0].logit))
+
     try:
-        for _ in range(max_tokens):
+        while len(out) < max_tokens:
+            text = jump.forced() if jump is not None else ""
+            if text:
+                batch: list[int] = []
+                for token in llama.tokenize(text.encode("utf-8"), add_bos=False, special=False):
+                    if len(out) >= max_tokens or not accepts(token):
+                        jump = None  # the grammar disagrees: back to token-by-token
+                        break
+                    llama_cpp.llama_sampler_accept(sampler, token)
+                    emit(token)
+                    batch.append(token)
+                if jump is not None:
+                    jump.feed(text)
+                    forced_count += len(batch)
+                if batch:
+                    llama.eval(batch)
+                if jump is not None and jump.complete:
+                    break
+                continue
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,))
             token = int(np.argmax(logits))
             one[0].id, one[0].logit, one[0].p = token, float(logits[token]), 0.0
@@ -71,12 +111,12 @@ def decode(llama: Any, grammar: Any, max_tokens: int,
             if llama_cpp.llama_vocab_is_eog(vocab, token):
                 break
             llama_cpp.llama_sampler_accept(sampler, token)
-            out.append(token)
-            if utf8 is not None and on_text is not None:
-                piece = utf8.decode(llama.detokenize([token]))
-                if piece:
-                    on_text(piece)
+            emit(token)
+            if jump is not None:
+                jump.feed(llama.detokenize([token]).decode("utf-8", errors="replace"))
+                if jump.complete:
+                    break  # the JSON is whole: nothing the grammar allows after it matters
             llama.eval([token])
     finally:
         llama_cpp.llama_sampler_free(sampler)
-    return Decoded(tokens=out, full_checks=full_checks)
+    return Decoded(tokens=out, full_checks=full_checks, forced=forced_count)
