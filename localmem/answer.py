@@ -259,9 +259,14 @@ def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
 def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation],
                        speakers: Names) -> bool:
     """True when ``question`` asks about one speaker and the reply rests on someone else:
-    the items whose words best match the reply's own words (those not in the question) are
-    none of them by or about that speaker, or, when the reply has no such words (a date,
-    "Yes"), no cited message is.
+    the messages whose words best match the reply's own words (those not in the question)
+    are none of them by or about that speaker, or, when no message has those words (or the
+    reply has none: a date, "Yes"), no cited message is.
+
+    Only messages are matched: they say who did what in the speakers' own words, while an
+    episode's summary names both speakers whatever it tells (matching summaries too let
+    14 of conv-26's 47 adversarial questions through that matching messages alone catch:
+    refusal F1 0.36 against 0.47, with the same F1 on the answerable ones).
 
     (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
     """
@@ -272,10 +277,11 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
     asked = {stem(w) for w in content_words(question)} | {stem(n.lower()) for ns in speakers.values() for n in ns}
     words = {stem(w) for w in content_words(reply)} - asked
     if words:
-        scores = [len(words & {stem(w) for w in content_words(_words(h))}) for h in pool]
+        said = [h for h in pool if h.kind == "message"]
+        scores = [len(words & {stem(w) for w in content_words(_words(h))}) for h in said]
         best = max(scores, default=0)
         if best >= max(1, (len(words) + 1) // 2):
-            return not any(about(h, who, names) for h, score in zip(pool, scores) if score == best)
+            return not any(about(h, who, names) for h, score in zip(said, scores) if score == best)
     if not cited:
         return False
     return not any(c.speaker.lower() == who.lower() or names_not_only_addressing(c.text, names) for c in cited)

@@ -215,6 +215,9 @@ def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else()
     # (and the model cited) does not make it an answer about Caroline.
     assert about_someone_else("Why does Caroline run?", "to de-stress", pool, [], SPEAKERS)
     assert not about_someone_else("Why does Melanie run?", "to de-stress", pool, [], SPEAKERS)
+    # An episode's summary names both speakers: it does not make Melanie's words Caroline's.
+    summary = _message("s", "", "Melanie told Caroline she runs to de-stress; Caroline listened.", kind="episode")
+    assert about_someone_else("Why does Caroline run?", "to de-stress", [summary, *pool], [], SPEAKERS)
     # No words of its own to match ("Yes"): the cited messages decide.
     assert not about_someone_else("Does Caroline run?", "Yes", pool, [], SPEAKERS)
 
