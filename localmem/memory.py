@@ -112,11 +112,13 @@ class Memory:
             from .config import home_dir, user_cache_dir
             from .models import resolve_llm
 
-            found = resolve_llm(self.config, home_dir() or user_cache_dir())
+            cache = home_dir() or user_cache_dir()
+            found = resolve_llm(self.config, cache)
             self._llm = LlamaLLM(found.path, found.model_id, n_ctx=self.config.n_ctx,
                                  n_threads=self.config.n_threads, n_gpu_layers=self.config.n_gpu_layers,
                                  flash_attn=self.config.flash_attn,
-                                 chat_format=self.config.chat_format or found.chat_format)
+                                 chat_format=self.config.chat_format or found.chat_format,
+                                 lock=cache / "llm.lock")
         return self._llm
 
     def _locked(self):
