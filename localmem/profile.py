@@ -51,7 +51,7 @@ class Profile:
     aliases: list[str]
     episodes: list[Appearance]
     knowledge: dict[str, list[Statement]]  # aspect → statements, current first
-    summary: str | None = None  # written by the model on request (see summarise)
+    summary: str | None = None  # written by the model on request (see write_summary)
     summary_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
