@@ -234,12 +234,31 @@ def _words(hit: Hit) -> str:
     return hit.text
 
 
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_YOU = re.compile(r"\byou(?:r|rs|'re|'ve|'d|'ll)?\b", re.I)
+
+
+def only_asks(text: str) -> bool:
+    """Whether ``text`` only asks the listener about themselves: every sentence of three
+    words or more is a question to "you" ("Tom! That's huge. Are you moving to Berlin then?").
+
+    Such a message tells about the listener, not its writer: in the LoCoMo dev split, 23 of
+    1,451 messages are like this, and none is the only evidence from its writer for an
+    answerable question about them.
+    """
+    sentences = [s.strip() for s in _SENTENCE.findall(text)]
+    said = [s for s in sentences if len(s.split()) >= 3]
+    return bool(said) and all(s.endswith("?") and _YOU.search(s) for s in said)
+
+
 def about(hit: Hit, who: str, names: Sequence[str]) -> bool:
-    """Whether ``hit`` is by or about ``who``: a message they wrote or one naming them (not
-    only addressing them), a unit whose text names them."""
+    """Whether ``hit`` is by or about ``who``: a message they wrote (unless it only asks the
+    listener about themselves) or one naming them (not only addressing them), a unit whose
+    text names them."""
     if hit.kind == "message":
-        spoken = bool(hit.sources) and hit.sources[0].speaker.lower() == who.lower()
-        return spoken or names_not_only_addressing(_words(hit), names)
+        words = _words(hit)
+        spoken = bool(hit.sources) and hit.sources[0].speaker.lower() == who.lower() and not only_asks(words)
+        return spoken or names_not_only_addressing(words, names)
     return _names(hit.text, names)
 
 
@@ -284,7 +303,8 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
             return not any(about(h, who, names) for h, score in zip(said, scores) if score == best)
     if not cited:
         return False
-    return not any(c.speaker.lower() == who.lower() or names_not_only_addressing(c.text, names) for c in cited)
+    return not any((c.speaker.lower() == who.lower() and not only_asks(c.text))
+                   or names_not_only_addressing(c.text, names) for c in cited)
 
 
 def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:

@@ -222,6 +222,24 @@ def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else()
     assert not about_someone_else("Does Caroline run?", "Yes", pool, [], SPEAKERS)
 
 
+def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
+    from localmem.answer import about_someone_else, focus, only_asks
+
+    assert only_asks("Tom! That's huge. Are you moving to Berlin then?")
+    assert only_asks("Wow! What got you into running?")
+    assert not only_asks("I adopted a puppy! Do you want to see him?")  # a statement about the writer
+    assert not only_asks("Are we there yet?")  # no "you": not a question about the listener
+    assert not only_asks("Wow!")
+    hits = [_message("a", "Caroline", "Wow, Mel! Are you moving to Berlin then?"),
+            _message("b", "Melanie", "Yes, I start at a startup in Berlin in June."),
+            _message("c", "Caroline", "I got the offer from the Lisbon studio! Will you visit?")]
+    assert [h.id for h in focus("Where did Caroline move?", hits, SPEAKERS)] == ["c"]
+    # "Berlin" is in Caroline's question to Melanie and in Melanie's own news: it is Melanie's.
+    assert about_someone_else("Where did Caroline move?", "Berlin", hits, [], SPEAKERS)
+    assert not about_someone_else("Where did Caroline move?", "Lisbon", hits, [], SPEAKERS)
+    assert not about_someone_else("Where did Melanie move?", "Berlin", hits, [], SPEAKERS)
+
+
 def test_focus_can_be_turned_off(tmp_path):
     from dataclasses import replace
 
