@@ -758,6 +758,9 @@ def eval_() -> None:
               show_default=True,
               help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and "
                    "budget; full-context: the newest turns that fit the model's context window.")
+@click.option("--ask-filters", is_flag=True,
+              help="Give a baseline system localmem's focus on the person asked and its someone-else "
+                   "check (plain by default).")
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
@@ -768,7 +771,8 @@ def eval_() -> None:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
-def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str, ks: str,
+def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str, ask_filters: bool,
+                ks: str,
                 conversations: str | None, limit: int | None, channels: str | None, promote: bool,
                 rerank: str, out_dir: Path | None, as_json: bool) -> None:
     """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace.
@@ -789,7 +793,8 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
 
         with _progress(state, "answering") as progress:
             report = eval_answers.locomo_answers(file, state.config, conversations=chosen, limit=limit,
-                                                 mode=mode, system=system, progress=progress)
+                                                 mode=mode, system=system, ask_filters=ask_filters,
+                                                 progress=progress)
         write, render = eval_answers.write_report, eval_answers.render_markdown
     if out_dir is not None:
         write(report, out_dir)

@@ -43,6 +43,9 @@ ASK_EVIDENCE = ("messages", "units")
 # A question about one speaker is answered from what they said and what is said about them
 # (answer.focus); off gives the model everything the search found.
 DEFAULT_ASK_FOCUS = True
+# An answer about one speaker whose words come from someone else's messages is refused
+# (answer.about_someone_else); off keeps the model's answer.
+DEFAULT_ASK_CHECK = True
 # Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 DEFAULT_CONSOLIDATE = "off"
 CONSOLIDATE_MODES = ("off", "fast", "full")
@@ -115,6 +118,7 @@ class Config:
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
     ask_evidence: str = DEFAULT_ASK_EVIDENCE
     ask_focus: bool = DEFAULT_ASK_FOCUS
+    ask_check: bool = DEFAULT_ASK_CHECK
     consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking

@@ -18,7 +18,9 @@ Systems: ``localmem`` (the store as built: messages and, when extracted, memory 
 ``raw-hybrid`` (the same model and token budget, evidence from raw turns by vector + BM25) and
 ``full-context`` (no retrieval: the newest turns that fit the model's context window, the
 oldest cut; the prompt's evidence is the same for every question of a conversation, so the
-model's prefix cache evaluates it once).
+model's prefix cache evaluates it once). The two baselines are plain: the same answer prompt,
+without localmem's focus on the person asked or its someone-else check (both read the
+speakers' names the memory resolved), unless ``ask_filters`` gives them those too.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import statistics
 import string
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -120,11 +122,13 @@ def score(category: int, prediction: str, gold: str, refused: bool) -> dict[str,
 # -- running ----------------------------------------------------------------------------------
 def locomo_answers(path: Path, config: Config, conversations: list[str] | None = None,
                    limit: int | None = None, mode: str = "fast", system: str = "localmem",
-                   embedder: Any = None, llm: Any = None,
+                   embedder: Any = None, llm: Any = None, ask_filters: bool = False,
                    progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Answer and score every question (all five categories) of a LoCoMo file.
 
     Each conversation is answered in its own namespace, with "now" at its latest message.
+    ``ask_filters``: a baseline system keeps the configured focus and someone-else check
+    (by default a baseline runs without them).
     """
     if system not in SYSTEMS:
         raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
@@ -137,6 +141,8 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
         raise InputError(path, "end-to-end evaluation reads LoCoMo files only")
     db_path = evaluate.eval_db_path(config, "locomo")
     items = _items(path, doc, conversations, limit)
+    if system != "localmem" and not ask_filters:
+        config = replace(config, ask_focus=False, ask_check=False)
     started = time.perf_counter()
     with Memory(db_path, config=config, embedder=embedder, llm=llm) as mem:
         ingest = mem.ingest(path, format="locomo")
@@ -162,6 +168,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
         "model": model, "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "conversations": sorted({i.namespace for i in items}), "limit": limit,
+        "ask_focus": config.ask_focus, "ask_check": config.ask_check,
         "questions": len(items), "seconds": round(time.perf_counter() - started, 1),
         "ingest_seconds": round(ingest.seconds, 1),
         "rows": [_row(str(c), evaluate.CATEGORY_NAMES[c], [i for i in items if i.category == c])
@@ -234,7 +241,8 @@ def _round(value: float | None) -> float | None:
 # -- output -----------------------------------------------------------------------------------
 def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"**LoCoMo answers** — system `{report['system']}`, mode {report['mode']}, model "
-             f"{report['model']}, conversations: {', '.join(report['conversations'])}", "",
+             f"{report['model']}, conversations: {', '.join(report['conversations'])}; focus on the "
+             f"person asked {_on(report.get('ask_focus'))}, someone-else check {_on(report.get('ask_check'))}", "",
              "| category | n | F1 | BLEU-1 | evidence recall | refused | p50 s | p95 s | prompt tok | gen tok |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in [*report["rows"], report["overall"]]:
@@ -247,6 +255,10 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"F1 {r['f1']:.2f} ({r['refusals']} refusals, {r['adversarial']} adversarial questions). "
                   "Category 5 counts a refusal as correct; the overall row covers categories 1-4."]
     return "\n".join(lines) + "\n"
+
+
+def _on(value: bool | None) -> str:
+    return "?" if value is None else ("on" if value else "off")
 
 
 def _pct(value: float | None) -> str:

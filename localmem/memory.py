@@ -382,7 +382,8 @@ class Memory:
             hits = search.fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
-        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text, speakers, pool)
+        result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text,
+                                   speakers if self.config.ask_check else {}, pool)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result

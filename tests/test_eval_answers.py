@@ -93,3 +93,26 @@ def test_cli_eval_answers_writes_the_reports(tmp_path: Path, monkeypatch: pytest
     saved = json.loads((out / "answers.json").read_text())
     assert saved["refusal"]["recall"] == 1.0 and saved["refusal"]["precision"] == 0.25
     assert (out / "answers.md").read_text() == render_markdown(saved)
+
+
+def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
+    def respond(messages):
+        return {"answer": "a beagle", "supports": [1], "confidence": 0.8}
+
+    def run(system: str, **kw):
+        llm = ScriptedLLM(responder=respond)
+        report = locomo_answers(FIXTURE, Config(db_path=tmp_path / f"{system}{kw}.db"), conversations=["tiny-1"],
+                                embedder=HashEmbedder(), llm=llm, system=system, **kw)
+        cat = next(d for d in report["details"] if d["category"] == 5)
+        prompt = next(c[-1]["content"] for c in llm.calls if "Ben's cat" in c[-1]["content"])
+        return report, cat, prompt
+
+    plain, cat, prompt = run("raw-hybrid")
+    # No focus on Ben (Ana's messages are shown) and no someone-else check: the answer stands.
+    assert (plain["ask_focus"], plain["ask_check"]) == (False, False) and not cat["refused"]
+    assert "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
+    filtered, cat, prompt = run("raw-hybrid", ask_filters=True)
+    assert (filtered["ask_focus"], filtered["ask_check"]) == (True, True) and cat["refused"]
+    assert "Ana: A beagle" not in prompt
+    own, cat, _ = run("localmem")
+    assert (own["ask_focus"], own["ask_check"]) == (True, True) and cat["refused"]
