@@ -256,10 +256,14 @@ def about(hit: Hit, who: str, names: Sequence[str]) -> bool:
     listener about themselves) or one naming them (not only addressing them), a unit whose
     text names them."""
     if hit.kind == "message":
-        words = _words(hit)
-        spoken = bool(hit.sources) and hit.sources[0].speaker.lower() == who.lower() and not only_asks(words)
-        return spoken or names_not_only_addressing(words, names)
+        return said_by_or_about(hit.sources[0].speaker if hit.sources else "", _words(hit), who, names)
     return _names(hit.text, names)
+
+
+def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) -> bool:
+    """Whether a message ``text`` written by ``speaker`` is by ``who`` (unless it only asks
+    the listener about themselves) or names them other than by addressing them."""
+    return (speaker.lower() == who.lower() and not only_asks(text)) or names_not_only_addressing(text, names)
 
 
 def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
@@ -303,8 +307,7 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
             return not any(about(h, who, names) for h, score in zip(said, scores) if score == best)
     if not cited:
         return False
-    return not any((c.speaker.lower() == who.lower() and not only_asks(c.text))
-                   or names_not_only_addressing(c.text, names) for c in cited)
+    return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
 
 
 def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:

@@ -771,10 +771,10 @@ def eval_() -> None:
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
-def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str, ask_filters: bool,
-                ks: str,
-                conversations: str | None, limit: int | None, channels: str | None, promote: bool,
-                rerank: str, out_dir: Path | None, as_json: bool) -> None:
+def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str,
+                ask_filters: bool, ks: str, conversations: str | None, limit: int | None,
+                channels: str | None, promote: bool, rerank: str, out_dir: Path | None,
+                as_json: bool) -> None:
     """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace.
 
     Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
