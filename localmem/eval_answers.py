@@ -153,7 +153,8 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
                              full_context=system == "full-context")
             cited = {c.external_id for c in result.citations}
             item.result = {
-                "answer": result.answer, "refused": result.refused, "confidence": result.confidence,
+                "answer": result.answer, "refused": result.refused, "refusal": result.refusal,
+                "confidence": result.confidence,
                 "citations": sorted(cited), "seconds": result.timings.get("total", 0.0),
                 "prompt_tokens": result.tokens.get("prompt", 0),
                 "completion_tokens": result.tokens.get("completion", 0), "error": result.error,

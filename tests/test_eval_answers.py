@@ -61,6 +61,10 @@ def test_a_scripted_run_scores_every_category_and_refusals(tmp_path: Path):
     assert report["overall"]["n"] == 3
     detail = next(d for d in report["details"] if d["question"].startswith("What is the name"))
     assert detail["answer"] == "Biscuit" and detail["citations"] and detail["evidence_recall"] in (0.0, 1.0)
+    assert detail["refusal"] is None
+    # why each refusal happened: the model's own, or the someone-else check's
+    reasons = {d["question"].split()[-1]: d["refusal"] for d in report["details"] if d["refused"]}
+    assert sorted(reasons.values()) == ["model", "someone else"], reasons
     # each conversation was answered in its own namespace, with "now" at its own last message
     namespaces = {json.dumps(c[-1]["content"].split("\n")[0]) for c in llm.calls}
     assert len(namespaces) == 2
