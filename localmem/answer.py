@@ -163,16 +163,21 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
 
     No evidence means a refusal without calling the model. ``on_text`` receives the answer
     text as the model writes it (the first attempt's; a repaired reply is not streamed).
-    ``speakers``: the conversation's speakers and their names, for the check that an answer
-    about one of them rests on something they said or something said about them
-    (:func:`about_someone_else`, over the evidence and ``pool``: what the search found
-    before the evidence was cut to the budget or focused on one person).
+    ``speakers``: the conversation's speakers and their names, for two checks over the
+    evidence and ``pool`` (what the search found before the evidence was cut to the budget
+    or focused on one person): a question about one of them that only someone else's
+    messages answer is refused without calling the model (:func:`asks_about_someone_else`),
+    and an answer must rest on something they said or something said about them
+    (:func:`about_someone_else`).
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
     out = Answer(question=question, answer=prompt.REFUSAL, refused=True, confidence=None, citations=[],
                  evidence=evidence, supports=[], today=day, refusal="no evidence")
     if not evidence or llm is None:
+        return out
+    if speakers and asks_about_someone_else(question, [*evidence, *pool], speakers):
+        out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
         return out
     started = time.perf_counter()
     result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
@@ -297,17 +302,68 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
     if who is None:
         return False
     names = speakers[who]
-    asked = {stem(w) for w in content_words(question)} | {stem(n.lower()) for ns in speakers.values() for n in ns}
-    words = {stem(w) for w in content_words(reply)} - asked
-    if words:
-        said = [h for h in pool if h.kind == "message"]
-        scores = [len(words & {stem(w) for w in content_words(_words(h))}) for h in said]
-        best = max(scores, default=0)
-        if best >= max(1, (len(words) + 1) // 2):
-            return not any(about(h, who, names) for h, score in zip(said, scores) if score == best)
+    asked = {stem(w) for w in content_words(question)} | _all_names(speakers)
+    best = best_matching(({stem(w) for w in content_words(reply)} - asked), pool)
+    if best:
+        return not any(about(h, who, names) for h in best)
     if not cited:
         return False
     return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
+
+
+# Words that shape a question rather than say what it is about.
+_ASKING = frozenset(stem(w) for w in (
+    "kind type like likely many much recent recently favorite think feel".split()))
+
+
+def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names) -> bool:
+    """True when ``question`` asks about one speaker something only someone else's messages
+    tell: the messages whose words best match the question's own (its words other than
+    names and question words) are none of them by or about that speaker.
+
+    A message by someone else counts as about the speaker asked when the sentence with those
+    words asks something or addresses "you" ("How long have you been married?"): in a
+    conversation it is the listener's life it asks about. LoCoMo's adversarial questions
+    ask one person about what the other did ("What did Caroline see at the council
+    meeting?" when Melanie went): on conv-26, with the model's answers of the same run,
+    this refuses 15 more of them and 2 answerable questions whose answers were wrong
+    anyway; on conv-30 it would flag 10 of 24 adversarial questions and 1 of 81 answerable.
+    """
+    who = person_asked(question, speakers)
+    if who is None:
+        return False
+    names = speakers[who]
+    words = {stem(w) for w in content_words(question)} - _all_names(speakers) - _ASKING
+    best = best_matching(words, pool)
+    if not best:
+        return False
+    return not any(about(h, who, names) or _asks_listener(h, who, words) for h in best)
+
+
+def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
+    """Whether a message by someone other than ``who`` asks or tells the listener about
+    ``words``: a sentence holding some of them is a question or addresses "you"."""
+    if not hit.sources or hit.sources[0].speaker.lower() == who.lower():
+        return False
+    return any(words & {stem(w) for w in content_words(s)} and (s.strip().endswith("?") or _YOU.search(s))
+               for s in _SENTENCE.findall(_words(hit)))
+
+
+def best_matching(words: set[str], pool: Sequence[Hit]) -> list[Hit]:
+    """The messages of ``pool`` sharing the most of ``words`` (stems), when they share at
+    least half of them; else none."""
+    if not words:
+        return []
+    said = [h for h in pool if h.kind == "message"]
+    scores = [len(words & {stem(w) for w in content_words(_words(h))}) for h in said]
+    best = max(scores, default=0)
+    if best < max(1, (len(words) + 1) // 2):
+        return []
+    return [h for h, score in zip(said, scores) if score == best]
+
+
+def _all_names(speakers: Names) -> set[str]:
+    return {stem(n.lower()) for names in speakers.values() for n in names}
 
 
 def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:

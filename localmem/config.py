@@ -43,8 +43,9 @@ ASK_EVIDENCE = ("messages", "units")
 # A question about one speaker is answered from what they said and what is said about them
 # (answer.focus); off gives the model everything the search found.
 DEFAULT_ASK_FOCUS = True
-# An answer about one speaker whose words come from someone else's messages is refused
-# (answer.about_someone_else); off keeps the model's answer.
+# A question about one speaker that only someone else's messages answer, and an answer about
+# one speaker whose words come from someone else's messages, are refused
+# (answer.asks_about_someone_else, answer.about_someone_else); off keeps the model's answer.
 DEFAULT_ASK_CHECK = True
 # Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 DEFAULT_CONSOLIDATE = "off"

@@ -169,7 +169,7 @@ def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path
         return respond
 
     with _memory(tmp_path, ScriptedLLM(responder=pick("sunrise"))) as mem:
-        wrong = mem.ask("What did Caroline paint last year?")  # Melanie painted it
+        wrong = mem.ask("What is Caroline's best artwork?")  # the model answers with Melanie's
         right = mem.ask("What did Melanie paint last year?")
     assert wrong.refused and wrong.refusal == "someone else" and wrong.citations == []
     assert not right.refused and [c.external_id for c in right.citations] == ["D1:4"]
@@ -247,9 +247,9 @@ def test_focus_can_be_turned_off(tmp_path):
 
     llm = ScriptedLLM(responder=lambda messages: {"answer": "not in memory", "supports": [], "confidence": 0.9})
     with _memory(tmp_path, llm) as mem:
-        mem.ask("What did Caroline paint?")
+        mem.ask("What did Caroline do?")
         mem.config = replace(mem.config, ask_focus=False)
-        mem.ask("What did Caroline paint?")
+        mem.ask("What did Caroline do?")
     assert [len(_items(call)) for call in llm.calls] == [2, 3]
     assert Config.load({}, env={"LOCALMEM_ASK_FOCUS": "off"}, config_file=tmp_path / "none.toml").ask_focus is False
     assert Config.load({}, env={"LOCALMEM_ASK_CHECK": "0"}, config_file=tmp_path / "none.toml").ask_check is False
@@ -320,3 +320,33 @@ def test_full_context_gives_the_newest_messages_that_fit_the_same_for_every_ques
     assert words <= 1200 - 220  # the prompt and the reply fit the window (the fake counts words)
     assert [h.time for h in first.evidence] == sorted(h.time for h in first.evidence)
     assert [h.id for h in second.evidence] == [h.id for h in first.evidence]
+
+
+def test_a_question_about_one_speaker_that_only_another_answers_is_refused_without_the_model(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "a lake sunrise", "confidence": 0.9, "supports": [1]})
+    with _memory(tmp_path, llm) as mem:
+        wrong = mem.ask("What did Caroline paint last year?")  # Melanie painted it
+        assert wrong.refused and wrong.refusal == "asks about someone else" and llm.calls == []
+        right = mem.ask("What did Melanie paint last year?")
+    assert not right.refused and len(llm.calls) == 1
+
+
+def test_asks_about_someone_else_reads_questions_to_the_listener_as_about_them():
+    from localmem.answer import asks_about_someone_else
+
+    pool = [_message("a", "Caroline", "Wow! How long have you been married?"),
+            _message("b", "Melanie", "Five years already!"),
+            _message("c", "Caroline", "Last Friday I went to a council meeting for adoption."),
+            _message("d", "Melanie", "Great that you're prioritizing self-care, Caroline.")]
+    # Caroline's own news, asked of Melanie: someone else's.
+    assert asks_about_someone_else("What did Melanie see at the council meeting for adoption?", pool, SPEAKERS)
+    assert not asks_about_someone_else("What did Caroline see at the council meeting for adoption?", pool, SPEAKERS)
+    # Caroline asking Melanie ("you") is about Melanie, the listener: no refusal.
+    assert not asks_about_someone_else("How long has Melanie been married?", pool, SPEAKERS)
+    assert not asks_about_someone_else("How does Caroline prioritize self-care?", pool, SPEAKERS)
+    # Asked of Caroline, her own question to Melanie is not about her.
+    assert asks_about_someone_else("How long has Caroline been married?", pool, SPEAKERS)
+    # Words nothing matches, no one speaker asked about, or no words of its own: no check.
+    assert not asks_about_someone_else("What is Melanie's favorite movie?", pool, SPEAKERS)
+    assert not asks_about_someone_else("Who went to a council meeting for adoption?", pool, SPEAKERS)
+    assert not asks_about_someone_else("What did Melanie do?", pool, SPEAKERS)
