@@ -325,9 +325,10 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     words asks something or addresses "you" ("How long have you been married?"): in a
     conversation it is the listener's life it asks about. LoCoMo's adversarial questions
     ask one person about what the other did ("What did Caroline see at the council
-    meeting?" when Melanie went): on conv-26, with the model's answers of the same run,
-    this refuses 15 more of them and 2 answerable questions whose answers were wrong
-    anyway; on conv-30 it would flag 10 of 24 adversarial questions and 1 of 81 answerable.
+    meeting?" when Melanie went). Built on conv-26's questions, where it refuses 26 of the 47
+    adversarial ones and 2 of 152 answerable ones (both answered wrongly without it: refusal
+    F1 0.45 → 0.65, the same F1 on the rest); on conv-30 and conv-41, not looked at while
+    building it, it flags 29 of 65 adversarial questions and 6 of 233 answerable ones.
     """
     who = person_asked(question, speakers)
     if who is None:
