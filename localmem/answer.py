@@ -176,7 +176,9 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
                  evidence=evidence, supports=[], today=day, refusal="no evidence")
     if not evidence or llm is None:
         return out
-    if speakers and asks_about_someone_else(question, [*evidence, *pool], speakers):
+    # Both checks read the evidence and what the search found besides (each message once).
+    found = list({h.id: h for h in [*evidence, *pool]}.values())
+    if speakers and asks_about_someone_else(question, found, speakers):
         out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
         return out
     started = time.perf_counter()
@@ -199,7 +201,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     if out.refused:
         out.supports = []
     out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
-    if not out.refused and about_someone_else(question, text, [*evidence, *pool], out.citations, speakers or {}):
+    if not out.refused and about_someone_else(question, text, found, out.citations, speakers or {}):
         out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
         out.supports, out.citations = [], []
     return out
