@@ -98,7 +98,12 @@ SOURCE_MESSAGES = 2
 def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
     """The evidence in the speakers' words: each gist or fact replaced, at its rank, by the
     messages it rests on (when there are at most ``per_unit``); messages already shown are not
-    repeated; episodes and broader units stay as they are."""
+    repeated. Episodes and broader units stay as they are, after all the messages: a token
+    budget filled in this order gives the model what was said, with its date, before summaries.
+
+    (A summary covers a gold message more often than it says the detail asked for: on the
+    LoCoMo dev split, putting summaries last raised the share of gold messages in the 320
+    evidence tokens from 54.8/54.7/65.4 to 69.4/69.0/74.4 on conv-26/30/41.)"""
     wanted = [s.message_id for h in hits if h.kind in ("gist", "fact") and 0 < len(h.sources) <= per_unit
               for s in h.sources]
     messages = hydrate(conn, [("m", mid) for mid in wanted])
@@ -115,7 +120,7 @@ def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES)
                 if item is not hit:
                     item.score, item.channels = hit.score, hit.channels
                 out.append(item)
-    return out
+    return [h for h in out if h.kind == "message"] + [h for h in out if h.kind != "message"]
 
 
 def recent_messages(conn: Any, ns: str, budget: int, count: Callable[[str], int]) -> list[Hit]:

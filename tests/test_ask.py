@@ -292,6 +292,20 @@ def test_facts_reach_the_model_as_their_messages_or_as_themselves(tmp_path, evid
     assert [c.external_id for c in result.citations] == ["D1:3"]
 
 
+def test_summaries_come_after_every_message_so_a_budget_keeps_what_was_said(tmp_path):
+    from localmem.answer import as_messages
+    from localmem.search import fit_budget
+
+    with _memory(tmp_path, ScriptedLLM()) as mem:
+        episode = _message("e1", "", "Caroline and Melanie talked about a support group and art.", kind="episode")
+        said = [_message(f"m{i}", "Caroline", f"I went to the support group number {i}.") for i in range(3)]
+        ordered = as_messages(mem.conn, [said[0], episode, said[1], said[2]])
+        assert [h.id for h in ordered] == ["m0", "m1", "m2", "e1"]  # messages keep their rank order
+        one_line = lambda text: len(text.split())  # noqa: E731
+        kept = fit_budget(ordered, sum(one_line(h.text) for h in said) + 1, one_line)
+        assert [h.id for h in kept] == ["m0", "m1", "m2"]
+
+
 def test_ask_evidence_setting_is_checked():
     from localmem.config import Config
     from localmem.errors import ConfigError
