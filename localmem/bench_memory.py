@@ -4,7 +4,8 @@ Building a million units through the LLM pipeline is not possible on a laptop, s
 is written directly: unit texts from templates, times spread over three years, one to three
 entity mentions per unit drawn from a skewed pool (a few hubs, many rare names), a temporal
 link to the previous unit and two semantic links to nearby ones, and an episode per
-:data:`UNITS_PER_EPISODE` units that holds them, their people and two messages. Unit vectors are random unit
+:data:`UNITS_PER_EPISODE` units that holds them, their people and two messages (each with two
+sentence parts). Unit, message and part vectors are random unit
 vectors (search cost does not depend on what they encode; recall here means nothing);
 queries are embedded by the real embedder. Every number is measured in this run.
 """
@@ -86,7 +87,7 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
                                                  for eid, (name, _k) in zip(entity_ids, entities)])
         weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1  # a few hubs, a long tail
         weights /= weights.sum()
-        n_episodes = 0
+        n_episodes = n_parts = 0
         for start in range(0, n_units, _BATCH):
             count = min(_BATCH, n_units - start)
             with conn:
@@ -143,7 +144,16 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
                 conn.executemany(q("vec_message_insert"), [
                     {"id": mid, "embedding": vec.tobytes(), "ns": ns}
                     for mid, vec in zip(message_ids, _unit_vectors(nprng, len(message_ids), dim))])
-    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "build_s": round(time.perf_counter() - started, 1)}
+                # Two sentence parts per message, as a chat message of a few sentences has.
+                part_ids = [row[0] for row in conn.executemany(q("part_insert"), [
+                    {"message_id": mid, "ns": ns, "start": start, "end": start + 10}
+                    for mid in message_ids for start in (0, 10)])]
+                conn.executemany(q("vec_part_insert"), [
+                    {"id": pid, "embedding": vec.tobytes(), "ns": ns}
+                    for pid, vec in zip(part_ids, _unit_vectors(nprng, len(part_ids), dim))])
+                n_parts += len(part_ids)
+    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts,
+            "build_s": round(time.perf_counter() - started, 1)}
 
 
 _QUERY_TEMPLATES = [
@@ -188,8 +198,8 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
     for n in sizes:
         path = workdir / f"bench-units-{n}.db"
         meta_path = path.with_suffix(".json")
-        # Stores built before the bench wrote episodes are rebuilt.
-        if not (path.exists() and meta_path.exists() and "episodes" in json.loads(meta_path.read_text())):
+        # Stores built before the bench wrote episodes and message parts are rebuilt.
+        if not (path.exists() and meta_path.exists() and "parts" in json.loads(meta_path.read_text())):
             bench._remove_store(path)
             meta_path.write_text(json.dumps(build_store(path, n, cfg, embedder)))
         built = json.loads(meta_path.read_text())

@@ -175,6 +175,7 @@ def bind_embedder(conn: apsw.Connection, model_id: str, dim: int) -> None:
     # DDL cannot take bound parameters; `dim` is a validated int, never user text.
     conn.execute(q("vec_create").replace("{dim}", str(dim)))
     conn.execute(q("codes_create"))
+    conn.execute(q("parts_vec_create").replace("{dim}", str(dim)))
     set_meta(conn, "embed_model_id", model_id)
     set_meta(conn, "embed_dim", str(dim))
     set_meta(conn, "embed_bound_at", now_iso())
@@ -187,7 +188,8 @@ def unbind_embedder(conn: apsw.Connection) -> None:
 
 
 def ensure_codes(conn: apsw.Connection) -> None:
-    """Give a store bound before the binary codes existed its codes (once, in a transaction)."""
+    """Give a store bound before the binary codes (or the part vectors) existed its codes and
+    the part tables (once, in a transaction)."""
     if not has_vectors(conn):
         return
     if conn.execute(q("codes_exist")).fetchone() is None:
@@ -197,6 +199,11 @@ def ensure_codes(conn: apsw.Connection) -> None:
     elif conn.execute(q("codes_int8_exist")).fetchone() is None:
         with conn:
             conn.execute(q("codes_add_int8"))
+    dim = int(get_meta(conn, "embed_dim") or 0)
+    if dim and conn.execute(q("parts_vec_exists")).fetchone() is None:
+        # Bound before migration 0008: its messages have no parts until `localmem reembed`.
+        with conn:
+            conn.execute(q("parts_vec_create").replace("{dim}", str(dim)))
 
 
 def has_vectors(conn: apsw.Connection) -> bool:

@@ -18,7 +18,7 @@ import apsw
 import numpy as np
 
 from . import db
-from .embed import Embedder, embed_batched, message_text, to_blob, unit_text
+from .embed import Embedder, embed_batched, message_text, sentence_spans, to_blob, unit_text
 from .formats import MessageIn, ParsedInput
 from .queries import q
 
@@ -139,16 +139,45 @@ def _store_batch(conn: apsw.Connection, embedder: Embedder, ns: str, source_id: 
     if not fresh:
         return 0.0
     t0 = time.perf_counter()
-    vectors = embed_batched(embedder, [message_text(m.speaker, m.text, m.attachments) for m in fresh],
-                            embed_batch)
+    vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh],
+                                    embed_batch)
     embed_seconds = time.perf_counter() - t0
     with conn:
-        for m, vec in zip(fresh, vectors):
-            if _insert_message(conn, ns, source_id, m, vec) is None:
+        for m, vec, its_parts in zip(fresh, vectors, parts):
+            message_id = _insert_message(conn, ns, source_id, m, vec)
+            if message_id is None:
                 nsr.skipped += 1  # stored by a concurrent writer since we looked
             else:
+                insert_parts(conn, ns, message_id, its_parts)
                 nsr.added += 1
     return embed_seconds
+
+
+Parts = list[tuple[int, int, np.ndarray]]  # a message's sentence spans with their vectors
+
+
+def embed_messages(embedder: Embedder, messages: Sequence[tuple[str, str, Any]], batch: int,
+                   on_batch: Callable[[int], None] | None = None) -> tuple[np.ndarray, list[Parts]]:
+    """Vectors for ``(speaker, text, attachments)`` messages, and for each message its parts
+    (:func:`embed.sentence_spans`), all embedded in one batched pass."""
+    spans = [sentence_spans(text) for _, text, _ in messages]
+    texts = [message_text(speaker, text, attachments) for speaker, text, attachments in messages]
+    texts += [message_text(speaker, text[a:b], None)
+              for (speaker, text, _), its in zip(messages, spans) for a, b in its]
+    vectors = embed_batched(embedder, texts, batch, on_batch)
+    parts: list[Parts] = []
+    at = len(messages)
+    for its in spans:
+        parts.append([(a, b, vectors[at + i]) for i, (a, b) in enumerate(its)])
+        at += len(its)
+    return vectors[:len(messages)], parts
+
+
+def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) -> None:
+    for start, end, vector in parts:
+        part_id = conn.execute(q("part_insert"), {"message_id": message_id, "ns": ns,
+                                                  "start": start, "end": end}).fetchone()[0]
+        conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
 
 
 def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn,
@@ -167,20 +196,24 @@ def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn
 
 
 def embed_stored(embedder: Embedder, messages: Sequence[tuple], units: Sequence[tuple], batch: int,
-                 on_batch: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments)`` and units
-    ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed`` queries return them."""
-    m_vecs = embed_batched(embedder, [message_text(s, t, json.loads(a) if a else None)
-                                      for _, _, s, t, a in messages], batch, on_batch)
+                 on_batch: Callable[[int], None] | None = None
+                 ) -> tuple[np.ndarray, list[Parts], np.ndarray]:
+    """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments)`` (with their
+    parts) and units ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed``
+    queries return them."""
+    m_vecs, parts = embed_messages(embedder, [(s, t, json.loads(a) if a else None)
+                                              for _, _, s, t, a in messages], batch, on_batch)
     u_vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], batch, on_batch)
-    return m_vecs, u_vecs
+    return m_vecs, parts, u_vecs
 
 
 def store_vectors(conn: apsw.Connection, messages: Sequence[tuple], m_vecs: np.ndarray,
-                  units: Sequence[tuple], u_vecs: np.ndarray) -> None:
-    """Insert the vectors :func:`embed_stored` made (inside the caller's transaction)."""
-    for (mid, ns, *_), vec in zip(messages, m_vecs):
+                  parts: Sequence[Parts], units: Sequence[tuple], u_vecs: np.ndarray) -> None:
+    """Insert the vectors :func:`embed_stored` made, and the messages' parts (inside the
+    caller's transaction; the messages must have no parts yet)."""
+    for (mid, ns, *_), vec, its_parts in zip(messages, m_vecs, parts):
         conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
+        insert_parts(conn, ns, mid, its_parts)
     for (uid, ns, kind, *_), vec in zip(units, u_vecs):
         conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
 
@@ -208,12 +241,14 @@ def add_message(conn: apsw.Connection, embedder: Embedder, ns: str,
         found = conn.execute(q("message_find"), key).fetchone()
         if found:
             return found[0], False
-    vector = embedder.embed([message_text(message.speaker, message.text, message.attachments)])[0]
+    vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
     with conn:
         source_id = api_source(conn, ns)
         message.seq = conn.execute(q("conversation_next_seq"), key).fetchone()[0]
         message.external_id = message.external_id or f"a{message.seq}"
-        new_id = _insert_message(conn, ns, source_id, message, vector)
+        new_id = _insert_message(conn, ns, source_id, message, vectors[0])
+        if new_id is not None:
+            insert_parts(conn, ns, new_id, parts[0])
     if new_id is None:  # a concurrent writer stored the same id first
         found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
         return found[0], False

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import db, ingest
 from .config import Config
-from .embed import Embedder
+from .embed import Embedder, sentence_spans
 from .errors import LocalmemError, NotFoundError
 from .queries import q
 
@@ -72,10 +72,12 @@ def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | Non
 
 def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Replace every vector with ``embedder``'s, atomically (old vectors stay if interrupted)."""
+    """Replace every vector with ``embedder``'s, and cut every message's parts again,
+    atomically (old vectors stay if interrupted)."""
     messages = conn.execute(q("messages_for_reembed")).fetchall()
     units = conn.execute(q("units_for_reembed")).fetchall()
-    total, done = len(messages) + len(units), 0
+    parts = sum(len(sentence_spans(text)) for _, _, _, text, _ in messages)
+    total, done = len(messages) + parts + len(units), 0
 
     def step(n: int) -> None:
         nonlocal done
@@ -83,13 +85,14 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         if progress:
             progress(done, total)
 
-    m_vecs, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
+    m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
     with conn:
         db.unbind_embedder(conn)
+        conn.execute(q("parts_delete_all"))
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
-        ingest.store_vectors(conn, messages, m_vecs, units, u_vecs)
+        ingest.store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
     return {"embedder": embedder.model_id, "dim": embedder.dim, "messages": len(messages),
-            "units": len(units)}
+            "parts": parts, "units": len(units)}
 
 
 def _version(dist: str) -> str | None:

@@ -2,7 +2,7 @@
 
 The export holds every row of the chosen namespaces (sources, messages, units,
 unit sources, entities, aliases, mentions, links) and, unless left out, their
-vectors; restoring it into an empty store gives back the same ids and bytes.
+vectors with the message parts they belong to; restoring it into an empty store gives back the same ids and bytes.
 Into a non-empty store, ids are remapped; namespaces that already exist are
 refused rather than merged.
 """
@@ -43,7 +43,10 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
               "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None}
     out.write(json.dumps(header, ensure_ascii=False) + "\n")
     counts: dict[str, int] = {}
-    queries = _TABLE_QUERIES + (("export_message_vectors", "export_unit_vectors") if with_vectors else ())
+    # Parts are derived from messages and go with their vectors: a restore without vectors
+    # cuts and embeds them again.
+    queries = _TABLE_QUERIES + (("export_parts", "export_message_vectors", "export_unit_vectors",
+                                 "export_part_vectors") if with_vectors else ())
     # One read transaction, so the export is a consistent snapshot.
     with conn:
         for ns in chosen:
@@ -75,7 +78,7 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
                                     header["embed_model_id"], header.get("embed_dim"))
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(conn.execute(q("ids_in_use")).fetchone())
-    ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}}
+    ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
     counts: dict[str, int] = {}
     with conn:
         if has_vectors and not stored_id:
@@ -122,8 +125,10 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     elif kind == "link":
         conn.execute(q("import_link"), {"src_id": ids["unit"][rec["src_id"]],
                                         "dst_id": ids["unit"][rec["dst_id"]], "row": row})
+    elif kind == "part":
+        insert("part", "import_part", message_id=ids["message"][rec["message_id"]])
     elif kind == "vector":
-        table = "message" if rec["table"] == "messages" else "unit"
+        table = {"messages": "message", "units": "unit", "message_parts": "part"}[rec["table"]]
         conn.execute(q(f"import_{table}_vector"), {"id": ids[table][rec["id"]], "row": row})
     else:
         raise KeyError(f"unknown record type {kind!r}")
@@ -133,8 +138,8 @@ def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list
                     unit_ids: list[int]) -> None:
     msgs = conn.execute(q("messages_without_vectors"), {"ids": json.dumps(message_ids)}).fetchall()
     units = conn.execute(q("units_without_vectors"), {"ids": json.dumps(unit_ids)}).fetchall()
-    m_vecs, u_vecs = ingest.embed_stored(embedder, msgs, units, 32)
-    ingest.store_vectors(conn, msgs, m_vecs, units, u_vecs)
+    m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, msgs, units, 32)
+    ingest.store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:

@@ -30,7 +30,8 @@ from .queries import q
 EXACT_BELOW = 20_000
 OVERSAMPLE = 10
 _TABLES = {"messages": ("message_codes_after", "message_vectors_of", "vec_messages_knn", "message_int8_of"),
-           "units": ("unit_codes_after", "unit_vectors_of", "vec_units_knn", "unit_int8_of")}
+           "units": ("unit_codes_after", "unit_vectors_of", "vec_units_knn", "unit_int8_of"),
+           "parts": ("part_codes_after", "part_vectors_of", "vec_message_parts_knn", "part_int8_of")}
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -102,12 +103,12 @@ _CACHES: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Codes]]" = weakr
 
 def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int,
         kind: str | None = None) -> list[tuple[int, float]]:
-    """The ``k`` nearest rows of ``table`` ("messages" or "units") in ``ns`` to ``query`` as
+    """The ``k`` nearest rows of ``table`` ("messages", "units" or "parts") in ``ns`` to ``query`` as
     ``(id, cosine distance)``, nearest first; ``kind`` restricts units to one kind."""
     codes_after, vectors_of, exact, int8_of = _TABLES[table]
     cached = _load(conn, table, ns, codes_after)
     query = np.asarray(query, dtype=np.float32)
-    if cached is None or len(cached.ids) < EXACT_BELOW:
+    if cached is None or not len(cached.ids) or len(cached.ids) < EXACT_BELOW:
         params = {"embedding": query.tobytes(), "k": k, "ns": ns}
         if kind is not None:
             exact, params["kind"] = "vec_units_knn_kind", kind

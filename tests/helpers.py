@@ -47,9 +47,9 @@ def count(conn, sql: str, *args: Any) -> int:
 def table_counts(conn) -> dict[str, int]:
     """Rows in every table that holds data, FTS and vector indexes included."""
     tables = ["sources", "messages", "units", "unit_sources", "entities", "entity_aliases",
-              "mentions", "links", "messages_fts", "units_fts"]
+              "mentions", "links", "messages_fts", "units_fts", "message_parts"]
     if db.has_vectors(conn):
-        tables += ["vec_messages", "vec_units"]
+        tables += ["vec_messages", "vec_units", "vec_message_parts", "vec_part_codes"]
     return {t: count(conn, f"select count(*) from {t}") for t in tables}
 
 

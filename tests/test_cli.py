@@ -315,8 +315,11 @@ def test_interrupt_is_reported_with_exit_130(hashed, db, monkeypatch):
 
 def test_reembed_cli(hashed, db):
     run(db, "ingest", str(SAMPLE_CHAT))
+    with Memory(db) as mem:
+        parts = mem.conn.execute("SELECT count(*) FROM message_parts").fetchone()[0]
+    assert parts > 0  # the sample chat has messages of several sentences
     result = run_json(db, "reembed")
-    assert result == {"embedder": "hash-embedder", "dim": 64, "messages": 25, "units": 0}
+    assert result == {"embedder": "hash-embedder", "dim": 64, "messages": 25, "parts": parts, "units": 0}
     assert "re-embedded 25 messages and 0 units" in run(db, "reembed").stdout
 
 

@@ -697,6 +697,9 @@ def test_export_unknown_namespace(mem):
 def _consistent(conn) -> None:
     """Indexes hold exactly the rows that exist."""
     assert count(conn, "select count(*) from messages_fts") == count(conn, "select count(*) from messages")
+    assert {r[0] for r in conn.execute("select rowid from vec_message_parts")} == \
+        {r[0] for r in conn.execute("select id from message_parts")} == \
+        {r[0] for r in conn.execute("select id from vec_part_codes")}
     assert count(conn, "select count(*) from units_fts") == count(conn, "select count(*) from units")
     assert {r[0] for r in conn.execute("select rowid from vec_messages")} == \
         {r[0] for r in conn.execute("select id from messages")}
@@ -799,8 +802,10 @@ def test_reembed_switches_embedder_and_dimension(populated):
             mem.search("Mochi")
         progress = []
         result = mem.reembed(progress=lambda d, t: progress.append((d, t)))
-        assert result == {"embedder": "hash-32", "dim": 32, "messages": n_messages, "units": 2}
-        assert progress[-1] == (n_messages + 2, n_messages + 2)
+        parts = count(mem.conn, "select count(*) from message_parts")
+        assert parts > 0
+        assert result == {"embedder": "hash-32", "dim": 32, "messages": n_messages, "parts": parts, "units": 2}
+        assert progress[-1] == (n_messages + parts + 2, n_messages + parts + 2)
         stats = mem.stats()
         assert (stats["embedder"], stats["embed_dim"]) == ("hash-32", 32)
         conn = mem.conn

@@ -57,6 +57,16 @@ SELECT json_object('type', 'link', 'src_id', l.src_id, 'dst_id', l.dst_id, 'link
 FROM links AS l JOIN units AS u ON u.id = l.src_id
 WHERE u.ns = :ns ORDER BY l.src_id, l.dst_id, l.type;
 
+-- name: export_parts
+SELECT json_object('type', 'part', 'id', id, 'ns', ns, 'message_id', message_id,
+                   'start', start, 'end', end)
+FROM message_parts WHERE ns = :ns ORDER BY id;
+
+-- name: export_part_vectors
+SELECT json_object('type', 'vector', 'table', 'message_parts', 'id', rowid, 'ns', ns,
+                   'embedding', hex(embedding))
+FROM vec_message_parts WHERE ns = :ns ORDER BY rowid;
+
 -- name: export_message_vectors
 SELECT json_object('type', 'vector', 'table', 'messages', 'id', rowid, 'ns', ns,
                    'embedding', hex(embedding))
@@ -126,6 +136,17 @@ INSERT INTO vec_units (rowid, embedding, ns, kind)
 VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns', :row ->> 'kind');
 INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code)
 SELECT :id, :row ->> 'ns', :row ->> 'kind', vec_quantize_binary(unhex(:row ->> 'embedding'))
+WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
+
+-- name: import_part
+INSERT INTO message_parts (id, message_id, ns, start, end)
+VALUES (:id, :message_id, :row ->> 'ns', :row ->> 'start', :row ->> 'end')
+RETURNING id;
+
+-- name: import_part_vector
+INSERT INTO vec_message_parts (rowid, embedding, ns) VALUES (:id, unhex(:row ->> 'embedding'), :row ->> 'ns');
+INSERT OR REPLACE INTO vec_part_codes (id, ns, code)
+SELECT :id, :row ->> 'ns', vec_quantize_binary(unhex(:row ->> 'embedding'))
 WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
 
 -- name: ids_in_use

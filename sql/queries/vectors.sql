@@ -67,6 +67,36 @@ CREATE TRIGGER IF NOT EXISTS vec_unit_codes_gone AFTER DELETE ON units BEGIN
     DELETE FROM vec_unit_codes WHERE id = old.id;
 END;
 
+-- name: parts_vec_create
+-- The vectors of message parts (migration 0008), with their codes, like the two above;
+-- run after codes_create. {dim} as in vec_create.
+CREATE VIRTUAL TABLE IF NOT EXISTS vec_message_parts USING vec0(
+    embedding float[{dim}] distance_metric=cosine,
+    ns TEXT partition key
+);
+CREATE TABLE IF NOT EXISTS vec_part_codes (
+    id   INTEGER PRIMARY KEY,
+    ns   TEXT NOT NULL,
+    code BLOB NOT NULL,
+    q8   BLOB
+);
+CREATE INDEX IF NOT EXISTS vec_part_codes_by_ns ON vec_part_codes (ns, id);
+INSERT OR IGNORE INTO vec_code_changes (name) VALUES ('parts');
+CREATE TRIGGER IF NOT EXISTS vec_part_codes_insert AFTER INSERT ON vec_part_codes BEGIN
+    UPDATE vec_code_changes SET inserts = inserts + 1, reloads = reloads + (new.id <= high_id),
+        high_id = max(high_id, new.id) WHERE name = 'parts';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_part_codes_delete AFTER DELETE ON vec_part_codes BEGIN
+    UPDATE vec_code_changes SET reloads = reloads + 1 WHERE name = 'parts';
+END;
+CREATE TRIGGER IF NOT EXISTS vec_message_parts_gone AFTER DELETE ON message_parts BEGIN
+    DELETE FROM vec_message_parts WHERE rowid = old.id;
+    DELETE FROM vec_part_codes WHERE id = old.id;
+END;
+
+-- name: parts_vec_exists
+SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_message_parts';
+
 -- name: codes_exist
 SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'vec_unit_codes';
 
@@ -102,17 +132,26 @@ SELECT id, NULL, code FROM vec_message_codes WHERE ns = :ns AND id > :after ORDE
 -- name: unit_codes_after
 SELECT id, kind, code FROM vec_unit_codes WHERE ns = :ns AND id > :after ORDER BY id;
 
+-- name: part_codes_after
+SELECT id, NULL, code FROM vec_part_codes WHERE ns = :ns AND id > :after ORDER BY id;
+
 -- name: message_int8_of
 SELECT c.id, c.q8 FROM json_each(:ids) AS j JOIN vec_message_codes AS c ON c.id = j.value;
 
 -- name: unit_int8_of
 SELECT c.id, c.q8 FROM json_each(:ids) AS j JOIN vec_unit_codes AS c ON c.id = j.value;
 
+-- name: part_int8_of
+SELECT c.id, c.q8 FROM json_each(:ids) AS j JOIN vec_part_codes AS c ON c.id = j.value;
+
 -- name: message_vectors_of
 SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_messages AS v ON v.rowid = j.value;
 
 -- name: unit_vectors_of
 SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_units AS v ON v.rowid = j.value;
+
+-- name: part_vectors_of
+SELECT v.rowid, v.embedding FROM json_each(:ids) AS j JOIN vec_message_parts AS v ON v.rowid = j.value;
 
 -- name: vec_drop
 DROP TRIGGER IF EXISTS vec_messages_delete;
@@ -123,6 +162,9 @@ DROP TRIGGER IF EXISTS vec_message_codes_gone;
 DROP TRIGGER IF EXISTS vec_unit_codes_gone;
 DROP TABLE IF EXISTS vec_message_codes;
 DROP TABLE IF EXISTS vec_unit_codes;
+DROP TRIGGER IF EXISTS vec_message_parts_gone;
+DROP TABLE IF EXISTS vec_message_parts;
+DROP TABLE IF EXISTS vec_part_codes;
 DROP TABLE IF EXISTS vec_code_changes;
 
 -- name: vec_exists
@@ -139,6 +181,29 @@ INSERT INTO vec_units (rowid, embedding, ns, kind) VALUES (:id, :embedding, :ns,
 INSERT OR REPLACE INTO vec_unit_codes (id, ns, kind, code, q8)
 SELECT :id, :ns, :kind, vec_quantize_binary(:embedding), localmem_int8(:embedding)
 WHERE length(:embedding) % 32 = 0;
+
+-- name: part_insert
+INSERT INTO message_parts (message_id, ns, start, end) VALUES (:message_id, :ns, :start, :end)
+RETURNING id;
+
+-- name: vec_part_insert
+INSERT INTO vec_message_parts (rowid, embedding, ns) VALUES (:id, :embedding, :ns);
+INSERT OR REPLACE INTO vec_part_codes (id, ns, code, q8)
+SELECT :id, :ns, vec_quantize_binary(:embedding), localmem_int8(:embedding) WHERE length(:embedding) % 32 = 0;
+
+-- name: parts_delete_all
+-- Before re-embedding: every part is cut and embedded again.
+DELETE FROM message_parts;
+
+-- name: part_messages
+-- The message each part (ids: a JSON array) belongs to.
+SELECT p.id, p.message_id FROM json_each(:ids) AS j JOIN message_parts AS p ON p.id = j.value;
+
+-- name: vec_message_parts_knn
+SELECT rowid AS id, distance
+FROM vec_message_parts
+WHERE embedding MATCH :embedding AND k = :k AND ns = :ns
+ORDER BY distance;
 
 -- name: vec_messages_knn
 SELECT rowid AS id, distance
