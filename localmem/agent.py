@@ -51,8 +51,9 @@ class Tools:
 
 def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int = 4,
         trace: Callable[[Step], None] | None = None,
-        on_text: Callable[[str], None] | None = None) -> answer_mod.Answer:
-    """Answer ``question`` with at most ``steps`` tool calls chosen by the model."""
+        on_text: Callable[[str], None] | None = None, dates: bool = False) -> answer_mod.Answer:
+    """Answer ``question`` with at most ``steps`` tool calls chosen by the model (``dates``:
+    as :func:`answer.answer`'s)."""
     started = time.perf_counter()
     day = answer_mod.format_date(today.isoformat()) if today else None
     kept: list[Hit] = []
@@ -64,8 +65,9 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
     if trace:
         trace(current)
     for number in range(1, steps + 1):
-        messages = prompt.build(question, day, [answer_mod.evidence_line(h) for h in kept],
-                                [answer_mod.evidence_line(h) for h in results], _describe(current), number, steps)
+        messages = prompt.build(question, day, [answer_mod.evidence_line(h, dates) for h in kept],
+                                [answer_mod.evidence_line(h, dates) for h in results], _describe(current),
+                                number, steps)
         reply = complete_structured(llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS)
         calls += reply.calls
         tokens["prompt"] += reply.prompt_tokens
@@ -88,7 +90,8 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
         if trace:
             trace(current)
     # Nothing kept means nothing judged useful: the answer call is skipped and it is a refusal.
-    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers)
+    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers,
+                            dates=dates)
     out.mode = "agentic"
     out.calls += calls
     out.tokens = {k: tokens[k] + out.tokens.get(k, 0) for k in tokens}

@@ -21,6 +21,7 @@ from .llm import LLM, JsonFieldStream, complete_structured
 from .prompts import answer as prompt
 from .queries import q
 from .search import Hit, hydrate
+from .times import with_dates
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -73,15 +74,22 @@ def format_date(iso: str | None) -> str:
     return f"{day.day} {day.strftime('%B')} {day.year}"
 
 
-def evidence_line(hit: Hit) -> str:
-    """One dated line per hit (a message hit's text already starts with its speaker)."""
-    return f"{format_date(hit.time)} - {evidence_text(hit)}"
+def evidence_line(hit: Hit, dates: bool = False) -> str:
+    """One dated line per hit (a message hit's text already starts with its speaker);
+    ``dates``: a message's relative times are followed by the dates they mean."""
+    return f"{format_date(hit.time)} - {evidence_text(hit, dates)}"
 
 
-def evidence_text(hit: Hit) -> str:
+def evidence_text(hit: Hit, dates: bool = False) -> str:
     """A hit's text on one line, marked when a newer unit replaced it."""
     replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
-    return f"{' '.join(hit.text.split())}{replaced}"
+    text = " ".join(hit.text.split())
+    if dates and hit.kind == "message" and hit.time:
+        try:
+            text = with_dates(text, dt.date.fromisoformat(hit.time[:10]))
+        except ValueError:
+            pass  # a time that is not a date: the text as it is
+    return f"{text}{replaced}"
 
 
 
@@ -163,7 +171,7 @@ def is_refusal(text: str) -> bool:
 
 def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
            on_text: Callable[[str], None] | None = None, speakers: Names | None = None,
-           pool: Sequence[Hit] = ()) -> Answer:
+           pool: Sequence[Hit] = (), dates: bool = False) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
     No evidence means a refusal without calling the model. ``on_text`` receives the answer
@@ -173,7 +181,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     or focused on one person): a question about one of them that only someone else's
     messages answer is refused without calling the model (:func:`asks_about_someone_else`),
     and an answer must rest on something they said or something said about them
-    (:func:`about_someone_else`).
+    (:func:`about_someone_else`). ``dates``: the relative times in messages are followed by
+    the dates they mean (:func:`times.with_dates`).
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
@@ -187,7 +196,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
         return out
     started = time.perf_counter()
-    result = complete_structured(llm, prompt.build(question, [evidence_line(h) for h in evidence], day),
+    result = complete_structured(llm, prompt.build(question, [evidence_line(h, dates) for h in evidence], day),
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)

@@ -366,7 +366,7 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
 
         click.echo("evidence:")
         for i, hit in enumerate(result.evidence, 1):
-            click.echo(f"  {i}. {_clip(evidence_line(hit), 160)}")
+            click.echo(f"  {i}. {_clip(evidence_line(hit, mem.config.ask_dates), 160)}")
     took = result.timings.get("total", 0.0)
     click.echo(f"({took:.1f} s; {result.tokens.get('prompt', 0)} prompt + "
                f"{result.tokens.get('completion', 0)} generated tokens)", err=True)
@@ -759,8 +759,8 @@ def eval_() -> None:
               help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and "
                    "budget; full-context: the newest turns that fit the model's context window.")
 @click.option("--ask-filters", is_flag=True,
-              help="Give a baseline system localmem's focus on the person asked and its someone-else "
-                   "check (plain by default).")
+              help="Give a baseline system localmem's focus on the person asked, its someone-else "
+                   "check and the dates after relative times (plain by default).")
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")

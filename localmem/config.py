@@ -47,6 +47,10 @@ DEFAULT_ASK_FOCUS = True
 # one speaker whose words come from someone else's messages, are refused
 # (answer.asks_about_someone_else, answer.about_someone_else); off keeps the model's answer.
 DEFAULT_ASK_CHECK = True
+# A relative time in a message the model reads is followed by what it means on the message's
+# date: "yesterday [7 May 2023]", "last week [the week before 9 June 2023]" (times.with_dates).
+# The 1.5B model mostly answered with the message's own date instead of counting back.
+DEFAULT_ASK_DATES = True
 # Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 DEFAULT_CONSOLIDATE = "off"
 CONSOLIDATE_MODES = ("off", "fast", "full")
@@ -120,6 +124,7 @@ class Config:
     ask_evidence: str = DEFAULT_ASK_EVIDENCE
     ask_focus: bool = DEFAULT_ASK_FOCUS
     ask_check: bool = DEFAULT_ASK_CHECK
+    ask_dates: bool = DEFAULT_ASK_DATES
     consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking

@@ -20,7 +20,8 @@ Systems: ``localmem`` (the store as built: messages and, when extracted, memory 
 oldest cut; the prompt's evidence is the same for every question of a conversation, so the
 model's prefix cache evaluates it once). The two baselines are plain: the same answer prompt,
 without localmem's focus on the person asked or its someone-else check (both read the
-speakers' names the memory resolved), unless ``ask_filters`` gives them those too.
+speakers' names the memory resolved) and without the dates written after relative times,
+unless ``ask_filters`` gives them those too.
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
     """Answer and score every question (all five categories) of a LoCoMo file.
 
     Each conversation is answered in its own namespace, with "now" at its latest message.
-    ``ask_filters``: a baseline system keeps the configured focus and someone-else check
-    (by default a baseline runs without them).
+    ``ask_filters``: a baseline system keeps the configured focus, someone-else check and
+    dates after relative times (by default a baseline runs without them).
     """
     if system not in SYSTEMS:
         raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
@@ -142,7 +143,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
     db_path = evaluate.eval_db_path(config, "locomo")
     items = _items(path, doc, conversations, limit)
     if system != "localmem" and not ask_filters:
-        config = replace(config, ask_focus=False, ask_check=False)
+        config = replace(config, ask_focus=False, ask_check=False, ask_dates=False)
     started = time.perf_counter()
     with Memory(db_path, config=config, embedder=embedder, llm=llm) as mem:
         ingest = mem.ingest(path, format="locomo")
@@ -169,7 +170,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
         "model": model, "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "conversations": sorted({i.namespace for i in items}), "limit": limit,
-        "ask_focus": config.ask_focus, "ask_check": config.ask_check,
+        "ask_focus": config.ask_focus, "ask_check": config.ask_check, "ask_dates": config.ask_dates,
         "questions": len(items), "seconds": round(time.perf_counter() - started, 1),
         "ingest_seconds": round(ingest.seconds, 1),
         "rows": [_row(str(c), evaluate.CATEGORY_NAMES[c], [i for i in items if i.category == c])
@@ -243,7 +244,8 @@ def _round(value: float | None) -> float | None:
 def render_markdown(report: dict[str, Any]) -> str:
     lines = [f"**LoCoMo answers** — system `{report['system']}`, mode {report['mode']}, model "
              f"{report['model']}, conversations: {', '.join(report['conversations'])}; focus on the "
-             f"person asked {_on(report.get('ask_focus'))}, someone-else check {_on(report.get('ask_check'))}", "",
+             f"person asked {_on(report.get('ask_focus'))}, someone-else check {_on(report.get('ask_check'))}, "
+             f"dates after relative times {_on(report.get('ask_dates'))}", "",
              "| category | n | F1 | BLEU-1 | evidence recall | refused | p50 s | p95 s | prompt tok | gen tok |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in [*report["rows"], report["overall"]]:

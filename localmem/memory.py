@@ -383,7 +383,8 @@ class Memory:
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
         result = answer_mod.answer(self.conn, llm, question.strip(), hits, today, on_text,
-                                   speakers if self.config.ask_check else {}, pool)
+                                   speakers if self.config.ask_check else {}, pool,
+                                   dates=self.config.ask_dates)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
@@ -409,7 +410,8 @@ class Memory:
             return next(iter(self._search_batch([query], params, bound)))
 
         tools = agent.Tools(self.conn, self.namespace, retrieve, self._speakers())
-        result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text)
+        result = agent.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text,
+                           dates=self.config.ask_dates)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 

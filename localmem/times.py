@@ -251,3 +251,59 @@ def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
         if span is not None:
             found.append((phrase, span))
     return found
+
+
+def _day(day: dt.date) -> str:
+    return f"{day.day} {day.strftime('%B')} {day.year}"
+
+
+_RELATIVE_DAY = re.compile(rf"(?:(last|this|next|on|past) )?({_DAY_NAMES})", re.IGNORECASE)
+_COUNTED = re.compile(rf"({_COUNT}) (week|weekend)s? (ago|later|from now)", re.IGNORECASE)
+
+
+def anchored(phrase: str, ref: dt.date) -> str | None:
+    """What a relative time ``phrase`` said on ``ref`` means, written against that date as
+    precisely as the phrase is: "yesterday" → "7 May 2023", "last week" → "the week before
+    9 June 2023", "last Friday" → "the Friday before 15 July 2023", "two weekends ago" →
+    "two weekends before 17 July 2023", "last month" → "September 2023", "last year" →
+    "2022". Month names and years ("in June", "in 2022") are not relative: ``None``, as for
+    anything :func:`resolve_phrase` does not understand.
+    """
+    text = re.sub(r"\s+", " ", phrase.lower().strip(" .,!?")).removeprefix("the ")
+    span = resolve_phrase(text, ref)
+    if span is None or re.fullmatch(rf"(?:in |during |on )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
+                                    r"|(?:in |during )?\d{4}", text):
+        return None
+    weekday = _RELATIVE_DAY.fullmatch(text)
+    if weekday:
+        name = span.start.strftime("%A")
+        return f"the {name} {'after' if span.start > ref else 'before'} {_day(ref)}"
+    if span.precision == "day":
+        return _day(span.start)
+    if span.precision == "week":
+        counted = _COUNTED.fullmatch(text)
+        if counted:
+            side = "before" if counted.group(3) == "ago" else "after"
+            count, unit = counted.group(1), counted.group(2)
+            unit += "" if count in ("a", "an", "one", "1") else "s"
+            return f"{count} {unit} {side} {_day(ref)}"
+        kind = "weekend" if "weekend" in text else "week"
+        side = "before" if span.end < ref else "after" if span.start > ref else "of"
+        return f"the {kind} {side} {_day(ref)}"
+    if span.precision == "month":
+        return f"{span.start.strftime('%B')} {span.start.year}"
+    return str(span.start.year)
+
+
+def with_dates(text: str, ref: dt.date) -> str:
+    """``text`` (said on ``ref``) with each relative time in it followed by what it means, in
+    brackets: "I went to a support group yesterday [7 May 2023]"."""
+    out, last = [], 0
+    for match in _PHRASE.finditer(text):
+        if match.group(0).lower() == "may":
+            continue
+        meaning = anchored(match.group(0), ref)
+        if meaning:
+            out += [text[last:match.end()], f" [{meaning}]"]
+            last = match.end()
+    return "".join(out) + text[last:]

@@ -107,6 +107,21 @@ def test_evidence_lines_carry_the_date_and_speaker(tmp_path):
     with _memory(tmp_path, llm) as mem:
         hit = mem.search("lake sunrise", k=1)[0]
     assert evidence_line(hit) == "8 May 2023 - Melanie: I painted a lake sunrise last year, it is special to me."
+    assert evidence_line(hit, dates=True) == \
+        "8 May 2023 - Melanie: I painted a lake sunrise last year [2022], it is special to me."
+
+
+@pytest.mark.parametrize("dates", [True, False])
+def test_the_model_reads_what_relative_times_mean_unless_turned_off(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "7 May 2023", "supports": [1], "confidence": 0.9})
+    with _memory(tmp_path, llm) as mem:
+        mem.config = replace(mem.config, ask_dates=dates)
+        mem.ask("When did Caroline go to the support group?")
+    said = [line for line in _items(llm.calls[0]) if "support group" in line]
+    assert said == ["[1] 8 May 2023 - Caroline: I went to a LGBTQ support group yesterday"
+                    + (" [7 May 2023]" if dates else "") + " and it was so powerful."]
 
 
 def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, monkeypatch):

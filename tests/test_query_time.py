@@ -51,3 +51,43 @@ def test_contains_overlap():
     june = parse_query_time("in June 2023", NOW)
     assert june.contains(dt.date(2023, 6, 30)) and not june.contains(dt.date(2023, 7, 1))
     assert june.contains(dt.date(2023, 5, 20), dt.date(2023, 6, 2)) and not june.contains(None)
+
+
+# -- relative times in what was said, written against the day it was said -------------------------
+
+SAID_ON = dt.date(2023, 7, 15)  # a Saturday
+
+
+@pytest.mark.parametrize("phrase, meaning", [
+    ("yesterday", "14 July 2023"),
+    ("tonight", "15 July 2023"),
+    ("two days ago", "13 July 2023"),
+    ("last week", "the week before 15 July 2023"),
+    ("next week", "the week after 15 July 2023"),
+    ("last weekend", "the weekend before 15 July 2023"),
+    ("two weekends ago", "two weekends before 15 July 2023"),
+    ("a week ago", "a week before 15 July 2023"),
+    ("3 weeks ago", "3 weeks before 15 July 2023"),
+    ("last Friday", "the Friday before 15 July 2023"),
+    ("next Tuesday", "the Tuesday after 15 July 2023"),
+    ("last month", "June 2023"),
+    ("two months ago", "May 2023"),
+    ("last year", "2022"),
+    ("in June", None),  # not relative: said as it is
+    ("in 2022", None),
+    ("whenever", None),
+])
+def test_a_relative_time_is_written_against_the_day_it_was_said(phrase, meaning):
+    from localmem.times import anchored
+
+    assert anchored(phrase, SAID_ON) == meaning
+
+
+def test_with_dates_follows_each_relative_time_with_what_it_means():
+    from localmem.times import with_dates
+
+    text = "I went to a support group yesterday! Last week too. I may go again in May 2024."
+    assert with_dates(text, dt.date(2023, 5, 8)) == (
+        "I went to a support group yesterday [7 May 2023]! Last week [the week before 8 May 2023] too. "
+        "I may go again in May 2024.")
+    assert with_dates("Nothing relative here.", SAID_ON) == "Nothing relative here."

@@ -1,7 +1,9 @@
 """Answering from retrieved memory (REMem-S: one retrieval, one answer call).
 
-The evidence is numbered and ordered by time, each item with its absolute date, so the
-model can turn "yesterday" into a date by reading the item's own date. The reply names
+The evidence is numbered and ordered by time, each item with its absolute date, and a
+message's relative times are followed by the dates they mean ("yesterday [7 May 2023]",
+written by :func:`localmem.times.with_dates`: the 1.5B model mostly answered with the
+message's own date rather than count back from it). The reply names
 the items it rests on (``supports``); the caller keeps only numbers that exist. When the
 items do not hold the answer the model must say exactly ``not in memory`` (REMem's
 refusal convention, R:226) instead of guessing, also when the items say it of someone
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "answer-v2"
+VERSION = "answer-v3"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -36,7 +38,7 @@ SCHEMA: dict[str, Any] = {
 SYSTEM = f"""You answer questions about people's past conversations, using only the numbered memory items given.
 Rules:
 - Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
-- Every item starts with its date. Turn relative times into dates with the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
+- Every item starts with its date. A relative time may be followed by the date it means in brackets, "yesterday [7 May 2023]": answer a "when" question with what the brackets say. Otherwise count from the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
 - Answer about the person the question names. What someone else did or said is not an answer.
 - If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
 - "supports": the numbers of the items your answer rests on.
@@ -44,10 +46,12 @@ Rules:
 Reply with JSON only.
 
 Example items:
-[1] 2 March 2022 - Noor: We adopted a puppy yesterday! His name is Biscuit.
-[2] 20 April 2022 - Ben: Work has been busy, I'm moving to Oslo in June.
+[1] 2 March 2022 - Noor: We adopted a puppy yesterday [1 March 2022]! His name is Biscuit.
+[2] 20 April 2022 - Ben: Work has been busy since last week [the week before 20 April 2022], I'm moving to Oslo in June.
 Question: When did Noor adopt her dog?
 {{"answer": "1 March 2022", "supports": [1], "confidence": 0.9}}
+Question: When did Ben's work get busy?
+{{"answer": "the week before 20 April 2022", "supports": [2], "confidence": 0.9}}
 Question: What is Ben's sister called?
 {{"answer": "{REFUSAL}", "supports": [], "confidence": 0.9}}
 Question: Where is Noor moving in June?
