@@ -756,8 +756,9 @@ def eval_() -> None:
               help="The ask mode answering the questions (without --retrieval-only).")
 @click.option("--system", type=click.Choice(["localmem", "raw-hybrid", "full-context"]), default="localmem",
               show_default=True,
-              help="localmem: the memory as built; raw-hybrid: raw turns by vector + BM25, same model and "
-                   "budget; full-context: the newest turns that fit the model's context window.")
+              help="localmem: the memory as built; raw-hybrid: whole raw turns by vector + BM25, same model "
+                   "and budget (with --retrieval-only: the raw-turn hybrid recall); full-context: the "
+                   "newest turns that fit the model's context window.")
 @click.option("--ask-filters", is_flag=True,
               help="Give a baseline system localmem's focus on the person asked, its someone-else "
                    "check and the dates after relative times (plain by default).")
@@ -783,10 +784,13 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
 
     chosen = [c.strip() for c in conversations.split(",")] if conversations else None
     if retrieval_only:
+        if system == "full-context":
+            raise LocalmemError("--system full-context retrieves nothing; with --retrieval-only use "
+                                "localmem or raw-hybrid")
         report = evaluate.locomo_retrieval(
             file, state.config, ks=_sizes(ks), conversations=chosen, limit=limit,
             channels=[c.strip() for c in channels.split(",")] if channels else None,
-            promote=promote, rerank=rerank)
+            promote=promote, rerank=rerank, raw=system == "raw-hybrid")
         write, render = evaluate.write_report, evaluate.render_markdown
     else:
         from . import eval_answers

@@ -79,12 +79,14 @@ def eval_db_path(config: Config, benchmark: str = "locomo") -> Path:
 def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: list[str] | None = None,
                      limit: int | None = None, channels: list[str] | None = None, *,
                      embedder: Embedder | None = None, promote: bool = False,
-                     rerank: str = "auto") -> dict[str, Any]:
+                     rerank: str = "auto", raw: bool = False) -> dict[str, Any]:
     """Evidence recall@k of search for every question of a LoCoMo (or LongMemEval) JSON file.
 
     ``conversations`` selects sample_ids (LongMemEval: question_ids); ``limit`` caps
     the questions per conversation; ``channels`` restricts search (default: all);
-    ``embedder`` overrides the configured one (tests). Returns a JSON-able report.
+    ``embedder`` overrides the configured one (tests); ``raw``: the raw-turn hybrid baseline
+    (whole messages by vector + BM25, whatever the store holds besides). Returns a JSON-able
+    report.
     """
     path = Path(path)
     ks = sorted(set(ks))
@@ -103,8 +105,10 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         else:
             questions, info, ingest = _longmemeval_prepare(path, doc, mem, conversations, limit)
         embedder = mem.embedder
+    if raw:
+        chosen = ["vector", "bm25"]
     seconds = _run_searches(questions, db_path, config, embedder, ks, chosen,
-                            "external_id" if benchmark == "locomo" else "session", promote, rerank)
+                            "external_id" if benchmark == "locomo" else "session", promote, rerank, raw)
     scored = set(SCORED_CATEGORIES) if benchmark == "locomo" else None
     rows, overall = _summarise(questions, ks, benchmark, scored)
     return {
@@ -122,6 +126,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         "localmem_version": _version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "channels": chosen,
+        "system": "raw-hybrid" if raw else "localmem",
         "promote": promote,
         "rerank": rerank,
         "ks": ks,
@@ -287,7 +292,7 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
 # -- searching and scoring -------------------------------------------------------------------
 def _run_searches(questions: list[_Question], db_path: Path, config: Config, embedder: Embedder,
                   ks: list[int], channels: list[str], attr: str, promote: bool = False,
-                  rerank: str = "auto") -> float:
+                  rerank: str = "auto", raw: bool = False) -> float:
     """Search every question in its namespace, fill in recall and ranks; total search seconds."""
     by_namespace: dict[str, list[_Question]] = {}
     for question in questions:
@@ -297,7 +302,7 @@ def _run_searches(questions: list[_Question], db_path: Path, config: Config, emb
         with Memory(db_path, namespace=namespace, config=config, embedder=embedder) as mem:
             started = time.perf_counter()
             results = mem.search_many([q.text for q in group], k=ks[-1], channels=channels, promote=promote,
-                                      rerank=rerank)
+                                      rerank=rerank, messages_only=raw)
             for question, hits in zip(group, results):
                 _score(question, hits, ks, attr)
             seconds += time.perf_counter() - started
@@ -359,7 +364,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     title = "LoCoMo" if locomo else "LongMemEval"
     name = Path(report["file"]).name
     lines = [f"**{title} retrieval** — file `{name}` (sha256 {report['sha256'][:12]}), "
-             f"conversations: {shown or 'none'}; channels: {', '.join(report['channels'])}",
+             f"conversations: {shown or 'none'}; channels: {', '.join(report['channels'])}"
+             + (" over whole raw messages alone (raw-turn hybrid)" if report.get("system") == "raw-hybrid" else ""),
              "",
              "| " + " | ".join(["category" if locomo else "question type", "n"]
                               + [f"recall@{k}" for k in ks]) + " |",

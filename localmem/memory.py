@@ -459,13 +459,18 @@ class Memory:
 
     def search_many(self, queries: Iterable[str], *, k: int = 10, budget: int | None = None,
                     channels: Sequence[str] | None = None, batch: int = 64,
-                    promote: bool = False, rerank: str = "auto") -> Iterator[list[Hit]]:
+                    promote: bool = False, rerank: str = "auto",
+                    messages_only: bool = False) -> Iterator[list[Hit]]:
         """Search many queries in one process, embedding them in batches; yields per query.
 
         ``rerank``: "auto" uses the configured cross-encoder if any, "none" keeps the fusion
         order, "llm" asks the local LLM whether each of the top candidates is relevant (slow).
+        ``messages_only``: whole raw messages by vector and BM25 alone (no units, no sentence
+        parts, no other channel): the plain hybrid baseline, on any store.
         """
         params = self.search_params(k, budget, channels, promote, rerank)
+        if messages_only:
+            params = replace(params, channels=("vector", "bm25"), messages_only=True, promote=False)
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:

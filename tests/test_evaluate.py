@@ -252,3 +252,18 @@ def test_report_records_promotion_and_rerank_and_refuses_an_unknown_mode(tmp_pat
     assert (report["promote"], report["rerank"]) == (True, "none") and report["questions"] > 0
     with pytest.raises(LocalmemError, match="rerank mode"):
         locomo_retrieval(FIXTURE, config, [5], rerank="sometimes", embedder=embedder)
+
+
+def test_raw_turn_hybrid_reads_whole_messages_alone(tmp_path: Path, embedder: HashEmbedder) -> None:
+    config = Config(db_path=tmp_path / "e.db")
+    raw = locomo_retrieval(FIXTURE, config, [1, 5], embedder=embedder, raw=True)
+    assert raw["channels"] == ["vector", "bm25"] and raw["system"] == "raw-hybrid"
+    assert "raw-turn hybrid" in render_markdown(raw)
+    with Memory(config.db_path, embedder=embedder) as mem:
+        mem.conn.execute("delete from message_parts")  # what whole-message vectors alone find
+    plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
+    assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]
+    # (that it ignores sentence parts is tested in test_parts.py)
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "x.db"), "eval", "locomo", str(FIXTURE),
+                                      "--retrieval-only", "--system", "full-context"])
+    assert result.exit_code != 0 and "full-context retrieves nothing" in result.output
