@@ -21,7 +21,7 @@ from .llm import LLM, JsonFieldStream, complete_structured
 from .prompts import answer as prompt
 from .queries import q
 from .search import Hit, hydrate
-from .times import with_dates
+from .times import absolute, with_dates
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -182,7 +182,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     messages answer is refused without calling the model (:func:`asks_about_someone_else`),
     and an answer must rest on something they said or something said about them
     (:func:`about_someone_else`). ``dates``: the relative times in messages are followed by
-    the dates they mean (:func:`times.with_dates`).
+    the dates they mean (:func:`times.with_dates`), and the answer's own relative times are
+    given as dates (:func:`times.absolute`).
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
@@ -211,6 +212,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     out.supports = sorted({n for n in data["supports"] if 1 <= n <= len(evidence)})
     out.refused = is_refusal(text)
     out.refusal = "model" if out.refused else None
+    if dates and not out.refused:
+        text = absolute(text, _said_on([evidence[n - 1] for n in out.supports]))
     out.answer = prompt.REFUSAL if out.refused else text
     if out.refused:
         out.supports = []
@@ -219,6 +222,17 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
         out.supports, out.citations = [], []
     return out
+
+
+def _said_on(supports: Sequence[Hit]) -> dt.date | None:
+    """The day of the first message an answer rests on (what its relative times count from)."""
+    for hit in supports:
+        if hit.kind == "message" and hit.time:
+            try:
+                return dt.date.fromisoformat(hit.time[:10])
+            except ValueError:
+                return None
+    return None
 
 
 Names = Mapping[str, Sequence[str]]  # a speaker -> the names they go by, their own first

@@ -307,3 +307,25 @@ def with_dates(text: str, ref: dt.date) -> str:
             out += [text[last:match.end()], f" [{meaning}]"]
             last = match.end()
     return "".join(out) + text[last:]
+
+
+_BRACKETED = re.compile(r"\s*\[([^\[\]]+)\]")
+
+
+def absolute(answer: str, said_on: dt.date | None) -> str:
+    """``answer`` with its relative times given as what they mean: one followed by its meaning
+    in brackets (copied from evidence :func:`with_dates` wrote) becomes the meaning,
+    "yesterday [7 May 2023]" → "7 May 2023"; an answer that is only a relative time is read
+    against ``said_on``, the day of the message it rests on: "last week" → "the week before
+    9 June 2023". A count back ("ten years ago") answers "how long ago" and stays."""
+    out, last = [], 0
+    for match in _PHRASE.finditer(answer):
+        bracket = _BRACKETED.match(answer, match.end())
+        if bracket:
+            out += [answer[last:match.start()], bracket.group(1).strip()]
+            last = bracket.end()
+    text = "".join(out) + answer[last:]
+    bare = text.strip(" .!")
+    if said_on is not None and _PHRASE.fullmatch(bare) and not re.search(r"(?:ago|later|from now)$", bare, re.I):
+        return anchored(bare, said_on) or text
+    return text

@@ -124,6 +124,18 @@ def test_the_model_reads_what_relative_times_mean_unless_turned_off(tmp_path, da
                     + (" [7 May 2023]" if dates else "") + " and it was so powerful."]
 
 
+@pytest.mark.parametrize("dates", [True, False])
+def test_a_relative_answer_is_given_as_a_date_counted_from_the_message_it_rests_on(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "yesterday", "supports": [1], "confidence": 0.9})
+    with _memory(tmp_path, llm) as mem:
+        mem.config = replace(mem.config, ask_dates=dates)
+        result = mem.ask("When did Caroline go to the support group?")
+    assert [c.external_id for c in result.citations] == ["D1:3"]
+    assert result.answer == ("7 May 2023" if dates else "yesterday")
+
+
 def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, monkeypatch):
     llm = ScriptedLLM(responder=lambda messages: {"answer": "Adoption agencies", "supports": [1, 2, 3],
                                                   "confidence": 0.7})

@@ -91,3 +91,20 @@ def test_with_dates_follows_each_relative_time_with_what_it_means():
         "I went to a support group yesterday [7 May 2023]! Last week [the week before 8 May 2023] too. "
         "I may go again in May 2024.")
     assert with_dates("Nothing relative here.", SAID_ON) == "Nothing relative here."
+
+
+@pytest.mark.parametrize("answer, meaning", [
+    ("yesterday [7 May 2023]", "7 May 2023"),  # copied from the evidence, brackets and all
+    ("last Friday [the Friday before 15 July 2023]", "the Friday before 15 July 2023"),
+    ("last week", "the week before 15 July 2023"),  # only a relative time: read on the day said
+    ("Last week.", "the week before 15 July 2023"),
+    ("ten years ago", "ten years ago"),  # answers "how long ago"
+    ("the week before 9 June 2023", "the week before 9 June 2023"),
+    ("June 2023", "June 2023"),
+    ("pottery", "pottery"),
+])
+def test_an_answer_gives_its_relative_times_as_dates(answer, meaning):
+    from localmem.times import absolute
+
+    assert absolute(answer, SAID_ON) == meaning
+    assert absolute("last week", None) == "last week"  # nothing to count from
