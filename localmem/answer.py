@@ -21,7 +21,7 @@ from .llm import LLM, JsonFieldStream, complete_structured
 from .prompts import answer as prompt
 from .queries import q
 from .search import Hit, hydrate
-from .times import absolute, with_dates
+from .times import absolute, day_text, with_dates
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -71,7 +71,7 @@ def format_date(iso: str | None) -> str:
         day = dt.date.fromisoformat(iso[:10])
     except ValueError:
         return iso
-    return f"{day.day} {day.strftime('%B')} {day.year}"
+    return day_text(day)
 
 
 def evidence_line(hit: Hit, dates: bool = False) -> str:

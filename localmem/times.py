@@ -253,7 +253,8 @@ def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
     return found
 
 
-def _day(day: dt.date) -> str:
+def day_text(day: dt.date) -> str:
+    """``2023-05-07`` → ``7 May 2023``: how answers and evidence write a date."""
     return f"{day.day} {day.strftime('%B')} {day.year}"
 
 
@@ -277,19 +278,19 @@ def anchored(phrase: str, ref: dt.date) -> str | None:
     weekday = _RELATIVE_DAY.fullmatch(text)
     if weekday:
         name = span.start.strftime("%A")
-        return f"the {name} {'after' if span.start > ref else 'before'} {_day(ref)}"
+        return f"the {name} {'after' if span.start > ref else 'before'} {day_text(ref)}"
     if span.precision == "day":
-        return _day(span.start)
+        return day_text(span.start)
     if span.precision == "week":
         counted = _COUNTED.fullmatch(text)
         if counted:
             side = "before" if counted.group(3) == "ago" else "after"
             count, unit = counted.group(1), counted.group(2)
             unit += "" if count in ("a", "an", "one", "1") else "s"
-            return f"{count} {unit} {side} {_day(ref)}"
+            return f"{count} {unit} {side} {day_text(ref)}"
         kind = "weekend" if "weekend" in text else "week"
         side = "before" if span.end < ref else "after" if span.start > ref else "of"
-        return f"the {kind} {side} {_day(ref)}"
+        return f"the {kind} {side} {day_text(ref)}"
     if span.precision == "month":
         return f"{span.start.strftime('%B')} {span.start.year}"
     return str(span.start.year)
