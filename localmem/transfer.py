@@ -2,9 +2,9 @@
 
 The export holds every row of the chosen namespaces (sources, messages, units,
 unit sources, entities, aliases, mentions, links) and, unless left out, their
-vectors with the message parts they belong to; restoring it into an empty store gives back the same ids and bytes.
-Into a non-empty store, ids are remapped; namespaces that already exist are
-refused rather than merged.
+vectors with the message parts they belong to; restoring it into an empty store
+gives back the same ids and bytes. Into a non-empty store, ids are remapped;
+namespaces that already exist are refused rather than merged.
 """
 
 from __future__ import annotations
