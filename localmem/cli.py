@@ -362,7 +362,7 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         click.echo(f"  [{c.external_id or c.message_id}] {c.speaker}, {(c.time or '')[:16]}: "
                    f"{_clip(c.text, 160)}")
     if show_evidence:
-        from .answer import evidence_line
+        from .answer.fast import evidence_line
 
         click.echo("evidence:")
         for i, hit in enumerate(result.evidence, 1):
@@ -650,7 +650,7 @@ def show(state: _State, unit_id: str, as_json: bool) -> None:
 @click.pass_obj
 def models(state: _State, verify: bool, as_json: bool) -> None:
     """The models localmem knows: installed or not, where, size and checksum status."""
-    from . import models as models_mod
+    from .models import catalog as models_mod
 
     rows = models_mod.status(state.config, verify=verify)
     if as_json:
@@ -673,7 +673,7 @@ def bench() -> None:
 @click.pass_obj
 def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool) -> None:
     """Ingest speed: messages/s with and without embedding."""
-    from . import bench as bench_mod
+    from .benchmarks import bench as bench_mod
 
     rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config)
     _emit_rows(rows, as_json, bench_mod.INGEST_COLUMNS)
@@ -689,7 +689,7 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool)
 def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,
                  as_json: bool) -> None:
     """Search latency p50/p95 (query embedding included) per store size."""
-    from . import bench as bench_mod
+    from .benchmarks import bench as bench_mod
 
     rows = bench_mod.bench_search(_sizes(sizes), workdir, state.config, n_queries=n_queries, k=k)
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
@@ -703,7 +703,7 @@ def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int
 @click.pass_obj
 def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int, as_json: bool) -> None:
     """Search latency over synthetic built memory (units, entities, links): all channels and each."""
-    from . import bench_memory as mod
+    from .benchmarks import bench_memory as mod
 
     rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
@@ -780,7 +780,7 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
 
     Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
     evidence recall, refusal on category 5, latency, tokens)."""
-    from . import evaluate
+    from .benchmarks import retrieval as evaluate
 
     chosen = [c.strip() for c in conversations.split(",")] if conversations else None
     if retrieval_only:
@@ -793,7 +793,7 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
             promote=promote, rerank=rerank, raw=system == "raw-hybrid")
         write, render = evaluate.write_report, evaluate.render_markdown
     else:
-        from . import eval_answers
+        from .benchmarks import answers as eval_answers
 
         with _progress(state, "answering") as progress:
             report = eval_answers.locomo_answers(file, state.config, conversations=chosen, limit=limit,

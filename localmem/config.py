@@ -19,7 +19,26 @@ from .errors import ConfigError
 
 APP_NAME = "localmem"
 DEFAULT_NAMESPACE = "default"
-DEFAULT_K = 10
+
+# -- every list of choices, once (the CLI's choices, the API's checks and the docs read these) --
+EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, facts, entities
+# Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
+CONSOLIDATE_MODES = ("off", "fast", "full")
+ASK_MODES = ("fast", "agentic")
+RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
+FORMATS = ("locomo", "jsonl", "chat", "text")
+# Search channels: the default set, and every one. Temporal fires only when the query names a
+# time; with it no LoCoMo conv-26 category recalls less than raw-turn hybrid at k = 5, 10 or 20
+# (without it, temporal R@20 did).
+CHANNELS = ("vector", "bm25", "temporal")
+ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
+
+# -- defaults of the commands' own options ---------------------------------------------------
+DEFAULT_K = 10  # search hits
+DEFAULT_SEARCH_MAX_TOKENS = 2048  # search: whole hits kept in rank order while their text fits
+DEFAULT_AGENT_STEPS = 4  # agentic ask: at most this many tool calls
+MAX_AGENT_STEPS = 10
+DEFAULT_LIST_LIMIT = 1000  # episodes, facts, entities: rows listed
 DEFAULT_CHANNEL_BUDGET = 50
 RRF_K = 60
 DEFAULT_EMBED_BATCH = 32
@@ -39,7 +58,7 @@ DEFAULT_ASK_MAX_TOKENS = 320
 # What fast-mode answers read: "messages" shows each gist or fact as the messages it rests
 # on (the model answers in the speakers' own words), "units" shows the units' text.
 DEFAULT_ASK_EVIDENCE = "messages"
-ASK_EVIDENCE = ("messages", "units")
+ASK_EVIDENCE = ("messages", "units")  # the choices
 # A question about one speaker is answered from what they said and what is said about them
 # (answer.focus); off gives the model everything the search found.
 DEFAULT_ASK_FOCUS = True
@@ -51,9 +70,13 @@ DEFAULT_ASK_CHECK = True
 # date: "yesterday [7 May 2023]", "last week [the week before 9 June 2023]" (times.with_dates).
 # The 1.5B model mostly answered with the message's own date instead of counting back.
 DEFAULT_ASK_DATES = True
-# Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 DEFAULT_CONSOLIDATE = "off"
-CONSOLIDATE_MODES = ("off", "fast", "full")
+DEFAULT_EXTRACT = "none"
+# The backend of each model role (see localmem.models.factory): llama.cpp in-process, and
+# onnxruntime for the embedder and a user-supplied cross-encoder.
+DEFAULT_LLM_BACKEND = "llama"
+DEFAULT_EMBED_BACKEND = "onnx"
+DEFAULT_RERANK_BACKEND = "onnx"
 
 
 def user_data_dir() -> Path:
@@ -110,7 +133,7 @@ class Config:
     rrf_k: int = RRF_K
     channel_budget: int = DEFAULT_CHANNEL_BUDGET
     onnx_threads: int = 0  # 0: let onnxruntime decide
-    extract: str = "none"  # "none": raw messages only; "llm": episodes, facts, entities
+    extract: str = DEFAULT_EXTRACT  # one of EXTRACT_MODES
     llm_model: str | None = None  # a GGUF path or a model manifest id; None: installed default
     chat_format: str | None = None  # None: from the model manifest or the GGUF metadata
     n_ctx: int = DEFAULT_N_CTX
@@ -129,6 +152,9 @@ class Config:
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
     rerank_tokenizer: Path | None = None  # its tokenizer.json
+    llm_backend: str = DEFAULT_LLM_BACKEND
+    embed_backend: str = DEFAULT_EMBED_BACKEND
+    rerank_backend: str = DEFAULT_RERANK_BACKEND
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
@@ -188,6 +214,8 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         raise ConfigError(f"setting consolidate must be one of {', '.join(CONSOLIDATE_MODES)}, got {value!r}")
     if name == "ask_evidence" and str(value) not in ASK_EVIDENCE:
         raise ConfigError(f"setting ask_evidence must be one of {', '.join(ASK_EVIDENCE)}, got {value!r}")
+    if name == "extract" and str(value) not in EXTRACT_MODES:
+        raise ConfigError(f"setting extract must be one of {', '.join(EXTRACT_MODES)}, got {value!r}")
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value

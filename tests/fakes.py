@@ -57,7 +57,7 @@ class ScriptedLLM:
         self.judged: list[list[dict]] = []
 
     def judge(self, prompts):
-        from localmem.llm import Judged
+        from localmem.models.protocols import Judged
 
         prompts = [[dict(m) for m in p] for p in prompts]
         self.judged.extend(prompts)
@@ -68,7 +68,7 @@ class ScriptedLLM:
     def complete_json(self, messages, schema, max_tokens, on_text=None):
         import json
 
-        from localmem.llm import Completion
+        from localmem.models.protocols import Completion
 
         self.calls.append([dict(m) for m in messages])
         if self.replies:

@@ -10,7 +10,8 @@ from typing import Any, Iterable
 
 from click.testing import CliRunner
 
-from localmem import Memory, db
+from localmem import Memory
+from localmem.store import db
 
 from .fakes import HashEmbedder
 

@@ -7,7 +7,7 @@ import pytest
 from localmem import Memory
 from localmem.errors import LocalmemError
 from localmem.prompts import agent as agent_prompt
-from localmem.queries import q
+from localmem.store.queries import q
 
 from .fakes import HashEmbedder, ScriptedLLM
 

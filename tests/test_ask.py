@@ -7,7 +7,7 @@ import json
 import pytest
 
 from localmem import Memory
-from localmem.answer import evidence_line, is_refusal
+from localmem.answer.fast import evidence_line, is_refusal
 from localmem.cli import cli
 from localmem.errors import LocalmemError
 
@@ -171,7 +171,7 @@ def test_number_settings_come_from_the_environment_as_numbers():
 
 
 def test_the_answer_streams_as_it_is_generated(tmp_path):
-    from localmem.llm import JsonFieldStream
+    from localmem.models.structured import JsonFieldStream
 
     llm = ScriptedLLM(responder=lambda m: {"answer": "Lisbon, \"the\" city", "supports": [1], "confidence": 0.9})
     pieces: list[str] = []
@@ -186,7 +186,8 @@ def test_the_answer_streams_as_it_is_generated(tmp_path):
 
 
 def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path):
-    from localmem.answer import Citation, about_someone_else
+    from localmem.answer.checks import about_someone_else
+    from localmem.answer.fast import Citation
 
     def pick(word):
         def respond(messages):
@@ -209,7 +210,7 @@ def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path
 
 
 def _message(ext, speaker, text, kind="message"):
-    from localmem.search import Hit, HitSource
+    from localmem.retrieval.search import Hit, HitSource
 
     source = HitSource(1, ext, "c", "s", speaker, "2023-05-08")
     return Hit(ext, kind, f"{speaker}: {text}" if kind == "message" else text, 1.0, {}, "2023-05-08", [source])
@@ -219,7 +220,7 @@ SPEAKERS = {"Caroline": ["Caroline"], "Melanie": ["Melanie", "Mel"]}
 
 
 def test_a_question_about_one_speaker_reads_what_they_said_and_what_is_said_of_them():
-    from localmem.answer import focus
+    from localmem.answer.checks import focus
 
     hits = [_message("a", "Melanie", "I ran a charity race last Saturday."),
             _message("b", "Caroline", "That race sounds great, Mel!"),  # only addresses Melanie
@@ -234,7 +235,7 @@ def test_a_question_about_one_speaker_reads_what_they_said_and_what_is_said_of_t
 
 
 def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else():
-    from localmem.answer import about_someone_else
+    from localmem.answer.checks import about_someone_else
 
     pool = [_message("a", "Melanie", "I've been running farther to de-stress, it's great for my headspace."),
             _message("b", "Caroline", "Hey Melanie! Just wanted to say hi!")]
@@ -250,7 +251,7 @@ def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else()
 
 
 def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
-    from localmem.answer import about_someone_else, focus, only_asks
+    from localmem.answer.checks import about_someone_else, focus, only_asks
 
     assert only_asks("Tom! That's huge. Are you moving to Berlin then?")
     assert only_asks("Wow! What got you into running?")
@@ -286,7 +287,7 @@ def test_focus_can_be_turned_off(tmp_path):
 
 def _fact(mem, text, when, sources):
     """A fact unit resting on the messages with external ids ``sources``, indexed like extraction's."""
-    from localmem.queries import q
+    from localmem.store.queries import q
 
     conn = mem.conn
     vec = mem.embedder.embed([text])[0]
@@ -320,8 +321,8 @@ def test_facts_reach_the_model_as_their_messages_or_as_themselves(tmp_path, evid
 
 
 def test_summaries_come_after_every_message_so_a_budget_keeps_what_was_said(tmp_path):
-    from localmem.answer import as_messages
-    from localmem.search import fit_budget
+    from localmem.answer.fast import as_messages
+    from localmem.retrieval.search import fit_budget
 
     with _memory(tmp_path, ScriptedLLM()) as mem:
         episode = _message("e1", "", "Caroline and Melanie talked about a support group and art.", kind="episode")
@@ -373,7 +374,7 @@ def test_a_question_about_one_speaker_that_only_another_answers_is_refused_witho
 
 
 def test_asks_about_someone_else_reads_questions_to_the_listener_as_about_them():
-    from localmem.answer import asks_about_someone_else
+    from localmem.answer.checks import asks_about_someone_else
 
     pool = [_message("a", "Caroline", "Wow! How long have you been married?"),
             _message("b", "Melanie", "Five years already!"),

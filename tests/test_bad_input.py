@@ -17,7 +17,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import Memory, db
+from localmem import Memory
 from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import (
@@ -30,6 +30,7 @@ from localmem.errors import (
     StoreLockedError,
     UnknownFormatError,
 )
+from localmem.store import db
 
 from .fakes import HashEmbedder
 from .helpers import (

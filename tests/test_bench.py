@@ -6,7 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from localmem import Memory, bench
+from localmem import Memory
+from localmem.benchmarks import bench
 from localmem.config import Config
 
 from .fakes import HashEmbedder
@@ -95,7 +96,11 @@ def test_bench_searches_find_relevant_messages(tmp_path: Path) -> None:
 
 
 def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_path):
-    from localmem.bench_memory import CHANNELS, MEMORY_COLUMNS, bench_memory_search
+    from localmem.benchmarks.bench_memory import (
+        CHANNELS,
+        MEMORY_COLUMNS,
+        bench_memory_search,
+    )
     from localmem.config import Config
 
     from .fakes import HashEmbedder
@@ -105,7 +110,7 @@ def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_pa
     assert set(MEMORY_COLUMNS) <= set(row) and row["units"] == 600 and row["entities"] == 200
     assert row["links"] > 600 and all(row[f"{c}_p50_ms"] > 0 for c in CHANNELS) and row["p50_ms"] > 0
     assert row["episodes"] == 60
-    from localmem import db
+    from localmem.store import db
 
     conn = db.connect(tmp_path / "bench-units-600.db")
     held, cast, counted = conn.execute(

@@ -7,8 +7,8 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from localmem import channels
-from localmem.query_time import Range
+from localmem.retrieval import channels
+from localmem.retrieval.query_time import Range
 
 
 def _unit(conn, text, when=None, kind="gist"):
@@ -136,7 +136,7 @@ def test_promotion_through_search_keeps_the_candidates(tmp_path):
 
 
 def test_token_budget_keeps_whole_hits_in_rank_order(mem):
-    from localmem.search import Hit, fit_budget
+    from localmem.retrieval.search import Hit, fit_budget
 
     hits = [Hit(f"m:{i}", "message", "word " * n, 0.0, {}, None) for i, n in enumerate([5, 50, 3, 4])]
     kept = fit_budget(hits, 10, lambda text: len(text.split()))
@@ -188,7 +188,7 @@ def test_near_duplicate_units_are_one_hit_with_all_sources(mem):
 
 
 def test_a_message_and_the_gist_resting_on_it_are_one_hit_at_the_better_rank():
-    from localmem.search import Hit, HitSource, collapse
+    from localmem.retrieval.search import Hit, HitSource, collapse
 
     def src(mid):
         return HitSource(mid, f"e{mid}", "c", "s", "Ann", None)
@@ -208,7 +208,7 @@ def test_a_message_and_the_gist_resting_on_it_are_one_hit_at_the_better_rank():
 
 
 def test_evidence_fusion_lets_units_vote_for_their_messages(mem):
-    from localmem.search import evidence_fusion
+    from localmem.retrieval.search import evidence_fusion
 
     m1, m2, m3 = (mem.add("Ann", text).id for text in ("first", "second", "third"))
     conn = mem.conn
@@ -271,7 +271,7 @@ def test_episode_counts_count_each_episode_once_and_follow_deletes(mem):
 
 
 def test_bm25_leaves_out_words_common_to_many_documents(mem, monkeypatch):
-    from localmem import search
+    from localmem.retrieval import search
 
     for i in range(5):
         mem.add("Ann", f"Ann went running in the park, day {i}")

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from localmem import Memory
-from localmem.config import Config
-from localmem.eval_answers import (
+from localmem.benchmarks.answers import (
     bleu1,
     f1_score,
     locomo_answers,
@@ -18,6 +17,7 @@ from localmem.eval_answers import (
     render_markdown,
     score,
 )
+from localmem.config import Config
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM

@@ -9,16 +9,16 @@ import pytest
 from click.testing import CliRunner
 
 from localmem import Memory
-from localmem.cli import cli
-from localmem.config import Config
-from localmem.errors import InputError, LocalmemError, NotFoundError
-from localmem.evaluate import (
+from localmem.benchmarks.retrieval import (
     eval_db_path,
     locomo_retrieval,
     parse_evidence,
     render_markdown,
     write_report,
 )
+from localmem.cli import cli
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError, NotFoundError
 
 from .fakes import HashEmbedder
 

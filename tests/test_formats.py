@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from localmem import formats
+from localmem.build import formats
 from localmem.errors import InputError, UnknownFormatError
-from localmem.times import looks_like_timestamp, parse_timestamp
+from localmem.text.times import looks_like_timestamp, parse_timestamp
 
 from .conftest import FIXTURES
 from .helpers import SAMPLE_CHAT, write_jsonl

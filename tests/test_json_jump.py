@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from localmem.backends.json_jump import JsonJump
+from localmem.models.backends.json_jump import JsonJump
 from localmem.prompts import answer, consolidate
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from localmem.llm import complete_structured, validate
+from localmem.models.structured import complete_structured, validate
 from localmem.prompts import agent as agent_prompt
 from localmem.prompts import answer as answer_prompt
 from localmem.prompts import extract as extract_prompt

@@ -6,7 +6,7 @@ import multiprocessing
 
 import pytest
 
-from localmem.backends.llama import machine_turn
+from localmem.models.backends.llama import machine_turn
 
 fcntl = pytest.importorskip("fcntl")  # POSIX only
 

@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from localmem import Memory, db, vector_index
-from localmem.embed import sentence_spans
-from localmem.queries import q
+from localmem import Memory
+from localmem.retrieval import vector_index
+from localmem.store import db
+from localmem.store.queries import q
+from localmem.text.sentences import sentence_spans
 
 from .fakes import HashEmbedder
 from .helpers import count, write_jsonl
@@ -104,7 +106,7 @@ def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_
 def test_raw_messages_only_search_ignores_parts(tmp_path):
     from dataclasses import replace
 
-    from localmem import search
+    from localmem.retrieval import search
 
     with _store_with_distractors(tmp_path) as mem:
         vec = mem.embedder.embed([QUERY])[0]

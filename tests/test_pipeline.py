@@ -9,11 +9,17 @@ import re
 import pytest
 
 from localmem import Memory
+from localmem.build.extract import (
+    EpisodeMessage,
+    annotate,
+    event_time,
+    interpret,
+    is_chatter,
+)
+from localmem.build.resolve import normalise
+from localmem.build.segment import PendingMessage, plan
 from localmem.config import Config
-from localmem.extract import EpisodeMessage, annotate, event_time, interpret, is_chatter
-from localmem.resolve import normalise
-from localmem.segment import PendingMessage, plan
-from localmem.times import Span, resolve_phrase
+from localmem.text.times import Span, resolve_phrase
 
 from .fakes import HashEmbedder, ScriptedLLM
 
@@ -192,7 +198,7 @@ def test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text(tmp_path):
 
 
 def test_llm_detector_applies_the_threshold_and_ignores_out_of_range_answers():
-    from localmem.segment import LLMDetector
+    from localmem.build.segment import LLMDetector
 
     llm = ScriptedLLM([{"boundaries": [{"index": 0, "confidence": 0.9}, {"index": 2, "confidence": 0.69},
                                        {"index": 3, "confidence": 0.7}, {"index": 4, "confidence": 85},
@@ -202,7 +208,7 @@ def test_llm_detector_applies_the_threshold_and_ignores_out_of_range_answers():
 
 
 def test_llm_detector_skips_short_windows_and_survives_garbage():
-    from localmem.segment import LLMDetector
+    from localmem.build.segment import LLMDetector
 
     llm = ScriptedLLM(["nonsense", "more nonsense"])
     detector = LLMDetector(llm)
@@ -282,7 +288,7 @@ def test_a_time_phrase_not_in_the_cited_message_is_dropped():
 
 
 def test_sources_come_from_the_matching_message_not_the_copied_index():
-    from localmem.extract import EpisodeMessage, match_sources
+    from localmem.build.extract import EpisodeMessage, match_sources
 
     msgs = [EpisodeMessage(1, "Caroline", "Hey Mel! Good to see you!", None),
             EpisodeMessage(2, "Melanie", "Hi! How have you been?", None),
@@ -320,7 +326,7 @@ def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
 
 
 def test_doubtful_facts_are_dropped():
-    from localmem.extract import doubtful
+    from localmem.build.extract import doubtful
 
     ask = EpisodeMessage(1, "Mel", "Wow, looks awesome! Did you join in?", None)
     tell = EpisodeMessage(2, "Caro", "I went to a pride parade a few weeks ago.", None)
@@ -334,7 +340,7 @@ def test_doubtful_facts_are_dropped():
 
 
 def test_entities_must_be_grounded_in_the_messages():
-    from localmem.extract import grounded
+    from localmem.build.extract import grounded
 
     msgs = [EpisodeMessage(1, "Melanie", "Hey Caroline! We celebrated my daughter's birthday.", None),
             EpisodeMessage(2, "Caroline", "Wow, my mom came to the advocacy event.", None)]
@@ -360,7 +366,7 @@ def test_extract_none_segments_without_an_llm_and_a_later_flush_extracts(tmp_pat
 def test_embedding_detector_cuts_at_a_clear_topic_shift():
     import numpy as np
 
-    from localmem.segment import EmbeddingDetector
+    from localmem.build.segment import EmbeddingDetector
 
     window = _msgs(12)
     topic_a, topic_b = np.eye(4, dtype=np.float32)[0], np.eye(4, dtype=np.float32)[1]
@@ -425,7 +431,7 @@ def test_an_events_gist_and_fact_are_one_search_hit(tmp_path):
 
 
 def test_facts_about_a_speaker_come_from_their_own_messages():
-    from localmem.extract import own_speaker
+    from localmem.build.extract import own_speaker
 
     mel = EpisodeMessage(1, "Melanie", "Your empathy will really help the people you work with.", None)
     caro = EpisodeMessage(2, "Caroline", "I'm researching adoption agencies.", None)
@@ -439,7 +445,7 @@ def test_facts_about_a_speaker_come_from_their_own_messages():
 
 
 def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_path):
-    from localmem.formats import parse, read_input
+    from localmem.build.formats import parse, read_input
 
     path = _transcript(tmp_path)
     with Memory(tmp_path / "batch.db", namespace="t", embedder=HashEmbedder()) as batch:
@@ -460,7 +466,7 @@ def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_pat
 
 
 def test_a_question_turned_into_a_fact_is_dropped_and_dates_follow_whole_words():
-    from localmem.extract import doubtful
+    from localmem.build.extract import doubtful
 
     asked = EpisodeMessage(1, "Caroline", "Wow, Melanie, love the details of the horse! Do you like painting "
                            "animals?", None)

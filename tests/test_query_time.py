@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from localmem.query_time import EARLIEST, LATEST, parse_query_time
+from localmem.retrieval.query_time import EARLIEST, LATEST, parse_query_time
 
 NOW = dt.date(2023, 10, 22)
 
@@ -78,13 +78,13 @@ SAID_ON = dt.date(2023, 7, 15)  # a Saturday
     ("whenever", None),
 ])
 def test_a_relative_time_is_written_against_the_day_it_was_said(phrase, meaning):
-    from localmem.times import anchored
+    from localmem.text.times import anchored
 
     assert anchored(phrase, SAID_ON) == meaning
 
 
 def test_with_dates_follows_each_relative_time_with_what_it_means():
-    from localmem.times import with_dates
+    from localmem.text.times import with_dates
 
     text = "I went to a support group yesterday! Last week too. I may go again in May 2024."
     assert with_dates(text, dt.date(2023, 5, 8)) == (
@@ -104,7 +104,7 @@ def test_with_dates_follows_each_relative_time_with_what_it_means():
     ("pottery", "pottery"),
 ])
 def test_an_answer_gives_its_relative_times_as_dates(answer, meaning):
-    from localmem.times import absolute
+    from localmem.text.times import absolute
 
     assert absolute(answer, SAID_ON) == meaning
     assert absolute("last week", None) == "last week"  # nothing to count from

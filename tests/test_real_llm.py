@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import importlib.metadata
+import json
 
 import pytest
 
 from localmem import Memory
 from localmem.config import Config
-from localmem.rerank import LLMReranker
+from localmem.retrieval.rerank import LLMReranker
 
 pytestmark = pytest.mark.models
 llama_cpp = pytest.importorskip("llama_cpp")
@@ -26,15 +25,15 @@ TINY = "smollm2-135m-instruct-q4_1"
 
 @pytest.fixture(scope="module")
 def tiny_llm(tmp_path_factory):
-    from localmem.backends.llama import LlamaLLM
-    from localmem.models import resolve_llm
+    from localmem.models.backends.llama import LlamaLLM
+    from localmem.models.catalog import resolve_llm
 
     found = resolve_llm(Config(llm_model=TINY), tmp_path_factory.mktemp("cache"))
     return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format)
 
 
 def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_llm):
-    from localmem.llm import complete_structured, validate
+    from localmem.models.structured import complete_structured, validate
     from localmem.prompts import extract
 
     result = complete_structured(tiny_llm, extract.build(["Ann: I moved to Oslo yesterday.", "Bob: Nice!"],

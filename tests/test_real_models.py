@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from localmem import Memory
-from localmem.backends.onnx_embed import OnnxEmbedder
 from localmem.cli import cli
 from localmem.config import Config
-from localmem.models import DEFAULT_EMBEDDER, manifest, resolve_embedder
+from localmem.models.backends.onnx_embed import OnnxEmbedder
+from localmem.models.catalog import DEFAULT_EMBEDDER, manifest, resolve_embedder
 
 from .helpers import SAMPLE_CHAT, runner
 

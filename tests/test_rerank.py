@@ -16,9 +16,9 @@ onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, helper, numpy_helper
 
-from localmem.backends.onnx_rerank import OnnxCrossEncoder
 from localmem.errors import LocalmemError, ModelNotFoundError
-from localmem.rerank import date_prefixed, rerank_order
+from localmem.models.backends.onnx_rerank import OnnxCrossEncoder
+from localmem.retrieval.rerank import date_prefixed, rerank_order
 
 WORDS = ("the a i we you she he it is was went to from in on at paris london trip "
          "cat dog bought new car when did where live may date 2023 05 08").split()

@@ -14,13 +14,14 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import Memory, db
+from localmem import Memory
+from localmem.build.embedding import to_blob, unit_text
 from localmem.cli import cli
 from localmem.config import Config
-from localmem.embed import to_blob, unit_text
 from localmem.errors import EmbedderMismatchError, LocalmemError, NotFoundError
-from localmem.queries import q, query_names, sql_dir
-from localmem.search import fts_query, rrf
+from localmem.retrieval.search import fts_query, rrf
+from localmem.store import db
+from localmem.store.queries import q, query_names, sql_dir
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
@@ -829,7 +830,7 @@ def test_reembed_switches_embedder_and_dimension(populated):
 
 def test_existing_message_lookup_uses_the_unique_index(mem):
     """Regression: a plain JOIN let SQLite scan the namespace per batch (quadratic ingest)."""
-    from localmem.queries import q
+    from localmem.store.queries import q
 
     mem.add("Ann", "hello")  # no ANALYZE: the planner's default guess is what ingest meets
     plan = " ".join(r[3] for r in mem.conn.execute("EXPLAIN QUERY PLAN " + q("messages_existing"),

@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from localmem import Memory, db, vector_index
-from localmem.queries import q
+from localmem import Memory
+from localmem.retrieval import vector_index
+from localmem.store import db
+from localmem.store.queries import q
 
 from .fakes import HashEmbedder
 

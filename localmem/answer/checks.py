@@ -1,0 +1,191 @@
+"""Who an answer is about: a question about one person is answered from what they said and
+what is said of them, and is refused when only someone else's messages answer it.
+
+LoCoMo's adversarial questions ask one person about what the other did ("What did Caroline
+see at the council meeting?" when Melanie went); a small model given the other's words
+answers with them. These checks read the speakers' own names and the words of the question,
+the evidence and the reply; they call no model.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..retrieval.search import Hit
+from ..store.queries import q
+from ..text.words import content_words, stem
+
+if TYPE_CHECKING:
+    from .fast import Citation
+
+Names = Mapping[str, Sequence[str]]  # a speaker -> the names they go by, their own first
+
+
+def person_asked(question: str, speakers: Names) -> str | None:
+    """The one speaker ``question`` names, or ``None`` (it names none of them, or several)."""
+    named = [s for s, names in speakers.items() if _names(question, names)]
+    return named[0] if len(named) == 1 else None
+
+
+def _names(text: str, names: Sequence[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(n)}\b", text, re.I) for n in names if n)
+
+
+# "Thanks, Mel!", "Hey Caroline," -- a name that only addresses the listener says nothing about them.
+_GREETING = re.compile(r"(?:^|[,.!?]|\b(?:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|aw+))\s*$", re.I)
+
+
+def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` names the person other than by addressing them."""
+    for name in names:
+        for found in re.finditer(rf"\b{re.escape(name)}\b", text, re.I) if name else ():
+            after = text[found.end():].lstrip()
+            if not (_GREETING.search(text[:found.start()]) and (not after or after[0] in ",.!?")):
+                return True
+    return False
+
+
+def _words(hit: Hit) -> str:
+    """A hit's text without the "Speaker: " a message starts with."""
+    if hit.kind == "message" and hit.sources and hit.text.startswith(f"{hit.sources[0].speaker}:"):
+        return hit.text[len(hit.sources[0].speaker) + 1:]
+    return hit.text
+
+
+_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+_YOU = re.compile(r"\byou(?:r|rs|'re|'ve|'d|'ll)?\b", re.I)
+
+
+def only_asks(text: str) -> bool:
+    """Whether ``text`` only asks the listener about themselves: every sentence of three
+    words or more is a question to "you" ("Tom! That's huge. Are you moving to Berlin then?").
+
+    Such a message tells about the listener, not its writer: in the LoCoMo dev split, 23 of
+    1,451 messages are like this, and none is the only evidence from its writer for an
+    answerable question about them.
+    """
+    sentences = [s.strip() for s in _SENTENCE.findall(text)]
+    said = [s for s in sentences if len(s.split()) >= 3]
+    return bool(said) and all(s.endswith("?") and _YOU.search(s) for s in said)
+
+
+def about(hit: Hit, who: str, names: Sequence[str]) -> bool:
+    """Whether ``hit`` is by or about ``who``: a message they wrote (unless it only asks the
+    listener about themselves) or one naming them (not only addressing them), a unit whose
+    text names them."""
+    if hit.kind == "message":
+        return said_by_or_about(hit.sources[0].speaker if hit.sources else "", _words(hit), who, names)
+    return _names(hit.text, names)
+
+
+def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) -> bool:
+    """Whether a message ``text`` written by ``speaker`` is by ``who`` (unless it only asks
+    the listener about themselves) or names them other than by addressing them."""
+    return (speaker.lower() == who.lower() and not only_asks(text)) or names_not_only_addressing(text, names)
+
+
+def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
+    """When ``question`` asks about one speaker of the conversation, the hits by or about
+    them; otherwise ``hits`` as they are.
+
+    What one person did is nearly always said in their own words (in LoCoMo, 335 of 344
+    answerable questions naming one speaker rest on that speaker's messages), while the
+    adversarial questions ask about one person with what another did: a small model given
+    the other's words answers with them.
+    """
+    who = person_asked(question, speakers)
+    return list(hits) if who is None else [h for h in hits if about(h, who, speakers[who])]
+
+
+def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation],
+                       speakers: Names) -> bool:
+    """True when ``question`` asks about one speaker and the reply rests on someone else:
+    the messages whose words best match the reply's own words (those not in the question)
+    are none of them by or about that speaker, or, when no message has those words (or the
+    reply has none: a date, "Yes"), no cited message is.
+
+    Only messages are matched: they say who did what in the speakers' own words, while an
+    episode's summary names both speakers whatever it tells (matching summaries too let
+    14 of conv-26's 47 adversarial questions through that matching messages alone catch:
+    refusal F1 0.36 against 0.47, with the same F1 on the answerable ones).
+
+    (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
+    """
+    who = person_asked(question, speakers)
+    if who is None:
+        return False
+    names = speakers[who]
+    asked = {stem(w) for w in content_words(question)} | _all_names(speakers)
+    best = best_matching(({stem(w) for w in content_words(reply)} - asked), pool)
+    if best:
+        return not any(about(h, who, names) for h in best)
+    if not cited:
+        return False
+    return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
+
+
+# Words that shape a question rather than say what it is about.
+_ASKING = frozenset(stem(w) for w in (
+    "kind type like likely many much recent recently favorite think feel".split()))
+
+
+def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names) -> bool:
+    """True when ``question`` asks about one speaker something only someone else's messages
+    tell: the messages whose words best match the question's own (its words other than
+    names and question words) are none of them by or about that speaker.
+
+    A message by someone else counts as about the speaker asked when the sentence with those
+    words asks something or addresses "you" ("How long have you been married?"): in a
+    conversation it is the listener's life it asks about. LoCoMo's adversarial questions
+    ask one person about what the other did ("What did Caroline see at the council
+    meeting?" when Melanie went). Built on conv-26's questions, where it refuses 26 of the 47
+    adversarial ones and 2 of 152 answerable ones (both answered wrongly without it: refusal
+    F1 0.45 → 0.65, the same F1 on the rest); on conv-30 and conv-41, not looked at while
+    building it, it flags 29 of 65 adversarial questions and 6 of 233 answerable ones.
+    """
+    who = person_asked(question, speakers)
+    if who is None:
+        return False
+    names = speakers[who]
+    words = {stem(w) for w in content_words(question)} - _all_names(speakers) - _ASKING
+    best = best_matching(words, pool)
+    if not best:
+        return False
+    return not any(about(h, who, names) or _asks_listener(h, who, words) for h in best)
+
+
+def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
+    """Whether a message by someone other than ``who`` asks or tells the listener about
+    ``words``: a sentence holding some of them is a question or addresses "you"."""
+    if not hit.sources or hit.sources[0].speaker.lower() == who.lower():
+        return False
+    return any(words & {stem(w) for w in content_words(s)} and (s.strip().endswith("?") or _YOU.search(s))
+               for s in _SENTENCE.findall(_words(hit)))
+
+
+def best_matching(words: set[str], pool: Sequence[Hit]) -> list[Hit]:
+    """The messages of ``pool`` sharing the most of ``words`` (stems), when they share at
+    least half of them; else none."""
+    if not words:
+        return []
+    said = [h for h in pool if h.kind == "message"]
+    scores = [len(words & {stem(w) for w in content_words(_words(h))}) for h in said]
+    best = max(scores, default=0)
+    if best < max(1, (len(words) + 1) // 2):
+        return []
+    return [h for h, score in zip(said, scores) if score == best]
+
+
+def _all_names(speakers: Names) -> set[str]:
+    return {stem(n.lower()) for names in speakers.values() for n in names}
+
+
+def speakers(conn: Any, ns: str) -> dict[str, list[str]]:
+    """The namespace's speakers, each with the names they go by (their own first, then the
+    aliases of the person entity with their name: "Mel" for Melanie)."""
+    out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.execute(q("namespace_speakers"), {"ns": ns})}
+    for speaker, alias in conn.execute(q("namespace_speaker_aliases"), {"ns": ns}):
+        if alias.lower() not in (n.lower() for n in out[speaker]):
+            out[speaker].append(alias)
+    return out

@@ -1,0 +1,241 @@
+"""Answering a question from retrieved memory: evidence → one LLM call → answer, citations
+or an honest refusal (REMem-S).
+
+The evidence goes to the model in time order, each item with its absolute date. The model
+names the items it used; numbers that point to nothing are dropped, and the citations are
+the source messages of the items that remain, read back from the store, never generated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+from ..models.protocols import LLM
+from ..models.structured import JsonFieldStream, complete_structured
+from ..prompts import answer as prompt
+from ..retrieval.search import Hit, hydrate
+from ..store.queries import q
+from ..text.times import absolute, day_text, with_dates
+from .checks import Names, about_someone_else, asks_about_someone_else
+
+_REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
+
+
+@dataclass
+class Citation:
+    """A stored message an answer rests on."""
+
+    message_id: int
+    external_id: str
+    conversation: str
+    speaker: str
+    time: str | None
+    text: str
+
+
+@dataclass
+class Answer:
+    """What :meth:`Memory.ask` returns."""
+
+    question: str
+    answer: str
+    refused: bool
+    confidence: float | None
+    citations: list[Citation]
+    evidence: list[Hit]  # as numbered in the prompt: time order
+    supports: list[int]  # the valid item numbers the model named (1-based)
+    mode: str = "fast"
+    today: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: search, answer, total
+    tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
+    calls: int = 0
+    error: str | None = None  # the model's reply stayed invalid after the repair retry
+    refusal: str | None = None  # why: "model" (it said so), "no evidence", "invalid reply", "someone else"
+    prompt_version: str = prompt.VERSION
+    steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_date(iso: str | None) -> str:
+    """``2023-05-08T13:56:00`` → ``8 May 2023`` (unknown dates say so)."""
+    if not iso:
+        return "date unknown"
+    try:
+        day = dt.date.fromisoformat(iso[:10])
+    except ValueError:
+        return iso
+    return day_text(day)
+
+
+def evidence_line(hit: Hit, dates: bool = False) -> str:
+    """One dated line per hit (a message hit's text already starts with its speaker);
+    ``dates``: a message's relative times are followed by the dates they mean."""
+    return f"{format_date(hit.time)} - {evidence_text(hit, dates)}"
+
+
+def evidence_text(hit: Hit, dates: bool = False) -> str:
+    """A hit's text on one line, marked when a newer unit replaced it."""
+    replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
+    text = " ".join(hit.text.split())
+    said_on = _said_on([hit]) if dates else None
+    if said_on is not None:
+        text = with_dates(text, said_on)
+    return f"{text}{replaced}"
+
+
+
+
+def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
+    """Oldest first; undated hits last, in their rank order (sorted() is stable)."""
+    return sorted(hits, key=lambda h: (h.time is None, h.time or ""))
+
+
+# A gist or fact resting on more messages than this is a summary: it is shown as itself.
+SOURCE_MESSAGES = 2
+
+
+def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
+    """The evidence in the speakers' words: each gist or fact replaced, at its rank, by the
+    messages it rests on (when there are at most ``per_unit``); messages already shown are not
+    repeated. Episodes and broader units stay as they are, after all the messages: a token
+    budget filled in this order gives the model what was said, with its date, before summaries.
+
+    (A summary covers a gold message more often than it says the detail asked for: on the
+    LoCoMo dev split, before sentence parts existed, putting episodes last raised the share
+    of gold messages in the 320 evidence tokens from 54.8/54.7/65.4 to 69.4/69.0/74.4 on
+    conv-26/30/41.)"""
+    wanted = [s.message_id for h in hits if h.kind in ("gist", "fact") and 0 < len(h.sources) <= per_unit
+              for s in h.sources]
+    messages = hydrate(conn, [("m", mid) for mid in wanted])
+    out: list[Hit] = []
+    shown: set[str] = set()
+    for hit in hits:
+        if hit.kind in ("gist", "fact") and 0 < len(hit.sources) <= per_unit:
+            expanded = [messages[("m", s.message_id)] for s in hit.sources if ("m", s.message_id) in messages]
+        else:
+            expanded = [hit]
+        for item in expanded:
+            if item.id not in shown:
+                shown.add(item.id)
+                if item is not hit:
+                    item.score, item.channels = hit.score, hit.channels
+                out.append(item)
+    return [h for h in out if h.kind == "message"] + [h for h in out if h.kind != "message"]
+
+
+# Room kept for the question. A fixed allowance (not the question's own length) gives every
+# question of a conversation the same evidence, so the model's prefix cache holds it once.
+QUESTION_TOKENS = 96
+
+
+def context_budget(n_ctx: int, count: Callable[[str], int], question: str) -> int:
+    """Evidence tokens that fit the model's context next to the answer prompt and reply."""
+    fixed = count(prompt.SYSTEM) + max(QUESTION_TOKENS, count(question)) + 48  # template, "Today is …"
+    return max(0, n_ctx - fixed - prompt.MAX_TOKENS)
+
+
+def fit_context(hits: Sequence[Hit], n_ctx: int, count: Callable[[str], int], question: str) -> list[Hit]:
+    """``hits`` in time order, without the oldest whose evidence lines do not fit the model's
+    context next to the answer prompt and reply (the newest are kept: with every message of
+    a conversation, this is the "full-context" baseline, the oldest part cut)."""
+    budget = context_budget(n_ctx, count, question)
+    ordered = in_time_order(hits)
+    used, start = 0, len(ordered)
+    for index in range(len(ordered) - 1, -1, -1):
+        tokens = count(evidence_line(ordered[index])) + 4  # "[n] " and the line break
+        if used + tokens > budget:
+            break
+        used += tokens
+        start = index
+    return ordered[start:]
+
+
+def is_refusal(text: str) -> bool:
+    said = re.sub(r"[^a-z ]", " ", text.lower())
+    said = " ".join(said.split())
+    return not said or any(phrase in said for phrase in _REFUSALS)
+
+
+def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
+           on_text: Callable[[str], None] | None = None, speakers: Names | None = None,
+           pool: Sequence[Hit] = (), dates: bool = False) -> Answer:
+    """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
+
+    No evidence means a refusal without calling the model. ``on_text`` receives the answer
+    text as the model writes it (the first attempt's; a repaired reply is not streamed).
+    ``speakers``: the conversation's speakers and their names, for two checks over the
+    evidence and ``pool`` (what the search found before the evidence was cut to the budget
+    or focused on one person): a question about one of them that only someone else's
+    messages answer is refused without calling the model (:func:`asks_about_someone_else`),
+    and an answer must rest on something they said or something said about them
+    (:func:`about_someone_else`). ``dates``: the relative times in messages are followed by
+    the dates they mean (:func:`times.with_dates`), and the answer's own relative times are
+    given as dates (:func:`times.absolute`).
+    """
+    evidence = in_time_order(hits)
+    day = format_date(today.isoformat()) if today else None
+    out = Answer(question=question, answer=prompt.REFUSAL, refused=True, confidence=None, citations=[],
+                 evidence=evidence, supports=[], today=day, refusal="no evidence")
+    if not evidence or llm is None:
+        return out
+    # Both checks read the evidence and what the search found besides (each message once).
+    found = list({h.id: h for h in [*evidence, *pool]}.values())
+    if speakers and asks_about_someone_else(question, found, speakers):
+        out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
+        return out
+    started = time.perf_counter()
+    result = complete_structured(llm, prompt.build(question, [evidence_line(h, dates) for h in evidence], day),
+                                 prompt.SCHEMA, prompt.MAX_TOKENS,
+                                 on_text=JsonFieldStream("answer", on_text) if on_text else None)
+    out.timings["answer"] = round(time.perf_counter() - started, 3)
+    out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
+    out.calls = result.calls
+    if not result.ok:
+        out.error, out.refusal = result.error, "invalid reply"
+        return out
+    data = result.data or {}
+    text = " ".join(str(data["answer"]).split())
+    out.confidence = round(float(data["confidence"]), 3)
+    out.supports = sorted({n for n in data["supports"] if 1 <= n <= len(evidence)})
+    out.refused = is_refusal(text)
+    out.refusal = "model" if out.refused else None
+    if dates and not out.refused:
+        text = absolute(text, _said_on([evidence[n - 1] for n in out.supports]))
+    out.answer = prompt.REFUSAL if out.refused else text
+    if out.refused:
+        out.supports = []
+    out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
+    if not out.refused and about_someone_else(question, text, found, out.citations, speakers or {}):
+        out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
+        out.supports, out.citations = [], []
+    return out
+
+
+def _said_on(hits: Sequence[Hit]) -> dt.date | None:
+    """The day the first message among ``hits`` was said (what its relative times count from);
+    ``None`` when none is a message with a date."""
+    for hit in hits:
+        if hit.kind == "message" and hit.time:
+            try:
+                return dt.date.fromisoformat(hit.time[:10])
+            except ValueError:
+                return None  # a time that is not a date
+    return None
+
+
+def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:
+    """The distinct source messages of ``hits``, in time order."""
+    ids = list(dict.fromkeys(s.message_id for h in hits for s in h.sources))
+    if not ids:
+        return []
+    rows = conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}).fetchall()
+    found = [Citation(mid, ext, conv, speaker, sent_at, text)
+             for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows]
+    return sorted(found, key=lambda c: (c.time is None, c.time or "", c.message_id))

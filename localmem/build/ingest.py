@@ -1,0 +1,257 @@
+"""Stage 1, load: store parsed messages verbatim, embedded and indexed, idempotently.
+
+Each batch of messages is one transaction (messages + FTS via triggers + vectors),
+so a killed ingest leaves only whole batches behind and a re-run, which skips
+what is stored, completes it. Embedding happens before the transaction opens, so
+the write lock is held only for the inserts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import apsw
+import numpy as np
+
+from ..models.protocols import Embedder
+from ..store import db
+from ..store.queries import q
+from ..text.sentences import sentence_spans
+from .embedding import embed_batched, message_text, to_blob, unit_text
+from .formats import MessageIn, ParsedInput
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class NamespaceReport:
+    namespace: str
+    source_id: int
+    messages: int = 0
+    added: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    already_loaded: bool = False
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did. ``conflicts`` counts stored ids whose text differs in the input."""
+
+    path: str
+    format: str
+    sha256: str
+    namespaces: list[NamespaceReport] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
+    episodes: dict[str, int] = field(default_factory=dict)  # closed without an LLM (--extract none)
+
+    @property
+    def added(self) -> int:
+        return sum(n.added for n in self.namespaces)
+
+    @property
+    def skipped(self) -> int:
+        return sum(n.skipped for n in self.namespaces)
+
+    @property
+    def conflicts(self) -> int:
+        return sum(n.conflicts for n in self.namespaces)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path, "format": self.format, "sha256": self.sha256,
+            "added": self.added, "skipped": self.skipped, "conflicts": self.conflicts,
+            "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
+            "namespaces": [vars(n) for n in self.namespaces],
+            "episodes": self.episodes,
+            **({"build": self.build} if self.build is not None else {}),
+        }
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
+    """Bind the store to ``embedder`` on first use (raises on a mismatch)."""
+    if not db.check_embedder(conn, embedder.model_id, embedder.dim):
+        with conn:
+            if not db.check_embedder(conn, embedder.model_id, embedder.dim):
+                db.bind_embedder(conn, embedder.model_id, embedder.dim)
+
+
+def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput, *,
+                 namespace: str, force_namespace: bool, kind: str, uri: str, sha256: str,
+                 batch: int, embed_batch: int, progress: Progress | None = None) -> IngestReport:
+    """Store every message of ``parsed``; groups go to their own namespace unless forced."""
+    started = time.perf_counter()
+    report = IngestReport(path=uri, format=parsed.format, sha256=sha256)
+    ensure_bound(conn, embedder)
+    # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
+    # second group must not find the source already 'loaded' by the first and be skipped.
+    by_ns: dict[str, list[MessageIn]] = {}
+    for group_ns, messages in parsed.groups:
+        by_ns.setdefault(namespace if force_namespace or group_ns is None else group_ns, []).extend(messages)
+    for ns, messages in by_ns.items():
+        found = conn.execute(q("source_find"), {"ns": ns, "sha256": sha256}).fetchone()
+        if found and found[1] == "loaded":
+            report.namespaces.append(NamespaceReport(ns, found[0], len(messages), skipped=len(messages),
+                                                     already_loaded=True))
+            if progress:
+                progress(len(messages))
+            continue
+        if found:
+            source_id = found[0]
+        else:
+            with conn:
+                source_id = conn.execute(q("source_insert"), {
+                    "ns": ns, "kind": kind, "uri": uri, "sha256": sha256, "status": "loading",
+                    "created_at": db.now_iso()}).fetchone()[0]
+        nsr = NamespaceReport(ns, source_id, len(messages))
+        for start in range(0, len(messages), batch):
+            chunk = messages[start:start + batch]
+            report.embed_seconds += _store_batch(conn, embedder, ns, source_id, chunk, nsr, embed_batch)
+            if progress:
+                progress(len(chunk))
+        with conn:
+            conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
+        report.namespaces.append(nsr)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _store_batch(conn: apsw.Connection, embedder: Embedder, ns: str, source_id: int,
+                 chunk: Sequence[MessageIn], nsr: NamespaceReport, embed_batch: int) -> float:
+    keys = json.dumps([[m.conversation, m.external_id] for m in chunk])
+    stored = {(c, e): t for c, e, t in conn.execute(q("messages_existing"), {"ns": ns, "keys": keys})}
+    fresh = []
+    for m in chunk:
+        text = stored.get((m.conversation, m.external_id))
+        if text is None:
+            fresh.append(m)
+        else:
+            nsr.skipped += 1
+            nsr.conflicts += text != m.text
+    if not fresh:
+        return 0.0
+    t0 = time.perf_counter()
+    vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh],
+                                    embed_batch)
+    embed_seconds = time.perf_counter() - t0
+    with conn:
+        for m, vec, its_parts in zip(fresh, vectors, parts):
+            message_id = _insert_message(conn, ns, source_id, m, vec)
+            if message_id is None:
+                nsr.skipped += 1  # stored by a concurrent writer since we looked
+            else:
+                insert_parts(conn, ns, message_id, its_parts)
+                nsr.added += 1
+    return embed_seconds
+
+
+Parts = list[tuple[int, int, np.ndarray]]  # a message's sentence spans with their vectors
+
+
+def embed_messages(embedder: Embedder, messages: Sequence[tuple[str, str, Any]], batch: int,
+                   on_batch: Callable[[int], None] | None = None) -> tuple[np.ndarray, list[Parts]]:
+    """Vectors for ``(speaker, text, attachments)`` messages, and for each message its parts
+    (:func:`embed.sentence_spans`), all embedded in one batched pass."""
+    spans = [sentence_spans(text) for _, text, _ in messages]
+    texts = [message_text(speaker, text, attachments) for speaker, text, attachments in messages]
+    texts += [message_text(speaker, text[a:b], None)
+              for (speaker, text, _), its in zip(messages, spans) for a, b in its]
+    vectors = embed_batched(embedder, texts, batch, on_batch)
+    parts: list[Parts] = []
+    at = len(messages)
+    for its in spans:
+        parts.append([(a, b, vectors[at + i]) for i, (a, b) in enumerate(its)])
+        at += len(its)
+    return vectors[:len(messages)], parts
+
+
+def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) -> None:
+    for start, end, vector in parts:
+        part_id = conn.execute(q("part_insert"), {"message_id": message_id, "ns": ns,
+                                                  "start": start, "end": end}).fetchone()[0]
+        conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
+
+
+def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn,
+                    vector) -> int | None:
+    row = conn.execute(q("message_insert"), {
+        "ns": ns, "source_id": source_id, "conversation": m.conversation, "session": m.session,
+        "seq": m.seq, "external_id": m.external_id, "speaker": m.speaker, "role": m.role,
+        "text": m.text, "sent_at": m.sent_at,
+        "attachments": json.dumps(m.attachments, ensure_ascii=False) if m.attachments else None,
+        "raw": json.dumps(m.raw, ensure_ascii=False) if m.raw is not None else None,
+    }).fetchone()
+    if row is None:
+        return None
+    conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
+    return row[0]
+
+
+def embed_stored(embedder: Embedder, messages: Sequence[tuple], units: Sequence[tuple], batch: int,
+                 on_batch: Callable[[int], None] | None = None
+                 ) -> tuple[np.ndarray, list[Parts], np.ndarray]:
+    """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments)`` (with their
+    parts) and units ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed``
+    queries return them."""
+    m_vecs, parts = embed_messages(embedder, [(s, t, json.loads(a) if a else None)
+                                              for _, _, s, t, a in messages], batch, on_batch)
+    u_vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], batch, on_batch)
+    return m_vecs, parts, u_vecs
+
+
+def store_vectors(conn: apsw.Connection, messages: Sequence[tuple], m_vecs: np.ndarray,
+                  parts: Sequence[Parts], units: Sequence[tuple], u_vecs: np.ndarray) -> None:
+    """Insert the vectors :func:`embed_stored` made, and the messages' parts (inside the
+    caller's transaction; the messages must have no parts yet)."""
+    for (mid, ns, *_), vec, its_parts in zip(messages, m_vecs, parts):
+        conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
+        insert_parts(conn, ns, mid, its_parts)
+    for (uid, ns, kind, *_), vec in zip(units, u_vecs):
+        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
+
+
+def api_source(conn: apsw.Connection, ns: str) -> int:
+    """The per-namespace source that messages added through the API belong to."""
+    found = conn.execute(q("source_find"), {"ns": ns, "sha256": "api"}).fetchone()
+    if found:
+        return found[0]
+    return conn.execute(q("source_insert"), {
+        "ns": ns, "kind": "api", "uri": "api:add", "sha256": "api", "status": "loaded",
+        "created_at": db.now_iso()}).fetchone()[0]
+
+
+def add_message(conn: apsw.Connection, embedder: Embedder, ns: str,
+                message: MessageIn) -> tuple[int, bool]:
+    """Append one message (embedded, indexed) in one transaction; ``(id, added)``.
+
+    An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
+    makes this a no-op.
+    """
+    ensure_bound(conn, embedder)
+    key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
+    if message.external_id:
+        found = conn.execute(q("message_find"), key).fetchone()
+        if found:
+            return found[0], False
+    vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
+    with conn:
+        source_id = api_source(conn, ns)
+        message.seq = conn.execute(q("conversation_next_seq"), key).fetchone()[0]
+        message.external_id = message.external_id or f"a{message.seq}"
+        new_id = _insert_message(conn, ns, source_id, message, vectors[0])
+        if new_id is not None:
+            insert_parts(conn, ns, new_id, parts[0])
+    if new_id is None:  # a concurrent writer stored the same id first
+        found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
+        return found[0], False
+    return new_id, True

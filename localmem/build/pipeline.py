@@ -1,0 +1,196 @@
+"""The per-episode loops that turn stored messages into memory, in pipeline order.
+
+Stage 1 (:mod:`.formats` and :mod:`.ingest`) stores and indexes messages. Then, for a
+namespace:
+
+2. :mod:`.segment` closes episodes (with the LLM, or by time gaps and embedding drops);
+3. :mod:`.extract` asks the LLM for each closed episode's narrative, events and entities;
+4. :mod:`.resolve` maps the entities to the namespace's entities;
+5. :mod:`.link` links the new units to each other and to older ones;
+6. :mod:`.consolidate` learns lasting knowledge about people, episode by episode.
+
+Each episode is one transaction: the model's work for it happens first, outside any write
+(:func:`think`), then everything it produced is stored at once (:func:`store`). An
+interrupted build redoes at most the episode it was in, and a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, ContextManager
+
+from ..models.protocols import LLM, Embedder, Judge
+from ..models.structured import Structured
+from ..store import db
+from ..store.queries import q
+from . import consolidate as consolidate_mod
+from . import extract, link, resolve, segment
+
+Progress = Callable[[int, int], None]
+Locked = Callable[[], ContextManager[Any]]
+
+
+class CallLog:
+    """Records each structured LLM call: tokens, time and the raw reply (so a failure can be
+    inspected and better rules can re-read what the model said without calling it again)."""
+
+    def __init__(self, conn: Any, ns: str, model_id: str) -> None:
+        self.conn, self.ns, self.model_id = conn, ns, model_id
+        self.episode_id: int | None = None
+
+    def __call__(self, *, stage: str, prompt_version: str, result: Structured) -> None:
+        self.conn.execute(q("llm_call_log"), {
+            "ns": self.ns, "episode_id": self.episode_id if stage != "segment" else None,
+            "stage": stage, "prompt_version": prompt_version, "model_id": self.model_id,
+            "calls": result.calls, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens, "seconds": round(result.seconds, 3),
+            "ok": int(result.ok), "error": result.error,
+            "raw": json.dumps(result.raw, ensure_ascii=False),
+            "created_at": db.now_iso()})
+
+
+@dataclass
+class BuildReport:
+    """What turning raw messages into memory did, for the ingest summary."""
+
+    episodes: int = 0
+    failed: int = 0
+    units: dict[str, int] = field(default_factory=dict)
+    entities: int = 0
+    links: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    llm: list[dict[str, Any]] = field(default_factory=list)
+    consolidation: dict[str, Any] = field(default_factory=dict)  # empty when off
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def segment_without_llm(conn: Any, embedder: Embedder, ns: str, locked: Locked, *, final: bool) -> int:
+    """Stage 2 without a model: close episodes by time gaps and drops in embedding similarity;
+    their extraction waits for a later build with a model. Returns the episodes closed."""
+    detector = segment.EmbeddingDetector(segment.stored_vectors(conn, embedder.dim))
+    with locked():
+        return len(segment.segment_namespace(conn, ns, detector, final=final))
+
+
+@dataclass
+class Thought:
+    """The model's work on one episode, before anything of it is stored."""
+
+    episode_id: int
+    conversation: str
+    messages: list[extract.EpisodeMessage]
+    result: Structured  # the extraction call
+    extraction: extract.Extraction | None  # None: the reply stayed invalid
+    checked: Structured | None = None  # the yes/no fact check, when it ran
+    resolve_calls: list[dict[str, Any]] = field(default_factory=list)
+    decided: dict[str, int | None] = field(default_factory=dict)
+
+
+def think(conn: Any, llm: LLM, ns: str, episode_id: int, conversation: str, verify: float) -> Thought:
+    """Stages 3 and 4's model calls for one episode: extraction, the fact check of its events
+    (``verify`` > 0, when the model can judge) and the borderline entity decisions. Reads the
+    store, writes nothing."""
+    rows = conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
+    msgs = [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None)
+            for mid, sp, tx, at, a, _e in rows]
+    result = extract.call(llm, msgs)
+    thought = Thought(episode_id, conversation, msgs, result,
+                      extract.interpret(result.data, msgs) if result.ok else None)
+    if thought.extraction is not None and verify > 0 and isinstance(llm, Judge):
+        thought.checked = extract.verify(llm, thought.extraction, msgs, verify)
+    if thought.extraction is not None:
+        cases = extract.borderline(conn, ns, msgs, thought.extraction)
+        thought.decided = resolve.decide(conn, llm, cases, log=lambda **kw: thought.resolve_calls.append(kw))
+    return thought
+
+
+def store(conn: Any, ns: str, thought: Thought, embedder: Embedder, model_id: str, log: CallLog,
+          report: BuildReport) -> None:
+    """Stages 3 to 5's writes for one episode, in the caller's transaction: the call log, the
+    units and entities (or the episode marked failed), and the links."""
+    log.episode_id = thought.episode_id
+    log(stage="extract", prompt_version=extract.prompt.VERSION, result=thought.result)
+    if thought.checked is not None:
+        log(stage="verify", prompt_version=extract.verify_prompt.VERSION, result=thought.checked)
+    if thought.extraction is None:
+        conn.execute(q("episode_set_stage"), {"id": thought.episode_id, "stage": "failed"})
+        report.failed += 1
+        return
+    for entry in thought.resolve_calls:
+        log(**entry)
+    stored = extract.store(conn, ns, thought.episode_id, thought.conversation, thought.messages,
+                           thought.extraction, embedder, model_id, thought.decided)
+    links = link.link_episode(conn, ns, thought.episode_id, thought.conversation, stored.rows,
+                              link.LinkConfig())
+    report.episodes += 1
+    report.entities += stored.entities_new
+    for kind, n in stored.units.items():
+        report.units[kind] = report.units.get(kind, 0) + n
+    for kind, n in links.items():
+        report.links[kind] = report.links.get(kind, 0) + n
+
+
+def build(conn: Any, llm: LLM, embedder: Embedder, ns: str, locked: Locked, *, final: bool,
+          consolidate: str, verify: float, progress: Progress | None = None) -> BuildReport:
+    """Stages 2 to 6 for namespace ``ns``: segment unassigned messages into episodes with the
+    LLM, extract and store each closed episode (one transaction each), then consolidate.
+    ``final=False`` leaves the open buffer open (streaming adds)."""
+    report = BuildReport()
+    log = CallLog(conn, ns, llm.model_id)
+    t0 = time.perf_counter()
+    detector = segment.LLMDetector(llm, log=log)
+    with locked():
+        segment.segment_namespace(conn, ns, detector, final=final)
+    report.seconds["segment"] = round(time.perf_counter() - t0, 2)
+    todo = conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}).fetchall()
+    t0 = time.perf_counter()
+    for done, (episode_id, conversation) in enumerate(todo, 1):
+        thought = think(conn, llm, ns, episode_id, conversation, verify)
+        with locked(), conn:
+            store(conn, ns, thought, embedder, llm.model_id, log, report)
+        if progress:
+            progress(done, len(todo))
+    report.seconds["extract"] = round(time.perf_counter() - t0, 2)
+    if consolidate != "off":
+        done_report = consolidate_namespace(conn, llm, embedder, ns, consolidate, log, locked, progress, verify)
+        report.consolidation = done_report.to_dict()
+        report.seconds["consolidate"] = done_report.seconds
+    report.llm = [dict(zip(("stage", "calls", "prompt_tokens", "completion_tokens", "seconds",
+                            "failures"), row))
+                  for row in conn.execute(q("llm_call_totals"), {"ns": ns})]
+    return report
+
+
+def consolidate_namespace(conn: Any, llm: LLM, embedder: Embedder, ns: str, mode: str, log: CallLog,
+                          locked: Locked, progress: Progress | None = None,
+                          verify: float = 0.0) -> consolidate_mod.Report:
+    """Stage 6 for every extracted episode of ``ns`` not consolidated yet, oldest first.
+    ``verify``: the fact check's threshold for statements, applied in ``full`` mode only
+    (``fast`` is one call per episode: its cost is what it promises)."""
+    if mode not in consolidate_mod.MODES:
+        raise ValueError(f"unknown consolidation mode {mode!r}")
+    report = consolidate_mod.Report()
+    if mode == "off":
+        return report
+    started = time.perf_counter()
+    todo = [row[0] for row in conn.execute(q("episodes_to_consolidate"), {"ns": ns})]
+    for done, episode_id in enumerate(todo, 1):
+        log.episode_id = episode_id
+        result = consolidate_mod.consolidate_episode(conn, llm, embedder, ns, episode_id, mode, log, locked,
+                                                     verify if mode == "full" else 0.0)
+        report.episodes += 1
+        if result is None:
+            report.failed += 1
+        else:
+            report.added += len(result.added)
+            report.reinforced += len(result.reinforced)
+            report.superseded += len(result.superseded)
+            report.dropped += len(result.dropped)
+        if progress:
+            progress(done, len(todo))
+    report.seconds = round(time.perf_counter() - started, 2)
+    return report

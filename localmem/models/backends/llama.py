@@ -1,0 +1,247 @@
+"""The local LLM through llama-cpp-python: JSON-schema constrained chat completions.
+
+The model loads once, on first use. Calls whose prompts share a prefix (static
+instructions first) reuse llama.cpp's evaluated prefix instead of prefilling it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ...errors import MissingDependencyError, ModelNotFoundError
+from ..protocols import Completion, Judged, Message
+from .llama_prefix import PrefixCache
+
+
+@contextlib.contextmanager
+def machine_turn(lock: Path | None) -> Iterator[None]:
+    """Hold the machine-wide LLM lock file ``lock`` for one call (nothing when ``None`` or
+    where ``fcntl`` is missing).
+
+    Two processes running llama.cpp on the same cores do not share them, they stall: each
+    one's threads spin-wait for the others (an extraction call took 563 s instead of 75 s
+    next to a running eval on 2 cores). Taking turns call by call costs nothing of that.
+    """
+    if lock is None:
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock, "a+")
+    except OSError:  # an unwritable cache dir must not stop answering
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class LlamaLLM:
+    """An :class:`~localmem.llm.LLM` backed by a GGUF file."""
+
+    def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
+                 n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
+                 flash_attn: bool = False, jump_forward: bool = True, lock: Path | None = None) -> None:
+        self.path = Path(path)
+        self.model_id = model_id
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or (os.cpu_count() or 2)
+        self.n_gpu_layers = n_gpu_layers
+        self.flash_attn = flash_attn
+        self.jump_forward = jump_forward  # evaluate the text a JSON schema fixes in batches
+        self.lock = lock  # a lock file shared by every localmem process on the machine (machine_turn)
+        self.chat_format = chat_format
+        self.seed = seed
+        self._llama: Any = None
+        self._formatter: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._prefixes = PrefixCache()
+        self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
+
+    def _model(self) -> Any:
+        if self._llama is None:
+            try:
+                import llama_cpp
+            except ImportError as exc:
+                raise MissingDependencyError("llama-cpp-python", "llm") from exc
+            gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+            try:
+                self._llama = llama_cpp.Llama(
+                    model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                    n_gpu_layers=gpu_layers, chat_format=self.chat_format, seed=self.seed,
+                    flash_attn=self.flash_attn,
+                    verbose=False)
+            except (ValueError, RuntimeError) as exc:
+                raise ModelNotFoundError(f"cannot load the GGUF model {self.path}: {exc}") from exc
+        return self._llama
+
+    def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
+                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
+        """Greedy completion under the schema's grammar (see :mod:`.llama_greedy`)."""
+        from . import llama_greedy
+
+        llama = self._model()
+        started = time.perf_counter()
+        with machine_turn(self.lock):
+            tokens = self._prefill(messages)
+            done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text,
+                                       schema if self.jump_forward else None)
+        text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
+        return Completion(text=text, prompt_tokens=len(tokens),
+                          completion_tokens=len(done.tokens),
+                          seconds=time.perf_counter() - started)
+
+    def _prefill(self, messages: Sequence[Message]) -> list[int]:
+        """Evaluate the chat prompt of ``messages`` (the system message is the reusable
+        prefix); returns its tokens. Raises ``ValueError`` when it does not fit the context."""
+        from .llama_prefix import static_length
+
+        llama = self._model()
+        prompt, templated = self._chat_prompt(list(messages))
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+        if len(tokens) >= llama.n_ctx():
+            raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+        self.prefilled += self._prefixes.prefill(llama, tokens, static_length(llama, prompt, tokens, system))
+        return tokens
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return self._grammars[key]
+
+    def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128, repeats: int = 2) -> dict[str, Any]:
+        """Prefill and generation speed on this machine (tokens/s), best of ``repeats``.
+
+        Prefill: ``prompt_tokens`` fresh tokens evaluated with the cache cleared. Generation:
+        ``gen_tokens`` greedy tokens after that prompt (end-of-text banned so the count is exact),
+        timed as the whole call minus the measured prefill.
+        """
+        llama = self._model()
+        text = ("Caroline told Melanie about the support group she went to on Friday, and Melanie "
+                "talked about painting a sunrise with her kids at the lake last summer. ") * 64
+        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True)[:prompt_tokens]
+        no_eos = {int(llama.token_eos()): -100.0}
+        prefill: list[float] = []
+        generate: list[float] = []
+        for _ in range(repeats):
+            llama.reset()
+            started = time.perf_counter()
+            llama.create_completion(prompt=tokens, max_tokens=1, temperature=0.0)
+            prefill_s = time.perf_counter() - started
+            llama.reset()
+            started = time.perf_counter()
+            out = llama.create_completion(prompt=tokens, max_tokens=gen_tokens, temperature=0.0,
+                                          logit_bias=no_eos)
+            total = time.perf_counter() - started
+            made = int((out.get("usage") or {}).get("completion_tokens", gen_tokens))
+            prefill.append(len(tokens) / prefill_s)
+            generate.append((made - 1) / max(total - prefill_s, 1e-9))
+        llama.reset()
+        return {"model": self.model_id, "n_threads": self.n_threads, "prompt_tokens": len(tokens),
+                "gen_tokens": gen_tokens, "prompt_tok_s": round(max(prefill), 1),
+                "gen_tok_s": round(max(generate), 1)}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
+        """P(yes) for each prompt: the next-token logits of "yes" against "no" after it.
+
+        Each prompt is prefilled only past the prefix it shares with the previous one.
+        """
+        llama = self._model()
+        yes, no = self._answer_tokens()
+        out = Judged(p_yes=[])
+        for messages in prompts:
+            before = self.prefilled
+            with machine_turn(self.lock):
+                tokens = self._prefill(messages)
+            out.prompt_tokens += len(tokens)
+            out.prefilled += self.prefilled - before
+            # llama-cpp-python keeps no logits without logits_all; read the context's last row.
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+            margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])
+            out.p_yes.append(float(1.0 / (1.0 + np.exp(-float(margin)))))
+        return out
+
+    def _answer_tokens(self) -> tuple[list[int], list[int]]:
+        llama = self._model()
+
+        def first(words: Sequence[str]) -> list[int]:
+            return sorted({llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words})
+        return first(["yes", "Yes", " yes", " Yes"]), first(["no", "No", " no", " No"])
+
+    def _chat_prompt(self, messages: list[dict[str, str]]) -> tuple[str, bool]:
+        """The prompt text in the model's own chat template (from the GGUF), else a plain
+        transcript; and whether the template supplied the special tokens itself."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self._model()
+            template = llama.metadata.get("tokenizer.chat_template")
+            if template:
+                eos = llama.detokenize([llama.token_eos()]).decode("utf-8", "ignore")
+                bos = llama.detokenize([llama.token_bos()]).decode("utf-8", "ignore")
+                self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            else:
+                self._formatter = False
+        if self._formatter:
+            return self._formatter(messages=messages).prompt, True
+        return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:", False
+
+
+class LlamaTokenCounter:
+    """The GGUF model's tokenizer alone (``vocab_only``: no weights are loaded)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._llama: Any = None
+
+    def count_tokens(self, text: str) -> int:
+        if self._llama is None:
+            try:
+                import llama_cpp
+            except ImportError as exc:
+                raise MissingDependencyError("llama-cpp-python", "llm") from exc
+            with _quiet_stderr():  # llama.cpp warns about the context size of a vocab-only load
+                self._llama = llama_cpp.Llama(model_path=str(self.path), vocab_only=True, verbose=False)
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence stderr for the duration: C-level writes to file descriptor 2, and the Python
+    ``sys.stderr`` that llama-cpp-python's log callback writes to."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            saved = os.dup(2)
+        except OSError:  # pragma: no cover - no stderr at all
+            yield
+            return
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 2)
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

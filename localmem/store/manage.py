@@ -1,0 +1,139 @@
+"""Housekeeping: stats, namespaces, sources, forget, re-embed and the doctor report."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import apsw
+import numpy as np
+
+from ..build import ingest
+from ..config import Config
+from ..errors import LocalmemError, NotFoundError
+from ..models.protocols import Embedder
+from ..text.sentences import sentence_spans
+from . import db
+from .queries import q
+
+
+def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
+    messages, conversations, sessions, first, last = conn.execute(q("stats_messages"), {"ns": ns}).fetchone()
+    sources, unfinished, entities, links = conn.execute(q("stats_other"), {"ns": ns}).fetchone()
+    units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
+    size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
+    meta = db.all_meta(conn)
+    return {
+        "namespace": ns, "messages": messages, "conversations": conversations, "sessions": sessions,
+        "first_message_at": first, "last_message_at": last, "sources": sources,
+        "unfinished_sources": unfinished, "units": units, "entities": entities, "links": links,
+        "db_path": str(path), "db_bytes": size, "schema_version": db.schema_version(conn),
+        "embedder": meta.get("embed_model_id"), "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
+    }
+
+
+def namespaces(conn: apsw.Connection) -> list[dict[str, Any]]:
+    return [{"namespace": ns, "messages": m, "conversations": c, "units": u, "first_message_at": f,
+             "last_message_at": last}
+            for ns, m, c, u, f, last in conn.execute(q("namespaces"))]
+
+
+def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
+    keys = ("id", "kind", "uri", "sha256", "status", "created_at", "finished_at", "messages")
+    return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
+
+
+def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | None,
+           dry_run: bool) -> dict[str, int]:
+    """Delete a namespace or a source and everything derived from it; counts of what went."""
+    if (namespace is None) == (source_id is None):
+        raise LocalmemError("forget needs exactly one of a namespace or a source id")
+    if namespace is not None:
+        params: dict[str, Any] = {"ns": namespace}
+        counts = conn.execute(q("forget_namespace_count"), params).fetchone()
+        if not any(counts):
+            raise NotFoundError(f"namespace '{namespace}' is empty or does not exist; "
+                                "see 'localmem namespaces'")
+        sql = q("forget_namespace")
+    else:
+        found = conn.execute(q("source_get"), {"id": source_id}).fetchone()
+        if found is None:
+            raise NotFoundError(f"no source with id {source_id}; see 'localmem stats --sources'")
+        params = {"id": source_id, "ns": found[1]}
+        counts = conn.execute(q("forget_source_count"), params).fetchone()
+        sql = q("forget_source")
+    result = dict(zip(("sources", "messages", "units", "entities"), counts))
+    if not dry_run:
+        with conn:
+            conn.execute(sql, params)
+    return result
+
+
+def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
+            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Replace every vector with ``embedder``'s, and cut every message's parts again,
+    atomically (old vectors stay if interrupted)."""
+    messages = conn.execute(q("messages_for_reembed")).fetchall()
+    units = conn.execute(q("units_for_reembed")).fetchall()
+    parts = sum(len(sentence_spans(text)) for _, _, _, text, _ in messages)
+    total, done = len(messages) + parts + len(units), 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
+    with conn:
+        db.unbind_embedder(conn)
+        conn.execute(q("parts_delete_all"))
+        db.bind_embedder(conn, embedder.model_id, embedder.dim)
+        ingest.store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
+    return {"embedder": embedder.model_id, "dim": embedder.dim, "messages": len(messages),
+            "parts": parts, "units": len(units)}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
+    """Versions, SQLite features and where each model resolves from."""
+    from ..models.catalog import resolve_embedder
+
+    fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
+    report: dict[str, Any] = {
+        "localmem": _version("localmem"), "python": sys.version.split()[0],
+        "platform": platform.platform(), "apsw": apsw.apsw_version(),
+        "sqlite": apsw.sqlite_lib_version(), "fts5": fts5,
+        "sqlite_vec": conn.execute("select vec_version()").fetchone()[0],
+        "onnxruntime": _version("onnxruntime"), "tokenizers": _version("tokenizers"),
+        "numpy": np.__version__,
+        "db": {"path": str(path), "schema_version": db.schema_version(conn),
+               "latest_schema": db.latest_version(), "meta": db.all_meta(conn)},
+    }
+    try:
+        found = resolve_embedder(config)
+        report["embedder"] = {"status": "ok", "id": found.model_id, "from": found.origin,
+                              "model": str(found.model_path), "tokenizer": str(found.tokenizer_path)}
+        stored = db.get_meta(conn, "embed_model_id")
+        if stored and stored != found.model_id:
+            report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
+    except LocalmemError as exc:
+        report["embedder"] = {"status": "missing", "error": str(exc)}
+    try:
+        import onnxruntime
+
+        report["onnx_providers"] = onnxruntime.get_available_providers()
+    except ImportError:
+        report["onnx_providers"] = []
+    report["llm"] = {"status": "not used yet: --extract none is the only ingest mode"}
+    report["reranker"] = {"status": "none configured"}
+    return report
