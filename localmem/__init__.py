@@ -1,9 +1,65 @@
-"""localmem: long-term episodic and semantic memory for LLM agents, in one SQLite file."""
+"""localmem: long-term episodic and semantic memory for LLM agents, in one SQLite file.
+
+The public API is what this package exports (below), plus ``localmem.config`` (settings and
+their defaults), ``localmem.errors``, ``localmem.models.protocols`` and
+``localmem.models.factory.register`` (to plug in a model backend) and ``localmem.text``
+(dates and words). Everything else is the implementation, arranged by role (see
+docs/architecture.md).
+
+Names are loaded on first use, so ``import localmem`` costs almost nothing: no model
+library, no numpy, no SQLite until a store is opened.
+"""
 
 from __future__ import annotations
 
-from .errors import LocalmemError
-from .memory import Hit, IngestReport, Memory
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    ConfigError,
+    EmbedderMismatchError,
+    InputError,
+    LocalmemError,
+    MissingDependencyError,
+    ModelNotFoundError,
+    NotALocalmemStoreError,
+    NotFoundError,
+    SchemaTooNewError,
+    StoreLockedError,
+    UnknownFormatError,
+)
+
+if TYPE_CHECKING:
+    from .answer.fast import Answer, Citation
+    from .build.ingest import IngestReport
+    from .config import Config
+    from .memory import AddedMessage, Memory
+    from .retrieval.search import Hit, HitSource, SearchParams
 
 __version__ = "0.1.0"
-__all__ = ["Memory", "Hit", "IngestReport", "LocalmemError", "__version__"]
+
+_LAZY = {
+    "Memory": "memory", "AddedMessage": "memory", "Config": "config",
+    "Hit": "retrieval.search", "HitSource": "retrieval.search", "SearchParams": "retrieval.search",
+    "Answer": "answer.fast", "Citation": "answer.fast", "IngestReport": "build.ingest",
+}
+
+__all__ = [
+    "Memory", "Config", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
+    "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
+    "MissingDependencyError", "ModelNotFoundError", "NotALocalmemStoreError", "NotFoundError",
+    "SchemaTooNewError", "StoreLockedError", "UnknownFormatError", "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'localmem' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -14,8 +14,24 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from .config import Config
+from .config import (
+    ALL_CHANNELS,
+    ASK_MODES,
+    CHANNELS,
+    CONSOLIDATE_MODES,
+    DEFAULT_AGENT_STEPS,
+    DEFAULT_K,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_SEARCH_MAX_TOKENS,
+    EVAL_SYSTEMS,
+    EXTRACT_MODES,
+    FORMATS,
+    RERANK_MODES,
+    Config,
+)
 from .errors import LocalmemError
+
+DEFAULTS = Config()  # every default the help text names is read from here
 
 EXIT_INTERRUPTED = 130
 
@@ -110,7 +126,8 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "db_path", type=click.Path(path_type=Path),
               help="The store file (default: memory.db in the user data dir). Env: LOCALMEM_DB_PATH.")
-@click.option("--namespace", "-n", help="Namespace to work in (default: 'default'). Env: LOCALMEM_NAMESPACE.")
+@click.option("--namespace", "-n",
+              help=f"Namespace to work in (default: '{DEFAULTS.namespace}'). Env: LOCALMEM_NAMESPACE.")
 @click.option("--embed-model", type=click.Path(path_type=Path),
               help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.")
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
@@ -138,16 +155,16 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", metavar="[locomo|jsonl|chat|text]",
+@click.option("--format", "fmt", metavar=f"[{'|'.join(FORMATS)}]",
               help="Input format (default: detected).")
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
-@click.option("--extract", type=click.Choice(["none", "llm"]),
-              help="'none' (default) stores and indexes raw messages only; 'llm' also builds "
-                   "episodes, facts and entities with the local LLM. Env: LOCALMEM_EXTRACT.")
-@click.option("--consolidate", type=click.Choice(["off", "fast", "full"]),
+@click.option("--extract", type=click.Choice(EXTRACT_MODES),
+              help="'none' stores and indexes raw messages only; 'llm' also builds episodes, facts and "
+                   f"entities with the local LLM. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
+@click.option("--consolidate", type=click.Choice(CONSOLIDATE_MODES),
               help="With --extract llm: learn lasting knowledge about people episode by episode "
                    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
-                   "Default off. Env: LOCALMEM_CONSOLIDATE.")
+                   f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
 @json_option
 @click.pass_obj
 def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str | None,
@@ -271,14 +288,15 @@ def _read_queries(path: Path) -> Iterator[str]:
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("--k", "-k", default=10, show_default=True, help="Number of hits.")
-@click.option("--budget", type=int, help="Candidates each channel produces (default 50).")
-@click.option("--channels", help="Comma-separated channels: vector,bm25,temporal (default), graph, entity.")
+@click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Number of hits.")
+@click.option("--budget", type=int, help=f"Candidates each channel produces (default: {DEFAULTS.channel_budget}).")
+@click.option("--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} "
+                                 f"(default: {','.join(CHANNELS)}).")
 @click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
-@click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
+@click.option("--rerank", type=click.Choice(RERANK_MODES), default=RERANK_MODES[0], show_default=True,
               help="auto: the configured cross-encoder, if any; llm: the local LLM judges the top 20 (slow).")
-@click.option("--max-tokens", type=int, default=2048, show_default=True,
-              help="Keep whole hits in rank order while their text fits (LLM tokenizer when installed).")
+@click.option("--max-tokens", type=int, default=DEFAULT_SEARCH_MAX_TOKENS, show_default=True,
+              help="Keep whole hits in rank order while their text fits (counted with the embedder's tokenizer, or the LLM's once it is loaded).")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
               help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @json_option
@@ -311,13 +329,16 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 
 @cli.command()
 @click.argument("question", required=False)
-@click.option("--mode", type=click.Choice(["fast", "agentic"]), default="fast", show_default=True,
+@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
               help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).")
-@click.option("--steps", default=4, show_default=True, help="Agentic mode: at most this many tool calls.")
+@click.option("--steps", default=DEFAULT_AGENT_STEPS, show_default=True,
+              help="Agentic mode: at most this many tool calls.")
 @click.option("--trace", is_flag=True, help="Agentic mode: print every step on stderr.")
 @click.option("--now", help="The date relative questions count from (default: the latest message time).")
-@click.option("--max-tokens", type=int, help="Evidence tokens given to the model (default 400).")
-@click.option("--channels", help="Search channels (default vector,bm25,temporal); see `localmem search --help`.")
+@click.option("--max-tokens", type=int,
+              help=f"Evidence tokens given to the model (default: {DEFAULTS.ask_max_tokens}).")
+@click.option("--channels",
+              help=f"Search channels (default: {','.join(CHANNELS)}); see `localmem search --help`.")
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path),
               help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
@@ -524,7 +545,7 @@ def flush(state: _State, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--mode", type=click.Choice(["fast", "full"]), default="fast", show_default=True,
+@click.option("--mode", type=click.Choice(CONSOLIDATE_MODES[1:]), default=CONSOLIDATE_MODES[1], show_default=True,
               help="fast: one LLM call per episode; full: predict, then calibrate (two).")
 @json_option
 @click.pass_obj
@@ -571,7 +592,7 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@click.option("--limit", default=DEFAULT_LIST_LIMIT, show_default=True, help="At most this many rows.")
 @json_option
 @click.pass_obj
 def episodes(state: _State, limit: int, as_json: bool) -> None:
@@ -590,7 +611,7 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
 @click.option("--entity", help="Only facts mentioning this entity (name or alias).")
 @click.option("--from", "start", help="Only facts at or after this date (YYYY-MM-DD).")
 @click.option("--to", "end", help="Only facts at or before this date.")
-@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@click.option("--limit", default=DEFAULT_LIST_LIMIT, show_default=True, help="At most this many rows.")
 @json_option
 @click.pass_obj
 def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int,
@@ -606,7 +627,7 @@ def facts(state: _State, entity: str | None, start: str | None, end: str | None,
 
 
 @cli.command()
-@click.option("--limit", default=1000, show_default=True, help="At most this many rows.")
+@click.option("--limit", default=DEFAULT_LIST_LIMIT, show_default=True, help="At most this many rows.")
 @json_option
 @click.pass_obj
 def entities(state: _State, limit: int, as_json: bool) -> None:
@@ -683,7 +704,7 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool)
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
-@click.option("--k", "-k", default=10, show_default=True, help="Hits per query.")
+@click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Hits per query.")
 @json_option
 @click.pass_obj
 def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,
@@ -716,11 +737,12 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 @click.pass_obj
 def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool) -> None:
     """The local LLM's prefill and generation speed (tokens/s) on this machine."""
+    from .models.protocols import SpeedMeter
+
     llm = state.memory().llm
-    measure = getattr(llm, "measure_speed", None)
-    if measure is None:
-        raise LocalmemError("this LLM backend cannot measure its speed")
-    row = measure(prompt_tokens=prompt_tokens, gen_tokens=gen_tokens)
+    if not isinstance(llm, SpeedMeter):
+        raise LocalmemError(f"the LLM backend {llm.model_id} cannot measure its speed")
+    row = llm.measure_speed(prompt_tokens=prompt_tokens, gen_tokens=gen_tokens)
     _emit_rows([row], as_json, list(row))
 
 
@@ -752,9 +774,9 @@ def eval_() -> None:
 @eval_.command(name="locomo")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
-@click.option("--mode", type=click.Choice(["fast", "agentic"]), default="fast", show_default=True,
+@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
               help="The ask mode answering the questions (without --retrieval-only).")
-@click.option("--system", type=click.Choice(["localmem", "raw-hybrid", "full-context"]), default="localmem",
+@click.option("--system", type=click.Choice(EVAL_SYSTEMS), default=EVAL_SYSTEMS[0],
               show_default=True,
               help="localmem: the memory as built; raw-hybrid: whole raw turns by vector + BM25, same model "
                    "and budget (with --retrieval-only: the raw-turn hybrid recall); full-context: the "
@@ -765,9 +787,9 @@ def eval_() -> None:
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
-@click.option("--channels", help="Comma-separated search channels (default: vector,bm25,temporal).")
+@click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
 @click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
-@click.option("--rerank", type=click.Choice(["auto", "none", "llm"]), default="auto", show_default=True,
+@click.option("--rerank", type=click.Choice(RERANK_MODES), default=RERANK_MODES[0], show_default=True,
               help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option

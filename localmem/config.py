@@ -27,6 +27,7 @@ CONSOLIDATE_MODES = ("off", "fast", "full")
 ASK_MODES = ("fast", "agentic")
 RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
 FORMATS = ("locomo", "jsonl", "chat", "text")
+EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
 # Search channels: the default set, and every one. Temporal fires only when the query names a
 # time; with it no LoCoMo conv-26 category recalls less than raw-turn hybrid at k = 5, 10 or 20
 # (without it, temporal R@20 did).

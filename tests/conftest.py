@@ -26,6 +26,27 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def use_models(monkeypatch: pytest.MonkeyPatch):
+    """Make every Memory opened from here on (the CLI's too) build the given fakes, through the
+    model factory's registry and the config, the path a real backend takes."""
+    from localmem.models.factory import register
+
+    undo: list = []
+    settings = {"embedder": "LOCALMEM_EMBED_BACKEND", "llm": "LOCALMEM_LLM_BACKEND",
+                "reranker": "LOCALMEM_RERANK_BACKEND"}
+
+    def use(*, embedder=None, llm=None, reranker=None) -> None:
+        for role, fake in (("embedder", embedder), ("llm", llm), ("reranker", reranker)):
+            if fake is not None:
+                undo.append(register(role, "test-fake", lambda config, fake=fake: fake))
+                monkeypatch.setenv(settings[role], "test-fake")
+
+    yield use
+    for restore in reversed(undo):
+        restore()
+
+
+@pytest.fixture
 def embedder() -> HashEmbedder:
     return HashEmbedder()
 

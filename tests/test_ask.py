@@ -136,14 +136,13 @@ def test_a_relative_answer_is_given_as_a_date_counted_from_the_message_it_rests_
     assert result.answer == ("7 May 2023" if dates else "yesterday")
 
 
-def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, monkeypatch):
+def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, use_models):
     llm = ScriptedLLM(responder=lambda messages: {"answer": "Adoption agencies", "supports": [1, 2, 3],
                                                   "confidence": 0.7})
     fake = HashEmbedder()
-    monkeypatch.setattr(Memory, "embedder", property(lambda self: fake))
-    monkeypatch.setattr(Memory, "llm", property(lambda self: llm))
+    use_models(embedder=fake, llm=llm)
     db = tmp_path / "cli.db"
-    with Memory(db, namespace="default") as mem:
+    with Memory(db, namespace="default", embedder=fake) as mem:
         for speaker, text, when, ext in CHAT:
             mem.add(speaker, text, time=when, id=ext)
     result = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?"])
@@ -351,9 +350,9 @@ def test_full_context_gives_the_newest_messages_that_fit_the_same_for_every_ques
         for i in range(300):
             mem.add("Ann", f"note number {i} about the garden and the weather", time=f"2023-06-{1 + i // 20:02d}T10:{i % 60:02d}")
         mem.config = replace(mem.config, n_ctx=1200)
-        first = mem.ask("Where?", full_context=True)
-        second = mem.ask("What did Ann say about the garden in June, and how often did she say it?",
-                         full_context=True)
+        first = mem.answer("Where?", mem.recent(mem.config.n_ctx))
+        second = mem.answer("What did Ann say about the garden in June, and how often did she say it?",
+                            mem.recent(mem.config.n_ctx))
     items = _items(llm.calls[0])
     assert items == _items(llm.calls[1])  # same evidence: one cached prefix
     assert "note number 299" in items[-1]  # the newest kept, the oldest cut

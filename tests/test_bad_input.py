@@ -470,14 +470,15 @@ def test_cli_debug_shows_traceback(store, tmp_path):
     assert snapshot(db) == before
 
 
-def test_cli_unexpected_exception_is_one_line(store, monkeypatch):
+def test_cli_unexpected_exception_is_one_line(store, use_models):
     db, before = store
 
-    def boom(self):
-        raise RuntimeError("disk on fire")
+    class Burning(HashEmbedder):
+        def embed(self, texts):
+            raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(Memory, "stats", boom)
-    err = assert_one_line_error(run(db, "stats"), code=1)
+    use_models(embedder=Burning(dim=384, model_id="all-MiniLM-L6-v2-int8"))  # the store's embedder
+    err = assert_one_line_error(run(db, "search", "anything"), code=1)
     assert "unexpected RuntimeError: disk on fire" in err and "--debug" in err
-    result = run(db, "--debug", "stats")
+    result = run(db, "--debug", "search", "anything")
     assert isinstance(result.exception, RuntimeError)

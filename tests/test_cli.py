@@ -23,10 +23,10 @@ LOCOMO = FIXTURES / "tiny_locomo.json"
 
 
 @pytest.fixture
-def hashed(monkeypatch) -> HashEmbedder:
+def hashed(use_models) -> HashEmbedder:
     """Every Memory the CLI opens uses this fake embedder."""
     fake = HashEmbedder()
-    monkeypatch.setattr(Memory, "embedder", property(lambda self: fake))
+    use_models(embedder=fake)
     return fake
 
 
@@ -303,11 +303,12 @@ def test_non_utf8_import_and_queries_files(hashed, db, tmp_path):
     assert snapshot(db) == before
 
 
-def test_interrupt_is_reported_with_exit_130(hashed, db, monkeypatch):
-    def interrupted(self, *args, **kwargs):
-        raise KeyboardInterrupt
+def test_interrupt_is_reported_with_exit_130(db, use_models):
+    class Interrupted(HashEmbedder):
+        def embed(self, texts):
+            raise KeyboardInterrupt
 
-    monkeypatch.setattr(Memory, "ingest", interrupted)
+    use_models(embedder=Interrupted())
     result = run(db, "ingest", str(SAMPLE_CHAT), ok=False)
     assert result.exit_code == 130
     assert result.stderr.startswith("interrupted: the store is consistent; re-run")

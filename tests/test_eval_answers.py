@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from localmem import Memory
 from localmem.benchmarks.answers import (
     bleu1,
     f1_score,
@@ -80,15 +79,14 @@ def test_unknown_system_is_refused_before_anything_runs(tmp_path: Path):
     assert not (tmp_path / "e.db").exists()
 
 
-def test_cli_eval_answers_writes_the_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_cli_eval_answers_writes_the_reports(tmp_path: Path, use_models):
     from localmem.cli import cli
 
     from .helpers import runner
 
     llm = ScriptedLLM(responder=lambda messages: {"answer": "not in memory", "supports": [], "confidence": 0.5})
     fake = HashEmbedder()
-    monkeypatch.setattr(Memory, "embedder", property(lambda self: fake))
-    monkeypatch.setattr(Memory, "llm", property(lambda self: llm))
+    use_models(embedder=fake, llm=llm)
     out = tmp_path / "out"
     result = runner().invoke(cli, ["--db", str(tmp_path / "e.db"), "eval", "locomo", str(FIXTURE),
                                    "--system", "raw-hybrid", "--out", str(out)])

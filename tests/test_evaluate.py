@@ -168,8 +168,8 @@ def test_markdown_and_written_report(tmp_path: Path, embedder: HashEmbedder) -> 
     assert (out / "report.md").read_text() == text
 
 
-def test_cli_eval_locomo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: HashEmbedder) -> None:
-    monkeypatch.setattr(Memory, "embedder", property(lambda self: embedder))
+def test_cli_eval_locomo(tmp_path: Path, use_models, embedder: HashEmbedder) -> None:
+    use_models(embedder=embedder)
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "e.db"), "eval", "locomo", str(FIXTURE),
                                       "--retrieval-only", "--k", "1,5", "--channels", "vector",

@@ -10,7 +10,6 @@ import pytest
 from localmem import Memory
 from localmem.retrieval import vector_index
 from localmem.store import db
-from localmem.store.queries import q
 from localmem.text.sentences import sentence_spans
 
 from .fakes import HashEmbedder
@@ -110,7 +109,7 @@ def test_raw_messages_only_search_ignores_parts(tmp_path):
 
     with _store_with_distractors(tmp_path) as mem:
         vec = mem.embedder.embed([QUERY])[0]
-        params = replace(mem.search_params(10, channels=["vector"]), messages_only=True)
+        params = replace(mem.search_params(10, channels=["vector"]), units=False, parts=False)
         plain = [h.text for h in search.search(mem.conn, "t", QUERY, vec, params)]
         mem.conn.execute("delete from message_parts")
         assert plain == _ranked(mem)

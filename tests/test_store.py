@@ -771,8 +771,8 @@ def test_forget_needs_exactly_one_target(mem):
         mem.forget(namespace="a", source_id=1)
 
 
-def test_cli_forget_without_yes_deletes_nothing(populated, monkeypatch):
-    monkeypatch.setattr(Memory, "embedder", property(lambda self: HashEmbedder()))
+def test_cli_forget_without_yes_deletes_nothing(populated, use_models):
+    use_models(embedder=HashEmbedder())
     before = snapshot(populated.path)
     populated.close()
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1"])

@@ -27,6 +27,7 @@ unless ``ask_filters`` gives them those too.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 import re
 import statistics
@@ -37,15 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..build import formats
-from ..build.ingest import sha256_bytes
+from .. import Memory
 from ..config import Config
 from ..errors import InputError, LocalmemError
-from ..memory import Memory
+from ..text.files import read_input
 from ..text.words import porter_stemmer
 from . import retrieval as evaluate
 from .baselines import SYSTEMS, plain
-
 
 
 @dataclass
@@ -125,7 +124,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")
     path = Path(path)
-    data = formats.read_input(path)
+    data = read_input(path)
     doc = evaluate._load_json(path, data)
     if evaluate._detect(path, doc) != "locomo":
         raise InputError(path, "end-to-end evaluation reads LoCoMo files only")
@@ -154,7 +153,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
                 progress(done, len(items))
     return {
         "benchmark": "locomo", "task": "answers", "system": system, "mode": mode,
-        "file": str(path.resolve()), "sha256": sha256_bytes(data), "db": str(db_path),
+        "file": str(path.resolve()), "sha256": hashlib.sha256(data).hexdigest(), "db": str(db_path),
         "model": model, "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "conversations": sorted({i.namespace for i in items}), "limit": limit,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .. import Answer, Config, Memory, SearchParams
+from ..config import EVAL_SYSTEMS
 
 RAW_TURNS = SearchParams(channels=("vector", "bm25"), units=False, parts=False, promote=False)
 
@@ -47,6 +48,7 @@ def _full_context(mem: Memory, question: str, now: dt.date | None, mode: str) ->
 SYSTEMS = {s.name: s for s in (System("localmem", _localmem, plain=False),
                                System("raw-hybrid", _raw_hybrid, plain=True),
                                System("full-context", _full_context, plain=True))}
+assert tuple(SYSTEMS) == EVAL_SYSTEMS, "the systems the CLI offers are these"
 
 
 def plain(config: Config) -> Config:

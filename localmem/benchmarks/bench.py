@@ -18,8 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from .. import Memory
 from ..config import DEFAULT_NAMESPACE, Config, home_dir, user_cache_dir
-from ..memory import Memory
 from ..models.protocols import Embedder
 
 __all__ = [

@@ -19,6 +19,7 @@ user's memory. Re-running reuses it: re-ingesting a file is a no-op.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import importlib.metadata
 import json
 import re
@@ -28,14 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..build import formats
-from ..build.ingest import IngestReport, sha256_bytes
+from .. import Hit, IngestReport, Memory
 from ..config import Config, home_dir, user_data_dir
 from ..errors import InputError, LocalmemError, NotFoundError
-from ..memory import Memory
 from ..models.protocols import Embedder
-from ..retrieval.search import Hit
+from ..text.files import decode, read_input
 from ..text.times import parse_timestamp
+from .baselines import RAW_TURNS
 
 __all__ = ["CATEGORY_NAMES", "locomo_retrieval", "render_markdown", "write_report",
            "parse_evidence", "eval_db_path"]
@@ -94,7 +94,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         raise LocalmemError("--k needs one or more sizes of at least 1, e.g. --k 5,10,20")
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")
-    data = formats.read_input(path)
+    data = read_input(path)
     doc = _load_json(path, data)
     benchmark = _detect(path, doc)
     db_path = eval_db_path(config, benchmark)
@@ -119,7 +119,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
                    "session recall@k: share of answer_session_ids among the sessions of the "
                    "top-k hits' sources"),
         "file": str(path.resolve()),
-        "sha256": sha256_bytes(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
         "db": str(db_path),
         "eval_store": db_path != config.resolved_db_path(),
         "embedder": embedder.model_id,
@@ -148,7 +148,7 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
 
 # -- loading -------------------------------------------------------------------------
 def _load_json(path: Path, data: bytes) -> Any:
-    text = formats.decode(path, data)
+    text = decode(path, data)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -60,6 +60,6 @@ JOIN entity_aliases AS a ON a.entity_id = e.id
 WHERE length(a.alias) > 1
 ORDER BY s.speaker, a.alias;
 
--- name: namespace_messages_newest
--- Every message of :ns, newest first (the full-context baseline reads until its budget is full).
-SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC;
+-- name: namespace_messages_latest
+-- The :n latest messages of :ns, newest first.
+SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC LIMIT :n;

@@ -1,0 +1,5 @@
+"""``python -m localmem``: the command line."""
+
+from .cli import main
+
+main()
