@@ -20,6 +20,7 @@ from .config import (
     CHANNELS,
     CONSOLIDATE_MODES,
     DEFAULT_AGENT_STEPS,
+    DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_MAX_TOKENS,
@@ -223,7 +224,7 @@ def _echo_consolidation(done: dict[str, Any]) -> None:
 @click.argument("text")
 @click.option("--time", "when", help="When it was said (ISO 8601 or a common date format; default now).")
 @click.option("--role", help="user / assistant / system …")
-@click.option("--conversation", help="Conversation name (default: 'default').")
+@click.option("--conversation", help=f"Conversation name (default: '{DEFAULT_CONVERSATION}').")
 @click.option("--id", "external_id", help="Your id for the message (makes re-adding a no-op).")
 @json_option
 @click.pass_obj

@@ -19,6 +19,7 @@ from .errors import ConfigError
 
 APP_NAME = "localmem"
 DEFAULT_NAMESPACE = "default"
+DEFAULT_CONVERSATION = "default"  # of a message added without one
 
 # -- every list of choices, once (the CLI's choices, the API's checks and the docs read these) --
 EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, facts, entities

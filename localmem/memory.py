@@ -17,6 +17,7 @@ from .config import (
     ASK_MODES,
     CONSOLIDATE_MODES,
     DEFAULT_AGENT_STEPS,
+    DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
     EXTRACT_MODES,
@@ -230,7 +231,7 @@ class Memory:
         except ValueError as exc:
             raise LocalmemError(f"add(): {exc}") from exc
         message = formats.MessageIn(
-            conversation=conversation or "default", session="", seq=0, external_id=id or "",
+            conversation=conversation or DEFAULT_CONVERSATION, session="", seq=0, external_id=id or "",
             speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
         with self._locked():

@@ -1,13 +1,14 @@
 """Search latency over built memory: synthetic units with entities, mentions, links and times.
 
 Building a million units through the LLM pipeline is not possible on a laptop, so the store
-is written directly: unit texts from templates, times spread over three years, one to three
-entity mentions per unit drawn from a skewed pool (a few hubs, many rare names), a temporal
-link to the previous unit and two semantic links to nearby ones, and an episode per
-:data:`UNITS_PER_EPISODE` units that holds them, their people and two messages (each with two
-sentence parts). Unit, message and part vectors are random unit
-vectors (search cost does not depend on what they encode; recall here means nothing);
-queries are embedded by the real embedder. Every number is measured in this run.
+is made from a synthetic export file (localmem's own JSONL export format, restored with
+:meth:`Memory.restore`, the public way to load memory): unit texts from templates, times
+spread over three years, one to three entity mentions per unit drawn from a skewed pool (a
+few hubs, many rare names), a temporal link to the previous unit and two semantic links to
+nearby ones, and an episode per :data:`UNITS_PER_EPISODE` units that holds them, their
+people and two messages (each with two sentence parts). Unit, message and part vectors are
+random unit vectors (search cost does not depend on what they encode; recall here means
+nothing); queries are embedded by the real embedder. Every number is measured in this run.
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..build import ingest
-from ..build.embedding import embed_batched
+from .. import Memory, SearchParams
 from ..config import ALL_CHANNELS, Config
-from ..memory import Memory
 from ..models.protocols import Embedder
-from ..retrieval import vector_index
-from ..store.queries import q
 from . import bench
 
 MEMORY_COLUMNS: list[str] = [
@@ -39,9 +36,9 @@ _TAGS = ["trip", "work", "family", "hobby", "food", "health", "move", "party", "
 _BATCH = 20_000
 UNITS_PER_EPISODE = 10  # conv-26's extraction has ~2; a stronger model writes more per episode
 _CREATED = "2024-01-01T00:00:00"
-_UNIT = {"conversation": None, "episode_id": None, "subject": None, "predicate": None, "object": None,
-         "time_precision": "day", "prompt_version": None, "model_id": None, "content_hash": None,
-         "data": None, "created_at": _CREATED}
+_UNIT = {"type": "unit", "conversation": None, "episode_id": None, "title": None, "subject": None,
+         "predicate": None, "object": None, "aspect": None, "time_precision": "day", "stage": None,
+         "prompt_version": None, "model_id": None, "content_hash": None, "data": None, "created_at": _CREATED}
 _MESSAGE = {"conversation": "bench", "session": "", "speaker": "Maya", "role": None, "attachments": None,
             "raw": None}
 
@@ -50,6 +47,12 @@ def _unit_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
     """Random unit vectors (search cost does not depend on what they encode)."""
     vecs = rng.standard_normal((count, dim)).astype(np.float32)
     return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def _weights(n_entities: int) -> np.ndarray:
+    """How often each entity is mentioned: a few hubs, a long tail."""
+    weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1
+    return weights / weights.sum()
 
 
 def _entity_names(n: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -68,95 +71,119 @@ def _entity_names(n: int, rng: random.Random) -> list[tuple[str, str]]:
 def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | None = None,
                 seed: int = bench.DEFAULT_SEED) -> dict[str, Any]:
     """Write a synthetic memory of ``n_units`` units (and a message per 5 units, with random
-    vectors too) into ``path``."""
-    rng = random.Random(seed)
-    nprng = np.random.default_rng(seed)
+    vectors too) into ``path``: an export file next to it, restored, then deleted."""
     started = time.perf_counter()
+    export = path.with_suffix(".export.jsonl")
     with Memory(path, namespace=bench.NAMESPACE, config=config, embedder=embedder) as mem:
         emb = mem.embedder
-        ingest.ensure_bound(mem.conn, emb)
-        conn, ns, dim = mem.conn, bench.NAMESPACE, emb.dim
-        n_entities = max(200, n_units // 50)
-        entities = _entity_names(n_entities, rng)
-        first_day = dt.date(2022, 1, 1)
-        with conn:
-            source_id = conn.execute(q("source_insert"), {
-                "ns": ns, "kind": "bench", "uri": "synthetic", "sha256": f"bench-units-{n_units}-{seed}",
-                "status": "loaded", "created_at": _CREATED}).fetchone()[0]
-            entity_ids = [conn.execute(q("entity_insert"), {
-                "ns": ns, "name": name, "norm_name": name.lower(), "type": kind, "created_at": _CREATED,
-            }).fetchone()[0] for name, kind in entities]
-            conn.executemany(q("alias_insert"), [{"entity_id": eid, "alias": name, "norm_alias": name.lower()}
-                                                 for eid, (name, _k) in zip(entity_ids, entities)])
-        weights = 1.0 / np.arange(1, n_entities + 1) ** 1.1  # a few hubs, a long tail
-        weights /= weights.sum()
-        n_episodes = n_parts = 0
-        for start in range(0, n_units, _BATCH):
-            count = min(_BATCH, n_units - start)
-            with conn:
-                rows, messages, episodes, message_episode = [], [], [], []
-                for i in range(start, start + count):
-                    day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
-                    speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
-                    text = (f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
-                            f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}")
-                    if (i - start) % UNITS_PER_EPISODE == 0:
-                        episodes.append({**_UNIT, "ns": ns, "kind": "episode", "text": f"{speaker}'s day. {text}",
-                                         "occurred_start": day, "occurred_end": day,
-                                         "mentioned_at": f"{day}T12:00:00"})
-                    rows.append({**_UNIT, "ns": ns, "kind": "gist" if i % 2 else "fact", "text": text,
-                                 "occurred_start": day, "occurred_end": day,
-                                 "mentioned_at": f"{day}T12:00:00"})
-                    if i % 5 == 0:
-                        messages.append({**_MESSAGE, "ns": ns, "source_id": source_id, "seq": i,
-                                         "external_id": f"m{i}", "text": text, "sent_at": f"{day}T12:00:00"})
-                        message_episode.append(len(episodes) - 1)
-                episode_ids = [row[0] for row in conn.executemany(q("unit_insert"), episodes)]
-                n_episodes += len(episode_ids)
-                for offset, row in enumerate(rows):
-                    row["episode_id"] = episode_ids[offset // UNITS_PER_EPISODE]
-                ids = [row[0] for row in conn.executemany(q("unit_insert"), rows)]
-                picks = nprng.choice(n_entities, size=(count, 3), p=weights)
-                mentions, links = [], []
-                cast: dict[int, dict[int, str]] = {}
-                for offset, uid in enumerate(ids):
-                    for j in range(1 + offset % 3):
-                        entity_id = entity_ids[int(picks[offset, j])]
-                        mentions.append({"unit_id": uid, "entity_id": entity_id,
-                                         "role": "mentioned", "tag": rng.choice(_TAGS)})
-                        # An episode's first person speaks in it; the others are mentioned.
-                        roles = cast.setdefault(episode_ids[offset // UNITS_PER_EPISODE], {})
-                        roles.setdefault(entity_id, "supporting" if roles else "main")
-                    neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
-                    neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0))
-                                   for _ in range(2)]
-                    links += [{"src_id": other, "dst_id": uid, "type": kind, "weight": round(w, 3),
-                               "valid_at": None, "created_at": _CREATED}
-                              for other, kind, w in neighbours if other != uid]
-                mentions += [{"unit_id": episode_id, "entity_id": entity_id, "role": role, "tag": None}
-                             for episode_id, roles in cast.items() for entity_id, role in roles.items()]
-                conn.executemany(q("mention_insert"), mentions)
-                conn.executemany(q("link_insert"), links)
-                conn.executemany(q("vec_unit_insert"), [
-                    {"id": uid, "embedding": vec.tobytes(), "ns": ns, "kind": row["kind"]}
-                    for uid, vec, row in zip(ids + episode_ids, _unit_vectors(nprng, count + len(episode_ids), dim),
-                                             rows + episodes)])
-                message_ids = [row[0] for row in conn.executemany(q("message_insert"), messages)]
-                conn.executemany(q("unit_source_insert"), [
-                    {"unit_id": episode_ids[e], "message_id": mid} for mid, e in zip(message_ids, message_episode)])
-                conn.executemany(q("vec_message_insert"), [
-                    {"id": mid, "embedding": vec.tobytes(), "ns": ns}
-                    for mid, vec in zip(message_ids, _unit_vectors(nprng, len(message_ids), dim))])
-                # Two sentence parts per message, as a chat message of a few sentences has.
-                part_ids = [row[0] for row in conn.executemany(q("part_insert"), [
-                    {"message_id": mid, "ns": ns, "start": start, "end": start + 10}
-                    for mid in message_ids for start in (0, 10)])]
-                conn.executemany(q("vec_part_insert"), [
-                    {"id": pid, "embedding": vec.tobytes(), "ns": ns}
-                    for pid, vec in zip(part_ids, _unit_vectors(nprng, len(part_ids), dim))])
-                n_parts += len(part_ids)
-    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts,
-            "build_s": round(time.perf_counter() - started, 1)}
+        try:
+            with export.open("w", encoding="utf-8") as out:
+                built = _write_export(out, n_units, emb.model_id, emb.dim, seed)
+            mem.restore(export)
+        finally:
+            export.unlink(missing_ok=True)
+    return {**built, "build_s": round(time.perf_counter() - started, 1)}
+
+
+def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) -> dict[str, Any]:
+    """The synthetic memory as export records (ids given: the store it is restored into is new)."""
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    ns = bench.NAMESPACE
+
+    def write(record: dict[str, Any]) -> None:
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def vectors(table: str, ids: Sequence[int], kinds: Sequence[str | None] | None = None) -> None:
+        for i, (row_id, vec) in enumerate(zip(ids, _unit_vectors(nprng, len(ids), dim))):
+            write({"type": "vector", "table": table, "id": row_id, "ns": ns, "embedding": vec.tobytes().hex(),
+                   **({"kind": kinds[i]} if kinds is not None else {})})
+
+    write({"type": "header", "format": "localmem-export", "version": 1, "namespaces": [ns], "vectors": True,
+           "embed_model_id": model_id, "embed_dim": dim})
+    write({"type": "source", "id": 1, "ns": ns, "kind": "bench", "uri": "synthetic",
+           "sha256": f"bench-units-{n_units}-{seed}", "status": "loaded", "created_at": _CREATED})
+    n_entities = max(200, n_units // 50)
+    entities = _entity_names(n_entities, rng)
+    for eid, (name, kind) in enumerate(entities, 1):
+        write({"type": "entity", "id": eid, "ns": ns, "name": name, "norm_name": name.lower(),
+               "entity_type": kind, "created_at": _CREATED})
+        write({"type": "alias", "entity_id": eid, "alias": name, "norm_alias": name.lower()})
+    weights = _weights(n_entities)
+    first_day = dt.date(2022, 1, 1)
+    next_unit = next_message = next_part = 1
+    n_episodes = n_parts = 0
+    for start in range(0, n_units, _BATCH):
+        count = min(_BATCH, n_units - start)
+        units: list[dict[str, Any]] = []  # episodes first in each group, as their members point to them
+        messages: list[tuple[dict[str, Any], int]] = []  # (message, its episode's id)
+        episode_id = 0
+        for i in range(start, start + count):
+            day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
+            speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
+            text = (f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
+                    f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}")
+            if (i - start) % UNITS_PER_EPISODE == 0:
+                episode_id, next_unit = next_unit, next_unit + 1
+                units.append({**_UNIT, "id": episode_id, "ns": ns, "kind": "episode",
+                              "text": f"{speaker}'s day. {text}", "occurred_start": day, "occurred_end": day,
+                              "mentioned_at": f"{day}T12:00:00"})
+                n_episodes += 1
+            units.append({**_UNIT, "id": next_unit, "ns": ns, "kind": "gist" if i % 2 else "fact",
+                          "episode_id": episode_id, "text": text, "occurred_start": day, "occurred_end": day,
+                          "mentioned_at": f"{day}T12:00:00"})
+            next_unit += 1
+            if i % 5 == 0:
+                messages.append(({**_MESSAGE, "type": "message", "id": next_message, "ns": ns, "source_id": 1,
+                                  "seq": i, "external_id": f"m{i}", "text": text,
+                                  "sent_at": f"{day}T12:00:00"}, episode_id))
+                next_message += 1
+        for unit in units:
+            write(unit)
+        members = [u for u in units if u["kind"] != "episode"]
+        picks = nprng.choice(n_entities, size=(len(members), 3), p=weights)
+        cast: dict[int, dict[int, str]] = {}
+        for offset, unit in enumerate(members):
+            uid = unit["id"]
+            mentioned: set[int] = set()
+            for j in range(1 + offset % 3):
+                entity_id = int(picks[offset, j]) + 1
+                tag = rng.choice(_TAGS)
+                if entity_id not in mentioned:  # a unit mentions an entity once
+                    mentioned.add(entity_id)
+                    write({"type": "mention", "unit_id": uid, "entity_id": entity_id, "role": "mentioned",
+                           "tag": tag})
+                # An episode's first person speaks in it; the others are mentioned.
+                roles = cast.setdefault(unit["episode_id"], {})
+                roles.setdefault(entity_id, "supporting" if roles else "main")
+            neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
+            neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0))
+                           for _ in range(2)]
+            seen: set[tuple[int, str]] = set()
+            for other, kind, weight in neighbours:
+                if other != uid and (other, kind) not in seen:  # two draws can pick one neighbour
+                    seen.add((other, kind))
+                    write({"type": "link", "src_id": other, "dst_id": uid, "link_type": kind,
+                           "weight": round(weight, 3), "valid_at": None, "created_at": _CREATED})
+        for episode, roles in cast.items():
+            for entity_id, role in roles.items():
+                write({"type": "mention", "unit_id": episode, "entity_id": entity_id, "role": role, "tag": None})
+        for message, episode in messages:
+            write(message)
+            write({"type": "unit_source", "unit_id": episode, "message_id": message["id"]})
+        # Two sentence parts per message, as a chat message of a few sentences has.
+        part_ids = []
+        for message, _episode in messages:
+            for offset in (0, 10):
+                write({"type": "part", "id": next_part, "ns": ns, "message_id": message["id"],
+                       "start": offset, "end": offset + 10})
+                part_ids.append(next_part)
+                next_part += 1
+        n_parts += len(part_ids)
+        vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
+        vectors("messages", [m["id"] for m, _e in messages])
+        vectors("message_parts", part_ids)
+    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
 
 
 _QUERY_TEMPLATES = [
@@ -174,19 +201,40 @@ def queries(n: int, seed: int = bench.QUERY_SEED) -> list[str]:
         dish=rng.choice(bench.DISHES), city=rng.choice(bench.CITIES)) for _ in range(n)]
 
 
-def _index_overlap(mem: Memory, queries: Sequence[str], k: int = 10, sample: int = 20) -> tuple[str, float]:
-    """Which unit index served the queries, and the share of the exact top ``k`` units (vec0's
-    full scan) that it returned, averaged over the first ``sample`` queries. The bench's unit
-    vectors are random, so their neighbours are nearly equidistant: a harsh case for codes."""
-    units = mem.conn.execute(q("bench_unit_vectors"), {"ns": mem.namespace}).fetchone()[0]
-    kind = "codes" if units >= vector_index.EXACT_BELOW else "exact"
+def _index_overlap(mem: Memory, queries: Sequence[str], n_units: int, seed: int, k: int = 10,
+                   sample: int = 20) -> tuple[str, float]:
+    """Which unit index served the queries, and the share of the exact top ``k`` units (cosine
+    over every unit vector the bench wrote, recomputed here) that the vector channel returned,
+    averaged over the first ``sample`` queries. The bench's unit vectors are random, so their
+    neighbours are nearly equidistant: a harsh case for codes."""
+    index = mem.stats()["vector_index"].get("units", "exact")
+    exact_units = _exact_unit_vectors(mem.embedder.dim, n_units, seed)
+    ids = np.arange(1, len(exact_units) + 1)
+    recipe = SearchParams(channels=("vector",), parts=False, evidence_fusion=False)
     shares = []
-    for vec in embed_batched(mem.embedder, list(queries)[:sample], 64):
-        got = {i for i, _ in vector_index.knn(mem.conn, "units", mem.namespace, vec, k)}
-        exact = {i for i, _ in mem.conn.execute(q("vec_units_knn"), {"embedding": vec.astype(np.float32).tobytes(),
-                                                                      "k": k, "ns": mem.namespace})}
-        shares.append(len(got & exact) / max(len(exact), 1))
-    return kind, round(float(np.mean(shares)) if shares else 0.0, 3)
+    for query in list(queries)[:sample]:
+        vec = mem.embedder.embed([query])[0]
+        exact = set(ids[np.argsort(-(exact_units @ vec))[:k]].tolist())
+        hits = mem.search(query, k=4 * k, recipe=recipe, rerank="none")
+        got = [int(h.id[2:]) for h in hits if h.id.startswith("u:")][:k]
+        shares.append(len(set(got) & exact) / max(len(exact), 1))
+    return index, round(float(np.mean(shares)) if shares else 0.0, 3)
+
+
+def _exact_unit_vectors(dim: int, n_units: int, seed: int) -> np.ndarray:
+    """Every unit vector :func:`_write_export` wrote, in unit id order (drawn again from the seed)."""
+    nprng = np.random.default_rng(seed)
+    n_entities = max(200, n_units // 50)
+    out = []
+    for start in range(0, n_units, _BATCH):
+        count = min(_BATCH, n_units - start)
+        n_episode = (count + UNITS_PER_EPISODE - 1) // UNITS_PER_EPISODE
+        n_messages = len(range(start + (-start % 5), start + count, 5))
+        nprng.choice(n_entities, size=(count, 3), p=_weights(n_entities))
+        out.append(_unit_vectors(nprng, count + n_episode, dim))
+        _unit_vectors(nprng, n_messages, dim)
+        _unit_vectors(nprng, 2 * n_messages, dim)
+    return np.concatenate(out) if out else np.zeros((0, dim), dtype=np.float32)
 
 
 def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Config, n_queries: int = 100,
@@ -212,13 +260,13 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
                 mem.search(query, k=k, channels=CHANNELS, promote=True)
             full = bench._timed(lambda query: mem.search(query, k=k, channels=CHANNELS, promote=True), timed)
             row: dict[str, Any] = {"units": n, "episodes": built["episodes"], "entities": built["entities"],
-                                   "links": mem.conn.execute(q("bench_link_count")).fetchone()[0],
+                                   "links": mem.stats()["links"],
                                    "queries": len(timed)}
             row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)
             for channel in CHANNELS:
                 samples = bench._timed(lambda query, c=channel: mem.search(query, k=k, channels=[c]), timed)
                 row[f"{channel}_p50_ms"] = bench._ms_stats(samples)[0]
-            row["vector_index"], row["overlap@10"] = _index_overlap(mem, timed)
+            row["vector_index"], row["overlap@10"] = _index_overlap(mem, timed, n, bench.DEFAULT_SEED)
             row["build_s"] = built["build_s"]
             row["db_mb"] = bench._file_mb(path)
             rows.append(row)

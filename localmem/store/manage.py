@@ -26,12 +26,19 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
     units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     meta = db.all_meta(conn)
+    index: dict[str, str] = {}
+    if db.has_vectors(conn):
+        from ..retrieval.vector_index import EXACT_BELOW
+
+        rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
+        index = {table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)}
     return {
         "namespace": ns, "messages": messages, "conversations": conversations, "sessions": sessions,
         "first_message_at": first, "last_message_at": last, "sources": sources,
         "unfinished_sources": unfinished, "units": units, "entities": entities, "links": links,
         "db_path": str(path), "db_bytes": size, "schema_version": db.schema_version(conn),
         "embedder": meta.get("embed_model_id"), "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
+        "vector_index": index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
     }
 
 

@@ -9,9 +9,10 @@ namespaces that already exist are refused rather than merged.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import IO, Any, Callable, Iterator, Sequence
 
 import apsw
 
@@ -60,9 +61,10 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
 
 
 def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder]) -> dict[str, int]:
-    """Import an export file in one transaction; counts per record type."""
-    records = list(_read(path))
-    header = records[0]
+    """Import an export file in one transaction, reading it a line at a time; counts per
+    record type."""
+    records = _read(path)
+    header = next(records)
     if header.get("format") != FORMAT or header.get("version") != VERSION:
         raise InputError(path, f"not a {FORMAT} v{VERSION} file (first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
@@ -86,7 +88,7 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
             db.bind_embedder(conn, header["embed_model_id"], int(header["embed_dim"]))
         elif embedder is not None and not stored_id:
             db.bind_embedder(conn, embedder.model_id, embedder.dim)
-        for lineno, rec in enumerate(records[1:], 2):
+        for lineno, rec in enumerate(records, 2):
             try:
                 _restore_one(conn, rec, ids, keep_ids)
             except (KeyError, apsw.Error) as exc:
@@ -143,25 +145,37 @@ def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list
     ingest.store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 
 
-def _read(path: Path) -> list[dict[str, Any]]:
+def _read(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's records, one per line, read as they are needed (an export can be larger than
+    memory); the first is read, and checked to be a record, before this returns."""
     if not path.is_file():
         raise InputError(path, "no such file" if not path.exists() else "not a file")
-    records = []
+    records = _records(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not valid UTF-8 (byte offset {exc.start}); is it a localmem export?") from exc
+        first = next(records)
+    except StopIteration:
+        raise InputError(path, "the file is empty") from None
+    return itertools.chain([first], records)
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
     # Only '\n' ends a record: text may hold U+2028 and friends, which str.splitlines() splits on.
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
-        if not isinstance(rec, dict) or "type" not in rec:
-            raise InputError(path, "each line must be an object with a 'type'", f"line {lineno}")
-        records.append(rec)
-    if not records:
-        raise InputError(path, "the file is empty")
-    return records
+    with path.open("r", encoding="utf-8", newline="\n") as fh:
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise InputError(path, f"not valid UTF-8 (after line {lineno}); is it a localmem export?") from exc
+            if not line:
+                return
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
+            if not isinstance(rec, dict) or "type" not in rec:
+                raise InputError(path, "each line must be an object with a 'type'", f"line {lineno}")
+            yield rec

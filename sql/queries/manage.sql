@@ -57,3 +57,9 @@ DELETE FROM units WHERE id IN (
 DELETE FROM sources WHERE id = :id;
 DELETE FROM entities WHERE ns = :ns
   AND NOT EXISTS (SELECT 1 FROM mentions WHERE mentions.entity_id = entities.id);
+
+-- name: stats_vector_rows
+-- Vectors of :ns per index (what decides exact search or binary codes; see vector_index.py).
+SELECT (SELECT count(*) FROM vec_message_codes WHERE ns = :ns),
+       (SELECT count(*) FROM vec_unit_codes WHERE ns = :ns),
+       (SELECT count(*) FROM vec_part_codes WHERE ns = :ns);

@@ -39,6 +39,13 @@ class OnnxEmbedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this embedder's tokenizer, without its truncation."""
+        if self._tokenizer is not None:  # loaded to embed: count with it (a second load costs ~25 ms)
+            truncation = self._tokenizer.truncation
+            self._tokenizer.no_truncation()
+            try:
+                return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+            finally:
+                self._tokenizer.enable_truncation(**truncation)
         if self._counter is None:
             from tokenizers import Tokenizer
 
@@ -89,6 +96,10 @@ def open_encoder(model_path: Path, tokenizer_path: Path, max_tokens: int, thread
     tokenizer.enable_truncation(max_length=max_tokens)
     tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
     opts = ort.SessionOptions()
+    # "Extended" rather than onnxruntime's default "all": the session is ready in ~0.13 s
+    # instead of ~0.26 s (the layout passes "all" adds), and all-MiniLM-L6-v2 int8 gave
+    # bit-identical embeddings for 256 LoCoMo messages either way.
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     if threads:
         opts.intra_op_num_threads = threads
     opts.log_severity_level = 3

@@ -1,0 +1,54 @@
+"""The layout's promises: experiments use only the public API, and importing localmem is cheap."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import localmem
+
+PACKAGE = Path(localmem.__file__).parent
+# The public API (see localmem/__init__.py): what evaluation and benchmark code may import.
+PUBLIC = {"localmem", "localmem.config", "localmem.errors", "localmem.models.protocols",
+          "localmem.text", "localmem.text.files", "localmem.text.times", "localmem.text.words"}
+
+
+def _imports(path: Path) -> set[str]:
+    """The localmem modules ``path`` imports (relative imports resolved)."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module == "localmem" or module.startswith("localmem."):
+                found.add(module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("localmem")}
+    return found
+
+
+def test_evaluation_and_benchmarks_use_only_the_public_api():
+    for path in sorted((PACKAGE / "benchmarks").glob("*.py")):
+        private = {m for m in _imports(path) if m not in PUBLIC and not m.startswith("localmem.benchmarks")}
+        assert not private, f"{path.name} imports {sorted(private)}"
+
+
+def test_importing_localmem_loads_no_heavy_module():
+    code = ("import sys, json, localmem; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('numpy', 'apsw', 'onnxruntime', 'llama_cpp', 'tokenizers', 'click') or m.startswith('localmem.'))))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert loaded == ["localmem.errors"]
+
+
+def test_the_public_names_resolve():
+    for name in localmem.__all__:
+        assert getattr(localmem, name) is not None
