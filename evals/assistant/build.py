@@ -115,7 +115,7 @@ def run_check(check: str, answer: str, where: str) -> None:
         sys.exit(f"{where}: answer {answer!r} does not contain {expected}")
 
 
-def build_history(name: str) -> list[dict]:
+def build_history(name: str, quiet: bool = False) -> list[dict]:
     meta, sessions = read_history(name)
     all_tags = {t for s in sessions for turn in s["turns"] for t in turn["tags"]}
     used: set[str] = set()
@@ -152,7 +152,7 @@ def build_history(name: str) -> list[dict]:
             "answer_session_ids": [s["id"] for s in sessions
                                    if any(t["tags"] & tags for t in s["turns"])],
         })
-    if unused := all_tags - used:
+    if (unused := all_tags - used) and not quiet:
         print(f"{name}: note, tags never asked about: {sorted(unused)}")
     return out
 
