@@ -769,7 +769,7 @@ def _emit_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) ->
 
 @cli.group(name="eval")
 def eval_() -> None:
-    """Evaluation harnesses (LoCoMo)."""
+    """Evaluation harnesses (LoCoMo, LongMemEval)."""
 
 
 @eval_.command(name="locomo")
@@ -829,6 +829,38 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
         _print_json(report)
     else:
         click.echo(render(report))
+
+
+@eval_.command(name="longmemeval")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
+              help="The ask mode answering the questions.")
+@click.option("--system", type=click.Choice(EVAL_SYSTEMS), default=EVAL_SYSTEMS[0], show_default=True,
+              help="localmem, or a plain baseline with the same model (see `eval locomo --help`).")
+@click.option("--ask-filters", is_flag=True, help="Give a baseline system localmem's answer-side filters.")
+@click.option("--questions", help="Comma-separated question_ids (default: all).")
+@click.option("--limit", type=int, help="At most this many items.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write answers.json and answers.md here.")
+@json_option
+@click.pass_obj
+def eval_longmemeval(state: _State, file: Path, mode: str, system: str, ask_filters: bool,
+                     questions: str | None, limit: int | None, out_dir: Path | None, as_json: bool) -> None:
+    """Answer every item of a LongMemEval JSON file, each haystack in its own namespace, "now" at
+    its question date; scored by whether the answer contains the gold answer, and token F1
+    (an abstention item is right when refused). For retrieval recall, use `eval locomo FILE
+    --retrieval-only`, which reads LongMemEval files too."""
+    from .benchmarks import longmemeval
+
+    chosen = [c.strip() for c in questions.split(",")] if questions else None
+    with _progress(state, "answering") as progress:
+        report = longmemeval.longmemeval_answers(file, state.config, questions=chosen, limit=limit, mode=mode,
+                                                 system=system, ask_filters=ask_filters, progress=progress)
+    if out_dir is not None:
+        longmemeval.write_report(report, out_dir)
+    if as_json:
+        _print_json(report)
+    else:
+        click.echo(longmemeval.render_markdown(report))
 
 
 def main() -> None:

@@ -1,0 +1,48 @@
+"""LongMemEval end to end: each haystack in its own namespace, now = the question date, answers
+scored by containing the gold answer and token F1, abstention right when refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from localmem.benchmarks.longmemeval import contains, longmemeval_answers, render_markdown
+from localmem.config import Config
+
+from .fakes import HashEmbedder, ScriptedLLM
+from .test_evaluate import LONGMEMEVAL
+
+
+def test_contains_reads_the_gold_answer_as_people_write_it():
+    assert contains("You adopted a beagle.", "beagle")
+    assert contains("It was three days ago", "3 days")
+    assert contains("84 days", "84 days (22 January to 15 April 2024)")
+    assert contains("Rome and Oslo", "Oslo and Rome")  # every gold word, in any order
+    assert not contains("Oslo", "Oslo and Rome")
+    assert not contains("not in memory", "beagle")
+
+
+def _responder(messages):
+    prompt = messages[-1]["content"]
+    if "breed" in prompt:
+        return {"answer": "A beagle", "supports": [1], "confidence": 0.9}
+    if "cities" in prompt:
+        return {"answer": "Oslo", "supports": [1], "confidence": 0.6}
+    return {"answer": "not in memory", "supports": [], "confidence": 0.2}
+
+
+def test_longmemeval_answers_each_item_in_its_namespace_at_its_date(tmp_path: Path):
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(LONGMEMEVAL))
+    llm = ScriptedLLM(responder=_responder)
+    report = longmemeval_answers(path, Config(db_path=tmp_path / "e.db"), embedder=HashEmbedder(), llm=llm)
+    by_id = {d["question_id"]: d for d in report["details"]}
+    assert by_id["q1"]["right"] == 1.0 and by_id["q1"]["now"] == "2023-06-01"
+    assert by_id["q2"]["right"] == 0.0 and 0 < by_id["q2"]["f1"] < 1  # half the gold
+    assert by_id["q3_abs"]["abstention"] and by_id["q3_abs"]["refused"] and by_id["q3_abs"]["right"] == 1.0
+    assert report["refusal"]["recall"] == 1.0 and report["overall"]["n"] == 3
+    # The model saw only its own item's haystack: q1's prompt names Rex, never Oslo.
+    q1_prompt = next(c[-1]["content"] for c in llm.calls if "breed" in c[-1]["content"])
+    assert "Rex" in q1_prompt and "Oslo" not in q1_prompt
+    assert "Today is 1 June 2023" in q1_prompt or "1 June 2023" in q1_prompt
+    assert "| **all** | 3 |" in render_markdown(report)
