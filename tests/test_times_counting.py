@@ -6,7 +6,12 @@ import datetime as dt
 
 import pytest
 
-from localmem.text.times import count_between, months_between, weeks_between, years_between
+from localmem.text.times import (
+    count_between,
+    months_between,
+    weeks_between,
+    years_between,
+)
 
 D = dt.date
 
