@@ -72,6 +72,9 @@ DEFAULT_ASK_CHECK = True
 # date: "yesterday [7 May 2023]", "last week [the week before 9 June 2023]" (times.with_dates).
 # The 1.5B model mostly answered with the message's own date instead of counting back.
 DEFAULT_ASK_DATES = True
+# A message longer than this (the model's tokens) is given to the model as its sentences that
+# match the question, with their neighbours (answer.excerpts); 0 shows every message whole.
+DEFAULT_ASK_LONG_TOKENS = 80
 DEFAULT_CONSOLIDATE = "off"
 DEFAULT_EXTRACT = "none"
 # The backend of each model role (see localmem.models.factory): llama.cpp in-process, and
@@ -150,6 +153,10 @@ class Config:
     ask_focus: bool = DEFAULT_ASK_FOCUS
     ask_check: bool = DEFAULT_ASK_CHECK
     ask_dates: bool = DEFAULT_ASK_DATES
+    ask_long_tokens: int = DEFAULT_ASK_LONG_TOKENS
+    # The user's name in a user–assistant chat: evidence and answers say it instead of "user",
+    # and the user goes by it in questions ("Where does Sam work?" as well as "Where do I work?").
+    user_name: str | None = None
     consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
