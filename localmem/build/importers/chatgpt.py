@@ -148,11 +148,17 @@ def _content(content: dict[str, Any], meta: dict[str, Any], reader: Reader,
                 texts.append(part["text"])
             elif kind != "audio_transcription":
                 attachments.append(_attachment(kind, part))
-    for item in meta.get("attachments") or ():
+    for item in meta.get("attachments") or ():  # uploads: an image's part points at the same file
         if isinstance(item, dict):
             found = {"type": "file", "name": item.get("name"), "size": item.get("size"),
                      "mime_type": item.get("mime_type") or item.get("mimeType")}
-            attachments.append({k: v for k, v in found.items() if v is not None})
+            found = {k: v for k, v in found.items() if v is not None}
+            same = next((a for a in attachments if item.get("id") and
+                         str(a.get("asset_pointer", "")).endswith(str(item["id"]))), None)
+            if same is not None:
+                same.update({k: v for k, v in found.items() if k != "type"})
+            else:
+                attachments.append(found)
     return reader.text("\n".join(texts), where), attachments
 
 

@@ -113,7 +113,7 @@ def _attachments(turn: dict[str, Any]) -> list[dict[str, Any]]:
     for item in turn.get("attachments") or ():
         if isinstance(item, dict):
             att = {"type": "file", "name": item.get("file_name"), "size": item.get("file_size"),
-                   "mime_type": item.get("file_type")}
+                   "file_type": item.get("file_type")}
             found.append({k: v for k, v in att.items() if v not in (None, "")})
     for item in turn.get("files") or turn.get("files_v2") or ():
         if isinstance(item, dict):

@@ -63,8 +63,13 @@ def probe_text(text: str) -> Probe:
 
 
 def _speaker_line(line: str) -> bool:
+    """A line a transcript would start: a name of one word ("user", "Ann"), or of up to four
+    capitalised ones ("Bo Li"); "Gift ideas for Sam: …" in a note is not one."""
     match = _SPEAKER_LINE.match(line)
-    return bool(match) and len(match.group(2).split()) <= 4
+    if not match:
+        return False
+    words = match.group(2).split()
+    return len(words) == 1 or (len(words) <= 4 and all(w[:1].isupper() or not w[:1].isalpha() for w in words))
 
 
 # -- parsers -----------------------------------------------------------------------------

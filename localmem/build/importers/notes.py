@@ -48,10 +48,12 @@ def parse(text: str, reader: Reader) -> list[MessageIn]:
     sent_at = _when(meta, reader)
     if not body.strip():
         return []
+    sections: list[tuple[str | None, str]] = [(None, body)]
     if len(body) > reader.options.note_split_chars:
         sections = _sections(body)
-    else:
-        sections = [(None, body)]
+        if len(sections) > 1:
+            reader.note(f"notes: {reader.rel or reader.path.name} ({len(body):,} characters, over "
+                        f"{reader.options.note_split_chars}) split at its headings into {len(sections)} messages")
     ids: dict[str, int] = {}
     messages = []
     for heading, chunk in sections:

@@ -94,6 +94,8 @@ def parse(text: str, reader: Reader) -> list[MessageIn]:
         if rec.speaker is None:
             counts["system"] += 1
             continue
+        while len(rec.body) > 1 and not rec.body[-1].strip():
+            rec.body.pop()  # the blank line at the end of the file
         body = "\n".join(rec.body)
         first = rec.body[0].strip() if rec.body else ""
         if first.lower() in _DELETED and len(rec.body) == 1:
@@ -120,9 +122,9 @@ def parse(text: str, reader: Reader) -> list[MessageIn]:
             attachments=attachments or None, raw="\n".join(rec.raw)))
     speakers = sorted({m.speaker for m in messages})
     reader.note(f"WhatsApp: {plural(len(speakers), 'speaker')} ({', '.join(speakers[:6])}"
-                f"{', …' if len(speakers) > 6 else ''}); {counts['system']} system lines, "
-                f"{counts['deleted']} deleted messages and {counts['calls']} call notices skipped; "
-                f"{counts['media']} media kept as attachments")
+                f"{', …' if len(speakers) > 6 else ''}); {plural(counts['system'], 'system line')}, "
+                f"{plural(counts['deleted'], 'deleted message')} and {plural(counts['calls'], 'call notice')} "
+                f"skipped; {plural(counts['media'], 'media file')} kept as attachments")
     if how:
         reader.note(how)
     return reader.unique(messages)
