@@ -213,11 +213,9 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
 
 def _echo_sources(report: Any, limit: int = 20) -> None:
     """One line per file of a folder that added or changed something; a count for the rest."""
-    root = str(Path(report.path).resolve())
     changed = [s for s in report.sources if not s.already_loaded]
     for s in changed[:limit]:
-        name = s.uri.split("!/", 1)[1] if "!/" in s.uri else s.uri.removeprefix(root).lstrip("/") or s.uri
-        line = f"  {name} ({s.format}): {s.added} added of {s.messages}"
+        line = f"  {s.name} ({s.format}): {s.added} added of {s.messages}"
         if s.conflicts:
             line += f", {s.conflicts} stored with different text"
         click.echo(line)

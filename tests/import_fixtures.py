@@ -75,6 +75,7 @@ def prepare(into: Path) -> Path:
     with zipfile.ZipFile(root / "slack-export.zip", "w") as zf:
         for path in sorted((root / "slack-export").rglob("*.json")):
             zf.write(path, "slack-export/" + path.relative_to(root / "slack-export").as_posix())
+    shutil.rmtree(root / "slack-export")
     os.utime(root / "notes" / "ideas.txt", (IDEAS_MTIME, IDEAS_MTIME))
     return root
 

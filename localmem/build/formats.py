@@ -40,6 +40,7 @@ class ParsedSource:
     format: str
     groups: Groups = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    name: str = ""  # as the user would point at it: its path inside the folder, or the file's name
 
     @property
     def message_count(self) -> int:
@@ -128,7 +129,8 @@ def parse_source(reader: Reader, data: bytes, fmt: str | None, uri: str) -> Pars
         doc = load_json(reader, text) if fmt in JSON_FORMATS else None
     groups = _read(fmt, doc, text, reader)
     source = ParsedSource(uri, hashlib.sha256(data).hexdigest(), fmt,
-                          [(ns, msgs) for ns, msgs in groups if msgs], reader.notes)
+                          [(ns, msgs) for ns, msgs in groups if msgs], reader.notes,
+                          reader.rel or reader.path.name)
     if source.message_count == 0:
         raise InputError(reader.path, f"no messages found (read as {fmt})")
     return source

@@ -45,6 +45,7 @@ class SourceReport:
     """What one source (a file, a .zip member, a Slack export) added."""
 
     uri: str
+    name: str
     format: str
     sha256: str
     messages: int = 0
@@ -125,7 +126,7 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
     ensure_bound(conn, embedder)
     totals: dict[str, NamespaceReport] = {}
     for source in parsed.sources:
-        sr = SourceReport(source.uri, source.format, source.sha256, source.message_count,
+        sr = SourceReport(source.uri, source.name, source.format, source.sha256, source.message_count,
                           notes=list(source.notes))
         done = list(_store_source(conn, embedder, source, namespace, force_namespace, batch,
                                   embed_batch, progress))

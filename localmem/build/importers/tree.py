@@ -82,9 +82,10 @@ def parse_tree(root: Path, fmt: str | None, conversation: str | None, options: O
             digest.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
         reader = Reader(where, options, conversation)
         messages = slack.parse(files, reader)
-        uri = _uri(root) if base == "." else f"{_uri(root)}/{base}"
+        uri = inside["users.json"].uri.rsplit("/users.json", 1)[0].removesuffix("!")
+        name = root.name if base == "." else base
         if messages:
-            sources.append(ParsedSource(uri, digest.hexdigest(), "slack", [(None, messages)], reader.notes))
+            sources.append(ParsedSource(uri, digest.hexdigest(), "slack", [(None, messages)], reader.notes, name))
         else:
             skipped.append(Skipped(base, "a Slack export without messages"))
         consumed |= {e.rel for e in inside.values()}
