@@ -4,6 +4,7 @@ exports' shapes), and the corner cases of each format."""
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -370,7 +371,8 @@ def test_notes_front_matter_author_and_time():
     _, msgs = read(NOTES / "recipes" / "pesto.md")
     (pesto,) = msgs
     assert (pesto.speaker, pesto.role, pesto.sent_at) == ("Nonna Lucia", None, "2023-08-15T00:00:00")
-    assert pesto.conversation == "pesto" and pesto.external_id == "note"
+    # in an Obsidian vault (a folder holding .obsidian), named by its path in the vault
+    assert pesto.conversation == "recipes/pesto" and pesto.external_id == "note"
     assert pesto.text.startswith("Basil pesto") and "---" not in pesto.text
     assert pesto.raw["front_matter"] == {"author": "Nonna Lucia", "created": "2023-08-15"}
 
@@ -393,7 +395,7 @@ def test_long_notes_are_split_at_headings_outside_code():
     assert [m.external_id for m in msgs] == ["garden-plan", "beds", "tomatoes", "care", "watering"]
     assert msgs[2].text.startswith("## Tomatoes\n\n### Varieties")  # a bare heading joins the next
     assert "# not a heading" in msgs[3].text  # inside a code fence
-    assert {m.sent_at for m in msgs} == {"2024-04-20T00:00:00"} and {m.conversation for m in msgs} == {"garden"}
+    assert {m.sent_at for m in msgs} == {"2024-04-20T00:00:00"} and {m.conversation for m in msgs} == {"projects/garden"}
     assert any("split at its headings into 5 messages" in n for n in parsed.notes)
     short = Options(timezone="UTC", note_split_chars=100_000)
     _, whole = read(NOTES / "projects" / "garden.md", options=short)
@@ -402,9 +404,16 @@ def test_long_notes_are_split_at_headings_outside_code():
 
 def test_notes_folder_names_conversations_by_path(tmp_path):
     parsed, msgs = read(NOTES)
-    assert sorted({m.conversation for m in msgs}) == ["ideas", "journal/2024-03-02", "projects/garden",
-                                                      "recipes/pesto"]
+    names = ["ideas", "journal/2024-03-02", "projects/garden", "recipes/pesto"]
+    assert sorted({m.conversation for m in msgs}) == names
     assert [(s.path, s.why) for s in parsed.skipped] == [("attachments/garden-sketch.png", "media (.png)")]
+    # the vault's subfolder names its notes as the vault does
+    assert {m.conversation for m in read(NOTES / "journal")[1]} == {"journal/2024-03-02"}
+    # outside a vault: the path inside the folder ingested, or the file's name
+    plain = tmp_path / "plain"
+    shutil.copytree(NOTES, plain, ignore=shutil.ignore_patterns(".obsidian"))
+    assert sorted({m.conversation for m in read(plain)[1]}) == names
+    assert {m.conversation for m in read(plain / "journal")[1]} == {"2024-03-02"}
 
 
 def test_prose_is_a_note_only_by_its_suffix(tmp_path):

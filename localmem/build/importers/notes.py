@@ -11,9 +11,10 @@ text; ``raw`` keeps it, with the note's path.
 A note longer than ``NOTE_SPLIT_CHARS`` (900 characters: what one vector of the embedder still
 covers, see config) is split at its headings (``#`` to ``######``, outside code fences): each
 section is one message, with its heading line; a heading with no text of its own joins the
-next section. Each note is one conversation, named by its path inside the folder without the
-suffix (``journal/2024-01-12``), or by its file name alone. Message ids are ``note`` for a note
-read whole, and the section's heading as a slug (``groceries``, ``groceries-2``, ``intro`` for
+next section. Each note is one conversation, named by its path without the suffix: inside its
+Obsidian vault when it is in one (``journal/2024-01-12``, however the vault is ingested), else
+inside the folder being ingested, else its file name. Message ids are ``note`` for a note read
+whole, and the section's heading as a slug (``groceries``, ``groceries-2``, ``intro`` for
 the text before the first heading) otherwise, so that an edited note changes only the ids of
 the sections that changed.
 """
@@ -95,13 +96,31 @@ def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
 
 
 def _conversation(reader: Reader) -> str:
-    if reader.rel:
-        rel = reader.rel
-        for suffix in SUFFIXES:
-            if rel.lower().endswith(suffix):
-                return rel[:-len(suffix)]
-        return rel
-    return reader.path.stem or "notes"
+    """The note's path without its suffix: inside its Obsidian vault when it is in one (a
+    folder holding ``.obsidian``), so that ingesting the vault, a folder of it or one note
+    names it alike; else inside the folder being ingested; else its file name."""
+    rel = reader.rel
+    vault = _vault(reader.path)
+    if vault is not None:
+        rel = reader.path.resolve().relative_to(vault).as_posix()
+    if not rel:
+        return reader.path.stem or "notes"
+    for suffix in SUFFIXES:
+        if rel.lower().endswith(suffix):
+            return rel[:-len(suffix)]
+    return rel
+
+
+def _vault(path) -> Any:
+    try:
+        if not path.is_file():
+            return None  # a .zip member, standard input
+        for parent in path.resolve().parents:
+            if (parent / ".obsidian").is_dir():
+                return parent
+    except OSError:
+        return None
+    return None
 
 
 def _when(meta: dict[str, Any], reader: Reader) -> str | None:
