@@ -199,8 +199,9 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
         click.echo(line)
     if len(report.sources) > 1:
         _echo_sources(report)
-    for note in dict.fromkeys(report.notes):
-        click.echo(f"note: {note}")
+    for source in report.sources:
+        for note in source.notes:
+            click.echo(f"note: {source.name}: {note}" if len(report.sources) > 1 else f"note: {note}")
     _echo_not_read(report.not_read)
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
     for ns, count in report.episodes.items():

@@ -164,7 +164,8 @@ def test_cli_folder_output_lists_files_notes_and_what_was_not_read(cli_env, expo
     assert "default: 64 added, 0 already stored" in out
     assert "  slack-export.zip/slack-export (slack): 12 added of 12" in out
     assert "  WhatsApp Chat - Sam Okafor.zip/_chat.txt (whatsapp): 8 added of 8" in out
-    assert "note: WhatsApp dates are ambiguous (no number above 12): read month-first" in out
+    assert ("note: WhatsApp Chat - Sam Okafor.zip/_chat.txt: WhatsApp dates are ambiguous (no number "
+            "above 12): read month-first") in out
     assert "not read: 6 files" in out and "  chatgpt/chat.html: ChatGPT's web view" in out
     assert out.rstrip().splitlines()[-2].startswith("folder, ")
     again = run(db, "ingest", str(exports))

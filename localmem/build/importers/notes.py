@@ -53,8 +53,8 @@ def parse(text: str, reader: Reader) -> list[MessageIn]:
     if len(body) > reader.options.note_split_chars:
         sections = _sections(body)
         if len(sections) > 1:
-            reader.note(f"notes: {reader.rel or reader.path.name} ({len(body):,} characters, over "
-                        f"{reader.options.note_split_chars}) split at its headings into {len(sections)} messages")
+            reader.note(f"notes: {len(body):,} characters, over {reader.options.note_split_chars}: "
+                        f"split at its headings into {len(sections)} messages")
     ids: dict[str, int] = {}
     messages = []
     for heading, chunk in sections:

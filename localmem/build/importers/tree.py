@@ -25,7 +25,7 @@ READ_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".md", ".markdown", ".tex
 _MEDIA = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".heic", ".bmp", ".svg", ".mp4", ".mov", ".3gp",
           ".webm", ".opus", ".ogg", ".m4a", ".mp3", ".aac", ".wav", ".vcf"}
 _KINDS = {".html": "a web page", ".htm": "a web page", ".pdf": "a document", ".docx": "a document",
-          ".doc": "a document", ".csv": "a table", ".xlsx": "a table", ".zip": "an archive inside an archive"}
+          ".doc": "a document", ".csv": "a table", ".xlsx": "a table", ".zip": "a .zip inside a .zip, or one that cannot be opened"}
 # Files of known exports that hold no messages of their own.
 COMPANIONS = {
     "chat.html": "ChatGPT's web view of conversations.json (read from there)",
@@ -70,25 +70,19 @@ def parse_tree(root: Path, fmt: str | None, conversation: str | None, options: O
     for base in slack_roots:
         inside = {e.rel if base == "." else e.rel[len(base) + 1:]: e for e in entries
                   if base == "." or e.rel.startswith(base + "/")}
-        where = root if base == "." else root / base
-        if "users.json" not in inside:
-            raise InputError(where, "not a Slack export: no users.json")
-        try:
-            files = {rel: e.read() for rel, e in inside.items() if rel.endswith(".json")}
-        except (OSError, zipfile.BadZipFile, RuntimeError) as exc:
-            raise InputError(where, f"cannot read the Slack export: {exc}") from exc
-        digest = hashlib.sha256()
-        for rel in sorted(files):
-            digest.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
-        reader = Reader(where, options, conversation)
-        messages = slack.parse(files, reader)
-        uri = inside["users.json"].uri.rsplit("/users.json", 1)[0].removesuffix("!")
-        name = root.name if base == "." else base
-        if messages:
-            sources.append(ParsedSource(uri, digest.hexdigest(), "slack", [(None, messages)], reader.notes, name))
-        else:
-            skipped.append(Skipped(base, "a Slack export without messages"))
         consumed |= {e.rel for e in inside.values()}
+        name = root.name if base == "." else base
+        try:
+            source = _slack(root if base == "." else root / base, inside, name, conversation, options)
+        except InputError as exc:
+            if fmt == "slack":
+                raise
+            skipped.append(Skipped(name, (f"{exc.where}: " if exc.where else "") + exc.problem, failed=True))
+            continue
+        if source is None:
+            skipped.append(Skipped(name, "a Slack export without messages"))
+        else:
+            sources.append(source)
     for e in entries:
         if e.rel in consumed:
             continue
@@ -115,6 +109,27 @@ def parse_tree(root: Path, fmt: str | None, conversation: str | None, options: O
                                "inputs (each names its own); leave --conversation out")
     kind = "zip" if root.is_file() else "folder"
     return ParsedInput(str(root), kind, sources, skipped)
+
+
+def _slack(where: Path, inside: dict[str, Entry], name: str, conversation: str | None, options: Options):
+    """One Slack export (``inside``: its files by path inside it) as one source, or ``None``."""
+    from ..formats import ParsedSource
+
+    if "users.json" not in inside:
+        raise InputError(where, "not a Slack export: no users.json")
+    try:
+        files = {rel: e.read() for rel, e in inside.items() if rel.endswith(".json")}
+    except (OSError, zipfile.BadZipFile, RuntimeError) as exc:
+        raise InputError(where, f"cannot read the Slack export: {exc}") from exc
+    digest = hashlib.sha256()  # the export's files and their contents, in order
+    for rel in sorted(files):
+        digest.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
+    reader = Reader(where, options, conversation)
+    messages = slack.parse(files, reader)
+    if not messages:
+        return None
+    uri = inside["users.json"].uri.rsplit("/users.json", 1)[0].removesuffix("!")
+    return ParsedSource(uri, digest.hexdigest(), "slack", [(None, messages)], reader.notes, name)
 
 
 def _not_an_input(rel: str) -> str | None:

@@ -24,10 +24,13 @@ conversation is named after the file (``WhatsApp Chat with Sam.txt`` -> "Sam").
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...text.times import to_iso
 from .common import MessageIn, Probe, Reader, lines, plural
 
 NAME = "whatsapp"
@@ -238,16 +241,24 @@ def _backwards(days: list[tuple[int, int, int]]) -> int:
 
 
 def _when(rec: _Record, order: str, reader: Reader, where: str) -> str:
-    a, b, c = rec.date
+    try:
+        return _stamp(rec.date, rec.time, rec.ampm, order)
+    except ValueError as exc:
+        raise reader.fail(f"cannot read the date {'/'.join(rec.date)} {rec.time} ({exc})", where) from exc
+
+
+@functools.lru_cache(maxsize=4096)  # a chat repeats its dates and minutes
+def _stamp(date: tuple[str, str, str], time: str, ampm: str | None, order: str) -> str:
+    """The wall-clock time, as written (WhatsApp gives no zone); ``ValueError`` if not a date."""
+    a, b, c = date
     if order == "ymd":
         year, month, day = int(a), int(b), int(c)
     elif order == "dmy":
         day, month, year = int(a), int(b), _year(c)
     else:
         month, day, year = int(a), int(b), _year(c)
-    parts = [int(x) for x in re.split(r"[:.]", rec.time)]
+    parts = [int(x) for x in re.split(r"[:.]", time)]
     hour, minute, second = parts[0], parts[1], parts[2] if len(parts) > 2 else 0
-    if rec.ampm:
-        hour = hour % 12 + (12 if rec.ampm.lower().startswith("p") else 0)
-    stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
-    return reader.time(stamp, where) or stamp
+    if ampm:
+        hour = hour % 12 + (12 if ampm.lower().startswith("p") else 0)
+    return to_iso(dt.datetime(year, month, day, hour, minute, second))
