@@ -151,7 +151,8 @@ def test_claude_text_blocks_roles_and_attachments():
     assert parsed.format == "claude"
     sour = by_conversation(msgs)["Sourdough starter troubleshooting (2024-04-06)"]
     assert [(m.speaker, m.role) for m in sour] == [("user", "user"), ("assistant", "assistant")] * 2
-    assert sour[1].text == "Not dead: that acetone smell means it is hungry. Feed it more often, or with more flour."
+    assert sour[1].text == ("Not dead: that acetone smell means it is hungry. Feed it more often, or "
+                            "with more flour.")
     assert "yeast has run out" not in " ".join(m.text for m in msgs)  # thinking
     assert "print(5 * 50)" not in " ".join(m.text for m in msgs)  # tool use
     assert sour[2].attachments == [{"type": "file", "name": "feeding-log.txt", "size": 131, "file_type": "txt"}]
@@ -162,8 +163,9 @@ def test_claude_text_blocks_roles_and_attachments():
 def test_claude_follows_the_current_leaf_and_names_untitled_chats():
     parsed, msgs = read(CLAUDE)
     kitten = by_conversation(msgs)["Untitled (2024-04-08)"]
-    assert [m.text for m in kitten][2:] == ["We went with Pebble! She's 10 weeks old.",
-                                            "Pebble is a lovely name. At 10 weeks she needs four small meals a day."]
+    assert [m.text for m in kitten][2:] == [
+        "We went with Pebble! She's 10 weeks old.",
+        "Pebble is a lovely name. At 10 weeks she needs four small meals a day."]
     assert kitten[2].attachments == [{"type": "image", "name": "pebble.jpg"}]
     assert "2 messages off the current branch" in parsed.notes[0]
 
@@ -171,7 +173,8 @@ def test_claude_follows_the_current_leaf_and_names_untitled_chats():
 def test_claude_without_parent_links_reads_the_list_in_order(tmp_path):
     doc = [{"uuid": "c1", "name": "Plain", "created_at": "2024-01-01T10:00:00Z", "chat_messages": [
         {"uuid": "m1", "sender": "human", "text": "hello", "created_at": "2024-01-01T10:00:00Z"},
-        {"uuid": "m2", "sender": "assistant", "text": "hi there", "content": [], "created_at": "2024-01-01T10:00:02Z"},
+        {"uuid": "m2", "sender": "assistant", "text": "hi there", "content": [],
+         "created_at": "2024-01-01T10:00:02Z"},
         {"uuid": "m3", "sender": "human", "text": "", "created_at": "2024-01-01T10:00:09Z"}]}]
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(doc))
@@ -255,7 +258,8 @@ def test_whatsapp_german_dots_and_attached_files(tmp_path):
     path.write_text("24.12.23, 18:30 - Lea: Frohe Weihnachten!\n"
                     "24.12.23, 18:31 - Lea: IMG-20231224-WA0007.jpg (file attached)\nUnser Baum\n")
     _, msgs = read(path)
-    assert msgs[1].text == "Unser Baum" and msgs[1].attachments == [{"type": "image", "file": "IMG-20231224-WA0007.jpg"}]
+    assert msgs[1].text == "Unser Baum"
+    assert msgs[1].attachments == [{"type": "image", "file": "IMG-20231224-WA0007.jpg"}]
     assert msgs[0].sent_at == "2023-12-24T18:30:00"
 
 
@@ -395,7 +399,8 @@ def test_long_notes_are_split_at_headings_outside_code():
     assert [m.external_id for m in msgs] == ["garden-plan", "beds", "tomatoes", "care", "watering"]
     assert msgs[2].text.startswith("## Tomatoes\n\n### Varieties")  # a bare heading joins the next
     assert "# not a heading" in msgs[3].text  # inside a code fence
-    assert {m.sent_at for m in msgs} == {"2024-04-20T00:00:00"} and {m.conversation for m in msgs} == {"projects/garden"}
+    assert {m.sent_at for m in msgs} == {"2024-04-20T00:00:00"}
+    assert {m.conversation for m in msgs} == {"projects/garden"}
     assert any("split at its headings into 5 messages" in n for n in parsed.notes)
     short = Options(timezone="UTC", note_split_chars=100_000)
     _, whole = read(NOTES / "projects" / "garden.md", options=short)

@@ -89,7 +89,8 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
             text = _text(item.get("text") or "", names, ids)
             if not text.strip() and not attachments:
                 continue
-            thread = item.get("thread_ts") if item.get("thread_ts") and (parent or item.get("reply_count")) else None
+            in_thread = item.get("thread_ts") and (parent or item.get("reply_count"))
+            thread = item["thread_ts"] if in_thread else None
             messages.append(MessageIn(
                 conversation=reader.conversation or channel.name, session=f"thread {thread}" if thread else "",
                 seq=seq, external_id=item["ts"], speaker=_speaker(item, names),

@@ -25,7 +25,8 @@ READ_SUFFIXES = (".json", ".jsonl", ".ndjson", ".txt", ".md", ".markdown", ".tex
 _MEDIA = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".heic", ".bmp", ".svg", ".mp4", ".mov", ".3gp",
           ".webm", ".opus", ".ogg", ".m4a", ".mp3", ".aac", ".wav", ".vcf"}
 _KINDS = {".html": "a web page", ".htm": "a web page", ".pdf": "a document", ".docx": "a document",
-          ".doc": "a document", ".csv": "a table", ".xlsx": "a table", ".zip": "a .zip inside a .zip, or one that cannot be opened"}
+          ".doc": "a document", ".csv": "a table", ".xlsx": "a table",
+          ".zip": "a .zip inside a .zip, or one that cannot be opened"}
 # Files of known exports that hold no messages of their own.
 COMPANIONS = {
     "chat.html": "ChatGPT's web view of conversations.json (read from there)",

@@ -37,7 +37,8 @@ NAME = "whatsapp"
 
 _INVISIBLE = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _HEADER = re.compile(
-    r"^[\u200e\u200f\u202a-\u202e\ufeff]*(?P<open>\[)?(?P<date>\d{1,4}[./-] ?\d{1,2}[./-] ?\d{1,4})[,.]? (?:[^\d\[\]]{0,12}? )?"
+    r"^[\u200e\u200f\u202a-\u202e\ufeff]*(?P<open>\[)?(?P<date>\d{1,4}[./-] ?\d{1,2}[./-] ?\d{1,4})[,.]? "
+    r"(?:[^\d\[\]]{0,12}? )?"  # a word some locales put before the time
     r"(?P<time>\d{1,2}[:.]\d{2}(?:[:.]\d{2})?)(?: ?(?P<ampm>[ap]\.? ?m\.?))?"
     r"(?(open)\] | [-\u2013] )(?P<rest>.*)$", re.I)
 _MEDIA_OMITTED = re.compile(
