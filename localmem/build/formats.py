@@ -112,7 +112,7 @@ def parse(path: str | Path, data: bytes | None = None, fmt: str | None = None,
         modified = _modified(path, options)
     reader = Reader(path, options, conversation, modified=modified)
     source = parse_source(reader, data, fmt, _uri(path))
-    return ParsedInput(str(path), source.format, [source])
+    return ParsedInput(_uri(path), source.format, [source])
 
 
 def parse_source(reader: Reader, data: bytes, fmt: str | None, uri: str) -> ParsedSource:

@@ -8,7 +8,6 @@ the write lock is held only for the inserts.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -99,10 +98,6 @@ class IngestReport:
             "notes": self.notes, "episodes": self.episodes,
             **({"build": self.build} if self.build is not None else {}),
         }
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:

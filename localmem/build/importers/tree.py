@@ -109,7 +109,7 @@ def parse_tree(root: Path, fmt: str | None, conversation: str | None, options: O
         raise InputError(root, f"--conversation names one conversation, but this holds {len(sources)} "
                                "inputs (each names its own); leave --conversation out")
     kind = "zip" if root.is_file() else "folder"
-    return ParsedInput(str(root), kind, sources, skipped)
+    return ParsedInput(_uri(root), kind, sources, skipped)
 
 
 def _slack(where: Path, inside: dict[str, Entry], name: str, conversation: str | None, options: Options):
