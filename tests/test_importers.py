@@ -253,6 +253,15 @@ def test_whatsapp_month_first_decided_by_a_day_above_12(tmp_path):
     assert not any("ambiguous" in n for n in parsed.notes)
 
 
+def test_whatsapp_call_notices_are_skipped_but_talk_about_calls_is_not(tmp_path):
+    path = tmp_path / "WhatsApp Chat with Kai.txt"
+    path.write_text("13/04/2024, 09:00 - Kai: Missed voice call\n13/04/2024, 09:01 - Kai: Voice call, 12 min\n"
+                    "13/04/2024, 09:02 - Kai: Voice call tomorrow?\n")
+    parsed, msgs = read(path)
+    assert [m.text for m in msgs] == ["Voice call tomorrow?"]
+    assert "2 call notices skipped" in parsed.notes[0]
+
+
 def test_whatsapp_german_dots_and_attached_files(tmp_path):
     path = tmp_path / "WhatsApp Chat mit Lea.txt"
     path.write_text("24.12.23, 18:30 - Lea: Frohe Weihnachten!\n"

@@ -51,7 +51,8 @@ _DELETED = {"this message was deleted", "you deleted this message", "this messag
 _NOTICE = re.compile(r"^(?:Messages and calls are end-to-end encrypted|Messages to this (?:group|chat) "
                      r"are now secured with end-to-end encryption|Your security code with .{1,60} changed)",
                      re.I)
-_CALL = re.compile(r"^(?:Missed )?(?:group )?(?:voice|video) call\b", re.I)
+# A call notice is the whole message ("Missed voice call", "Voice call, 12 min"), never a sentence.
+_CALL = re.compile(r"^(?:Missed )?(?:group )?(?:voice|video) call(?:[,.] .{0,40})?$", re.I)
 _KINDS = {"jpg": "image", "jpeg": "image", "png": "image", "webp": "sticker", "gif": "image",
           "heic": "image", "mp4": "video", "mov": "video", "3gp": "video", "opus": "audio",
           "ogg": "audio", "m4a": "audio", "mp3": "audio", "aac": "audio", "vcf": "contact"}
