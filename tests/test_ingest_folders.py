@@ -229,3 +229,15 @@ def count_rows(db: Path, sql: str) -> int:
         return count(conn, sql)
     finally:
         conn.close()
+
+
+def test_an_unknown_time_zone_is_a_config_error(tmp_path):
+    from localmem.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown time zone 'Mars/Olympus'"):
+        Config.load({"timezone": "Mars/Olympus"}, env={}, config_file=tmp_path / "none.toml")
+    assert Config.load({"timezone": "Europe/Berlin"}, env={}, config_file=tmp_path / "none.toml").timezone == \
+        "Europe/Berlin"
+    with Memory(tmp_path / "m.db", config=Config(timezone="Nowhere/Here"), embedder=HashEmbedder()) as mem:
+        with pytest.raises(ConfigError, match="setting timezone"):
+            mem.ingest(FIXTURES / "chatgpt" / "conversations.json")
