@@ -19,6 +19,7 @@ from .config import (
     ASK_MODES,
     CHANNELS,
     CONSOLIDATE_MODES,
+    DATE_ORDERS,
     DEFAULT_AGENT_STEPS,
     DEFAULT_CONVERSATION,
     DEFAULT_K,
@@ -157,8 +158,11 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", metavar=f"[{'|'.join(FORMATS)}]",
-              help="Input format (default: detected).")
+              help="Input format (default: detected; in a folder, forced on every file).")
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
+@click.option("--date-order", type=click.Choice(DATE_ORDERS[1:]),
+              help="How WhatsApp dates such as 01/02/2024 are read; without it each file decides, "
+                   "and the report says what was assumed when it cannot. Env: LOCALMEM_DATE_ORDER.")
 @click.option("--extract", type=click.Choice(EXTRACT_MODES),
               help="'none' stores and indexes raw messages only; 'llm' also builds episodes, facts and "
                    f"entities with the local LLM. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
@@ -168,17 +172,20 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
                    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
 @json_option
 @click.pass_obj
-def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, extract: str | None,
-           consolidate: str | None, as_json: bool) -> None:
-    """Store the messages of FILE (LoCoMo JSON, JSONL, chat JSON or a text transcript).
+def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, date_order: str | None,
+           extract: str | None, consolidate: str | None, as_json: bool) -> None:
+    """Store the messages of FILE: a ChatGPT or Claude.ai export, a WhatsApp chat, a Slack export,
+    a Discord channel (DiscordChatExporter JSON), notes, LoCoMo JSON, JSONL, chat JSON or a text
+    transcript. A folder or .zip is read file by file; '-' reads standard input.
 
-    Re-ingesting the same file adds nothing. LoCoMo conversations each go to a
-    namespace named by their sample_id unless --namespace is given.
+    Re-ingesting adds nothing; an edited file adds only what is new. LoCoMo conversations each
+    go to a namespace named by their sample_id unless --namespace is given.
     """
     forced = state.config.namespace if state.namespace_given else None
-    with _progress(state, f"ingesting {file.name}", ("extracting episodes",)) as progress:
+    with _progress(state, f"ingesting {file.name or file}", ("extracting episodes",)) as progress:
         report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
-                                       extract=extract, consolidate=consolidate, progress=progress)
+                                       extract=extract, consolidate=consolidate, date_order=date_order,
+                                       progress=progress)
     if as_json:
         _print_json(report.to_dict())
         return
@@ -190,6 +197,12 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
         if nsr.conflicts:
             line += f", {nsr.conflicts} stored with different text (kept the stored version)"
         click.echo(line)
+    if len(report.sources) > 1:
+        _echo_sources(report)
+    for source in report.sources:
+        for note in source.notes:
+            click.echo(f"note: {source.name}: {note}" if len(report.sources) > 1 else f"note: {note}")
+    _echo_not_read(report.not_read)
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
     for ns, count in report.episodes.items():
         if count:
@@ -197,6 +210,38 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
                        "'localmem flush' with a model)")
     for ns, build in (report.build or {}).items():
         _echo_build(ns, build)
+
+
+def _echo_sources(report: Any, limit: int = 20) -> None:
+    """One line per file of a folder that added or changed something; a count for the rest."""
+    changed = [s for s in report.sources if not s.already_loaded]
+    for s in changed[:limit]:
+        line = f"  {s.name} ({s.format}): {s.added} added of {s.messages}"
+        if s.conflicts:
+            line += f", {s.conflicts} stored with different text"
+        click.echo(line)
+    if len(changed) > limit:
+        click.echo(f"  … and {len(changed) - limit} more files with new messages")
+    unchanged = len(report.sources) - len(changed)
+    if unchanged:
+        click.echo(f"  {unchanged} files already ingested")
+
+
+def _echo_not_read(not_read: list[dict[str, Any]], limit: int = 10) -> None:
+    for item in [i for i in not_read if i["failed"]]:
+        click.echo(f"warning: could not read {item['path']}: {item['why']}", err=True)
+    others = [i for i in not_read if not i["failed"]]
+    if not others:
+        return
+    click.echo(f"not read: {len(others)} files")
+    for item in others[:limit]:
+        click.echo(f"  {item['path']}: {item['why']}")
+    if len(others) > limit:
+        kinds: dict[str, int] = {}
+        for item in others[limit:]:
+            kinds[item["why"]] = kinds.get(item["why"], 0) + 1
+        click.echo(f"  … and {len(others) - limit} more (" + ", ".join(
+            f"{n} {why}" for why, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:4]) + ")")
 
 
 def _echo_build(ns: str, build: dict[str, Any]) -> None:

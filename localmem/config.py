@@ -27,7 +27,12 @@ EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, f
 CONSOLIDATE_MODES = ("off", "fast", "full")
 ASK_MODES = ("fast", "agentic")
 RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
-FORMATS = ("locomo", "jsonl", "chat", "text")
+# Input formats (localmem.build.formats detects them; --format forces one). "slack" reads an
+# export folder or .zip; a folder or .zip of anything else is read file by file.
+FORMATS = ("locomo", "jsonl", "chat", "text", "chatgpt", "claude", "whatsapp", "slack", "discord",
+           "notes")
+# How a WhatsApp export's "01/02/2024" is read: decided per file from the values when "auto".
+DATE_ORDERS = ("auto", "day-first", "month-first")
 EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
 # Search channels: the default set, and every one. Temporal fires only when the query names a
 # time; with it no LoCoMo conv-26 category recalls less than raw-turn hybrid at k = 5, 10 or 20
@@ -74,6 +79,17 @@ DEFAULT_ASK_CHECK = True
 DEFAULT_ASK_DATES = True
 DEFAULT_CONSOLIDATE = "off"
 DEFAULT_EXTRACT = "none"
+# Import: a time that names its zone (epoch seconds in ChatGPT and Slack exports, "Z" in Claude's,
+# offsets in Discord's) is stored in this zone, as the wall-clock time the user lived it, so that
+# "on Friday" means their Friday; "local" is this machine's zone. Times without a zone (WhatsApp,
+# notes, transcripts) are already someone's wall-clock time and are stored as written.
+DEFAULT_TIMEZONE = "local"
+DEFAULT_NOTES_AUTHOR = "me"  # the speaker of a note whose front matter names no author
+DEFAULT_DATE_ORDER = "auto"
+# A note longer than this is split at its headings: the embedder reads embed_max_tokens (256)
+# tokens, and English prose measured 3.4-3.7 characters per token (README, sample chat), so
+# about 900 characters is what one vector still covers.
+NOTE_SPLIT_CHARS = 900
 # The backend of each model role (see localmem.models.factory): llama.cpp in-process, and
 # onnxruntime for the embedder and a user-supplied cross-encoder.
 DEFAULT_LLM_BACKEND = "llama"
@@ -157,6 +173,9 @@ class Config:
     llm_backend: str = DEFAULT_LLM_BACKEND
     embed_backend: str = DEFAULT_EMBED_BACKEND
     rerank_backend: str = DEFAULT_RERANK_BACKEND
+    timezone: str = DEFAULT_TIMEZONE  # "local", "UTC" or an IANA name
+    notes_author: str = DEFAULT_NOTES_AUTHOR
+    date_order: str = DEFAULT_DATE_ORDER  # one of DATE_ORDERS
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
@@ -216,6 +235,15 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         raise ConfigError(f"setting consolidate must be one of {', '.join(CONSOLIDATE_MODES)}, got {value!r}")
     if name == "ask_evidence" and str(value) not in ASK_EVIDENCE:
         raise ConfigError(f"setting ask_evidence must be one of {', '.join(ASK_EVIDENCE)}, got {value!r}")
+    if name == "date_order" and str(value) not in DATE_ORDERS:
+        raise ConfigError(f"setting date_order must be one of {', '.join(DATE_ORDERS)}, got {value!r}")
+    if name == "timezone":
+        from .text.times import zone
+
+        try:
+            zone(str(value))
+        except ValueError as exc:
+            raise ConfigError(f"setting timezone: {exc}") from exc
     if name == "extract" and str(value) not in EXTRACT_MODES:
         raise ConfigError(f"setting extract must be one of {', '.join(EXTRACT_MODES)}, got {value!r}")
     if isinstance(default, bool):

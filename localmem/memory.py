@@ -16,6 +16,7 @@ from .config import (
     ALL_CHANNELS,
     ASK_MODES,
     CONSOLIDATE_MODES,
+    DATE_ORDERS,
     DEFAULT_AGENT_STEPS,
     DEFAULT_CONVERSATION,
     DEFAULT_K,
@@ -119,12 +120,16 @@ class Memory:
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
                namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
-               progress: Progress | None = None) -> "IngestReport":
-        """Ingest a file (LoCoMo JSON, JSONL, chat JSON or text transcript).
+               date_order: str | None = None, progress: Progress | None = None) -> "IngestReport":
+        """Ingest a file, a folder or .zip of them (every file it recognises; the others are
+        listed in the report's ``not_read``), or ``"-"`` for standard input. Formats: ChatGPT,
+        Claude.ai, WhatsApp, Slack, Discord (DiscordChatExporter), notes, LoCoMo JSON, JSONL,
+        chat JSON, text transcripts; detected unless ``format`` is given.
 
-        Re-ingesting the same file is a no-op. LoCoMo samples each go to the
-        namespace named by their ``sample_id`` unless ``namespace`` is given.
-        ``progress(done, total)`` is called after every batch. ``consolidate`` (with
+        Re-ingesting the same input is a no-op; an edited file adds only its new messages. LoCoMo
+        samples each go to the namespace named by their ``sample_id`` unless ``namespace`` is
+        given. ``date_order`` ("day-first", "month-first") overrides how WhatsApp dates are
+        read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
         the config).
         """
@@ -132,11 +137,13 @@ class Memory:
 
         extract = _choice("--extract", extract or self.config.extract, EXTRACT_MODES)
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
+        if date_order is not None:
+            _choice("--date-order", date_order, DATE_ORDERS)
         file = Path(path)
         if format is not None and format not in FORMATS:
             raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
-        data = formats.read_input(file)
-        parsed = formats.parse(file, data, format, conversation, self.config.max_message_chars)
+        options = formats.Options.from_config(self.config, date_order=date_order)
+        parsed = formats.parse(file, None, format, conversation, options=options)
         embedder = self.embedder
         _ = embedder.dim  # load the model before anything is written
         total, done = parsed.message_count, 0
@@ -152,8 +159,7 @@ class Memory:
         with self._locked():
             report = ingest.store_parsed(
                 self.conn, embedder, parsed, namespace=namespace or self.namespace,
-                force_namespace=namespace is not None, kind=parsed.format, uri=str(file.resolve()),
-                sha256=ingest.sha256_bytes(data), batch=self.config.ingest_batch,
+                force_namespace=namespace is not None, batch=self.config.ingest_batch,
                 embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,

@@ -8,7 +8,6 @@ the write lock is held only for the inserts.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -22,13 +21,15 @@ from ..store import db
 from ..store.queries import q
 from ..text.sentences import sentence_spans
 from .embedding import embed_batched, message_text, to_blob, unit_text
-from .formats import MessageIn, ParsedInput
+from .formats import MessageIn, ParsedInput, ParsedSource
 
 Progress = Callable[[int], None]
 
 
 @dataclass
 class NamespaceReport:
+    """What one namespace received (summed over the sources; ``source_id`` is its first)."""
+
     namespace: str
     source_id: int
     messages: int = 0
@@ -39,13 +40,33 @@ class NamespaceReport:
 
 
 @dataclass
+class SourceReport:
+    """What one source (a file, a .zip member, a Slack export) added."""
+
+    uri: str
+    name: str
+    format: str
+    sha256: str
+    messages: int = 0
+    added: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    already_loaded: bool = False
+    source_ids: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class IngestReport:
-    """What an ingest did. ``conflicts`` counts stored ids whose text differs in the input."""
+    """What an ingest did. ``conflicts`` counts stored ids whose text differs in the input.
+    ``not_read`` lists the files of a folder that were not read (``{path, why, failed}``)."""
 
     path: str
     format: str
-    sha256: str
+    sha256: str | None
     namespaces: list[NamespaceReport] = field(default_factory=list)
+    sources: list[SourceReport] = field(default_factory=list)
+    not_read: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
     build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
@@ -63,19 +84,20 @@ class IngestReport:
     def conflicts(self) -> int:
         return sum(n.conflicts for n in self.namespaces)
 
+    @property
+    def notes(self) -> list[str]:
+        return [note for s in self.sources for note in s.notes]
+
     def to_dict(self) -> dict:
         return {
             "path": self.path, "format": self.format, "sha256": self.sha256,
             "added": self.added, "skipped": self.skipped, "conflicts": self.conflicts,
             "seconds": round(self.seconds, 3), "embed_seconds": round(self.embed_seconds, 3),
             "namespaces": [vars(n) for n in self.namespaces],
-            "episodes": self.episodes,
+            "sources": [vars(s) for s in self.sources], "not_read": self.not_read,
+            "notes": self.notes, "episodes": self.episodes,
             **({"build": self.build} if self.build is not None else {}),
         }
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
@@ -87,43 +109,74 @@ def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
 
 
 def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput, *,
-                 namespace: str, force_namespace: bool, kind: str, uri: str, sha256: str,
-                 batch: int, embed_batch: int, progress: Progress | None = None) -> IngestReport:
-    """Store every message of ``parsed``; groups go to their own namespace unless forced."""
+                 namespace: str, force_namespace: bool, batch: int, embed_batch: int,
+                 progress: Progress | None = None) -> IngestReport:
+    """Store every message of ``parsed``, source by source (each its own row in ``sources``,
+    keyed by its sha256: a source already loaded is skipped whole); groups go to their own
+    namespace unless forced."""
     started = time.perf_counter()
-    report = IngestReport(path=uri, format=parsed.format, sha256=sha256)
+    single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
+    report = IngestReport(path=parsed.path, format=parsed.format, sha256=single,
+                          not_read=[vars(s) for s in parsed.skipped])
     ensure_bound(conn, embedder)
+    totals: dict[str, NamespaceReport] = {}
+    for source in parsed.sources:
+        sr = SourceReport(source.uri, source.name, source.format, source.sha256, source.message_count,
+                          notes=list(source.notes))
+        done = list(_store_source(conn, embedder, source, namespace, force_namespace, batch,
+                                  embed_batch, progress))
+        for nsr, seconds in done:
+            report.embed_seconds += seconds
+            sr.source_ids.append(nsr.source_id)
+            sr.added += nsr.added
+            sr.skipped += nsr.skipped
+            sr.conflicts += nsr.conflicts
+            total = totals.setdefault(nsr.namespace, NamespaceReport(nsr.namespace, nsr.source_id,
+                                                                     already_loaded=True))
+            total.messages += nsr.messages
+            total.added += nsr.added
+            total.skipped += nsr.skipped
+            total.conflicts += nsr.conflicts
+            total.already_loaded = total.already_loaded and nsr.already_loaded
+        sr.already_loaded = bool(done) and all(nsr.already_loaded for nsr, _ in done)
+        report.sources.append(sr)
+    report.namespaces = list(totals.values())
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _store_source(conn: apsw.Connection, embedder: Embedder, source: ParsedSource, namespace: str,
+                  force_namespace: bool, batch: int, embed_batch: int, progress: Progress | None):
+    """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
     # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
     # second group must not find the source already 'loaded' by the first and be skipped.
     by_ns: dict[str, list[MessageIn]] = {}
-    for group_ns, messages in parsed.groups:
+    for group_ns, messages in source.groups:
         by_ns.setdefault(namespace if force_namespace or group_ns is None else group_ns, []).extend(messages)
     for ns, messages in by_ns.items():
-        found = conn.execute(q("source_find"), {"ns": ns, "sha256": sha256}).fetchone()
+        found = conn.execute(q("source_find"), {"ns": ns, "sha256": source.sha256}).fetchone()
         if found and found[1] == "loaded":
-            report.namespaces.append(NamespaceReport(ns, found[0], len(messages), skipped=len(messages),
-                                                     already_loaded=True))
             if progress:
                 progress(len(messages))
+            yield NamespaceReport(ns, found[0], len(messages), skipped=len(messages), already_loaded=True), 0.0
             continue
         if found:
             source_id = found[0]
         else:
             with conn:
                 source_id = conn.execute(q("source_insert"), {
-                    "ns": ns, "kind": kind, "uri": uri, "sha256": sha256, "status": "loading",
-                    "created_at": db.now_iso()}).fetchone()[0]
+                    "ns": ns, "kind": source.format, "uri": source.uri, "sha256": source.sha256,
+                    "status": "loading", "created_at": db.now_iso()}).fetchone()[0]
         nsr = NamespaceReport(ns, source_id, len(messages))
+        seconds = 0.0
         for start in range(0, len(messages), batch):
             chunk = messages[start:start + batch]
-            report.embed_seconds += _store_batch(conn, embedder, ns, source_id, chunk, nsr, embed_batch)
+            seconds += _store_batch(conn, embedder, ns, source_id, chunk, nsr, embed_batch)
             if progress:
                 progress(len(chunk))
         with conn:
             conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
-        report.namespaces.append(nsr)
-    report.seconds = time.perf_counter() - started
-    return report
+        yield nsr, seconds
 
 
 def _store_batch(conn: apsw.Connection, embedder: Embedder, ns: str, source_id: int,

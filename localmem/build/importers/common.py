@@ -1,0 +1,188 @@
+"""What every importer shares: the message it produces, the settings it reads with, and one
+reader per input that checks text and times and turns problems into errors naming the place."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...config import (
+    DEFAULT_DATE_ORDER,
+    DEFAULT_NOTES_AUTHOR,
+    DEFAULT_TIMEZONE,
+    MAX_MESSAGE_CHARS,
+    NOTE_SPLIT_CHARS,
+)
+from ...errors import InputError
+from ...text.times import parse_timestamp
+
+
+@dataclass
+class MessageIn:
+    """One message as parsed, before it is stored."""
+
+    conversation: str
+    session: str
+    seq: int
+    external_id: str
+    speaker: str
+    text: str
+    role: str | None = None
+    sent_at: str | None = None
+    attachments: list[dict[str, Any]] | None = None
+    raw: Any = None
+
+
+Groups = list[tuple[str | None, list[MessageIn]]]  # (namespace or None: the caller's, messages)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The settings an input is read with (from the config; see ``Config``)."""
+
+    max_chars: int = MAX_MESSAGE_CHARS
+    timezone: str | None = DEFAULT_TIMEZONE  # None: times kept with the offset they came with
+    notes_author: str = DEFAULT_NOTES_AUTHOR
+    date_order: str = DEFAULT_DATE_ORDER
+    note_split_chars: int = NOTE_SPLIT_CHARS
+
+    @classmethod
+    def from_config(cls, config: Any, *, date_order: str | None = None) -> "Options":
+        """The options a :class:`~localmem.config.Config` sets (its time zone checked)."""
+        from ...errors import ConfigError
+        from ...text.times import zone
+
+        try:
+            zone(config.timezone)
+        except ValueError as exc:
+            raise ConfigError(f"setting timezone: {exc}") from exc
+        return cls(max_chars=config.max_message_chars, timezone=config.timezone,
+                   notes_author=config.notes_author, date_order=date_order or config.date_order)
+
+
+@dataclass
+class Reader:
+    """Reads one input: ``path`` names it in errors (a zip member is ``archive.zip/member``),
+    ``rel`` is its path inside the folder or archive being walked (``None`` for a file given
+    alone), ``conversation`` the caller's name for inputs that carry none, ``modified`` its
+    modification time (ISO) when known. ``notes`` collects what the report should say."""
+
+    path: Path
+    options: Options = field(default_factory=Options)
+    conversation: str | None = None
+    rel: str | None = None
+    modified: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def default_conversation(self) -> str:
+        """The caller's name, else the file's name without its suffix."""
+        return self.conversation or self.path.stem or "default"
+
+    def fail(self, problem: str, where: str | None = None) -> InputError:
+        return InputError(self.path, problem, where)
+
+    def text(self, value: Any, where: str) -> str:
+        """Message text, checked: a string (OpenAI-style content parts are joined) within the
+        length limit."""
+        if isinstance(value, list):
+            parts = [p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text"]
+            value = "\n".join(parts)
+        if not isinstance(value, str):
+            raise self.fail(f"message text must be a string, got {shape(value)}", where)
+        if len(value) > self.options.max_chars:
+            raise self.fail(
+                f"message text has {len(value):,} characters, over the limit of {self.options.max_chars:,}; "
+                "split it, or raise max_message_chars in the config", where)
+        return value
+
+    def time(self, value: Any, where: str) -> str | None:
+        """ISO text for a time; one that names its zone is moved to the configured zone."""
+        try:
+            return parse_timestamp(value, self.options.timezone)
+        except (ValueError, OverflowError, OSError) as exc:
+            raise self.fail(f"cannot read the time {value!r} ({exc})", where) from exc
+
+    def unique(self, messages: list[MessageIn]) -> list[MessageIn]:
+        """``messages``, after checking that no id appears twice in a conversation."""
+        seen: dict[tuple[str, str], int] = {}
+        for i, m in enumerate(messages):
+            key = (m.conversation, m.external_id)
+            if key in seen:
+                raise self.fail(f"message id '{m.external_id}' appears twice in conversation "
+                                f"'{m.conversation}' (items {seen[key] + 1} and {i + 1})")
+            seen[key] = i
+        return messages
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How close an input came to a format: ``fits`` or not, and ``why`` in a few words."""
+
+    fits: bool
+    why: str
+
+
+def lines(text: str) -> list[str]:
+    """The file's lines as an editor numbers them: split on LF (and CRLF) only.
+
+    ``str.splitlines`` also splits on U+2028, U+0085 and other characters that JSON
+    strings and chat messages may contain verbatim.
+    """
+    if "\n" not in text and "\r" in text:  # old Mac line ends
+        return text.split("\r")
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def shape(value: Any) -> str:
+    if isinstance(value, dict):
+        keys = ", ".join(list(value)[:5])
+        return f"an object with keys [{keys}]"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return type(value).__name__
+
+
+def first_item(doc: Any, key: str | None = None) -> Any:
+    """The first element of a list (or of ``doc[key]`` when ``doc`` is an object holding one)."""
+    if isinstance(doc, dict) and key is not None and isinstance(doc.get(key), list):
+        doc = doc[key]
+    if isinstance(doc, list):
+        return doc[0] if doc else None
+    return doc
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def titled(items: list[tuple[Any, str | None, str]]) -> list[str]:
+    """Conversation names for an export's ``(title, start time, id)`` items: ``"Title (2024-01-12)"``.
+
+    The start date is part of the name because titles repeat ("New chat") and a conversation
+    is keyed by its name: without it two chats would merge, and a suffix given only on a clash
+    would change when a later export adds a chat of the same title. Chats that still clash
+    all get the start time too, then their id, so no name depends on the export's order.
+    """
+    def base(title: Any) -> str:
+        text = re.sub(r"\s+", " ", title).strip() if isinstance(title, str) else ""
+        return text or "Untitled"
+
+    levels = [
+        [f"{base(t)} ({w[:10]})" if w else base(t) for t, w, _ in items],
+        [f"{base(t)} ({w[:10]} {w[11:16]})" if w else base(t) for t, w, _ in items],
+        [f"{base(t)} ({w[:10]} {w[11:16]}, {i[:8]})" if w else f"{base(t)} ({i[:8]})" for t, w, i in items],
+    ]
+    names = levels[0]
+    for level in levels[1:]:
+        counts: dict[str, int] = {}
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        names = [level[k] if counts[name] > 1 else name for k, name in enumerate(names)]
+    return names
