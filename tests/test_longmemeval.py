@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from localmem.benchmarks.longmemeval import contains, longmemeval_answers, render_markdown
+from localmem.benchmarks.longmemeval import (
+    contains,
+    longmemeval_answers,
+    render_markdown,
+)
 from localmem.config import Config
 
 from .fakes import HashEmbedder, ScriptedLLM
