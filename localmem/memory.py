@@ -474,12 +474,26 @@ class Memory:
         return manage.namespaces(self.conn)
 
     def forget(self, *, namespace: str | None = None, source_id: int | None = None,
-               dry_run: bool = False) -> dict[str, int]:
-        """Delete a namespace or one source, and everything derived from it."""
+               dry_run: bool = False) -> dict[str, Any]:
+        """Delete a namespace or one source, and everything derived from it, so that none of it
+        is left in the store's file: counts of what went (``sources``, ``messages``, ``units``,
+        ``entities``) and, unless ``dry_run``, ``file``: what scrubbing the file did
+        (``wal_emptied`` is False while another connection reads an older snapshot; its old
+        pages stay in the WAL until :meth:`vacuum`)."""
         from .store import manage
 
         with self._locked():
-            return manage.forget(self.conn, namespace=namespace, source_id=source_id, dry_run=dry_run)
+            return manage.forget(self.conn, self.path, namespace=namespace, source_id=source_id,
+                                 dry_run=dry_run)
+
+    def vacuum(self) -> dict[str, Any]:
+        """Compact the store: merge the full-text indexes, rewrite the file without its free
+        pages (a store made before auto_vacuum is switched to incremental), and empty the WAL;
+        sizes before and after."""
+        from .store import purge
+
+        with self._locked():
+            return purge.vacuum(self.conn, self.path)
 
     def sources(self) -> list[dict[str, Any]]:
         from .store import manage

@@ -16,7 +16,7 @@ from ..config import Config
 from ..errors import LocalmemError, NotFoundError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
-from . import db
+from . import db, purge
 from .queries import q
 
 
@@ -53,9 +53,10 @@ def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
-def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | None,
-           dry_run: bool) -> dict[str, int]:
-    """Delete a namespace or a source and everything derived from it; counts of what went."""
+def forget(conn: apsw.Connection, path: Path, *, namespace: str | None, source_id: int | None,
+           dry_run: bool) -> dict[str, Any]:
+    """Delete a namespace or a source and everything derived from it, leaving none of it in
+    the file (:func:`purge.purge`); counts of what went, and what the file scrub did."""
     if (namespace is None) == (source_id is None):
         raise LocalmemError("forget needs exactly one of a namespace or a source id")
     if namespace is not None:
@@ -64,18 +65,17 @@ def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | Non
         if not any(counts):
             raise NotFoundError(f"namespace '{namespace}' is empty or does not exist; "
                                 "see 'localmem namespaces'")
-        sql = q("forget_namespace")
+        query = "forget_namespace"
     else:
         found = conn.execute(q("source_get"), {"id": source_id}).fetchone()
         if found is None:
             raise NotFoundError(f"no source with id {source_id}; see 'localmem stats --sources'")
         params = {"id": source_id, "ns": found[1]}
         counts = conn.execute(q("forget_source_count"), params).fetchone()
-        sql = q("forget_source")
-    result = dict(zip(("sources", "messages", "units", "entities"), counts))
+        query = "forget_source"
+    result: dict[str, Any] = dict(zip(("sources", "messages", "units", "entities"), counts))
     if not dry_run:
-        with conn:
-            conn.execute(sql, params)
+        result["file"] = purge.purge(conn, path, query, params).to_dict()
     return result
 
 

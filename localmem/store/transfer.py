@@ -50,7 +50,7 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
     queries = _TABLE_QUERIES + (("export_parts", "export_message_vectors", "export_unit_vectors",
                                  "export_part_vectors") if with_vectors else ())
     # One read transaction, so the export is a consistent snapshot.
-    with conn:
+    with db.reading(conn):
         for ns in chosen:
             for name in queries:
                 for (line,) in conn.execute(q(name), {"ns": ns}):
