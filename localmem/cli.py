@@ -527,7 +527,7 @@ def import_(state: _State, file: Path, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def forget(state: _State, target_ns: str | None, source_id: int | None, yes: bool, as_json: bool) -> None:
-    """Delete a namespace or one source, and everything derived from it.
+    """Delete a namespace or one source, and everything derived from it, from the file's bytes.
 
     Without --yes nothing is deleted: it reports what would be, and exits 1.
     """
@@ -535,13 +535,35 @@ def forget(state: _State, target_ns: str | None, source_id: int | None, yes: boo
         raise click.UsageError("pass exactly one of --namespace NS or --source ID")
     target = {"namespace": target_ns} if target_ns is not None else {"source_id": source_id}
     counts = state.memory().forget(**target, dry_run=not yes)
+    scrubbed = counts.pop("file", None)
     if as_json:
-        _print_json({"deleted" if yes else "would_delete": counts, **target})
+        _print_json({"deleted" if yes else "would_delete": counts, **target,
+                     **({"file": scrubbed} if scrubbed else {})})
     else:
         what = ", ".join(f"{v} {k}" for k, v in counts.items())
         click.echo(f"deleted {what}" if yes else f"would delete {what}; re-run with --yes to delete")
+    if scrubbed and not scrubbed["wal_emptied"]:
+        click.echo("warning: another connection is still reading this store, so its write-ahead log "
+                   "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
+                   err=True)
     if not yes:
         sys.exit(1)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def vacuum(state: _State, as_json: bool) -> None:
+    """Compact the store: merge the full-text indexes, rewrite the file without free pages, empty the WAL."""
+    result = state.memory().vacuum()
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
+                   f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s")
+    if not result["wal_emptied"]:
+        click.echo("warning: another connection is still reading this store; its write-ahead log "
+                   "could not be emptied: run 'localmem vacuum' again once it is done", err=True)
 
 
 @cli.command()

@@ -7,6 +7,9 @@ method first needs them, so opening a store or importing localmem stays fast.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import inspect
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +34,8 @@ from .errors import LocalmemError, UnknownFormatError
 from .models.factory import Models
 
 if TYPE_CHECKING:
+    import apsw
+
     from .answer.fast import Answer
     from .answer.profile import Profile
     from .build.consolidate import Report as ConsolidationReport
@@ -52,6 +57,40 @@ class AddedMessage:
     added: bool
 
 
+def _one_at_a_time(cls: type) -> type:
+    """Every public method of ``cls`` runs holding the instance's lock, with the store's
+    low-level errors (locked, damaged) turned into :class:`LocalmemError` s; a generator
+    holds it while it computes each item, not while the caller holds the item."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        setattr(cls, name, _serial_generator(fn) if inspect.isgeneratorfunction(fn) else _serial(fn))
+    return cls
+
+
+def _serial(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(self: "Memory", *args: Any, **kwargs: Any) -> Any:
+        with self._lock, self._locked():
+            return fn(self, *args, **kwargs)
+    return call
+
+
+def _serial_generator(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    @functools.wraps(fn)
+    def call(self: "Memory", *args: Any, **kwargs: Any) -> Iterator[Any]:
+        items = fn(self, *args, **kwargs)
+        while True:
+            with self._lock, self._locked():
+                try:
+                    item = next(items)
+                except StopIteration:
+                    return
+            yield item
+    return call
+
+
+@_one_at_a_time
 class Memory:
     """Long-term memory in one SQLite file.
 
@@ -61,6 +100,14 @@ class Memory:
 
     The models are built from the config on first use (:class:`~localmem.models.factory.Models`);
     ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead.
+
+    Threads: one Memory may be shared by several threads; its calls then run one at a time
+    (each holds the Memory's lock until it returns), so a long ingest or ``ask`` makes the
+    others wait. To search while another thread writes, give each thread its own Memory: each
+    has its own connection, and the store's write-ahead log lets readers read while one writer
+    writes. Processes: any number may open the same store; a writer waits up to
+    ``busy_timeout_ms`` for another to finish (:class:`~localmem.errors.StoreLockedError`
+    after that). After :meth:`close`, every call raises :class:`~localmem.errors.LocalmemError`.
     """
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
@@ -79,13 +126,22 @@ class Memory:
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
         self.models = Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
-        self.conn = db.connect(self.path, cfg.busy_timeout_ms)
+        self._lock = threading.RLock()
+        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms)
 
     # -- lifecycle -------------------------------------------------------------
+    @property
+    def conn(self) -> "apsw.Connection":
+        """The store's connection (for the stage functions and tests)."""
+        if self._conn is None:
+            raise LocalmemError(f"this Memory of {self.path} is closed; open a new one to use the store")
+        return self._conn
+
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None  # type: ignore[assignment]
+        """Close the store (a second close does nothing)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def __enter__(self) -> "Memory":
         return self
@@ -115,7 +171,7 @@ class Memory:
     def _locked(self) -> Any:
         from .store import db
 
-        return db.busy_as_locked(str(self.path))
+        return db.store_errors(str(self.path), self.config.busy_timeout_ms)
 
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,

@@ -44,12 +44,16 @@ def now_iso() -> str:
 
 
 @contextlib.contextmanager
-def busy_as_locked(path: str, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
-    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why."""
+def store_errors(path: str, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
+    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why, and
+    'database disk image is malformed' into a :class:`StoreCorruptError` (the statement that
+    met the damage, and the transaction around it, were rolled back)."""
     try:
         yield
     except apsw.BusyError as exc:
         raise StoreLockedError(path, timeout_ms, _busy_cause(exc)) from exc
+    except apsw.CorruptError as exc:
+        raise StoreCorruptError(path, str(exc)) from exc
 
 
 def _busy_cause(exc: apsw.BusyError) -> str | None:
@@ -86,7 +90,7 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         raise LocalmemError(f"cannot open {spath}: {exc}; check the path and its permissions") from exc
     try:
         _set_up(conn, busy_timeout_ms)
-        with busy_as_locked(spath, busy_timeout_ms):
+        with store_errors(spath, busy_timeout_ms):
             new = _recognise(conn, spath)
             if new:
                 _new_store_settings(conn)
@@ -94,7 +98,7 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         _load_sqlite_vec(conn)
         if tracer is not None:
             conn.exec_trace = lambda cursor, sql, bindings: (tracer(sql, bindings), True)[1]
-        with busy_as_locked(spath, busy_timeout_ms):
+        with store_errors(spath, busy_timeout_ms):
             migrate(conn, spath)
             ensure_codes(conn)
     except apsw.NotADBError as exc:

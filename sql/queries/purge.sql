@@ -20,19 +20,15 @@ DROP TRIGGER IF EXISTS temp.purge_watch_mentions;
 DROP TABLE IF EXISTS temp.purged_messages;
 DROP TABLE IF EXISTS temp.purged_mentions;
 
--- name: purge_counts
-SELECT (SELECT count(*) FROM temp.purged_messages), (SELECT count(*) FROM temp.purged_mentions);
-
 -- name: purge_reindex_followers
 -- A message's full-text row holds the message before it in its session as context
 -- (trigger messages_fts_insert, migration 0001): the first message left after each deleted
 -- one is indexed again, with the message now before it, so no deleted text stays in it.
-CREATE TEMP TABLE purge_followers AS
-SELECT DISTINCT (SELECT m.id FROM messages AS m
-                 WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
-                   AND m.seq > p.seq ORDER BY m.seq LIMIT 1) AS id
-FROM temp.purged_messages AS p;
-DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM temp.purge_followers);
+DELETE FROM messages_fts WHERE rowid IN (
+    SELECT (SELECT m.id FROM messages AS m
+            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
+              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
+    FROM temp.purged_messages AS p);
 INSERT INTO messages_fts (rowid, context, body)
 SELECT new.id,
        coalesce((SELECT p.speaker || ': ' || p.text FROM messages AS p
@@ -43,8 +39,11 @@ SELECT new.id,
            ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
                    FROM json_each(new.attachments) AS a
                    WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
-FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purge_followers);
-DROP TABLE temp.purge_followers;
+FROM messages AS new WHERE new.id IN (
+    SELECT (SELECT m.id FROM messages AS m
+            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
+              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
+    FROM temp.purged_messages AS p);
 
 -- name: purge_stale_summaries
 -- A person's summary was written from what memory held about them: once some of it is
