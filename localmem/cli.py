@@ -32,6 +32,7 @@ from .config import (
     Config,
 )
 from .errors import LocalmemError
+from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
 
@@ -494,7 +495,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
     else:
         tmp = output.with_name(output.name + ".partial")
         try:
-            with tmp.open("w", encoding="utf-8") as fh:
+            with open_private(tmp) as fh:
                 counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
         except BaseException:
             tmp.unlink(missing_ok=True)  # no half-written file left behind
@@ -509,13 +510,20 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 
 @cli.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True,
+              help="Import a file whose trailer is missing or does not match (an export made before "
+                   "localmem wrote one), with a warning.")
 @json_option
 @click.pass_obj
-def import_(state: _State, file: Path, as_json: bool) -> None:
-    """Restore a file written by 'export' (in one transaction)."""
-    counts = state.memory().restore(file)
+def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
+    """Restore a file written by 'export' (in one transaction); a file cut short or edited is refused."""
+    counts = state.memory().restore(file, force=force)
+    unchecked = counts.pop("unchecked", None)
+    if unchecked:
+        click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)",
+                   err=True)
     if as_json:
-        _print_json({"imported": counts})
+        _print_json({"imported": counts, **({"unchecked": unchecked} if unchecked else {})})
     else:
         click.echo(f"imported {', '.join(f'{v} {k}' for k, v in counts.items())}")
 

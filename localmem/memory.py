@@ -563,12 +563,16 @@ class Memory:
 
         return transfer.export(self.conn, out, namespaces=namespaces, vectors=vectors)
 
-    def restore(self, path: str | Path) -> dict[str, int]:
-        """Import an export file. Namespaces already in the store are refused, not merged."""
+    def restore(self, path: str | Path, *, force: bool = False) -> dict[str, Any]:
+        """Import an export file, in one transaction; counts per record type. Namespaces already
+        in the store are refused, not merged. A file whose trailer is missing or does not match
+        it (cut short, or edited) is refused with nothing stored, unless ``force`` (for exports
+        made before the trailer existed): then ``unchecked`` in the result says what could not
+        be checked."""
         from .store import transfer
 
         with self._locked():
-            return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder)
+            return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
 
     def reembed(self, progress: Progress | None = None) -> dict[str, Any]:
         """Re-embed every message and unit with the configured embedder."""

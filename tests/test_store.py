@@ -639,6 +639,7 @@ def _without_ids(text: str) -> list[dict]:
     out = []
     for line in text.splitlines()[1:]:
         rec = json.loads(line)
+        rec.pop("sha256", None)  # the trailer's checksum covers the ids
         for key in ("id", "source_id", "unit_id", "message_id", "entity_id", "src_id", "dst_id",
                     "episode_id"):
             rec.pop(key, None)
@@ -663,7 +664,7 @@ def test_import_rejects_non_export_files(mem, tmp_path):
     with pytest.raises(LocalmemError, match="line 1: each line must be an object with a 'type'"):
         mem.restore(path)
     path = write_jsonl(tmp_path / "other.jsonl", [{"type": "header", "format": "something-else"}])
-    with pytest.raises(LocalmemError, match="not a localmem-export v1 file"):
+    with pytest.raises(LocalmemError, match="not a localmem-export v2 file"):
         mem.restore(path)
     with pytest.raises(LocalmemError, match="no such file"):
         mem.restore(tmp_path / "missing.jsonl")

@@ -14,9 +14,11 @@ nothing); queries are embedded by the real embedder. Every number is measured in
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import random
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -90,16 +92,20 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     ns = bench.NAMESPACE
+    digest, records = hashlib.sha256(), Counter()
 
     def write(record: dict[str, Any]) -> None:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        digest.update(line.encode("utf-8"))
+        records[record["type"]] += record["type"] != "header"
+        out.write(line)
 
     def vectors(table: str, ids: Sequence[int], kinds: Sequence[str | None] | None = None) -> None:
         for i, (row_id, vec) in enumerate(zip(ids, _unit_vectors(nprng, len(ids), dim))):
             write({"type": "vector", "table": table, "id": row_id, "ns": ns, "embedding": vec.tobytes().hex(),
                    **({"kind": kinds[i]} if kinds is not None else {})})
 
-    write({"type": "header", "format": "localmem-export", "version": 1, "namespaces": [ns], "vectors": True,
+    write({"type": "header", "format": "localmem-export", "version": 2, "namespaces": [ns], "vectors": True,
            "embed_model_id": model_id, "embed_dim": dim})
     write({"type": "source", "id": 1, "ns": ns, "kind": "bench", "uri": "synthetic",
            "sha256": f"bench-units-{n_units}-{seed}", "status": "loaded", "created_at": _CREATED})
@@ -183,6 +189,9 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
         vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
         vectors("messages", [m["id"] for m, _e in messages])
         vectors("message_parts", part_ids)
+    # The trailer: what the file holds and its checksum (an import refuses a file without it).
+    out.write(json.dumps({"type": "trailer", "records": {k: v for k, v in sorted(records.items()) if v},
+                          "sha256": digest.hexdigest()}) + "\n")
     return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
 
 
