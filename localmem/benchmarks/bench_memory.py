@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import Memory, SearchParams
 from ..config import ALL_CHANNELS, Config
+from ..files import private_dir
 from ..models.protocols import Embedder
 from . import bench
 
@@ -250,7 +251,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
                         k: int = 10, embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """p50/p95 of the full search (all five channels, promotion) and of each channel alone."""
     workdir = Path(workdir) if workdir is not None else bench.default_workdir()
-    workdir.mkdir(parents=True, exist_ok=True)
+    private_dir(workdir)
     cfg = bench._bench_config(config)
     qs = queries(bench.WARMUP_QUERIES + n_queries)
     warmup, timed = qs[:bench.WARMUP_QUERIES], qs[bench.WARMUP_QUERIES:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -111,6 +112,16 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _integrity(conn: apsw.Connection) -> dict[str, Any]:
+    """The whole file checked (opening checks only the header and the small tables)."""
+    started = time.perf_counter()
+    problems = db.quick_check(conn)
+    verdict = "ok" if not problems else ("damaged: " + "; ".join(problems[:3]) +
+                                         " (restore from an export: localmem --db NEW.db import FILE)")
+    return {"integrity": verdict, "integrity_seconds": round(time.perf_counter() - started, 3),
+            "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?")}
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.catalog import resolve_embedder
@@ -124,7 +135,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         "onnxruntime": _version("onnxruntime"), "tokenizers": _version("tokenizers"),
         "numpy": np.__version__,
         "db": {"path": str(path), "schema_version": db.schema_version(conn),
-               "latest_schema": db.latest_version(), "meta": db.all_meta(conn)},
+               "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
     }
     try:
         found = resolve_embedder(config)
