@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -113,11 +114,36 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     return conn
 
 
+class _Patience:
+    """The busy handler: while another connection holds the lock, wait and retry (backing off
+    as SQLite's own busy timeout does) for up to ``timeout_ms``, then give up (SQLITE_BUSY).
+
+    It sleeps in Python, releasing the GIL: apsw begins a ``with conn:`` transaction holding
+    the GIL, so with SQLite's own timeout a writer waiting in one thread kept the writer it
+    waited for, in another thread of the same process, from ever committing (each waited the
+    full timeout)."""
+
+    DELAYS_MS = (1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100)
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self.started = 0.0
+
+    def __call__(self, count: int) -> bool:
+        if count == 0:
+            self.started = time.monotonic()
+        left_ms = self.timeout_ms - (time.monotonic() - self.started) * 1000
+        if left_ms <= 0:
+            return False
+        time.sleep(min(self.DELAYS_MS[min(count, len(self.DELAYS_MS) - 1)], left_ms) / 1000)
+        return True
+
+
 def _set_up(conn: apsw.Connection, busy_timeout_ms: int) -> None:
     """The connection's own options; none of them writes to the file."""
-    conn.set_busy_timeout(busy_timeout_ms)
+    conn.set_busy_handler(_Patience(busy_timeout_ms))
     # Every `with conn:` is a write and takes the write lock when it begins, so the busy
-    # timeout applies: a transaction that read first and then tried to write got SQLITE_BUSY at
+    # handler applies: a transaction that read first and then tried to write got SQLITE_BUSY at
     # once, whatever the timeout (two processes adding messages lost 413 of 600 adds, each
     # failing within 17 ms). A read that needs a snapshot uses `reading()`.
     conn.transaction_mode = "IMMEDIATE"

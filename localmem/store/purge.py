@@ -49,7 +49,7 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
     """Run the named deletion ``query`` with ``params`` in one write transaction, repair what
     the deleted rows leave in rows that stay, then scrub the file (see the module docstring)."""
     started = time.perf_counter()
-    before = file_bytes(path)
+    before = file_size(path)
     with conn:
         conn.execute(q("purge_watch"))
         conn.execute(q(query), params)
@@ -63,13 +63,13 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
 def scrub(conn: apsw.Connection, path: Path, before: int | None = None, started: float | None = None) -> Scrub:
     """Hand freed pages back to the file system and empty the WAL."""
     started = time.perf_counter() if started is None else started
-    before = file_bytes(path) if before is None else before
+    before = file_size(path) if before is None else before
     pages_before = int(conn.pragma("page_count"))
     if int(conn.pragma("auto_vacuum")) == 2:  # incremental
         conn.execute("PRAGMA incremental_vacuum").fetchall()
     freed = (pages_before - int(conn.pragma("page_count"))) * int(conn.pragma("page_size"))
     emptied = checkpoint(conn)
-    return Scrub(emptied, max(freed, 0), before, file_bytes(path), round(time.perf_counter() - started, 3))
+    return Scrub(emptied, max(freed, 0), before, file_size(path), round(time.perf_counter() - started, 3))
 
 
 def checkpoint(conn: apsw.Connection) -> bool:
@@ -85,7 +85,7 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     """Compact the store: merge each full-text index into one segment, rewrite the file without
     its free pages (switching a store made before auto_vacuum to incremental), empty the WAL."""
     started = time.perf_counter()
-    before = file_bytes(path)
+    before = file_size(path)
     mode_before = int(conn.pragma("auto_vacuum"))
     t0 = time.perf_counter()
     with conn:
@@ -101,6 +101,6 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
             "wal_emptied": result.wal_emptied, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def file_bytes(path: Path) -> int:
+def file_size(path: Path) -> int:
     """The store's size on disk: the file and its WAL."""
     return sum(p.stat().st_size for p in (Path(path), Path(f"{path}-wal")) if p.is_file())
