@@ -131,7 +131,11 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
                                  where)
             try:
                 _restore_one(conn, rec, ids, keep_ids)
-            except (KeyError, TypeError, apsw.Error) as exc:
+            except _Unresolved as exc:
+                raise InputError(path, f"cannot restore this record: {exc}", where) from exc
+            except (KeyError, TypeError) as exc:
+                raise InputError(path, f"cannot restore this record: it lacks the field {exc}", where) from exc
+            except apsw.Error as exc:
                 raise InputError(path, f"cannot restore this record: {exc}", where) from exc
             counts[rec["type"]] = counts.get(rec["type"], 0) + 1
         problem = reader.problem()
@@ -145,9 +149,19 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     return counts
 
 
+class _Unresolved(LookupError):
+    """A record names a row (by its id in the file) that no earlier line of the file holds."""
+
+
 def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]],
                  keep_ids: bool) -> None:
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
+
+    def ref(table: str, key: str) -> int:
+        try:
+            return ids[table][rec[key]]
+        except KeyError:
+            raise _Unresolved(f"its {key} {rec.get(key)!r} is not a {table} of this file") from None
 
     def insert(table: str, query: str, **params: Any) -> None:
         new = conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row,
@@ -157,30 +171,32 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
-        insert("message", "import_message", source_id=ids["source"][rec["source_id"]])
+        insert("message", "import_message", source_id=ref("source", "source_id"))
     elif kind == "unit":
         parent = rec.get("episode_id")
-        insert("unit", "import_unit", episode_id=ids["unit"][parent] if parent is not None else None)
+        insert("unit", "import_unit", episode_id=ref("unit", "episode_id") if parent is not None else None)
     elif kind == "entity":
         insert("entity", "import_entity")
     elif kind == "unit_source":
-        conn.execute(q("import_unit_source"), {"unit_id": ids["unit"][rec["unit_id"]],
-                                               "message_id": ids["message"][rec["message_id"]]})
+        conn.execute(q("import_unit_source"), {"unit_id": ref("unit", "unit_id"),
+                                               "message_id": ref("message", "message_id")})
     elif kind == "alias":
-        conn.execute(q("import_alias"), {"entity_id": ids["entity"][rec["entity_id"]], "row": row})
+        conn.execute(q("import_alias"), {"entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "mention":
-        conn.execute(q("import_mention"), {"unit_id": ids["unit"][rec["unit_id"]],
-                                           "entity_id": ids["entity"][rec["entity_id"]], "row": row})
+        conn.execute(q("import_mention"), {"unit_id": ref("unit", "unit_id"),
+                                           "entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "link":
-        conn.execute(q("import_link"), {"src_id": ids["unit"][rec["src_id"]],
-                                        "dst_id": ids["unit"][rec["dst_id"]], "row": row})
+        conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"),
+                                        "row": row})
     elif kind == "part":
-        insert("part", "import_part", message_id=ids["message"][rec["message_id"]])
+        insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":
-        table = {"messages": "message", "units": "unit", "message_parts": "part"}[rec["table"]]
-        conn.execute(q(f"import_{table}_vector"), {"id": ids[table][rec["id"]], "row": row})
+        table = {"messages": "message", "units": "unit", "message_parts": "part"}.get(rec.get("table"))
+        if table is None:
+            raise _Unresolved(f"its table {rec.get('table')!r} is not one of messages, units, message_parts")
+        conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
     else:
-        raise KeyError(f"unknown record type {kind!r}")
+        raise _Unresolved(f"unknown record type {kind!r}")
 
 
 def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],
