@@ -51,12 +51,13 @@ def trial(root: Path, size: int) -> dict[str, Any]:
     source = _write(root / "source.jsonl", tenth, size, "s")
     gone = _write(root / "gone.jsonl", tenth, 2 * size, "g")
     emb = HashEmbedder(dim=384)
+    t0 = time.perf_counter()
     with Memory(path, namespace="keep", embedder=emb) as mem:
         mem.ingest(keep)
         mem.ingest(source)
         mem.ingest(gone, namespace="gone")
         source_id = mem.sources()[1]["id"]
-    out: dict[str, Any] = {"messages": size, "bytes": _size(path)}
+    out: dict[str, Any] = {"messages": size, "ingest_s": round(time.perf_counter() - t0, 1), "bytes": _size(path)}
     with Memory(path, namespace="keep", embedder=emb) as mem:
         t0 = time.perf_counter()
         mem.forget(namespace="gone")
