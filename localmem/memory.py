@@ -169,6 +169,8 @@ class Memory:
         return self.models.counter()
 
     def _locked(self) -> Any:
+        """The store's low-level errors (locked, damaged) as :class:`LocalmemError` s: every
+        public call runs inside it (:func:`_one_at_a_time`), and so do the pipeline's writes."""
         from .store import db
 
         return db.store_errors(str(self.path), self.config.busy_timeout_ms)
@@ -212,11 +214,10 @@ class Memory:
 
         if extract == "llm":
             _ = self.llm.model_id  # resolve the model before anything is written
-        with self._locked():
-            report = ingest.store_parsed(
-                self.conn, embedder, parsed, namespace=namespace or self.namespace,
-                force_namespace=namespace is not None, batch=self.config.ingest_batch,
-                embed_batch=self.config.embed_batch, progress=step)
+        report = ingest.store_parsed(
+            self.conn, embedder, parsed, namespace=namespace or self.namespace,
+            force_namespace=namespace is not None, batch=self.config.ingest_batch,
+            embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
                                                       consolidate=consolidate).to_dict()
@@ -296,8 +297,7 @@ class Memory:
             conversation=conversation or DEFAULT_CONVERSATION, session="", seq=0, external_id=id or "",
             speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
-        with self._locked():
-            message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
+        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
         if added and self.config.extract == "llm":
             self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
         elif added:
@@ -388,8 +388,7 @@ class Memory:
         elif params.rerank == "auto":
             reranker = self.reranker
         for query, vec in zip(queries, vectors):
-            with self._locked():
-                yield search.search(self.conn, self.namespace, query, vec, params, reranker)
+            yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
     def recent(self, n: int = 20) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
@@ -513,8 +512,7 @@ class Memory:
         basis = profile_mod.stale_summary(self.conn, prof) if summary else None
         if basis is not None:
             llm = self.llm
-            with self._locked():
-                profile_mod.write_summary(self.conn, llm, prof, basis, db.now_iso())
+            profile_mod.write_summary(self.conn, llm, prof, basis, db.now_iso())
         return prof
 
     # -- housekeeping --------------------------------------------------------------
@@ -538,9 +536,8 @@ class Memory:
         pages stay in the WAL until :meth:`vacuum`)."""
         from .store import manage
 
-        with self._locked():
-            return manage.forget(self.conn, self.path, namespace=namespace, source_id=source_id,
-                                 dry_run=dry_run)
+        return manage.forget(self.conn, self.path, namespace=namespace, source_id=source_id,
+                             dry_run=dry_run)
 
     def vacuum(self) -> dict[str, Any]:
         """Compact the store: merge the full-text indexes, rewrite the file without its free
@@ -548,8 +545,7 @@ class Memory:
         sizes before and after."""
         from .store import purge
 
-        with self._locked():
-            return purge.vacuum(self.conn, self.path)
+        return purge.vacuum(self.conn, self.path)
 
     def sources(self) -> list[dict[str, Any]]:
         from .store import manage
@@ -571,15 +567,13 @@ class Memory:
         be checked."""
         from .store import transfer
 
-        with self._locked():
-            return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
+        return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
 
     def reembed(self, progress: Progress | None = None) -> dict[str, Any]:
         """Re-embed every message and unit with the configured embedder."""
         from .store import manage
 
-        with self._locked():
-            return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
+        return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
 
     def doctor(self) -> dict[str, Any]:
         from .store import manage

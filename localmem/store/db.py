@@ -162,7 +162,7 @@ def _recognise(conn: apsw.Connection, path: str) -> bool:
 
     Reads only: a localmem store has our application id, or (made before the id existed) our
     meta table; an empty database is a new store. Anything else is refused before anything of it
-    changes, and so is a store from a newer localmem or one whose header does not add up.
+    changes, and so is a store from a newer localmem or a damaged one (:func:`_check_intact`).
     """
     tables = {name: sql for name, sql in conn.execute("select name, sql from sqlite_schema where type = 'table'")}
     app_id, version = int(conn.pragma("application_id")), schema_version(conn)
