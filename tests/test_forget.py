@@ -45,6 +45,16 @@ def test_nothing_of_a_forgotten_namespace_or_source_is_found_or_logged(forgotten
     assert forgotten["source_search_hits"] == 0
 
 
+def test_a_namespaces_llm_calls_go_with_it_even_those_of_no_episode(tmp_path):
+    with Memory(tmp_path / "m.db", namespace="gone", embedder=HashEmbedder()) as mem:
+        mem.add("Ann", "hello")
+        for ns in ("gone", "kept"):  # a segmentation call is logged without an episode
+            mem.conn.execute("insert into llm_calls (ns, stage, prompt_version, model_id, ok, raw, created_at) "
+                             "values (?, 'segment', 'v', 'm', 0, 'qzrawreply', 'x')", (ns,))
+        mem.forget(namespace="gone")
+        assert mem.conn.execute("select ns from llm_calls").fetchall() == [("kept",)]
+
+
 def _chat(tmp_path: Path, name: str, rows: list[tuple[str, str]], start: int = 0) -> Path:
     return write_jsonl(tmp_path / name, [{"conversation": "c", "session": "s", "id": f"m{start + i}",
                                           "speaker": sp, "text": tx} for i, (sp, tx) in enumerate(rows)])
