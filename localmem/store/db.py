@@ -174,7 +174,7 @@ def _recognise(conn: apsw.Connection, path: str) -> bool:
         _OUR_TABLES <= set(tables) and " ".join(str(tables["meta"]).split()) == _META_SQL)
     if not ours:
         others = ", ".join(sorted(tables)[:5]) or "none"
-        raise NotALocalmemStoreError(path, f"it has no localmem meta table (its tables: {others})")
+        raise NotALocalmemStoreError(path, f"it has no localmem meta table; its tables: {others}")
     if version > latest_version():
         raise SchemaTooNewError(path, version, latest_version())
     _check_intact(conn, path)
