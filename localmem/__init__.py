@@ -25,6 +25,7 @@ from .errors import (
     NotALocalmemStoreError,
     NotFoundError,
     SchemaTooNewError,
+    StoreCorruptError,
     StoreLockedError,
     UnknownFormatError,
 )
@@ -48,7 +49,7 @@ __all__ = [
     "Memory", "Config", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
     "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
     "MissingDependencyError", "ModelNotFoundError", "NotALocalmemStoreError", "NotFoundError",
-    "SchemaTooNewError", "StoreLockedError", "UnknownFormatError", "__version__",
+    "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError", "__version__",
 ]
 
 

@@ -32,6 +32,7 @@ from .config import (
     Config,
 )
 from .errors import LocalmemError
+from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
 
@@ -494,7 +495,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
     else:
         tmp = output.with_name(output.name + ".partial")
         try:
-            with tmp.open("w", encoding="utf-8") as fh:
+            with open_private(tmp) as fh:
                 counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
         except BaseException:
             tmp.unlink(missing_ok=True)  # no half-written file left behind
@@ -509,13 +510,20 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 
 @cli.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True,
+              help="Import a file whose trailer is missing or does not match (an export made before "
+                   "localmem wrote one), with a warning.")
 @json_option
 @click.pass_obj
-def import_(state: _State, file: Path, as_json: bool) -> None:
-    """Restore a file written by 'export' (in one transaction)."""
-    counts = state.memory().restore(file)
+def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
+    """Restore a file written by 'export' (in one transaction); a file cut short or edited is refused."""
+    counts = state.memory().restore(file, force=force)
+    unchecked = counts.pop("unchecked", None)
+    if unchecked:
+        click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)",
+                   err=True)
     if as_json:
-        _print_json({"imported": counts})
+        _print_json({"imported": counts, **({"unchecked": unchecked} if unchecked else {})})
     else:
         click.echo(f"imported {', '.join(f'{v} {k}' for k, v in counts.items())}")
 
@@ -527,7 +535,7 @@ def import_(state: _State, file: Path, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def forget(state: _State, target_ns: str | None, source_id: int | None, yes: bool, as_json: bool) -> None:
-    """Delete a namespace or one source, and everything derived from it.
+    """Delete a namespace or one source, and everything derived from it, from the file's bytes.
 
     Without --yes nothing is deleted: it reports what would be, and exits 1.
     """
@@ -535,13 +543,35 @@ def forget(state: _State, target_ns: str | None, source_id: int | None, yes: boo
         raise click.UsageError("pass exactly one of --namespace NS or --source ID")
     target = {"namespace": target_ns} if target_ns is not None else {"source_id": source_id}
     counts = state.memory().forget(**target, dry_run=not yes)
+    scrubbed = counts.pop("file", None)
     if as_json:
-        _print_json({"deleted" if yes else "would_delete": counts, **target})
+        _print_json({"deleted" if yes else "would_delete": counts, **target,
+                     **({"file": scrubbed} if scrubbed else {})})
     else:
         what = ", ".join(f"{v} {k}" for k, v in counts.items())
         click.echo(f"deleted {what}" if yes else f"would delete {what}; re-run with --yes to delete")
+    if scrubbed and not scrubbed["wal_emptied"]:
+        click.echo("warning: another connection is still reading this store, so its write-ahead log "
+                   "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
+                   err=True)
     if not yes:
         sys.exit(1)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def vacuum(state: _State, as_json: bool) -> None:
+    """Compact the store: merge the full-text indexes, rewrite the file without free pages, empty the WAL."""
+    result = state.memory().vacuum()
+    if as_json:
+        _print_json(result)
+    else:
+        click.echo(f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
+                   f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s")
+    if not result["wal_emptied"]:
+        click.echo("warning: another connection is still reading this store; its write-ahead log "
+                   "could not be emptied: run 'localmem vacuum' again once it is done", err=True)
 
 
 @cli.command()

@@ -46,12 +46,28 @@ class NotALocalmemStoreError(LocalmemError):
 
 
 class StoreLockedError(LocalmemError):
+    """Another connection kept the store's write lock for longer than this call may wait."""
+
     exit_code = 3
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, timeout_ms: int = 5000, cause: str | None = None) -> None:
+        why = cause or (f"another connection (another process, or another Memory in this one) held "
+                        f"its write lock for the whole {timeout_ms / 1000:g} s this call may wait "
+                        f"(busy_timeout_ms)")
+        super().__init__(f"{path} is busy: {why}; retry when that writer is done, or give it "
+                         "longer with busy_timeout_ms. Nothing was changed.")
+
+
+class StoreCorruptError(LocalmemError):
+    """The store's file is damaged. It was not written to."""
+
+    exit_code = 6
+
+    def __init__(self, path: str, detail: str) -> None:
         super().__init__(
-            f"{path} is locked by another process (an ingest still running?); "
-            "wait for it to finish and retry. Nothing was changed."
+            f"{path} is damaged ({detail}); nothing was written to it. Restore it from an export "
+            f"(localmem --db NEW.db import EXPORT.jsonl), or save what is readable with "
+            f"'sqlite3 {path} .recover > rescued.sql'"
         )
 
 

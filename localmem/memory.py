@@ -7,6 +7,9 @@ method first needs them, so opening a store or importing localmem stays fast.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import inspect
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +34,8 @@ from .errors import LocalmemError, UnknownFormatError
 from .models.factory import Models
 
 if TYPE_CHECKING:
+    import apsw
+
     from .answer.fast import Answer
     from .answer.profile import Profile
     from .build.consolidate import Report as ConsolidationReport
@@ -52,6 +57,40 @@ class AddedMessage:
     added: bool
 
 
+def _one_at_a_time(cls: type) -> type:
+    """Every public method of ``cls`` runs holding the instance's lock, with the store's
+    low-level errors (locked, damaged) turned into :class:`LocalmemError` s; a generator
+    holds it while it computes each item, not while the caller holds the item."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        setattr(cls, name, _serial_generator(fn) if inspect.isgeneratorfunction(fn) else _serial(fn))
+    return cls
+
+
+def _serial(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def call(self: "Memory", *args: Any, **kwargs: Any) -> Any:
+        with self._lock, self._locked():
+            return fn(self, *args, **kwargs)
+    return call
+
+
+def _serial_generator(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    @functools.wraps(fn)
+    def call(self: "Memory", *args: Any, **kwargs: Any) -> Iterator[Any]:
+        items = fn(self, *args, **kwargs)
+        while True:
+            with self._lock, self._locked():
+                try:
+                    item = next(items)
+                except StopIteration:
+                    return
+            yield item
+    return call
+
+
+@_one_at_a_time
 class Memory:
     """Long-term memory in one SQLite file.
 
@@ -61,6 +100,14 @@ class Memory:
 
     The models are built from the config on first use (:class:`~localmem.models.factory.Models`);
     ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead.
+
+    Threads: one Memory may be shared by several threads; its calls then run one at a time
+    (each holds the Memory's lock until it returns), so a long ingest or ``ask`` makes the
+    others wait. To search while another thread writes, give each thread its own Memory: each
+    has its own connection, and the store's write-ahead log lets readers read while one writer
+    writes. Processes: any number may open the same store; a writer waits up to
+    ``busy_timeout_ms`` for another to finish (:class:`~localmem.errors.StoreLockedError`
+    after that). After :meth:`close`, every call raises :class:`~localmem.errors.LocalmemError`.
     """
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
@@ -79,13 +126,22 @@ class Memory:
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
         self.models = Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
-        self.conn = db.connect(self.path, cfg.busy_timeout_ms)
+        self._lock = threading.RLock()
+        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms)
 
     # -- lifecycle -------------------------------------------------------------
+    @property
+    def conn(self) -> "apsw.Connection":
+        """The store's connection (for the stage functions and tests)."""
+        if self._conn is None:
+            raise LocalmemError(f"this Memory of {self.path} is closed; open a new one to use the store")
+        return self._conn
+
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None  # type: ignore[assignment]
+        """Close the store (a second close does nothing)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def __enter__(self) -> "Memory":
         return self
@@ -113,9 +169,11 @@ class Memory:
         return self.models.counter()
 
     def _locked(self) -> Any:
+        """The store's low-level errors (locked, damaged) as :class:`LocalmemError` s: every
+        public call runs inside it (:func:`_one_at_a_time`), and so do the pipeline's writes."""
         from .store import db
 
-        return db.busy_as_locked(str(self.path))
+        return db.store_errors(str(self.path), self.config.busy_timeout_ms)
 
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
@@ -156,11 +214,10 @@ class Memory:
 
         if extract == "llm":
             _ = self.llm.model_id  # resolve the model before anything is written
-        with self._locked():
-            report = ingest.store_parsed(
-                self.conn, embedder, parsed, namespace=namespace or self.namespace,
-                force_namespace=namespace is not None, batch=self.config.ingest_batch,
-                embed_batch=self.config.embed_batch, progress=step)
+        report = ingest.store_parsed(
+            self.conn, embedder, parsed, namespace=namespace or self.namespace,
+            force_namespace=namespace is not None, batch=self.config.ingest_batch,
+            embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
                                                       consolidate=consolidate).to_dict()
@@ -240,8 +297,7 @@ class Memory:
             conversation=conversation or DEFAULT_CONVERSATION, session="", seq=0, external_id=id or "",
             speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
-        with self._locked():
-            message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
+        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
         if added and self.config.extract == "llm":
             self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
         elif added:
@@ -332,8 +388,7 @@ class Memory:
         elif params.rerank == "auto":
             reranker = self.reranker
         for query, vec in zip(queries, vectors):
-            with self._locked():
-                yield search.search(self.conn, self.namespace, query, vec, params, reranker)
+            yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
     def recent(self, n: int = 20) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
@@ -457,8 +512,7 @@ class Memory:
         basis = profile_mod.stale_summary(self.conn, prof) if summary else None
         if basis is not None:
             llm = self.llm
-            with self._locked():
-                profile_mod.write_summary(self.conn, llm, prof, basis, db.now_iso())
+            profile_mod.write_summary(self.conn, llm, prof, basis, db.now_iso())
         return prof
 
     # -- housekeeping --------------------------------------------------------------
@@ -474,12 +528,24 @@ class Memory:
         return manage.namespaces(self.conn)
 
     def forget(self, *, namespace: str | None = None, source_id: int | None = None,
-               dry_run: bool = False) -> dict[str, int]:
-        """Delete a namespace or one source, and everything derived from it."""
+               dry_run: bool = False) -> dict[str, Any]:
+        """Delete a namespace or one source, and everything derived from it, so that none of it
+        is left in the store's file: counts of what went (``sources``, ``messages``, ``units``,
+        ``entities``) and, unless ``dry_run``, ``file``: what scrubbing the file did
+        (``wal_emptied`` is False while another connection reads an older snapshot; its old
+        pages stay in the WAL until :meth:`vacuum`)."""
         from .store import manage
 
-        with self._locked():
-            return manage.forget(self.conn, namespace=namespace, source_id=source_id, dry_run=dry_run)
+        return manage.forget(self.conn, self.path, namespace=namespace, source_id=source_id,
+                             dry_run=dry_run)
+
+    def vacuum(self) -> dict[str, Any]:
+        """Compact the store: merge the full-text indexes, rewrite the file without its free
+        pages (a store made before auto_vacuum is switched to incremental), and empty the WAL;
+        sizes before and after."""
+        from .store import purge
+
+        return purge.vacuum(self.conn, self.path)
 
     def sources(self) -> list[dict[str, Any]]:
         from .store import manage
@@ -493,19 +559,21 @@ class Memory:
 
         return transfer.export(self.conn, out, namespaces=namespaces, vectors=vectors)
 
-    def restore(self, path: str | Path) -> dict[str, int]:
-        """Import an export file. Namespaces already in the store are refused, not merged."""
+    def restore(self, path: str | Path, *, force: bool = False) -> dict[str, Any]:
+        """Import an export file, in one transaction; counts per record type. Namespaces already
+        in the store are refused, not merged. A file whose trailer is missing or does not match
+        it (cut short, or edited) is refused with nothing stored, unless ``force`` (for exports
+        made before the trailer existed): then ``unchecked`` in the result says what could not
+        be checked."""
         from .store import transfer
 
-        with self._locked():
-            return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder)
+        return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
 
     def reembed(self, progress: Progress | None = None) -> dict[str, Any]:
         """Re-embed every message and unit with the configured embedder."""
         from .store import manage
 
-        with self._locked():
-            return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
+        return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
 
     def doctor(self) -> dict[str, Any]:
         from .store import manage

@@ -177,7 +177,7 @@ def test_api_locked_store(seeded, tmp_path):
         with Memory(mem.path, namespace="test", config=Config(busy_timeout_ms=100),
                     embedder=HashEmbedder()) as locked:
             started = time.monotonic()
-            with pytest.raises(StoreLockedError, match="locked by another process"):
+            with pytest.raises(StoreLockedError, match="busy: another connection .* held its write lock"):
                 locked.ingest(good)
             with pytest.raises(StoreLockedError):
                 locked.add("Z", "hello")
@@ -399,7 +399,7 @@ def test_cli_locked_store(store, tmp_path):
     env = {"LOCALMEM_BUSY_TIMEOUT_MS": "100"}
     try:
         err = assert_one_line_error(run(db, "ingest", str(good), env=env), code=3)
-        assert "locked by another process" in err and "Nothing was changed" in err
+        assert "is busy: another connection" in err and "0.1 s" in err and "Nothing was changed" in err
         assert_one_line_error(run(db, "add", "Z", "hello", env=env), code=3)
         assert_one_line_error(run(db, "forget", "--namespace", "default", "--yes", env=env), code=3)
         ok = run(db, "search", "Oslo", "--json", env=env)  # readers are not blocked

@@ -212,6 +212,7 @@ def test_forget_json(hashed, db):
                                                        "entities": 0}, "namespace": "tiny-2"}
     source_id = run_json(db, "-n", "tiny-2", "stats", "--sources")["source_list"][0]["id"]
     done = run_json(db, "forget", "--source", str(source_id), "--yes")
+    assert done.pop("file")["wal_emptied"] is True
     assert done == {"deleted": {"sources": 1, "messages": 2, "units": 1, "entities": 0},
                     "source_id": source_id}
     assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1"]

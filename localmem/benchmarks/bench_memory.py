@@ -14,9 +14,11 @@ nothing); queries are embedded by the real embedder. Every number is measured in
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import random
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from .. import Memory, SearchParams
 from ..config import ALL_CHANNELS, Config
+from ..files import private_dir
 from ..models.protocols import Embedder
 from . import bench
 
@@ -90,16 +93,20 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     ns = bench.NAMESPACE
+    digest, records = hashlib.sha256(), Counter()
 
     def write(record: dict[str, Any]) -> None:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        digest.update(line.encode("utf-8"))
+        records[record["type"]] += record["type"] != "header"
+        out.write(line)
 
     def vectors(table: str, ids: Sequence[int], kinds: Sequence[str | None] | None = None) -> None:
         for i, (row_id, vec) in enumerate(zip(ids, _unit_vectors(nprng, len(ids), dim))):
             write({"type": "vector", "table": table, "id": row_id, "ns": ns, "embedding": vec.tobytes().hex(),
                    **({"kind": kinds[i]} if kinds is not None else {})})
 
-    write({"type": "header", "format": "localmem-export", "version": 1, "namespaces": [ns], "vectors": True,
+    write({"type": "header", "format": "localmem-export", "version": 2, "namespaces": [ns], "vectors": True,
            "embed_model_id": model_id, "embed_dim": dim})
     write({"type": "source", "id": 1, "ns": ns, "kind": "bench", "uri": "synthetic",
            "sha256": f"bench-units-{n_units}-{seed}", "status": "loaded", "created_at": _CREATED})
@@ -183,6 +190,9 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
         vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
         vectors("messages", [m["id"] for m, _e in messages])
         vectors("message_parts", part_ids)
+    # The trailer: what the file holds and its checksum (an import refuses a file without it).
+    out.write(json.dumps({"type": "trailer", "records": {k: v for k, v in sorted(records.items()) if v},
+                          "sha256": digest.hexdigest()}) + "\n")
     return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
 
 
@@ -241,7 +251,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
                         k: int = 10, embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """p50/p95 of the full search (all five channels, promotion) and of each channel alone."""
     workdir = Path(workdir) if workdir is not None else bench.default_workdir()
-    workdir.mkdir(parents=True, exist_ok=True)
+    private_dir(workdir)
     cfg = bench._bench_config(config)
     qs = queries(bench.WARMUP_QUERIES + n_queries)
     warmup, timed = qs[:bench.WARMUP_QUERIES], qs[bench.WARMUP_QUERIES:]

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import LocalmemError, ModelNotFoundError
+from ..files import private_dir
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 
@@ -239,7 +240,7 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
     if target.is_file() and target.stat().st_size == man.info["size"] and marker.is_file() \
             and marker.read_text().strip() == expected:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)  # the cache dir, owner-only like everything localmem makes
     tmp = target.with_name(target.name + ".partial")
     digest = hashlib.sha256()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -16,7 +17,7 @@ from ..config import Config
 from ..errors import LocalmemError, NotFoundError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
-from . import db
+from . import db, purge
 from .queries import q
 
 
@@ -53,9 +54,10 @@ def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
-def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | None,
-           dry_run: bool) -> dict[str, int]:
-    """Delete a namespace or a source and everything derived from it; counts of what went."""
+def forget(conn: apsw.Connection, path: Path, *, namespace: str | None, source_id: int | None,
+           dry_run: bool) -> dict[str, Any]:
+    """Delete a namespace or a source and everything derived from it, leaving none of it in
+    the file (:func:`purge.purge`); counts of what went, and what the file scrub did."""
     if (namespace is None) == (source_id is None):
         raise LocalmemError("forget needs exactly one of a namespace or a source id")
     if namespace is not None:
@@ -64,18 +66,17 @@ def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | Non
         if not any(counts):
             raise NotFoundError(f"namespace '{namespace}' is empty or does not exist; "
                                 "see 'localmem namespaces'")
-        sql = q("forget_namespace")
+        query = "forget_namespace"
     else:
         found = conn.execute(q("source_get"), {"id": source_id}).fetchone()
         if found is None:
             raise NotFoundError(f"no source with id {source_id}; see 'localmem stats --sources'")
         params = {"id": source_id, "ns": found[1]}
         counts = conn.execute(q("forget_source_count"), params).fetchone()
-        sql = q("forget_source")
-    result = dict(zip(("sources", "messages", "units", "entities"), counts))
+        query = "forget_source"
+    result: dict[str, Any] = dict(zip(("sources", "messages", "units", "entities"), counts))
     if not dry_run:
-        with conn:
-            conn.execute(sql, params)
+        result["file"] = purge.purge(conn, path, query, params).to_dict()
     return result
 
 
@@ -111,6 +112,16 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _integrity(conn: apsw.Connection) -> dict[str, Any]:
+    """The whole file checked (opening checks only the header and the small tables)."""
+    started = time.perf_counter()
+    problems = db.quick_check(conn)
+    verdict = "ok" if not problems else ("damaged: " + "; ".join(problems[:3]) +
+                                         " (restore from an export: localmem --db NEW.db import FILE)")
+    return {"integrity": verdict, "integrity_seconds": round(time.perf_counter() - started, 3),
+            "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?")}
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.catalog import resolve_embedder
@@ -124,7 +135,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         "onnxruntime": _version("onnxruntime"), "tokenizers": _version("tokenizers"),
         "numpy": np.__version__,
         "db": {"path": str(path), "schema_version": db.schema_version(conn),
-               "latest_schema": db.latest_version(), "meta": db.all_meta(conn)},
+               "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
     }
     try:
         found = resolve_embedder(config)

@@ -37,6 +37,8 @@ SELECT (SELECT count(*) FROM sources WHERE ns = :ns),
        (SELECT count(*) FROM entities WHERE ns = :ns);
 
 -- name: forget_namespace
+-- (run by purge.purge, which finishes the job: see store/purge.py)
+DELETE FROM llm_calls WHERE ns = :ns;
 DELETE FROM units WHERE ns = :ns;
 DELETE FROM entities WHERE ns = :ns;
 DELETE FROM sources WHERE ns = :ns;
@@ -49,6 +51,7 @@ SELECT 1,
        0;
 
 -- name: forget_source
+-- (run by purge.purge, which finishes the job: see store/purge.py)
 -- Units derived from any of the source's messages go too (they may repeat its content);
 -- then entities no unit mentions any more.
 DELETE FROM units WHERE id IN (

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ...errors import MissingDependencyError, ModelNotFoundError
+from ...files import private_dir
 from ..protocols import Completion, Judged, Message
 from .llama_prefix import PrefixCache
 
@@ -39,7 +40,7 @@ def machine_turn(lock: Path | None) -> Iterator[None]:
         yield
         return
     try:
-        lock.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(lock.parent)
         fh = open(lock, "a+")
     except OSError:  # an unwritable cache dir must not stop answering
         yield

@@ -1,0 +1,62 @@
+-- Forgetting (store/purge.py). Every kind of forget deletes its rows inside purge(), which
+-- watches what goes with the temporary triggers below and then repairs what the deleted rows
+-- left behind in rows that stay.
+
+-- name: purge_watch
+-- Per connection and dropped again by purge_unwatch, inside the forget's transaction.
+CREATE TEMP TABLE IF NOT EXISTS purged_messages (
+    id INTEGER PRIMARY KEY, ns TEXT, conversation TEXT, session TEXT, seq INTEGER);
+CREATE TEMP TABLE IF NOT EXISTS purged_mentions (entity_id INTEGER PRIMARY KEY);
+CREATE TEMP TRIGGER IF NOT EXISTS purge_watch_messages AFTER DELETE ON main.messages BEGIN
+    INSERT OR IGNORE INTO purged_messages VALUES (old.id, old.ns, old.conversation, old.session, old.seq);
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS purge_watch_mentions AFTER DELETE ON main.mentions BEGIN
+    INSERT OR IGNORE INTO purged_mentions VALUES (old.entity_id);
+END;
+
+-- name: purge_unwatch
+DROP TRIGGER IF EXISTS temp.purge_watch_messages;
+DROP TRIGGER IF EXISTS temp.purge_watch_mentions;
+DROP TABLE IF EXISTS temp.purged_messages;
+DROP TABLE IF EXISTS temp.purged_mentions;
+
+-- name: purge_reindex_followers
+-- A message's full-text row holds the message before it in its session as context
+-- (trigger messages_fts_insert, migration 0001): the first message left after each deleted
+-- one is indexed again, with the message now before it, so no deleted text stays in it.
+DELETE FROM messages_fts WHERE rowid IN (
+    SELECT (SELECT m.id FROM messages AS m
+            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
+              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
+    FROM temp.purged_messages AS p);
+INSERT INTO messages_fts (rowid, context, body)
+SELECT new.id,
+       coalesce((SELECT p.speaker || ': ' || p.text FROM messages AS p
+                 WHERE p.ns = new.ns AND p.conversation = new.conversation
+                   AND p.session = new.session AND p.seq < new.seq
+                 ORDER BY p.seq DESC LIMIT 1), ''),
+       new.speaker || ': ' || new.text || coalesce(
+           ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
+                   FROM json_each(new.attachments) AS a
+                   WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
+FROM messages AS new WHERE new.id IN (
+    SELECT (SELECT m.id FROM messages AS m
+            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
+              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
+    FROM temp.purged_messages AS p);
+
+-- name: purge_stale_summaries
+-- A person's summary was written from what memory held about them: once some of it is
+-- forgotten, the summary goes too (`profile --summary` writes it again from what is left).
+UPDATE entities SET summary = NULL, summary_at = NULL, data = json_remove(data, '$.summary')
+WHERE id IN (SELECT entity_id FROM temp.purged_mentions) AND summary IS NOT NULL;
+
+-- name: purge_checkpoint
+-- The WAL keeps earlier versions of the pages the forget changed: copy the current ones into
+-- the file and empty the WAL. Returns (busy, frames in the log, frames checkpointed).
+PRAGMA wal_checkpoint(TRUNCATE);
+
+-- name: fts_optimize
+-- Merge each full-text index into one segment (what `localmem vacuum` does; see purge.py).
+INSERT INTO messages_fts (messages_fts) VALUES ('optimize');
+INSERT INTO units_fts (units_fts) VALUES ('optimize');
