@@ -31,8 +31,10 @@ from . import db
 from .queries import q
 
 FORMAT = "localmem-export"
-VERSION = 2  # 2: the trailer line
-READS = (1, 2)
+# 1: bare numbers, no trailer; 2: the trailer line (counts and sha256); 3: messages and units
+# named by their printed ids ("m:12", "u:45"), as everywhere else. All three are read.
+VERSION = 3
+READS = (1, 2, 3)
 
 TRAILER = "trailer"
 
@@ -96,7 +98,8 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     reader = _Reader(path)
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
-        raise InputError(path, f"not a {FORMAT} v{VERSION} file (first line: {str(header)[:80]})")
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file "
+                               f"(first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
         raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
     names = header.get("namespaces")
@@ -155,6 +158,7 @@ class _Unresolved(LookupError):
 
 def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]],
                  keep_ids: bool) -> None:
+    _plain_ids(rec)
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
 
     def ref(table: str, key: str) -> int:
@@ -171,7 +175,9 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
-        insert("message", "import_message", source_id=ref("source", "source_id"))
+        replaces = rec.get("replaces")
+        insert("message", "import_message", source_id=ref("source", "source_id"),
+               replaces=ref("message", "replaces") if replaces is not None else None)
     elif kind == "unit":
         parent = rec.get("episode_id")
         insert("unit", "import_unit", episode_id=ref("unit", "episode_id") if parent is not None else None)
@@ -197,6 +203,24 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
         conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
     else:
         raise _Unresolved(f"unknown record type {kind!r}")
+
+
+# The fields that name a message ("m:12") or a unit ("u:45"); version 1 and 2 files hold bare
+# numbers there, which are taken as they are. A record's own "id" is named by its type.
+_REF_KIND = {"message_id": "m", "replaces": "m", "unit_id": "u", "episode_id": "u", "src_id": "u", "dst_id": "u"}
+_ID_KIND = {"message": "m", "unit": "u", "messages": "m", "units": "u"}
+
+
+def _plain_ids(rec: dict[str, Any]) -> None:
+    """Turn the printed ids of ``rec`` into the numbers the store uses, in place."""
+    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
+    for key, kind in (*_REF_KIND.items(), *((("id", own),) if own else ())):
+        value = rec.get(key)
+        if isinstance(value, str):
+            prefix, _, number = value.partition(":")
+            if prefix != kind or not number.isdigit():
+                raise _Unresolved(f"its {key} {value!r} is not a {'message (m:ID)' if kind == 'm' else 'unit (u:ID)'}")
+            rec[key] = int(number)
 
 
 def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],
