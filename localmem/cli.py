@@ -581,8 +581,8 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
     else:
         click.echo(final)
     for c in result.citations:
-        click.echo(f"  [m:{c.message_id}] {c.speaker}, {(c.time or '')[:16].replace('T', ' ')}: "
-                   f"{_clip(c.text, 160)}")
+        click.echo(f"  [m:{c.message_id}] {c.conversation}/{c.external_id} {c.speaker}, "
+                   f"{(c.time or '')[:16].replace('T', ' ')}: {_clip(c.text, 160)}")
     if show_evidence:
         from .answer.fast import evidence_line
 
@@ -732,6 +732,9 @@ def forget(state: _State, items: tuple[str, ...], conversation: str | None, befo
                    f"{_id_list(result['kept_units'])}")
     if not yes:
         click.echo("nothing was deleted; re-run with --yes to delete")
+    elif result["purged"] is False:
+        click.echo("another process has this store open: the deleted text stays in its write-ahead log "
+                   "until that process closes it (or run 'forget' again then)", err=True)
 
 
 def _id_list(ids: list[Any], most: int = 20) -> str:

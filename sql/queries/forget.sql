@@ -146,3 +146,8 @@ SELECT id, ns FROM sources WHERE id = :id;
 -- Merge each full-text index into one segment: terms of deleted rows are dropped from it.
 INSERT INTO messages_fts (messages_fts) VALUES ('optimize');
 INSERT INTO units_fts (units_fts) VALUES ('optimize');
+
+-- name: purge_vacuum
+-- Write the file anew from its live rows (see forget.purge: rebalanced b-tree pages keep copies
+-- of moved cells in their unused room).
+VACUUM;
