@@ -10,11 +10,12 @@ import pytest
 
 from localmem import Memory
 from localmem.build.embedding import to_blob, unit_text
+from localmem.cli import cli
 from localmem.errors import LocalmemError, NotFoundError
 from localmem.store.queries import q
 
 from .fakes import HashEmbedder
-from .helpers import count, snapshot, write_jsonl
+from .helpers import count, runner, snapshot, write_jsonl
 
 # Unique markers. FTS5 stores a term after the first on a page as a suffix of the term before it,
 # so the tail of a marker is what is counted: a copy stored either way contains it.
@@ -106,28 +107,40 @@ def _source_of(mem: Memory, conversation: str) -> int:
                             (conversation,)).fetchone()[0]
 
 
-# (what is forgotten, the Memory.forget arguments, the marker that must be gone)
+# What is forgotten: the Memory.forget arguments, the same as `localmem forget` arguments, and the
+# marker that must be gone.
 KINDS = {
-    "m:ID": (lambda m: {"ids": [f"m:{m.ids['s1']}"]}, MARK),
-    "u:ID": (lambda m: {"ids": [f"u:{m.ids['gist']}"]}, MARK_U),
-    "--conversation": (lambda m: {"conversation": "secret"}, MARK),
-    "--before": (lambda m: {"before": "2023-02-01"}, MARK),
-    "--match": (lambda m: {"match": MARK.upper()}, MARK),  # any case
-    "--source": (lambda m: {"source_id": _source_of(m, "secret")}, MARK),
-    "--namespace": (lambda m: {"namespace": "me"}, MARK),
+    "m:ID": (lambda m: {"ids": [f"m:{m.ids['s1']}"]}, lambda m: [f"m:{m.ids['s1']}"], MARK),
+    "u:ID": (lambda m: {"ids": [f"u:{m.ids['gist']}"]}, lambda m: [f"u:{m.ids['gist']}"], MARK_U),
+    "--conversation": (lambda m: {"conversation": "secret"}, lambda m: ["--conversation", "secret"], MARK),
+    "--before": (lambda m: {"before": "2023-02-01"}, lambda m: ["--before", "2023-02-01"], MARK),
+    "--match": (lambda m: {"match": MARK.upper()}, lambda m: ["--match", MARK.upper()], MARK),  # any case
+    "--source": (lambda m: {"source_id": _source_of(m, "secret")},
+                 lambda m: ["--source", str(_source_of(m, "secret"))], MARK),
+    "--namespace": (lambda m: {"namespace": "me"}, lambda m: ["--namespace", "me"], MARK),
 }
 
 
+@pytest.mark.parametrize("via", ["api", "cli"])
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_forgotten_text_is_not_in_the_file(store, kind):
-    target, marker = KINDS[kind]
+def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
+    api_args, cli_args, marker = KINDS[kind]
     before = marker_count(store.path, marker)
     assert before > 0
-    result = store.forget(**target(store))
-    assert result["counts"]["messages"] + result["counts"]["units"] > 0
+    if via == "api":
+        result = store.forget(**api_args(store))
+        store.close()
+    else:
+        args = cli_args(store)
+        store.close()
+        use_models(embedder=HashEmbedder())
+        out = runner().invoke(cli, ["--db", str(store.path), "-n", "me", "forget", *args, "--yes", "--json"])
+        assert out.exit_code == 0, out.output
+        result = json.loads(out.stdout)
+        print(f"\nbytes: localmem --db m.db -n me forget {' '.join(args)} --yes: "
+              f"{marker} {before} -> {marker_count(store.path, marker)}")
+    assert result["counts"]["messages"] + result["counts"]["units"] > 0 and result["purged"] is True
     assert marker_count(store.path, marker) == 0, (kind, before)
-    store.close()  # and after the last connection closes (a checkpoint of its own)
-    assert marker_count(store.path, marker) == 0
     assert marker_count(store.path, "daily note") > 0  # the rest is still there
 
 
@@ -156,7 +169,7 @@ def test_forgetting_a_message_takes_what_rests_only_on_it(store):
 
 def test_a_dry_run_changes_nothing(store):
     before = snapshot(store.path)
-    for target, _ in KINDS.values():
+    for target, _args, _marker in KINDS.values():
         assert store.forget(**target(store), dry_run=True)["dry_run"] is True
     assert snapshot(store.path) == before
 
