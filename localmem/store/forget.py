@@ -16,8 +16,8 @@ or a whole namespace. Then:
   deleted text as context; logged model replies of the episodes that read a deleted message
   lose their text; people whose knowledge lost a statement lose their written summary;
   entities nothing mentions any more go; a finished source left empty goes;
-- :func:`purge` then clears the deleted bytes from the file's free pages, the full-text
-  index segments and the write-ahead log.
+- :func:`purge` then clears the deleted text from the file's bytes: the full-text index
+  segments, the room left in its pages (the file is written anew) and the write-ahead log.
 
 A dry run reports the same without deleting anything.
 """
