@@ -190,10 +190,10 @@ def purge(conn: apsw.Connection) -> bool:
     b-tree it moves cells between pages without clearing the room they leave, so copies
     survive in the unused part of live pages; VACUUM writes the file anew from the live rows.
     A checkpoint then copies the result into the file and truncates the write-ahead log, which
-    held the old pages. Measured on the test store (tests/test_forget_targets.py: one secret message of
-    42, its marker in 14 places): forgetting it left 1 copy (in the slack of an FTS page reused
-    as an interior page) without VACUUM, 0 with it. VACUUM rewrites the whole file: 0.25 s for a
-    14 MB store of 5K messages, 3.5 s for 137 MB (50K), on 2 cores.
+    held the old pages. Measured on the test store of tests/test_forget_targets.py (one secret
+    message of 42, its marker in 14 places): forgetting it left 1 copy (in the slack of an FTS
+    page reused as an interior page) without VACUUM, 0 with it. VACUUM rewrites the whole file:
+    0.25 s for a 14 MB store of 5K messages, 3.5 s for 137 MB (50K), on 2 cores.
 
     (The trust-store work, issue 17, makes this the store's own purge step.)
     """
