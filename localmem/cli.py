@@ -49,6 +49,14 @@ class _Group(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        except BaseException as exc:  # the command failed (and was not reported by _fail)
+            if not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+                ctx.meta[_FAILED] = True
+            raise
+
+    def _invoke(self, ctx: click.Context) -> Any:
         # ctx.params holds the parsed group options (also when called as cli([...]) in-process).
         debug = bool(ctx.params.get("debug")) or "--debug" in sys.argv[1:]
         as_json = bool(ctx.meta.get(_JSON_ERRORS))
@@ -84,10 +92,14 @@ class _Group(click.Group):
 
 
 _JSON_ERRORS = "localmem.json_errors"
+_FAILED = "localmem.failed"
 
 
 def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) -> None:
     """Print an error on stderr (JSON with --json, else one line) and exit with its code."""
+    ctx.meta[_FAILED] = True
+    if isinstance(ctx.obj, _State):  # closed first: a store this command created is announced (or
+        ctx.obj.close(failed=True)  # removed, if nothing went into it) before the error, the last word
     click.echo(json.dumps(data, ensure_ascii=False) if as_json else line, err=True)
     ctx.exit(int(data["exit_code"]))
 
@@ -167,15 +179,27 @@ class _State:
 
             config = replace(self.config, db_path=Path(":memory:")) if access == "none" else self.config
             self._memory = Memory(config=config, create=access == "write" or access == "none")
-            if self._memory.created:
-                click.echo(f"created a new store at {self._memory.path}", err=True)
             if access == "read":
                 self._memory.require_namespace()
         return self._memory
 
-    def close(self) -> None:
-        if self._memory is not None:
-            self._memory.close()
+    def close(self, failed: bool = False) -> None:
+        """Close the store. A store this command created is announced on stderr, unless the
+        command failed with nothing stored in it: then it is removed, as if never made (a
+        mistyped --db path given to a failing import leaves nothing behind)."""
+        mem, self._memory = self._memory, None
+        if mem is None:
+            return
+        try:
+            empty = mem.created and failed and not mem.namespaces()
+        except LocalmemError:
+            empty = False
+        mem.close()
+        if empty:
+            for leftover in (mem.path, Path(f"{mem.path}-wal"), Path(f"{mem.path}-shm")):
+                leftover.unlink(missing_ok=True)
+        elif mem.created:
+            click.echo(f"created a new store at {mem.path}", err=True)
 
 
 def _print_json(data: Any) -> None:
@@ -244,7 +268,7 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
                           "rerank_model": rerank_model, "rerank_tokenizer": rerank_tokenizer})
     state = _State(config, quiet)
     ctx.obj = state
-    ctx.call_on_close(state.close)
+    ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
 
 
 @cli.command()
@@ -688,7 +712,7 @@ def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
 @click.option("--before", help="Forget the messages said before this date or time.")
 @click.option("--match", "match_text", metavar="TEXT",
               help="Forget the messages and units whose text contains TEXT (any case).")
-@click.option("--source", "source_id", type=int, help="Forget this source id (see 'stats --sources').")
+@click.option("--source", "source_id", type=int, help="Forget this source (its id in 'stats --sources').")
 @click.option("--namespace", "target_ns",
               help="Forget this whole namespace; with another target, the namespace to work in.")
 @click.option("--yes", is_flag=True, help="Really delete (otherwise only list what would go).")
@@ -714,14 +738,17 @@ def forget(state: _State, items: tuple[str, ...], conversation: str | None, befo
     if len(given) != 1:
         raise click.UsageError("pass exactly one of: ids (m:ID u:ID ...), --conversation C, --before DATE, "
                                "--match TEXT, --source ID, --namespace NS")
-    mem = state.memory("open" if "namespace" in given or "source_id" in given else "read")
+    mem = state.memory("open" if "namespace" in given else "read")
     result = mem.forget(**given, dry_run=not yes)
-    target = {k: v for k, v in given.items()}
-    if "namespace" not in given and "source_id" not in given:
-        target["in_namespace"] = mem.namespace
+    target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
     if as_json:
         _print_json({"target": target, **result})
-        return
+    else:
+        _echo_forget(result, yes)
+    _warn_wal(result["file"])
+
+
+def _echo_forget(result: dict[str, Any], yes: bool) -> None:
     counts = ", ".join(f"{v} {k}" for k, v in result["counts"].items())
     click.echo(f"{'would forget' if not yes else 'forgot'} {counts}")
     for kind in ("messages", "units", "entities", "sources"):
@@ -732,9 +759,14 @@ def forget(state: _State, items: tuple[str, ...], conversation: str | None, befo
                    f"{_id_list(result['kept_units'])}")
     if not yes:
         click.echo("nothing was deleted; re-run with --yes to delete")
-    elif result["purged"] is False:
-        click.echo("another process has this store open: the deleted text stays in its write-ahead log "
-                   "until that process closes it (or run 'forget' again then)", err=True)
+
+
+def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
+    """What a forget says when another connection kept the WAL from being emptied."""
+    if scrubbed is not None and not scrubbed["wal_emptied"]:
+        click.echo("warning: another connection is still reading this store, so its write-ahead log "
+                   "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
+                   err=True)
 
 
 def _id_list(ids: list[Any], most: int = 20) -> str:

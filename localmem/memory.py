@@ -610,15 +610,21 @@ class Memory:
                ids: Sequence[str] | None = None, conversation: str | None = None,
                before: When = None, match: str | None = None,
                dry_run: bool = False) -> dict[str, Any]:
-        """Delete exactly one target, with what rests only on it, and clear it from the file.
+        """Delete exactly one target, with what rests only on it, so that none of it is left in
+        the store's file (its WAL included).
 
         The target: ``ids`` (memories of this namespace: ``m:ID`` messages, ``u:ID`` units),
         a ``conversation``, the messages said ``before`` a date or time, the messages and units
-        whose text contains ``match`` (case-insensitive), a source (``source_id``), or a whole
-        ``namespace``. A unit resting only on deleted messages goes with them; one that also
-        rests on other messages stays with those (``kept_units``). Returns the printed ids of
-        what went (or, with ``dry_run``, would go): ``messages``, ``units``, ``sources``,
-        ``entities``, ``kept_units``, and ``counts``.
+        whose text contains ``match`` (case-insensitive), a source of this namespace
+        (``source_id``), or a whole ``namespace``. A unit resting only on deleted messages goes
+        with them; one that also rests on other messages stays with those (``kept_units``).
+
+        Returns what went (or, with ``dry_run``, would go): ``messages`` (``m:ID``), ``units``
+        (``u:ID``), ``entities`` (``e:ID``), ``sources`` (source ids), ``kept_units``, ``counts``
+        (of the first four), ``dry_run``, and ``file``: None when nothing was deleted, else
+        what scrubbing the file did (``wal_emptied`` is False while another connection reads an
+        older snapshot: its old pages stay in the WAL until :meth:`vacuum`; ``freed_bytes``,
+        ``bytes_before``, ``bytes_after``, ``seconds``).
         """
         from .retrieval.filters import day_or_time
         from .store import forget as forget_mod
@@ -638,8 +644,11 @@ class Memory:
             raise LocalmemError("forget() was given no ids")
         if match is not None and (not isinstance(match, str) or not match.strip()):
             raise LocalmemError("forget --match needs some text")
+        if source_id is not None and (not isinstance(source_id, int) or isinstance(source_id, bool)):
+            raise LocalmemError(f"forget() needs source_id as a number, not {source_id!r}",
+                                "see 'localmem stats --sources'")
         return forget_mod.forget(
-            self.conn, self.namespace, namespace=namespace, source_id=source_id,
+            self.conn, self.path, self.namespace, namespace=namespace, source_id=source_id,
             messages=[n for kind, n in parsed if kind == "m"] if ids is not None else None,
             units=[n for kind, n in parsed if kind == "u"] if ids is not None else None,
             conversation=conversation, before=day_or_time(before, "--before"),

@@ -218,9 +218,11 @@ def test_forget_json(hashed, db):
     assert len(plan["messages"]) == 2 and all(m.startswith("m:") for m in plan["messages"])
     assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1", "tiny-2"]
     source_id = run_json(db, "-n", "tiny-2", "stats", "--sources")["source_list"][0]["id"]
-    done = run_json(db, "forget", "--source", str(source_id), "--yes")
+    elsewhere = run(db, "-n", "tiny-1", "forget", "--source", str(source_id), "--yes", ok=False)
+    assert elsewhere.exit_code == 1 and f"no source {source_id} in namespace 'tiny-1'" in elsewhere.stderr
+    done = run_json(db, "-n", "tiny-2", "forget", "--source", str(source_id), "--yes")
     assert done.pop("file")["wal_emptied"] is True and plan.pop("file") is None
-    assert done["dry_run"] is False and done["target"] == {"source_id": source_id}
+    assert done["dry_run"] is False and done["target"] == {"source_id": source_id, "in_namespace": "tiny-2"}
     assert {k: done[k] for k in ("messages", "units", "counts")} == {k: plan[k] for k in ("messages", "units", "counts")}
     assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1"]
     missing = run(db, "forget", "--namespace", "tiny-2", "--yes", ok=False)

@@ -93,7 +93,7 @@ def test_errors_with_json_are_json_on_stderr(db, tmp_path):
     try:
         locked = json_error(run("--db", str(db), "add", "Z", "hi", "--json",
                                 env={"LOCALMEM_BUSY_TIMEOUT_MS": "100"}), 3, "store_locked")
-        assert locked["hint"].startswith("wait for it to finish and retry")
+        assert locked["hint"].startswith("retry when that writer is done") and "is busy" in locked["error"]
     finally:
         other.execute("ROLLBACK")
         other.close()

@@ -3,14 +3,16 @@ marked replaced; search and ask show the correction first. And one memory in ful
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+from collections import Counter
 
 import pytest
 
 from localmem import Memory
 from localmem.cli import cli
-from localmem.errors import LocalmemError, NotFoundError
+from localmem.errors import InputError, LocalmemError, NotFoundError
 
 from .fakes import HashEmbedder, ScriptedLLM
 from .helpers import runner
@@ -100,7 +102,7 @@ def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, 
     buf = io.StringIO()
     mem.export(buf)
     records = [json.loads(line) for line in buf.getvalue().splitlines()]
-    assert records[0]["version"] == 2
+    assert records[0]["version"] == 3 and records[-1]["type"] == "trailer"
     messages = {r["id"]: r for r in records if r["type"] == "message"}
     assert set(messages) == {"m:1", "m:2", "m:3", "m:4"}
     assert messages["m:4"]["replaces"] == "m:1" and json.loads(messages["m:1"]["meta"]) == {"app": "phone"}
@@ -116,26 +118,48 @@ def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, 
         assert copy.get("m:1")["replaced_by"] == "m:4"
 
 
-def test_a_version_1_export_still_imports(mem, tmp_path):
-    """Exports written before ids were printed name messages and units by bare numbers."""
-    buf = io.StringIO()
-    mem.export(buf)
-    v1 = []
-    for line in buf.getvalue().splitlines():
+def _as_older_version(export: str, version: int) -> str:
+    """``export`` as localmem wrote it before printed ids (bare numbers, no corrections or
+    metadata): version 2 with its trailer, version 1 without one."""
+    lines, digest, records = [], hashlib.sha256(), Counter()
+    for line in export.splitlines():
         rec = json.loads(line)
+        if rec["type"] == "trailer":
+            continue
         if rec["type"] == "header":
-            rec["version"] = 1
+            rec["version"] = version
+        else:
+            records[rec["type"]] += 1
         for key in ("id", "episode_id", "unit_id", "message_id", "src_id", "dst_id"):
             if isinstance(rec.get(key), str):
                 rec[key] = int(rec[key][2:])
         rec.pop("replaces", None)
         rec.pop("meta", None)
-        v1.append(json.dumps(rec))
-    path = tmp_path / "v1.jsonl"
-    path.write_text("\n".join(v1) + "\n")
-    with Memory(tmp_path / "copy.db", namespace="me", embedder=HashEmbedder()) as copy:
-        counts = copy.restore(path)
-        assert counts["message"] == 3 and copy.get("m:2")["text"] == "Congratulations! How is the flat?"
+        lines.append(json.dumps(rec) + "\n")
+        digest.update(lines[-1].encode())
+    if version >= 2:
+        lines.append(json.dumps({"type": "trailer", "records": dict(sorted(records.items())),
+                                 "sha256": digest.hexdigest()}) + "\n")
+    return "".join(lines)
+
+
+def test_older_exports_still_import(mem, tmp_path):
+    """Exports written before ids were printed name messages and units by bare numbers: version
+    2 (with its trailer) imports as it is; version 1 (before the trailer) with force, which says
+    what it could not check."""
+    buf = io.StringIO()
+    mem.export(buf)
+    for version in (2, 1):
+        path = tmp_path / f"v{version}.jsonl"
+        path.write_text(_as_older_version(buf.getvalue(), version))
+        with Memory(tmp_path / f"copy{version}.db", namespace="me", embedder=HashEmbedder()) as copy:
+            if version == 1:
+                with pytest.raises(InputError, match="no trailer line .an export made before localmem wrote one"):
+                    copy.restore(path)
+            counts = copy.restore(path, force=version == 1)
+            assert counts["message"] == 3 and copy.get("m:2")["text"] == "Congratulations! How is the flat?"
+            assert counts.get("unchecked") == (None if version == 2 else
+                                               "it has no trailer line (an export made before localmem wrote one)")
 
 
 def test_show_prints_a_message_or_a_unit(mem, use_models):

@@ -15,7 +15,7 @@ from localmem.errors import LocalmemError, NotFoundError
 from localmem.store.queries import q
 
 from .fakes import HashEmbedder
-from .helpers import count, runner, snapshot, write_jsonl
+from .helpers import count, old_store, runner, snapshot, write_jsonl
 
 # Unique markers. FTS5 stores a term after the first on a page as a suffix of the term before it,
 # so the tail of a marker is what is counted: a copy stored either way contains it.
@@ -139,7 +139,7 @@ def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
         result = json.loads(out.stdout)
         print(f"\nbytes: localmem --db m.db -n me forget {' '.join(args)} --yes: "
               f"{marker} {before} -> {marker_count(store.path, marker)}")
-    assert result["counts"]["messages"] + result["counts"]["units"] > 0 and result["purged"] is True
+    assert result["counts"]["messages"] + result["counts"]["units"] > 0 and result["file"]["wal_emptied"] is True
     assert marker_count(store.path, marker) == 0, (kind, before)
     assert marker_count(store.path, "daily note") > 0  # the rest is still there
 
@@ -150,7 +150,9 @@ def test_forgetting_a_message_takes_what_rests_only_on_it(store):
     assert plan["messages"] == [f"m:{ids['s1']}"] and plan["units"] == [f"u:{ids['gist']}"]
     assert plan["entities"] == ["e:1"] and plan["sources"] == []  # the reply keeps the source
     assert sorted(plan["kept_units"]) == sorted([f"u:{ids['fact']}", f"u:{ids['secret_episode']}"])
-    assert store.forget(ids=[f"m:{ids['s1']}"]) == {**plan, "dry_run": False, "purged": True}
+    done = store.forget(ids=[f"m:{ids['s1']}"])
+    assert plan.pop("file") is None and done.pop("file")["wal_emptied"] is True
+    assert done == {**plan, "dry_run": False}
     # the fact rested on the secret and on a daily note: it stays, with the daily note
     assert [r[0] for r in conn.execute("select message_id from unit_sources where unit_id = ?", (ids["fact"],))] \
         == [ids["d3"]]
@@ -234,19 +236,9 @@ def test_adds_to_each_conversation_are_a_source_of_their_own(tmp_path):
 
 
 def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path):
-    """Migration 0009: a store where every add went to one 'api' source gets one per conversation."""
-    from localmem.store import db
-    from localmem.store.queries import migrations
-
+    """Migration 0010: a store where every add went to one 'api' source gets one per conversation."""
     path = tmp_path / "old.db"
-    conn = db.connect(":memory:")  # the extension and functions, to build an old store by hand
-    conn.close()
-    import apsw
-
-    old = apsw.Connection(str(path))
-    for version, _name, sql in migrations()[:8]:
-        old.execute(sql)
-        old.pragma("user_version", version)
+    old = old_store(path, 8)
     old.execute("insert into sources (ns, kind, uri, sha256, status, created_at) "
                 "values ('default', 'api', 'api:add', 'api', 'loaded', '2024-01-01'), "
                 "('default', 'jsonl', 'f.jsonl', 'abc', 'loaded', '2024-01-02')")

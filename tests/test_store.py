@@ -761,8 +761,20 @@ def test_forget_source(mem, tmp_path):
     _consistent_without_unit_vectors(mem.conn)
     assert not mem.search("topic1", channels=["bm25"])
     assert mem.search("topic11", channels=["bm25"])
-    with pytest.raises(NotFoundError, match=f"no source with id {first['id']}"):
+    with pytest.raises(NotFoundError, match=f"no source {first['id']} in namespace 'test'"):
         mem.forget(source_id=first["id"])
+
+
+def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
+    """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
+    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+        other.add("Zoe", "mine, in another namespace")
+        theirs = other.sources()[0]["id"]
+    with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
+        mem.forget(source_id=theirs)
+    with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
+        mem.forget(source_id=theirs, dry_run=True)
+    assert count(mem.conn, "select count(*) from messages where ns = 'other'") == 1
 
 
 def _consistent_without_unit_vectors(conn) -> None:

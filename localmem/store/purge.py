@@ -9,7 +9,8 @@ of forget (a namespace, a source, ...) only says which rows go, as a named query
 - vec0 zeroes a deleted vector inside its chunk (sqlite-vec 0.1.7 and later; 0.1.6 left it,
   hence the pin); the codes caches and sentence parts go by the delete triggers;
 - the message after a deleted one in its session is indexed again: its full-text row held the
-  deleted message as context (a search for a forgotten word still found it); a person's summary
+  deleted message as context (a search for a forgotten word still found it); an episode that
+  stays but lost messages keeps its logged model calls without their text; a person's summary
   written from forgotten memory is dropped;
 - the full-text indexes are merged into one segment ('optimize') in the same transaction. FTS5
   records a delete in a contentless table as a tombstone, and the deleted terms stay in the
@@ -60,6 +61,7 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
         conn.execute(q("purge_watch"))
         conn.execute(q(query), params)
         conn.execute(q("purge_reindex_followers"))
+        conn.execute(q("purge_scrub_calls"))
         conn.execute(q("purge_stale_summaries"))
         conn.execute(q("purge_unwatch"))
         conn.execute(q("fts_optimize"))

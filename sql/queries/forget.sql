@@ -1,5 +1,6 @@
--- Forgetting (store/forget.py): choose what goes, then delete it and what rests only on it.
--- :messages and :units are JSON arrays of ids; :ns the namespace worked in.
+-- Forgetting (store/forget.py): choose what goes with a target and what rests only on it, and
+-- the deletion purge.purge runs. :messages and :units are JSON arrays of ids; :ns the namespace
+-- worked in.
 
 -- name: forget_messages_by_ids
 SELECT m.id FROM json_each(:ids) AS j JOIN messages AS m ON m.id = j.value WHERE m.ns = :ns;
@@ -15,7 +16,7 @@ SELECT id FROM messages WHERE ns = :ns AND conversation = :conversation ORDER BY
 SELECT id FROM messages WHERE ns = :ns AND sent_at < :before ORDER BY id;
 
 -- name: forget_messages_matching
--- :folded is the text searched for, case-folded like localmem_fold (registered by forget.py).
+-- :folded is the text searched for, case-folded like localmem_fold (registered by store/db.py).
 SELECT id FROM messages WHERE ns = :ns AND instr(localmem_fold(text), :folded) > 0 ORDER BY id;
 
 -- name: forget_units_matching
@@ -66,29 +67,13 @@ WHERE s.status = 'loaded'
                   AND m.id NOT IN (SELECT value FROM json_each(:messages)))
 ORDER BY s.id;
 
--- name: forget_followers
--- The surviving messages right after each of :messages in its session: their full-text rows
--- hold the deleted message as context (see messages_fts_insert) and are indexed again.
-SELECT DISTINCT n.id
-FROM json_each(:messages) AS j
-JOIN messages AS m ON m.id = j.value
-JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.session = m.session
-WHERE n.id NOT IN (SELECT value FROM json_each(:messages))
-  AND n.seq = (SELECT min(f.seq) FROM messages AS f
-               WHERE f.ns = m.ns AND f.conversation = m.conversation AND f.session = m.session
-                 AND f.seq > m.seq AND f.id NOT IN (SELECT value FROM json_each(:messages)));
-
--- name: forget_touched_episodes
--- Episodes that rest on some of :messages and are not among :units: their logged model calls
--- read the deleted messages.
-SELECT DISTINCT us.unit_id FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
-WHERE u.kind = 'episode' AND us.message_id IN (SELECT value FROM json_each(:messages))
-  AND us.unit_id NOT IN (SELECT value FROM json_each(:units));
-
 -- name: forget_delete
--- Derived units kept because they rest on other messages lose a parent that goes; then the
--- units, the messages (their parts, vectors and full-text rows go by cascade and triggers),
--- the entities nothing mentions any more and the sources left empty.
+-- The deletion of every kind of forget but a namespace's (run by purge.purge, which does the
+-- rest: see store/purge.py). Derived units kept because they rest on other messages lose a
+-- parent that goes; then the units, the messages (their parts, vectors and full-text rows go by
+-- cascade and triggers), the entities nothing mentions any more and the sources left empty.
+-- With --match (:folded, case-folded like localmem_fold), logged model replies holding the text
+-- lose it (their counts and timings stay).
 UPDATE units SET episode_id = NULL
 WHERE episode_id IN (SELECT value FROM json_each(:units))
   AND id NOT IN (SELECT value FROM json_each(:units));
@@ -96,34 +81,9 @@ DELETE FROM units WHERE id IN (SELECT value FROM json_each(:units));
 DELETE FROM messages WHERE id IN (SELECT value FROM json_each(:messages));
 DELETE FROM entities WHERE id IN (SELECT value FROM json_each(:entities));
 DELETE FROM sources WHERE id IN (SELECT value FROM json_each(:sources));
-
--- name: forget_scrub_calls
--- Logged model replies of the episodes in :episodes, and any that hold :folded (when given),
--- lose their text; their counts and timings stay.
 UPDATE llm_calls SET raw = NULL, error = NULL
-WHERE ns = :ns
-  AND (episode_id IN (SELECT value FROM json_each(:episodes))
-       OR (:folded IS NOT NULL AND instr(localmem_fold(coalesce(raw, '') || char(10) || coalesce(error, '')), :folded) > 0));
-
--- name: forget_clear_summaries
--- People whose knowledge lost statements: their model-written summary may repeat them.
-UPDATE entities SET summary = NULL, summary_at = NULL, data = json_remove(data, '$.summary')
-WHERE id IN (SELECT value FROM json_each(:entities)) AND summary IS NOT NULL;
-
--- name: fts_message_reindex
--- A message's full-text row written again, as messages_fts_insert writes it.
-DELETE FROM messages_fts WHERE rowid = :id;
-INSERT INTO messages_fts (rowid, context, body)
-SELECT m.id,
-       coalesce((SELECT p.speaker || ': ' || p.text FROM messages AS p
-                 WHERE p.ns = m.ns AND p.conversation = m.conversation
-                   AND p.session = m.session AND p.seq < m.seq
-                 ORDER BY p.seq DESC LIMIT 1), ''),
-       m.speaker || ': ' || m.text || coalesce(
-           ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
-                   FROM json_each(m.attachments) AS a
-                   WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
-FROM messages AS m WHERE m.id = :id;
+WHERE :folded IS NOT NULL AND ns = :ns
+  AND instr(localmem_fold(coalesce(raw, '') || char(10) || coalesce(error, '')), :folded) > 0;
 
 -- name: forget_namespace_ids
 -- Everything of namespace :ns, by kind: ('m' | 'u' | 's' | 'e', id).
@@ -134,20 +94,12 @@ UNION ALL SELECT 'e', id FROM entities WHERE ns = :ns
 ORDER BY 1, 2;
 
 -- name: forget_namespace
+-- The deletion of a whole namespace (run by purge.purge, like forget_delete); its messages go
+-- with its sources, and its logged model calls, those of no episode too.
+DELETE FROM llm_calls WHERE ns = :ns;
 DELETE FROM units WHERE ns = :ns;
 DELETE FROM entities WHERE ns = :ns;
 DELETE FROM sources WHERE ns = :ns;
-DELETE FROM llm_calls WHERE ns = :ns;
 
 -- name: source_get
-SELECT id, ns FROM sources WHERE id = :id;
-
--- name: purge_fts
--- Merge each full-text index into one segment: terms of deleted rows are dropped from it.
-INSERT INTO messages_fts (messages_fts) VALUES ('optimize');
-INSERT INTO units_fts (units_fts) VALUES ('optimize');
-
--- name: purge_vacuum
--- Write the file anew from its live rows (see forget.purge: rebalanced b-tree pages keep copies
--- of moved cells in their unused room).
-VACUUM;
+SELECT id FROM sources WHERE id = :id AND ns = :ns;

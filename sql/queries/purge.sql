@@ -7,28 +7,40 @@
 CREATE TEMP TABLE IF NOT EXISTS purged_messages (
     id INTEGER PRIMARY KEY, ns TEXT, conversation TEXT, session TEXT, seq INTEGER);
 CREATE TEMP TABLE IF NOT EXISTS purged_mentions (entity_id INTEGER PRIMARY KEY);
+CREATE TEMP TABLE IF NOT EXISTS purged_readers (unit_id INTEGER PRIMARY KEY);
+CREATE TEMP TABLE IF NOT EXISTS purged_followers (id INTEGER PRIMARY KEY);
 CREATE TEMP TRIGGER IF NOT EXISTS purge_watch_messages AFTER DELETE ON main.messages BEGIN
     INSERT OR IGNORE INTO purged_messages VALUES (old.id, old.ns, old.conversation, old.session, old.seq);
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS purge_watch_mentions AFTER DELETE ON main.mentions BEGIN
     INSERT OR IGNORE INTO purged_mentions VALUES (old.entity_id);
 END;
+CREATE TEMP TRIGGER IF NOT EXISTS purge_watch_readers AFTER DELETE ON main.unit_sources BEGIN
+    INSERT OR IGNORE INTO purged_readers VALUES (old.unit_id);
+END;
 
 -- name: purge_unwatch
 DROP TRIGGER IF EXISTS temp.purge_watch_messages;
 DROP TRIGGER IF EXISTS temp.purge_watch_mentions;
+DROP TRIGGER IF EXISTS temp.purge_watch_readers;
 DROP TABLE IF EXISTS temp.purged_messages;
 DROP TABLE IF EXISTS temp.purged_mentions;
+DROP TABLE IF EXISTS temp.purged_readers;
+DROP TABLE IF EXISTS temp.purged_followers;
 
 -- name: purge_reindex_followers
 -- A message's full-text row holds the message before it in its session as context
--- (trigger messages_fts_insert, migration 0001): the first message left after each deleted
--- one is indexed again, with the message now before it, so no deleted text stays in it.
-DELETE FROM messages_fts WHERE rowid IN (
-    SELECT (SELECT m.id FROM messages AS m
-            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
-              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
-    FROM temp.purged_messages AS p);
+-- (trigger messages_fts_insert, migration 0001): the messages left at the first position after
+-- each deleted one (a message and its corrections share a position) are indexed again, with the
+-- message now before them, so no deleted text stays in them.
+INSERT OR IGNORE INTO temp.purged_followers
+SELECT m.id
+FROM temp.purged_messages AS p
+JOIN messages AS m ON m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
+WHERE m.seq = (SELECT min(f.seq) FROM messages AS f
+               WHERE f.ns = p.ns AND f.conversation = p.conversation AND f.session = p.session
+                 AND f.seq > p.seq);
+DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM temp.purged_followers);
 INSERT INTO messages_fts (rowid, context, body)
 SELECT new.id,
        coalesce((SELECT p.speaker || ': ' || p.text FROM messages AS p
@@ -39,11 +51,14 @@ SELECT new.id,
            ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
                    FROM json_each(new.attachments) AS a
                    WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
-FROM messages AS new WHERE new.id IN (
-    SELECT (SELECT m.id FROM messages AS m
-            WHERE m.ns = p.ns AND m.conversation = p.conversation AND m.session = p.session
-              AND m.seq > p.seq ORDER BY m.seq LIMIT 1)
-    FROM temp.purged_messages AS p);
+FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purged_followers);
+
+-- name: purge_scrub_calls
+-- An episode that stays but lost some of its messages: its logged model replies were written
+-- from what it read, deleted messages included, so they lose their text (counts and timings
+-- stay). The calls of units that went, went with them.
+UPDATE llm_calls SET raw = NULL, error = NULL
+WHERE episode_id IN (SELECT unit_id FROM temp.purged_readers) AND (raw IS NOT NULL OR error IS NOT NULL);
 
 -- name: purge_stale_summaries
 -- A person's summary was written from what memory held about them: once some of it is
