@@ -4,7 +4,8 @@ An error's ``message`` says what happened and its ``hint`` what to do next; ``st
 the two joined ("…; hint"), the one line the CLI prints on stderr, and :meth:`to_dict` the
 JSON form it prints with ``--json`` (``{"error", "code", "hint", "exit_code"}``). The process
 exits with ``exit_code``: 1 by default, 2 bad input or configuration, 3 store locked, 4 model
-missing, 6 store damaged.
+missing, 6 store damaged. Every class has a hint of its own: one it writes, or ``default_hint``
+when the raise site says nothing more specific.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ class LocalmemError(Exception):
 
     exit_code = 1
     code = "error"  # a stable name for programs (the JSON form's "code")
+    default_hint: str | None = None  # what to do when the raise site says nothing more specific
 
     def __init__(self, message: str, hint: str | None = None, *, line: str | None = None) -> None:
         if hint is None:
             message, hint = split_hint(message)
+        hint = hint or self.default_hint
         self.message = message
         self.hint = hint
         super().__init__(line or (f"{message}; {hint}" if hint else message))
@@ -52,6 +55,7 @@ class InputError(LocalmemError):
 
     exit_code = 2
     code = "bad_input"
+    default_hint = "fix the input and run the command again"
 
     def __init__(self, path: str | Path, problem: str, where: str | None = None) -> None:
         self.path = str(path)
@@ -67,6 +71,7 @@ class UnknownFormatError(InputError):
     """The input's format could not be recognised."""
 
     code = "unknown_format"
+    default_hint = "pass --format with one of the formats 'localmem ingest --help' lists"
 
 
 class SchemaTooNewError(LocalmemError):
@@ -128,6 +133,7 @@ class EmbedderMismatchError(LocalmemError):
 class ModelNotFoundError(LocalmemError):
     exit_code = 4
     code = "model_not_found"
+    default_hint = "'localmem models' lists the models and where they are; 'localmem doctor' shows which one each role uses"
 
 
 class MissingDependencyError(LocalmemError):
@@ -151,6 +157,7 @@ class NotFoundError(LocalmemError):
     """A namespace, source or item the user named does not exist."""
 
     code = "not_found"
+    default_hint = "'localmem namespaces' and 'localmem stats --sources' list what the store holds"
 
 
 class StoreNotFoundError(NotFoundError):
@@ -180,3 +187,5 @@ class UnknownNamespaceError(NotFoundError):
 class ConfigError(LocalmemError):
     exit_code = 2
     code = "config"
+    default_hint = ("fix that setting where it was given (config file, LOCALMEM_ environment variable or "
+                    "option); README lists every setting")

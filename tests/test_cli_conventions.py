@@ -142,3 +142,28 @@ def test_an_unknown_namespace_lists_the_known_ones(db):
     for command in (["search", "x"], ["stats"], ["episodes"], ["export"], ["show", "m:1"]):
         err = assert_one_line_error(run("--db", str(db), "-n", "wrok", *command), code=1)
         assert err == f"error: no namespace 'wrok' in {db}; pass one of: default, work\n"
+
+
+def test_every_error_class_says_what_to_do():
+    from localmem import errors
+
+    examples = [
+        errors.InputError("chat.json", "invalid JSON", "line 3"),
+        errors.UnknownFormatError("notes.bin", "unrecognised format"),
+        errors.SchemaTooNewError("m.db", 99, 10), errors.NotALocalmemStoreError("m.db", "not an SQLite database"),
+        errors.StoreLockedError("m.db"), errors.StoreCorruptError("m.db", "malformed"),
+        errors.EmbedderMismatchError("a", 8, "b", 16), errors.ModelNotFoundError("no GGUF model qwen"),
+        errors.MissingDependencyError("llama_cpp", "llm"), errors.QueryNotFoundError("x"),
+        errors.NotFoundError("no message m:9 in namespace 'me'"), errors.StoreNotFoundError("typo.db"),
+        errors.UnknownNamespaceError("x", ["a"], "m.db"), errors.ConfigError("setting k must be an integer"),
+    ]
+    classes, stack = set(), [errors.LocalmemError]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub.__module__ == errors.__name__:
+                classes.add(sub)
+                stack.append(sub)
+    assert classes == {type(e) for e in examples}  # a new error class needs an example here
+    for error in examples:
+        assert error.hint and error.to_dict()["hint"] == error.hint, type(error).__name__
+        assert str(error).endswith(error.hint) or isinstance(error, (errors.InputError, errors.StoreCorruptError))

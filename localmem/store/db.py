@@ -251,6 +251,8 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
     conn.execute("select vec_version()").fetchall()
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)
     conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)
+    # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
+    conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
 
 
 def fold(text: object) -> object:

@@ -61,14 +61,8 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
               "schema": db.schema_version(conn), "namespaces": chosen, "vectors": with_vectors,
               "embed_model_id": meta.get("embed_model_id"),
               "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None}
-    digest, records = hashlib.sha256(), Counter()
-
-    def write(line: str) -> None:
-        data = line + "\n"
-        digest.update(data.encode("utf-8"))
-        out.write(data)
-
-    write(json.dumps(header, ensure_ascii=False))
+    writer = Writer(out)
+    writer.record(header)
     counts: dict[str, int] = {}
     # Parts are derived from messages and go with their vectors: a restore without vectors
     # cuts and embeds them again.
@@ -81,12 +75,39 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
                 kind = name.removeprefix("export_")
                 record_type = _RECORD_TYPE[kind]
                 for (line,) in conn.execute(q(name), {"ns": ns}):
-                    write(line)
+                    writer.line(line, record_type)
                     counts[kind] = counts.get(kind, 0) + 1
-                    records[record_type] += 1
-    out.write(json.dumps({"type": TRAILER, "records": dict(sorted(records.items())),
-                          "sha256": digest.hexdigest()}) + "\n")
+    writer.trailer()
     return counts
+
+
+class Writer:
+    """Writes an export's lines and then its trailer (the count of each record type and the
+    sha256 of every byte before it). :func:`export` writes lines SQLite built; the synthetic
+    benchmark stores write records (:meth:`record`), so both write the same format."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.digest, self.records = hashlib.sha256(), Counter()
+
+    def line(self, text: str, record_type: str | None) -> None:
+        """One record as its JSON text; ``record_type`` None for the header (not counted)."""
+        data = text + "\n"
+        self.digest.update(data.encode("utf-8"))
+        self.out.write(data)
+        if record_type is not None:
+            self.records[record_type] += 1
+
+    def record(self, rec: dict[str, Any]) -> None:
+        """One record given with the store's numbers: messages and units are written under
+        their printed ids, as :func:`export` writes them."""
+        rec = {**rec, **{key: f"{kind}:{rec[key]}" for key, kind in _ref_fields(rec)
+                         if isinstance(rec.get(key), int)}}
+        self.line(json.dumps(rec, ensure_ascii=False), None if rec["type"] == "header" else rec["type"])
+
+    def trailer(self) -> None:
+        self.out.write(json.dumps({"type": TRAILER, "records": dict(sorted(self.records.items())),
+                                   "sha256": self.digest.hexdigest()}) + "\n")
 
 
 def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder],
@@ -211,10 +232,15 @@ _REF_KIND = {"message_id": "m", "replaces": "m", "unit_id": "u", "episode_id": "
 _ID_KIND = {"message": "m", "unit": "u", "messages": "m", "units": "u"}
 
 
+def _ref_fields(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, "m" or "u") for each field of ``rec`` that names a message or a unit."""
+    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
+    return [*_REF_KIND.items(), *((("id", own),) if own else ())]
+
+
 def _plain_ids(rec: dict[str, Any]) -> None:
     """Turn the printed ids of ``rec`` into the numbers the store uses, in place."""
-    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
-    for key, kind in (*_REF_KIND.items(), *((("id", own),) if own else ())):
+    for key, kind in _ref_fields(rec):
         value = rec.get(key)
         if isinstance(value, str):
             prefix, _, number = value.partition(":")
