@@ -759,6 +759,8 @@ def _echo_forget(result: dict[str, Any], yes: bool) -> None:
                    f"{_id_list(result['kept_units'])}")
     if not yes:
         click.echo("nothing was deleted; re-run with --yes to delete")
+    elif result["file"] and result["file"]["vacuumed"]:
+        click.echo(f"  the file was written anew: {result['file']['vacuum_reason']}")
 
 
 def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
