@@ -25,7 +25,13 @@ MARK_U = "wkjh5d8e0a6c3f97"  # in one gist only
 
 def marker_count(path: Path, marker: str = MARK) -> int:
     """Copies of ``marker`` in the store's bytes: the file and its write-ahead log."""
-    return sum(p.read_bytes().count(marker[-10:].encode()) for p in (path, Path(f"{path}-wal")) if p.exists())
+    return sum(marker_counts(path, marker))
+
+
+def marker_counts(path: Path, marker: str = MARK) -> tuple[int, int]:
+    """Copies of ``marker`` in the file and in its write-ahead log."""
+    return tuple(p.read_bytes().count(marker[-10:].encode()) if p.exists() else 0  # type: ignore[return-value]
+                 for p in (path, Path(f"{path}-wal")))
 
 
 def _unit(mem: Memory, kind: str, text: str, sources: list[int], episode: int | None = None) -> int:
@@ -125,22 +131,26 @@ KINDS = {
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
     api_args, cli_args, marker = KINDS[kind]
-    before = marker_count(store.path, marker)
-    assert before > 0
+    before = marker_counts(store.path, marker)
+    assert sum(before) > 0
     if via == "api":
+        command = f"Memory.forget(**{api_args(store)})"
         result = store.forget(**api_args(store))
+        assert marker_count(store.path, marker) == 0, (kind, before)  # at once, the store still open
         store.close()
     else:
         args = cli_args(store)
+        command = f"localmem --db m.db -n me forget {' '.join(args)} --yes"
         store.close()
         use_models(embedder=HashEmbedder())
         out = runner().invoke(cli, ["--db", str(store.path), "-n", "me", "forget", *args, "--yes", "--json"])
         assert out.exit_code == 0, out.output
         result = json.loads(out.stdout)
-        print(f"\nbytes: localmem --db m.db -n me forget {' '.join(args)} --yes: "
-              f"{marker} {before} -> {marker_count(store.path, marker)}")
+    after = marker_counts(store.path, marker)
+    print(f"\nbytes: {command}: {marker} file+WAL {before[0]}+{before[1]} -> {after[0]}+{after[1]} "
+          f"(vacuumed: {result['file']['vacuumed']})")
     assert result["counts"]["messages"] + result["counts"]["units"] > 0 and result["file"]["wal_emptied"] is True
-    assert marker_count(store.path, marker) == 0, (kind, before)
+    assert after == (0, 0), (kind, before)
     assert marker_count(store.path, "daily note") > 0  # the rest is still there
 
 

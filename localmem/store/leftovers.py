@@ -151,7 +151,8 @@ def _shared_runs(data: mmap.mmap, regions: list[tuple[int, int]], forgotten: For
             piece, offset_in_piece = pieces[i], at - starts[i]
             if offset_in_piece + WORD > len(piece):
                 continue  # the word runs into the next value
-            word = int(np.frombuffer(buf[at:at + WORD], dtype="<u8")[0])
+            # a numpy uint64 (a Python int above 2**63 would be compared as a float)
+            word = np.frombuffer(buf[at:at + WORD], dtype="<u8")[0]
             lo, hi = np.searchsorted(room_words, word, "left"), np.searchsorted(room_words, word, "right")
             for chunk_index, offset in room_where[lo:hi]:
                 run = _stretch(piece, offset_in_piece, room[int(chunk_index)], int(offset))
