@@ -68,6 +68,7 @@ TOKENIZERS: tuple[tuple[str, str, Callable[[str, str], dict[str, Any]], str], ..
     ("/extras/tokenize (llama-cpp-python's server)", "/extras/tokenize",
      lambda text, model: {"input": text, "model": model}, "tokens"),
 )
+_COUNTS_KEPT = 4096  # token counts remembered per text
 JUDGE_TOP = 20  # log probabilities asked for: OpenAI's maximum, and vLLM's default limit
 # A schema whose only allowed value is not what the prompt asks for: a reply holding it shows
 # that the server enforces the schema (``doctor``'s probe).
@@ -97,6 +98,7 @@ class ServerLLM:
         self._tokenizer: tuple[str, str, Callable[[str, str], dict[str, Any]], str] | None = None
         self._token_offset = 0  # tokens the endpoint adds to any text (a BOS)
         self._tokenizer_probed = False
+        self._counted: dict[str, int] = {}
 
     @property
     def model_id(self) -> str:
@@ -115,12 +117,12 @@ class ServerLLM:
         try:
             listed = self.transport.get("/models")
         except Rejected as exc:
-            if exc.status != 404 or self.name is None:
-                if exc.status == 404:
-                    raise ModelNotFoundError(
-                        f"the model server at {self.url} does not list its models (no /models); "
-                        "name the model with --llm-name (LOCALMEM_LLM_NAME)") from None
-                raise
+            if exc.status != 404 or not self.url.endswith("/v1"):
+                raise  # a 404 below a URL without /v1 says to try /v1
+            if self.name is None:
+                raise ModelNotFoundError(
+                    f"the model server at {self.url} does not list its models (no /models); "
+                    "name the model with --llm-name (LOCALMEM_LLM_NAME)") from None
             return self  # a server without /models: the name is checked by the first call
         self.served = [str(m.get("id")) for m in (listed or {}).get("data", []) if isinstance(m, dict)]
         if self.name is None:
@@ -260,13 +262,20 @@ class ServerLLM:
 
     # -- tokens -----------------------------------------------------------------------------------
     def count_tokens(self, text: str) -> int:
-        """The server's own count where it has a tokenize endpoint, else the local estimate."""
+        """The server's own count where it has a tokenize endpoint, else the local estimate.
+        Counts are kept: an answer's budget counts the same evidence lines again and again."""
         tokenizer = self._find_tokenizer()
         if tokenizer is None:
             return self.estimate(text)
-        _what, path, body, key = tokenizer
-        return max(0, len(self.transport.post(path, body(text, self.name or ""), root=True)[key])
-                   - self._token_offset)
+        known = self._counted.get(text)
+        if known is None:
+            _what, path, body, key = tokenizer
+            known = max(0, len(self.transport.post(path, body(text, self.name or ""), root=True)[key])
+                        - self._token_offset)
+            if len(self._counted) >= _COUNTS_KEPT:
+                self._counted.clear()
+            self._counted[text] = known
+        return known
 
     @property
     def token_counting(self) -> str:
