@@ -3,7 +3,8 @@ the token counter that evidence budgets are measured with.
 
 Each role has a registry of named builders, and the config names the backend of each role
 (``llm_backend``, ``embed_backend``, ``rerank_backend``). localmem's own backends are
-registered here; tests and plugins add theirs with :func:`register`, so a fake model is
+registered here: the LLM in-process (``llama``) or on a model server the user runs (``openai``,
+chosen by ``auto`` when ``llm_url`` is set), onnxruntime for the embedder and a cross-encoder; tests and plugins add theirs with :func:`register`, so a fake model is
 built through the same path as a real one (as ``llm``'s plugin registry does).
 
 Nothing heavy is imported until a model is built, and a model is built on first use:
