@@ -124,7 +124,8 @@ class ServerLLM:
                     f"the model server at {self.url} does not list its models (no /models); "
                     "name the model with --llm-name (LOCALMEM_LLM_NAME)") from None
             return self  # a server without /models: the name is checked by the first call
-        self.served = [str(m.get("id")) for m in (listed or {}).get("data", []) if isinstance(m, dict)]
+        data = listed.get("data") if isinstance(listed, dict) else None
+        self.served = [str(m.get("id")) for m in data or [] if isinstance(m, dict)]
         if self.name is None:
             if len(self.served) == 1:
                 self.name = self.served[0]
