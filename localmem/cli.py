@@ -124,6 +124,9 @@ def _progress(state: _State, label: str,
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+workers_option = click.option(
+    "--workers", type=int, help="With a model server (--llm-url): episodes extracted at once; the in-process "
+                                f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -136,6 +139,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
 @click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
+@click.option("--llm-url", help="Use the model server at this OpenAI-compatible URL instead of the in-process "
+                                "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.")
+@click.option("--llm-name", help="The model the server is asked for (needed when it serves several). "
+                                 "Env: LOCALMEM_LLM_NAME.")
 @click.option("--rerank-model", type=click.Path(path_type=Path),
               help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
 @click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
@@ -145,12 +152,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, llm_model: str | None, rerank_model: Path | None,
-        rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
+        embed_tokenizer: Path | None, llm_model: str | None, llm_url: str | None, llm_name: str | None,
+        rerank_model: Path | None, rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model,
-                          "rerank_model": rerank_model, "rerank_tokenizer": rerank_tokenizer})
+                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model, "llm_url": llm_url,
+                          "llm_name": llm_name, "rerank_model": rerank_model,
+                          "rerank_tokenizer": rerank_tokenizer})
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(state.close)
@@ -171,10 +179,11 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
               help="With --extract llm: learn lasting knowledge about people episode by episode "
                    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
                    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
+@workers_option
 @json_option
 @click.pass_obj
 def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, date_order: str | None,
-           extract: str | None, consolidate: str | None, as_json: bool) -> None:
+           extract: str | None, consolidate: str | None, workers: int | None, as_json: bool) -> None:
     """Store the messages of FILE: a ChatGPT or Claude.ai export, a WhatsApp chat, a Slack export,
     a Discord channel (DiscordChatExporter JSON), notes, LoCoMo JSON, JSONL, chat JSON or a text
     transcript. A folder or .zip is read file by file; '-' reads standard input.
@@ -186,7 +195,7 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     with _progress(state, f"ingesting {file.name or file}", ("extracting episodes",)) as progress:
         report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
                                        extract=extract, consolidate=consolidate, date_order=date_order,
-                                       progress=progress)
+                                       progress=progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
         return
@@ -256,7 +265,8 @@ def _echo_build(ns: str, build: dict[str, Any]) -> None:
                    f"{row['failures']} invalid after repair")
     if build.get("consolidation"):
         _echo_consolidation(build["consolidation"])
-    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items()))
+    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items())
+               + (f" ({build['workers']} episodes at once)" if build.get("workers", 1) > 1 else ""))
 
 
 def _echo_consolidation(done: dict[str, Any]) -> None:
@@ -607,13 +617,14 @@ def doctor(state: _State, as_json: bool) -> None:
 
 
 @cli.command()
+@workers_option
 @json_option
 @click.pass_obj
-def flush(state: _State, as_json: bool) -> None:
+def flush(state: _State, workers: int | None, as_json: bool) -> None:
     """Close open episode buffers and extract them with the local LLM."""
     mem = state.memory()
     with _progress(state, "extracting episodes") as progress:
-        report = mem.flush(progress)
+        report = mem.flush(progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
     else:

@@ -85,6 +85,13 @@ class ModelNotFoundError(LocalmemError):
     exit_code = 4
 
 
+class ModelServerError(LocalmemError):
+    """A model server (``llm_url``) could not be reached or failed a request. The message names
+    the URL and what to do; the episode in progress was not stored, and a re-run resumes."""
+
+    exit_code = 5
+
+
 class MissingDependencyError(LocalmemError):
     exit_code = 4
 

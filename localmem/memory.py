@@ -178,7 +178,8 @@ class Memory:
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
                namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
-               date_order: str | None = None, progress: Progress | None = None) -> "IngestReport":
+               date_order: str | None = None, progress: Progress | None = None,
+               workers: int | None = None) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input. Formats: ChatGPT,
         Claude.ai, WhatsApp, Slack, Discord (DiscordChatExporter), notes, LoCoMo JSON, JSONL,
@@ -189,7 +190,8 @@ class Memory:
         given. ``date_order`` ("day-first", "month-first") overrides how WhatsApp dates are
         read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
-        the config).
+        the config). ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``).
         """
         from .build import formats, ingest
 
@@ -197,6 +199,8 @@ class Memory:
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
         if date_order is not None:
             _choice("--date-order", date_order, DATE_ORDERS)
+        if workers is not None and workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         file = Path(path)
         if format is not None and format not in FORMATS:
             raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
@@ -220,7 +224,7 @@ class Memory:
             embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
-                                                      consolidate=consolidate).to_dict()
+                                                      consolidate=consolidate, workers=workers).to_dict()
                             for nsr in report.namespaces}
         else:
             report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
@@ -236,19 +240,24 @@ class Memory:
                                             self._locked, final=final)
 
     def build(self, *, namespace: str | None = None, final: bool = True, progress: Progress | None = None,
-              consolidate: str | None = None) -> "BuildReport":
+              consolidate: str | None = None, workers: int | None = None) -> "BuildReport":
         """Segment unassigned messages into episodes, extract each closed episode, then
         consolidate them (``consolidate``: "off", "fast", "full"; default from the config).
 
         Resumable: each episode is one transaction, so an interrupted build redoes
         at most the episode it was in. ``final=False`` leaves the open buffer open.
+        ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``; the in-process model takes one call at a time).
         """
         from .build import pipeline
 
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
+        workers = self.config.llm_workers if workers is None else workers
+        if workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         return pipeline.build(self.conn, self.llm, self.embedder, namespace or self.namespace, self._locked,
                               final=final, consolidate=consolidate, verify=self.config.verify_facts,
-                              progress=progress)
+                              progress=progress, workers=workers)
 
     def consolidate(self, *, namespace: str | None = None, mode: str = "fast",
                     progress: Progress | None = None) -> "ConsolidationReport":
@@ -266,9 +275,9 @@ class Memory:
                                               pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
                                               progress, self.config.verify_facts)
 
-    def flush(self, progress: Progress | None = None) -> "BuildReport":
+    def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
-        return self.build(final=True, progress=progress)
+        return self.build(final=True, progress=progress, workers=workers)
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,

@@ -125,6 +125,7 @@ def _integrity(conn: apsw.Connection) -> dict[str, Any]:
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.catalog import resolve_embedder
+    from ..models.factory import describe_llm
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
@@ -152,6 +153,6 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         report["onnx_providers"] = onnxruntime.get_available_providers()
     except ImportError:
         report["onnx_providers"] = []
-    report["llm"] = {"status": "not used yet: --extract none is the only ingest mode"}
+    report["llm"] = describe_llm(config)
     report["reranker"] = {"status": "none configured"}
     return report
