@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
 from ..protocols import Completion, Judged, Message
+from . import library
 from .llama_prefix import PrefixCache
 
 
@@ -78,7 +79,7 @@ class LlamaLLM:
     def _model(self) -> Any:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
@@ -221,7 +222,7 @@ class LlamaTokenCounter:
     def count_tokens(self, text: str) -> int:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             with _quiet_stderr():  # llama.cpp warns about the context size of a vocab-only load
