@@ -22,7 +22,13 @@ import pytest
 from localmem import Memory
 from localmem.config import Config
 
-from .helpers import REPO, SAMPLE_CHAT, NetworkUsed, default_embedder_installed, no_network
+from .helpers import (
+    REPO,
+    SAMPLE_CHAT,
+    NetworkUsed,
+    default_embedder_installed,
+    no_network,
+)
 
 TINY = "smollm2-135m-instruct-q4_1"
 
