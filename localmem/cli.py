@@ -426,6 +426,8 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         _print_json(result.to_dict())
         return
     final = result.answer if not result.refused else "Not in memory."
+    if result.refusal == "no citation":
+        final = "Not in memory: the model's answer cited none of the evidence."
     if streamed:
         click.echo("")
         if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts
