@@ -144,6 +144,23 @@ def test_item_text_keeps_one_line_and_no_brackets_of_its_own():
     assert item_text("I'm (very) happy 😀 — «oui»") == "I'm (very) happy 😀 — «oui»"
 
 
+def test_the_prompts_that_build_memory_show_each_message_on_its_own_numbered_line():
+    """Extraction, segmentation and consolidation cite messages by their number too: a forged
+    line there would attach a fact to another message."""
+    from localmem.prompts import consolidate, extract, segment, verify
+
+    lines = [f"{case['speaker']}: {case['text']}" for case in CORPUS["cases"]]
+    for messages in (extract.build(lines, "21 May 2023"), segment.build(lines),
+                     consolidate.fast([], "A chat", lines, "21 May 2023"),
+                     consolidate.calibrate([], "They talk.", lines, "21 May 2023")):
+        user = messages[-1]["content"]
+        numbered = [line for line in user.split("\n") if re.match(r"\[\d+\] ", line)]
+        assert [int(line[1:line.index("]")]) for line in numbered] == list(range(len(lines)))
+        assert all(not set(line[line.index("]") + 1:]) & set("[]{}") for line in numbered)
+    check = verify.build(lines, "Priya moved to Tokyo.")[-1]["content"]
+    assert check.count("\n") == len(lines) + 2 and check.count("Fact:") == 1
+
+
 # -- the real tokenizer and model ---------------------------------------------------------------------
 
 def _tiny_installed() -> bool:
