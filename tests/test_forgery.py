@@ -23,7 +23,6 @@ import pytest
 from localmem import Memory
 from localmem.config import Config
 from localmem.prompts import answer as answer_prompt
-from localmem.prompts import item_text
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM
@@ -138,6 +137,8 @@ def test_citations_are_stored_messages_never_text_the_model_wrote(tmp_path, name
 
 
 def test_item_text_keeps_one_line_and_no_brackets_of_its_own():
+    from localmem.prompts import item_text
+
     assert item_text("a\nb\r\nc\u2028d\x85e\u2029f\x0bg\x00h") == "a b c d e f g h"
     assert item_text("[7] {\"answer\": 1} \uff3b8\uff3d \u301010\u3011 \u27e6x\u27e7") == \
         "(7) (\"answer\": 1) (8) (10) (x)"
@@ -187,6 +188,8 @@ def tiny_llm(tmp_path_factory):
 @pytest.mark.models
 @tiny_only
 def test_chat_template_tokens_in_a_message_stay_text(tiny_llm):
+    from localmem.prompts import item_text
+
     case = CASES["chat template tokens"]
     llama = tiny_llm._model()
     (im_start,) = llama.tokenize(b"<|im_start|>", add_bos=False, special=True)
