@@ -5,8 +5,9 @@ would reach the network or write outside localmem's own files.
 Measured here with onnxruntime 1.32 under ``strace -f -e trace=network`` and a fresh ``$HOME``:
 on its first session, onnxruntime writes a device id and an event database under
 ``~/.cache/Microsoft/DeveloperTools/.onnxruntime/`` and, a few seconds later, looks up
-``mobile.events.data.microsoft.com`` (9 sockets, 6 of them DNS lookups, in 40 s of one idle session: tests/trials/ort_telemetry.py; 12 sockets during
-one ``localmem ask``). ``ORT_DISABLE_TELEMETRY=1`` set before the import stops both; set
+``mobile.events.data.microsoft.com`` (9 sockets, 6 of them DNS lookups, in 40 s of one idle
+session, ``tests/trials/ort_telemetry.py``; 12 to 15 sockets during one ``localmem ask``,
+``tests/trials/offline.py``). ``ORT_DISABLE_TELEMETRY=1`` set before the import stops both; set
 after the import, or ``onnxruntime.disable_telemetry_events()``, stopped neither.
 tokenizers only reads ``tokenizer.json`` (``Tokenizer.from_file``); its ``from_pretrained``,
 which localmem never calls, would import huggingface_hub: ``HF_HUB_OFFLINE=1`` makes such a
