@@ -31,7 +31,7 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import LocalmemError
+from .errors import InvalidTextError, LocalmemError
 from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
@@ -61,6 +61,11 @@ class _Group(click.Group):
         except Exception as exc:  # an unexpected failure: one line unless --debug
             if debug:
                 raise
+            if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+                # Python keeps an argument's bytes that are not UTF-8 as lone surrogates.
+                click.echo("error: an argument is not valid UTF-8 text, so it cannot be stored or "
+                           "looked up; retype it in UTF-8", err=True)
+                ctx.exit(InvalidTextError.exit_code)
             click.echo(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
                        err=True)
             ctx.exit(1)
@@ -87,8 +92,10 @@ class _State:
             self._memory.close()
 
 
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+def _print_json(data: Any, indent: int | None = 2) -> None:
+    from .text.files import without_surrogates  # an argument echoed back may hold some
+
+    click.echo(without_surrogates(json.dumps(data, ensure_ascii=False, indent=indent, default=str)))
 
 
 @contextmanager
@@ -367,8 +374,7 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
         queries = list(_read_queries(queries_file))
         for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
                                                                     promote=promote, rerank=rerank)):
-            click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
-                                  ensure_ascii=False))
+            _print_json({"query": q_text, "hits": [h.to_dict() for h in hits]}, indent=None)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
@@ -430,6 +436,8 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         _print_json(result.to_dict())
         return
     final = result.answer if not result.refused else "Not in memory."
+    if result.refusal == "no citation":
+        final = "Not in memory: the model's answer cited none of the evidence."
     if streamed:
         click.echo("")
         if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts

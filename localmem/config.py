@@ -53,6 +53,12 @@ DEFAULT_EMBED_MAX_TOKENS = 256
 DEFAULT_INGEST_BATCH = 256
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MAX_MESSAGE_CHARS = 100_000
+# An input file is read whole: a larger one is refused before it fills memory (chat exports
+# are megabytes; parsing JSON takes several times the file's size in memory).
+MAX_INPUT_BYTES = 512 * 2**20
+# How deep an input's JSON may nest: exports nest under 10 levels; Python's parser fails near
+# 1,000 (RecursionError), and the stored record is serialised again later.
+MAX_JSON_DEPTH = 100
 DEFAULT_N_CTX = 4096
 # Extracted events the model itself gives P(yes) < this against their messages are dropped
 # (0 turns the check off). 0.6 dropped only wrong facts on conv-26's 47 (see prompts/verify.py).
@@ -157,6 +163,7 @@ class Config:
     ingest_batch: int = DEFAULT_INGEST_BATCH
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
     max_message_chars: int = MAX_MESSAGE_CHARS
+    max_input_bytes: int = MAX_INPUT_BYTES
     rrf_k: int = RRF_K
     channel_budget: int = DEFAULT_CHANNEL_BUDGET
     onnx_threads: int = 0  # 0: let onnxruntime decide

@@ -28,6 +28,20 @@ class InputError(LocalmemError):
         super().__init__(f"{loc}: {problem} (nothing was stored)")
 
 
+class InvalidTextError(LocalmemError):
+    """Text that is not valid Unicode (a lone surrogate: half of an emoji's UTF-16 pair, or
+    bytes that were not UTF-8) given where it would be stored. Nothing was written."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, text: str) -> None:
+        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        super().__init__(
+            f"{what} is not valid Unicode text (a lone surrogate, U+{ord(text[at]):04X}, at character "
+            f"{at + 1}: half of an emoji, or bytes that are not UTF-8); fix the text and try again. "
+            "Nothing was stored.")
+
+
 class UnknownFormatError(InputError):
     """The input's format could not be recognised."""
 
@@ -69,6 +83,18 @@ class StoreCorruptError(LocalmemError):
             f"(localmem --db NEW.db import EXPORT.jsonl), or save what is readable with "
             f"'sqlite3 {path} .recover > rescued.sql'"
         )
+
+
+class DiskFullError(LocalmemError):
+    """The disk holding the store is full. SQLite rolled back the transaction it was writing;
+    everything committed before it is intact."""
+
+    exit_code = 7
+
+    def __init__(self, path: str, done: str = "") -> None:
+        super().__init__(
+            f"the disk holding {path} is full; the write in progress was rolled back and what was "
+            f"stored before it is intact{done}; free some space and run the command again")
 
 
 class EmbedderMismatchError(LocalmemError):

@@ -30,8 +30,9 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import LocalmemError, UnknownFormatError
+from .errors import InvalidTextError, LocalmemError, UnknownFormatError
 from .models.factory import Models
+from .text.files import has_surrogates, without_surrogates
 
 if TYPE_CHECKING:
     import apsw
@@ -122,6 +123,7 @@ class Memory:
             cfg = replace(cfg, namespace=namespace)
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
+        _storable("the namespace", cfg.namespace)
         self.config = cfg
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
@@ -204,6 +206,8 @@ class Memory:
         file = Path(path)
         if format is not None and format not in FORMATS:
             raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
+        _storable("the namespace", namespace)
+        _storable("the conversation name", conversation)
         options = formats.Options.from_config(self.config, date_order=date_order)
         parsed = formats.parse(file, None, format, conversation, options=options)
         embedder = self.embedder
@@ -294,6 +298,9 @@ class Memory:
             raise LocalmemError("add() needs a non-empty speaker")
         if not isinstance(text, str):
             raise LocalmemError("add() needs the message text as a string")
+        for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role),
+                            ("the conversation name", conversation), ("the message id", id)):
+            _storable(what, value)
         if len(text) > self.config.max_message_chars:
             raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
                                 f"{self.config.max_message_chars:,}")
@@ -351,7 +358,7 @@ class Memory:
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
-            pending.append(query)
+            pending.append(without_surrogates(query))  # a query is not stored: repaired, not refused
             if len(pending) >= batch:
                 yield from self._search_batch(pending, params, bound)
                 pending = []
@@ -623,4 +630,10 @@ def _choice(what: str, value: str, choices: Sequence[str]) -> str:
 def _question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise LocalmemError("ask() needs a non-empty question")
-    return question.strip()
+    return without_surrogates(question.strip())
+
+
+def _storable(what: str, text: str | None) -> None:
+    """Refuse text that cannot be stored: a lone surrogate (see :mod:`localmem.text.files`)."""
+    if isinstance(text, str) and has_surrogates(text):
+        raise InvalidTextError(what, text)

@@ -124,6 +124,7 @@ def _integrity(conn: apsw.Connection) -> dict[str, Any]:
 
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
+    from ..models.backends import onnx_providers
     from ..models.catalog import resolve_embedder
     from ..models.factory import describe_llm
 
@@ -147,12 +148,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
     except LocalmemError as exc:
         report["embedder"] = {"status": "missing", "error": str(exc)}
-    try:
-        import onnxruntime
-
-        report["onnx_providers"] = onnxruntime.get_available_providers()
-    except ImportError:
-        report["onnx_providers"] = []
+    report["onnx_providers"] = onnx_providers()
     report["llm"] = describe_llm(config)
     report["reranker"] = {"status": "none configured"}
     return report
