@@ -31,7 +31,7 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import LocalmemError
+from .errors import InvalidTextError, LocalmemError
 from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
@@ -86,6 +86,13 @@ class _Group(click.Group):
         except Exception as exc:  # an unexpected failure: one line unless --debug
             if debug:
                 raise
+            if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+                # Python keeps an argument's bytes that are not UTF-8 as lone surrogates.
+                _fail(ctx, as_json, {"error": "an argument is not valid UTF-8 text, so it cannot be stored or "
+                                              "looked up", "code": "invalid_text", "hint": "retype it in UTF-8",
+                                     "exit_code": InvalidTextError.exit_code},
+                      "error: an argument is not valid UTF-8 text, so it cannot be stored or looked up; "
+                      "retype it in UTF-8")
             _fail(ctx, as_json, {"error": f"unexpected {type(exc).__name__}: {exc}", "code": "unexpected",
                                  "hint": "run with --debug for details", "exit_code": 1},
                   f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)")
@@ -202,8 +209,10 @@ class _State:
             click.echo(f"created a new store at {mem.path}", err=True)
 
 
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+def _print_json(data: Any, indent: int | None = 2) -> None:
+    from .text.files import without_surrogates  # an argument echoed back may hold some
+
+    click.echo(without_surrogates(json.dumps(data, ensure_ascii=False, indent=indent, default=str)))
 
 
 @contextmanager
@@ -239,6 +248,9 @@ def _progress(state: _State, label: str,
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+workers_option = click.option(
+    "--workers", type=int, help="With a model server (--llm-url): episodes extracted at once; the in-process "
+                                f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -251,6 +263,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
 @click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
+@click.option("--llm-url", help="Use the model server at this OpenAI-compatible URL instead of the in-process "
+                                "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.")
+@click.option("--llm-name", help="The model the server is asked for (needed when it serves several). "
+                                 "Env: LOCALMEM_LLM_NAME.")
 @click.option("--rerank-model", type=click.Path(path_type=Path),
               help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
 @click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
@@ -260,12 +276,13 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, llm_model: str | None, rerank_model: Path | None,
-        rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
+        embed_tokenizer: Path | None, llm_model: str | None, llm_url: str | None, llm_name: str | None,
+        rerank_model: Path | None, rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model,
-                          "rerank_model": rerank_model, "rerank_tokenizer": rerank_tokenizer})
+                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model, "llm_url": llm_url,
+                          "llm_name": llm_name, "rerank_model": rerank_model,
+                          "rerank_tokenizer": rerank_tokenizer})
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
@@ -286,10 +303,11 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
               help="With --extract llm: learn lasting knowledge about people episode by episode "
                    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
                    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
+@workers_option
 @json_option
 @click.pass_obj
 def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, date_order: str | None,
-           extract: str | None, consolidate: str | None, as_json: bool) -> None:
+           extract: str | None, consolidate: str | None, workers: int | None, as_json: bool) -> None:
     """Store the messages of FILE: a ChatGPT or Claude.ai export, a WhatsApp chat, a Slack export,
     a Discord channel (DiscordChatExporter JSON), notes, LoCoMo JSON, JSONL, chat JSON or a text
     transcript. A folder or .zip is read file by file; '-' reads standard input.
@@ -301,7 +319,7 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     with _progress(state, f"ingesting {file.name or file}", ("extracting episodes",)) as progress:
         report = state.memory("write").ingest(file, format=fmt, conversation=conversation, namespace=forced,
                                               extract=extract, consolidate=consolidate, date_order=date_order,
-                                              progress=progress)
+                                              progress=progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
         return
@@ -371,7 +389,8 @@ def _echo_build(ns: str, build: dict[str, Any]) -> None:
                    f"{row['failures']} invalid after repair")
     if build.get("consolidation"):
         _echo_consolidation(build["consolidation"])
-    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items()))
+    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items())
+               + (f" ({build['workers']} episodes at once)" if build.get("workers", 1) > 1 else ""))
 
 
 def _echo_consolidation(done: dict[str, Any]) -> None:
@@ -532,8 +551,7 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
         queries = list(_read_queries(queries_file))
         for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
                                                          promote=promote, rerank=rerank, **filters)):
-            click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
-                                  ensure_ascii=False))
+            _print_json({"query": q_text, "hits": [h.to_dict() for h in hits]}, indent=None)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
@@ -598,6 +616,8 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         _print_json(result.to_dict())
         return
     final = result.answer if not result.refused else "Not in memory."
+    if result.refusal == "no citation":
+        final = "Not in memory: the model's answer cited none of the evidence."
     if streamed:
         click.echo("")
         if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts
@@ -831,13 +851,14 @@ def doctor(state: _State, as_json: bool) -> None:
 
 
 @cli.command()
+@workers_option
 @json_option
 @click.pass_obj
-def flush(state: _State, as_json: bool) -> None:
+def flush(state: _State, workers: int | None, as_json: bool) -> None:
     """Close open episode buffers and extract them with the local LLM."""
     mem = state.memory("read")
     with _progress(state, "extracting episodes") as progress:
-        report = mem.flush(progress)
+        report = mem.flush(progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
     else:

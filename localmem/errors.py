@@ -4,7 +4,7 @@ An error's ``message`` says what happened and its ``hint`` what to do next; ``st
 the two joined ("…; hint"), the one line the CLI prints on stderr, and :meth:`to_dict` the
 JSON form it prints with ``--json`` (``{"error", "code", "hint", "exit_code"}``). The process
 exits with ``exit_code``: 1 by default, 2 bad input or configuration, 3 store locked, 4 model
-missing, 6 store damaged. Every class has a hint of its own: one it writes, or ``default_hint``
+missing, 5 model server failed, 6 store damaged, 7 disk full. Every class has a hint of its own: one it writes, or ``default_hint``
 when the raise site says nothing more specific.
 """
 
@@ -67,6 +67,21 @@ class InputError(LocalmemError):
                          line=f"{loc}: {problem} (nothing was stored)")
 
 
+class InvalidTextError(LocalmemError):
+    """Text that is not valid Unicode (a lone surrogate: half of an emoji's UTF-16 pair, or
+    bytes that were not UTF-8) given where it would be stored. Nothing was written."""
+
+    exit_code = 2
+    code = "invalid_text"
+
+    def __init__(self, what: str, text: str) -> None:
+        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        super().__init__(
+            f"{what} is not valid Unicode text (a lone surrogate, U+{ord(text[at]):04X}, at character "
+            f"{at + 1}: half of an emoji, or bytes that are not UTF-8); fix the text and try again. "
+            "Nothing was stored.")
+
+
 class UnknownFormatError(InputError):
     """The input's format could not be recognised."""
 
@@ -118,6 +133,19 @@ class StoreCorruptError(LocalmemError):
         super().__init__(what, hint, line=f"{what}. {hint}")
 
 
+class DiskFullError(LocalmemError):
+    """The disk holding the store is full. SQLite rolled back the transaction it was writing;
+    everything committed before it is intact."""
+
+    exit_code = 7
+    code = "disk_full"
+
+    def __init__(self, path: str, done: str = "") -> None:
+        super().__init__(
+            f"the disk holding {path} is full; the write in progress was rolled back and what was "
+            f"stored before it is intact{done}", "free some space and run the command again")
+
+
 class EmbedderMismatchError(LocalmemError):
     code = "embedder_mismatch"
 
@@ -134,6 +162,14 @@ class ModelNotFoundError(LocalmemError):
     exit_code = 4
     code = "model_not_found"
     default_hint = "'localmem models' lists the models and where they are; 'localmem doctor' shows which one each role uses"
+
+
+class ModelServerError(LocalmemError):
+    """A model server (``llm_url``) could not be reached or failed a request. The message names
+    the URL and what to do; the episode in progress was not stored, and a re-run resumes."""
+
+    exit_code = 5
+    code = "model_server"
 
 
 class MissingDependencyError(LocalmemError):

@@ -30,8 +30,9 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
+from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
 from .models.factory import Models
+from .text.files import has_surrogates, without_surrogates
 
 if TYPE_CHECKING:
     import apsw
@@ -139,6 +140,7 @@ class Memory:
             cfg = replace(cfg, namespace=namespace)
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
+        _storable("the namespace", cfg.namespace)
         self.config = cfg
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
@@ -199,7 +201,8 @@ class Memory:
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
                namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
-               date_order: str | None = None, progress: Progress | None = None) -> "IngestReport":
+               date_order: str | None = None, progress: Progress | None = None,
+               workers: int | None = None) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input. Formats: ChatGPT,
         Claude.ai, WhatsApp, Slack, Discord (DiscordChatExporter), notes, LoCoMo JSON, JSONL,
@@ -210,7 +213,8 @@ class Memory:
         given. ``date_order`` ("day-first", "month-first") overrides how WhatsApp dates are
         read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
-        the config).
+        the config). ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``).
         """
         from .build import formats, ingest
 
@@ -218,9 +222,13 @@ class Memory:
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
         if date_order is not None:
             _choice("--date-order", date_order, DATE_ORDERS)
+        if workers is not None and workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         file = Path(path)
         if format is not None and format not in FORMATS:
             raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
+        _storable("the namespace", namespace)
+        _storable("the conversation name", conversation)
         options = formats.Options.from_config(self.config, date_order=date_order)
         parsed = formats.parse(file, None, format, conversation, options=options)
         embedder = self.embedder
@@ -241,7 +249,7 @@ class Memory:
             embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
-                                                      consolidate=consolidate).to_dict()
+                                                      consolidate=consolidate, workers=workers).to_dict()
                             for nsr in report.namespaces}
         else:
             report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
@@ -257,19 +265,24 @@ class Memory:
                                             self._locked, final=final)
 
     def build(self, *, namespace: str | None = None, final: bool = True, progress: Progress | None = None,
-              consolidate: str | None = None) -> "BuildReport":
+              consolidate: str | None = None, workers: int | None = None) -> "BuildReport":
         """Segment unassigned messages into episodes, extract each closed episode, then
         consolidate them (``consolidate``: "off", "fast", "full"; default from the config).
 
         Resumable: each episode is one transaction, so an interrupted build redoes
         at most the episode it was in. ``final=False`` leaves the open buffer open.
+        ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``; the in-process model takes one call at a time).
         """
         from .build import pipeline
 
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
+        workers = self.config.llm_workers if workers is None else workers
+        if workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         return pipeline.build(self.conn, self.llm, self.embedder, namespace or self.namespace, self._locked,
                               final=final, consolidate=consolidate, verify=self.config.verify_facts,
-                              progress=progress)
+                              progress=progress, workers=workers)
 
     def consolidate(self, *, namespace: str | None = None, mode: str = "fast",
                     progress: Progress | None = None) -> "ConsolidationReport":
@@ -287,9 +300,9 @@ class Memory:
                                               pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
                                               progress, self.config.verify_facts)
 
-    def flush(self, progress: Progress | None = None) -> "BuildReport":
+    def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
-        return self.build(final=True, progress=progress)
+        return self.build(final=True, progress=progress, workers=workers)
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,
@@ -309,6 +322,9 @@ class Memory:
             raise LocalmemError("add() needs a non-empty speaker")
         if not isinstance(text, str):
             raise LocalmemError("add() needs the message text as a string")
+        for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role),
+                            ("the conversation name", conversation), ("the message id", id)):
+            _storable(what, value)
         self._check_text(text)
         stored_meta = dict(check_meta(meta)) if meta else None
         when = time if time is not None else dt.datetime.now()
@@ -333,6 +349,7 @@ class Memory:
             self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
 
     def _check_text(self, text: str) -> None:
+        _storable("the message text", text)
         if len(text) > self.config.max_message_chars:
             raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
                                 f"{self.config.max_message_chars:,}")
@@ -404,7 +421,7 @@ class Memory:
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
-            pending.append(query)
+            pending.append(without_surrogates(query))  # a query is not stored: repaired, not refused
             if len(pending) >= batch:
                 yield from self._search_batch(pending, params, bound)
                 pending = []
@@ -742,4 +759,10 @@ def _filters(since: Any, until: Any, speaker: str | None, conversation: str | No
 def _question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise LocalmemError("ask() needs a non-empty question")
-    return question.strip()
+    return without_surrogates(question.strip())
+
+
+def _storable(what: str, text: str | None) -> None:
+    """Refuse text that cannot be stored: a lone surrogate (see :mod:`localmem.text.files`)."""
+    if isinstance(text, str) and has_surrogates(text):
+        raise InvalidTextError(what, text)

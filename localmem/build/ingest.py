@@ -16,9 +16,11 @@ from typing import Any, Callable, Sequence
 import apsw
 import numpy as np
 
+from ..errors import DiskFullError
 from ..models.protocols import Embedder
 from ..store import db
 from ..store.queries import q
+from ..text.files import without_surrogates
 from ..text.sentences import sentence_spans
 from .embedding import embed_batched, message_text, to_blob, unit_text
 from .formats import MessageIn, ParsedInput, ParsedSource
@@ -113,7 +115,21 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
                  progress: Progress | None = None) -> IngestReport:
     """Store every message of ``parsed``, source by source (each its own row in ``sources``,
     keyed by its sha256: a source already loaded is skipped whole); groups go to their own
-    namespace unless forced."""
+    namespace unless forced.
+
+    A full disk stops it with :class:`DiskFullError` saying how much of the input is stored:
+    whole batches, which a re-run keeps and completes (a source stays ``loading`` until its
+    last batch is in)."""
+    try:
+        return _store_parsed(conn, embedder, parsed, namespace, force_namespace, batch, embed_batch, progress)
+    except apsw.FullError as exc:
+        stored = _stored(conn, parsed, namespace, force_namespace)
+        raise DiskFullError(conn.filename or "the store", f" ({stored:,} of the input's {parsed.message_count:,} "
+                            "messages are stored; a re-run adds the rest, none twice)") from exc
+
+
+def _store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput, namespace: str,
+                  force_namespace: bool, batch: int, embed_batch: int, progress: Progress | None) -> IngestReport:
     started = time.perf_counter()
     single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
     report = IngestReport(path=parsed.path, format=parsed.format, sha256=single,
@@ -145,6 +161,16 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
     return report
 
 
+def _stored(conn: apsw.Connection, parsed: ParsedInput, namespace: str, force_namespace: bool) -> int:
+    """How many of ``parsed``'s messages the store holds (read only: it works on a full disk)."""
+    keys: dict[str, list[list[str]]] = {}
+    for group_ns, messages in parsed.groups:
+        ns = namespace if force_namespace or group_ns is None else group_ns
+        keys.setdefault(ns, []).extend([m.conversation, m.external_id] for m in messages)
+    return sum(len(conn.execute(q("messages_existing"), {"ns": ns, "keys": json.dumps(k)}).fetchall())
+               for ns, k in keys.items())
+
+
 def _store_source(conn: apsw.Connection, embedder: Embedder, source: ParsedSource, namespace: str,
                   force_namespace: bool, batch: int, embed_batch: int, progress: Progress | None):
     """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
@@ -165,7 +191,8 @@ def _store_source(conn: apsw.Connection, embedder: Embedder, source: ParsedSourc
         else:
             with conn:
                 source_id = conn.execute(q("source_insert"), {
-                    "ns": ns, "kind": source.format, "uri": source.uri, "sha256": source.sha256,
+                    "ns": ns, "kind": source.format, "uri": without_surrogates(source.uri),  # a name not UTF-8
+                    "sha256": source.sha256,
                     "status": "loading", "created_at": db.now_iso()}).fetchone()[0]
         nsr = NamespaceReport(ns, source_id, len(messages))
         seconds = 0.0
@@ -197,14 +224,17 @@ def _store_batch(conn: apsw.Connection, embedder: Embedder, ns: str, source_id: 
     vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh],
                                     embed_batch)
     embed_seconds = time.perf_counter() - t0
+    added = raced = 0  # counted once the transaction is in: a failed one adds nothing
     with conn:
         for m, vec, its_parts in zip(fresh, vectors, parts):
             message_id = _insert_message(conn, ns, source_id, m, vec)
             if message_id is None:
-                nsr.skipped += 1  # stored by a concurrent writer since we looked
+                raced += 1  # stored by a concurrent writer since we looked
             else:
                 insert_parts(conn, ns, message_id, its_parts)
-                nsr.added += 1
+                added += 1
+    nsr.added += added
+    nsr.skipped += raced
     return embed_seconds
 
 

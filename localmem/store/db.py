@@ -18,6 +18,7 @@ import apsw
 
 from ..config import DEFAULT_BUSY_TIMEOUT_MS
 from ..errors import (
+    DiskFullError,
     EmbedderMismatchError,
     LocalmemError,
     NotALocalmemStoreError,
@@ -45,15 +46,18 @@ def now_iso() -> str:
 
 @contextlib.contextmanager
 def store_errors(path: str, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
-    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why, and
+    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why,
     'database disk image is malformed' into a :class:`StoreCorruptError` (the statement that
-    met the damage, and the transaction around it, were rolled back)."""
+    met the damage, and the transaction around it, were rolled back), and 'database or disk is
+    full' into a :class:`DiskFullError` (the transaction was rolled back)."""
     try:
         yield
     except apsw.BusyError as exc:
         raise StoreLockedError(path, timeout_ms, _busy_cause(exc)) from exc
     except apsw.CorruptError as exc:
         raise StoreCorruptError(path, str(exc)) from exc
+    except apsw.FullError as exc:
+        raise DiskFullError(path) from exc
 
 
 def _busy_cause(exc: apsw.BusyError) -> str | None:

@@ -98,7 +98,9 @@ def _integrity(conn: apsw.Connection) -> dict[str, Any]:
 
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
+    from ..models.backends import onnx_providers
     from ..models.catalog import resolve_embedder
+    from ..models.factory import describe_llm
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
@@ -120,37 +122,11 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
     except LocalmemError as exc:
         report["embedder"] = {"status": "missing", "error": str(exc)}
-    try:
-        import onnxruntime
-
-        report["onnx_providers"] = onnxruntime.get_available_providers()
-    except ImportError:
-        report["onnx_providers"] = []
-    report["llm"] = _llm_status(config)
+    report["onnx_providers"] = onnx_providers()
+    report["llm"] = {**describe_llm(config), "extract": config.extract}
     report["reranker"] = ({"status": "configured" if Path(config.rerank_model).is_file() else "missing",
                            "model": str(config.rerank_model)} if config.rerank_model else {"status": "none configured"})
     return report
-
-
-def _llm_status(config: Config) -> dict[str, Any]:
-    """Which LLM ask, extraction and consolidation would load, found without loading or
-    assembling it."""
-    from ..models.catalog import DEFAULT_LLMS, installed_parts, manifest, manifests
-
-    status: dict[str, Any] = {"backend": config.llm_backend, "extract": config.extract}
-    if config.llm_backend != "llama":
-        return {"status": f"backend {config.llm_backend} (not checked here)", **status}
-    wanted = config.llm_model
-    if wanted is not None and str(wanted) not in manifests():
-        found = Path(str(wanted)).is_file()
-        return {"status": "ok" if found else "missing", "model": str(wanted), "from": config.origin("llm_model"),
-                **status}
-    for model_id in [str(wanted)] if wanted is not None else list(DEFAULT_LLMS):
-        if installed_parts(manifest(model_id)) is not None:
-            return {"status": "ok", "id": model_id, "from": config.origin("llm_model") if wanted else "package",
-                    **status}
-    return {"status": "missing", "id": str(wanted) if wanted else DEFAULT_LLMS[0],
-            "install": manifest(str(wanted) if wanted else DEFAULT_LLMS[0]).info.get("install"), **status}
 
 
 def require_namespace(conn: apsw.Connection, ns: str, default: str, path: Path) -> None:
