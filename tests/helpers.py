@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import apsw
 from click.testing import CliRunner
 
 from localmem import Memory
@@ -40,6 +41,22 @@ def default_embedder_installed() -> bool:
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def old_store(path: Path, version: int) -> apsw.Connection:
+    """A store as the localmem whose last migration was ``version`` left it (no application id
+    before 0009), open on a plain connection with sqlite-vec loaded, for the caller to fill."""
+    import apsw
+
+    from localmem.store.queries import migrations
+
+    conn = apsw.Connection(str(path))
+    db._load_sqlite_vec(conn)
+    for number, _name, sql in migrations()[:version]:
+        with conn:
+            conn.execute(sql)
+            conn.pragma("user_version", number)
+    return conn
 
 
 def count(conn, sql: str, *args: Any) -> int:

@@ -66,7 +66,11 @@ class Answer:
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON: cited messages and evidence named by their printed ids (``m:12``, ``u:45``)."""
+        out = asdict(self)
+        out["citations"] = [{"id": f"m:{c.pop('message_id')}", **c} for c in out["citations"]]
+        out["evidence"] = [hit.to_dict() for hit in self.evidence]
+        return out
 
 
 def format_date(iso: str | None) -> str:

@@ -254,6 +254,15 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
         conn.enable_load_extension(False)
     conn.execute("select vec_version()").fetchall()
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)
+    conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)
+    # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
+    conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
+
+
+def fold(text: object) -> object:
+    """Python's case folding for SQL (``localmem_fold``): SQLite's lower() folds ASCII only,
+    and ``forget --match`` must find "ÜBER" by "über"."""
+    return text.casefold() if isinstance(text, str) else text
 
 
 def int8_code(blob: bytes | None) -> bytes | None:
