@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Every test gets its own LOCALMEM_HOME and no LOCALMEM_* settings from the caller."""
     import os
 
@@ -22,7 +23,12 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     monkeypatch.setenv("LOCALMEM_HOME", str(home))
-    return home
+    # The default time zone is this machine's ("local"): the suite reads times as if it were UTC.
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield home
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture

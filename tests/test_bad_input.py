@@ -96,8 +96,9 @@ BAD_FILES: dict[str, tuple[bytes, type, str]] = {
     "dup_ids_late.jsonl": (b"".join(
         json.dumps({"id": f"m{i % 300}", "speaker": "A", "text": f"t{i}"}).encode() + b"\n"
         for i in range(301)), InputError, "appears twice"),
-    "prose.txt": (b"Dear diary, today nothing happened at all\n", UnknownFormatError,
-                  "unrecognised format"),
+    # A .txt or .md of prose is a note; other suffixes are not guessed.
+    "prose.dat": (b"Dear diary, today nothing happened at all\n", UnknownFormatError,
+                  "unrecognised format; tried whatsapp: 0 of 1 lines"),
     "bad_id.jsonl": (b'{"id": [1], "speaker": "A", "text": "x"}\n', InputError, "'id' must be"),
     "text_not_string.json": (b'[{"role": "user", "content": {"nested": true}}]', InputError,
                              "must be a string"),
@@ -137,8 +138,9 @@ def test_api_unknown_format_directory_missing(seeded, tmp_path):
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new"}])
     with pytest.raises(UnknownFormatError, match="unknown format 'csv'"):
         mem.ingest(good, format="csv")
-    with pytest.raises(InputError, match="is a directory"):
-        mem.ingest(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="nothing to ingest: no file was recognised"):
+        mem.ingest(tmp_path / "empty")
     with pytest.raises(InputError, match="no such file"):
         mem.ingest(tmp_path / "nope.json")
     assert unchanged(mem, before)
@@ -175,7 +177,7 @@ def test_api_locked_store(seeded, tmp_path):
         with Memory(mem.path, namespace="test", config=Config(busy_timeout_ms=100),
                     embedder=HashEmbedder()) as locked:
             started = time.monotonic()
-            with pytest.raises(StoreLockedError, match="locked by another process"):
+            with pytest.raises(StoreLockedError, match="busy: another connection .* held its write lock"):
                 locked.ingest(good)
             with pytest.raises(StoreLockedError):
                 locked.add("Z", "hello")
@@ -350,8 +352,10 @@ def test_cli_unknown_format_directory_missing(store, tmp_path):
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new"}])
     err = assert_one_line_error(run(db, "ingest", "--format", "csv", str(good)), code=2)
     assert "unknown format 'csv'" in err and "locomo, jsonl, chat, text" in err
-    err = assert_one_line_error(run(db, "ingest", str(tmp_path)), code=2)
-    assert "is a directory" in err
+    (tmp_path / "media").mkdir()
+    (tmp_path / "media" / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    err = assert_one_line_error(run(db, "ingest", str(tmp_path / "media")), code=2)
+    assert "nothing to ingest: no file was recognised (a.jpg: media (.jpg))" in err
     err = assert_one_line_error(run(db, "ingest", str(tmp_path / "missing.json")), code=2)
     assert "no such file" in err
     assert snapshot(db) == before
@@ -395,7 +399,7 @@ def test_cli_locked_store(store, tmp_path):
     env = {"LOCALMEM_BUSY_TIMEOUT_MS": "100"}
     try:
         err = assert_one_line_error(run(db, "ingest", str(good), env=env), code=3)
-        assert "locked by another process" in err and "Nothing was changed" in err
+        assert "is busy: another connection" in err and "0.1 s" in err and "Nothing was changed" in err
         assert_one_line_error(run(db, "add", "Z", "hello", env=env), code=3)
         assert_one_line_error(run(db, "forget", "--namespace", "default", "--yes", env=env), code=3)
         ok = run(db, "search", "Oslo", "--json", env=env)  # readers are not blocked

@@ -22,6 +22,8 @@ REAL = {
     ("add", "--conversation"): cfg.DEFAULT_CONVERSATION,
     ("ingest", "--extract"): DEFAULTS.extract,
     ("ingest", "--consolidate"): DEFAULTS.consolidate,
+    ("ingest", "--workers"): DEFAULTS.llm_workers,
+    ("flush", "--workers"): DEFAULTS.llm_workers,
     ("search", "--budget"): DEFAULTS.channel_budget,
     ("search", "--channels"): ",".join(cfg.CHANNELS),
     ("ask", "--max-tokens"): DEFAULTS.ask_max_tokens,

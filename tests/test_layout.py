@@ -12,7 +12,7 @@ import localmem
 
 PACKAGE = Path(localmem.__file__).parent
 # The public API (see localmem/__init__.py): what evaluation and benchmark code may import.
-PUBLIC = {"localmem", "localmem.config", "localmem.errors", "localmem.models.protocols",
+PUBLIC = {"localmem", "localmem.config", "localmem.errors", "localmem.files", "localmem.models.protocols",
           "localmem.text", "localmem.text.files", "localmem.text.times", "localmem.text.words"}
 
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import Memory
 from ..config import DEFAULT_NAMESPACE, Config, home_dir, user_cache_dir
+from ..files import private_dir
 from ..models.protocols import Embedder
 
 __all__ = [
@@ -233,7 +234,7 @@ def generate_queries(n: int, seed: int = QUERY_SEED) -> list[str]:
 
 def write_jsonl(messages: Sequence[dict[str, Any]], path: Path) -> None:
     """Write ``messages`` one JSON object per line (the format ``localmem ingest`` reads)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     with path.open("w", encoding="utf-8") as fh:
         for m in messages:
             fh.write(json.dumps(m, ensure_ascii=False) + "\n")
@@ -326,7 +327,7 @@ def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
     kept for :func:`bench_search`.
     """
     workdir = Path(workdir) if workdir is not None else default_workdir()
-    workdir.mkdir(parents=True, exist_ok=True)
+    private_dir(workdir)
     cfg = _bench_config(config)
     rows = []
     for n in sizes:

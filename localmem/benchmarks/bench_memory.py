@@ -14,9 +14,11 @@ nothing); queries are embedded by the real embedder. Every number is measured in
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import random
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from .. import Memory, SearchParams
 from ..config import ALL_CHANNELS, Config
+from ..files import private_dir
 from ..models.protocols import Embedder
 from . import bench
 
@@ -85,22 +88,45 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
     return {**built, "build_s": round(time.perf_counter() - started, 1)}
 
 
+# The export format written below: version 3, as `localmem export` writes it (messages and
+# units named by their printed ids, a trailer); tests/test_bench.py checks they agree.
+EXPORT_VERSION = 3
+_PRINTED = {"message": {"id": "m"}, "unit": {"id": "u", "episode_id": "u"},
+            "unit_source": {"unit_id": "u", "message_id": "m"}, "mention": {"unit_id": "u"},
+            "link": {"src_id": "u", "dst_id": "u"}, "part": {"message_id": "m"}}
+_PRINTED_VECTORS = {"messages": "m", "units": "u"}
+
+
+def _printed_ids(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the messages and units it names as ``m:ID`` / ``u:ID``."""
+    fields = dict(_PRINTED.get(record["type"], {}))
+    if record["type"] == "vector" and record["table"] in _PRINTED_VECTORS:
+        fields["id"] = _PRINTED_VECTORS[record["table"]]
+    return {**record, **{key: f"{kind}:{record[key]}" for key, kind in fields.items()
+                         if isinstance(record.get(key), int)}}
+
+
 def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) -> dict[str, Any]:
     """The synthetic memory as export records (ids given: the store it is restored into is new)."""
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     ns = bench.NAMESPACE
+    digest, records = hashlib.sha256(), Counter()
 
     def write(record: dict[str, Any]) -> None:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        record = _printed_ids(record)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        digest.update(line.encode("utf-8"))
+        records[record["type"]] += record["type"] != "header"
+        out.write(line)
 
     def vectors(table: str, ids: Sequence[int], kinds: Sequence[str | None] | None = None) -> None:
         for i, (row_id, vec) in enumerate(zip(ids, _unit_vectors(nprng, len(ids), dim))):
             write({"type": "vector", "table": table, "id": row_id, "ns": ns, "embedding": vec.tobytes().hex(),
                    **({"kind": kinds[i]} if kinds is not None else {})})
 
-    write({"type": "header", "format": "localmem-export", "version": 1, "namespaces": [ns], "vectors": True,
-           "embed_model_id": model_id, "embed_dim": dim})
+    write({"type": "header", "format": "localmem-export", "version": EXPORT_VERSION, "namespaces": [ns],
+           "vectors": True, "embed_model_id": model_id, "embed_dim": dim})
     write({"type": "source", "id": 1, "ns": ns, "kind": "bench", "uri": "synthetic",
            "sha256": f"bench-units-{n_units}-{seed}", "status": "loaded", "created_at": _CREATED})
     n_entities = max(200, n_units // 50)
@@ -183,6 +209,9 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
         vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
         vectors("messages", [m["id"] for m, _e in messages])
         vectors("message_parts", part_ids)
+    # The trailer: what the file holds and its checksum (an import refuses a file without it).
+    out.write(json.dumps({"type": "trailer", "records": {k: v for k, v in sorted(records.items()) if v},
+                          "sha256": digest.hexdigest()}) + "\n")
     return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
 
 
@@ -241,7 +270,7 @@ def bench_memory_search(sizes: Sequence[int], workdir: Path | None, config: Conf
                         k: int = 10, embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """p50/p95 of the full search (all five channels, promotion) and of each channel alone."""
     workdir = Path(workdir) if workdir is not None else bench.default_workdir()
-    workdir.mkdir(parents=True, exist_ok=True)
+    private_dir(workdir)
     cfg = bench._bench_config(config)
     qs = queries(bench.WARMUP_QUERIES + n_queries)
     warmup, timed = qs[:bench.WARMUP_QUERIES], qs[bench.WARMUP_QUERIES:]

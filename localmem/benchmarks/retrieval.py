@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 from .. import Hit, IngestReport, Memory
 from ..config import Config, home_dir, user_data_dir
 from ..errors import InputError, LocalmemError, NotFoundError
+from ..files import private_dir
 from ..models.protocols import Embedder
 from ..text.files import decode, read_input
 from ..text.times import parse_timestamp
@@ -403,7 +404,7 @@ def write_report(report: dict[str, Any], out_dir: Path, stem: str = "report",
     into ``out_dir`` (created if needed)."""
     out_dir = Path(out_dir)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(out_dir)
         (out_dir / f"{stem}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
                                               encoding="utf-8")
         (out_dir / f"{stem}.md").write_text((render or render_markdown)(report), encoding="utf-8")

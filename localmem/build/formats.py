@@ -1,378 +1,245 @@
-"""Input formats: parse a file into messages, validating everything before anything is stored.
+"""Input formats: parse a file, a folder, a .zip or standard input into messages, validating
+everything before anything is stored. :func:`parse` is the one entry point.
 
-Formats: ``locomo`` (LoCoMo JSON), ``jsonl`` (one message object per line),
-``chat`` (a list of ``{role, content, name?, timestamp?}`` or ``{"messages": [...]}``)
-and ``text`` (``Speaker: text`` lines with optional timestamp lines; lines starting
-with ``#`` are comments).
-Every problem raises :class:`InputError` naming the file and the line or item.
+Formats (``config.FORMATS``), detected from the content (and a few suffixes) unless forced:
+``locomo``, ``jsonl``, ``chat`` and ``text`` (``importers.generic``), ``chatgpt``, ``claude``,
+``whatsapp``, ``slack``, ``discord`` and ``notes`` (one module each in ``importers``). A folder
+or a .zip is read file by file (``importers.tree``): every file that parses is one source,
+the others are reported with the reason. Every problem raises :class:`InputError` naming the
+file and the line or item; an input no format fits raises :class:`UnknownFormatError` listing
+what each format looked for and how close the input came. Only regular files are read, up to
+``max_input_bytes``; JSON nests at most ``MAX_JSON_DEPTH`` levels; lone surrogates in JSON
+strings are repaired with a note (``Reader.loads``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..config import FORMATS
 from ..errors import InputError, UnknownFormatError
-from ..text.files import decode, read_input  # noqa: F401 (stage 1 reads files through these)
-from ..text.times import looks_like_timestamp, parse_timestamp
+from ..text.files import decode, read_input, read_stream
+from .importers import chatgpt, claude, discord, generic, notes, whatsapp
+from .importers.common import Groups, MessageIn, Options, Probe, Reader, shape
 
-_SPEAKER_LINE = re.compile(r"^\s*(?:\[([^\]]{1,60})\]\s*)?([^\W\d_][^:\n]{0,59}?)\s*:\s?(.*)$")
-_LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
-_TEXT_KEYS = ("text", "content", "message")
-_SPEAKER_KEYS = ("speaker", "name", "author", "role")
-_TIME_KEYS = ("time", "timestamp", "sent_at", "date", "created_at")
+__all__ = ["MessageIn", "Options", "ParsedInput", "ParsedSource", "Skipped", "parse", "read_input"]
 
-
-@dataclass
-class MessageIn:
-    """One message as parsed, before it is stored."""
-
-    conversation: str
-    session: str
-    seq: int
-    external_id: str
-    speaker: str
-    text: str
-    role: str | None = None
-    sent_at: str | None = None
-    attachments: list[dict[str, Any]] | None = None
-    raw: Any = None
+STDIN = "-"
+JSON_FORMATS = ("locomo", "chat", "chatgpt", "claude", "discord")
 
 
 @dataclass
-class ParsedInput:
-    """A parsed file: its format and its messages grouped by target namespace.
+class ParsedSource:
+    """One input stored as one source: a file, a .zip member, a Slack export or standard input."""
 
-    A group's namespace is ``None`` when the caller's namespace applies.
-    """
-
+    uri: str
+    sha256: str
     format: str
-    groups: list[tuple[str | None, list[MessageIn]]] = field(default_factory=list)
+    groups: Groups = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    name: str = ""  # as the user would point at it: its path inside the folder, or the file's name
 
     @property
     def message_count(self) -> int:
         return sum(len(msgs) for _, msgs in self.groups)
 
 
-def parse(path: Path, data: bytes, fmt: str | None = None, conversation: str | None = None,
-          max_chars: int = 100_000) -> ParsedInput:
-    """Parse ``data`` (the bytes of ``path``) in format ``fmt`` or the detected one."""
+@dataclass
+class Skipped:
+    """A file of a folder that was not read, and why; ``failed``: it looked like an input but
+    could not be read (the error), rather than being something else (media, a web page)."""
+
+    path: str
+    why: str
+    failed: bool = False
+
+
+@dataclass
+class ParsedInput:
+    """What :func:`parse` read: its sources, and for a folder the files it did not read.
+
+    A group's namespace is ``None`` when the caller's namespace applies. ``format`` is the
+    format of a single input, or ``"folder"`` / ``"zip"``.
+    """
+
+    path: str
+    format: str
+    sources: list[ParsedSource] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def groups(self) -> Groups:
+        return [group for source in self.sources for group in source.groups]
+
+    @property
+    def message_count(self) -> int:
+        return sum(s.message_count for s in self.sources)
+
+    @property
+    def notes(self) -> list[str]:
+        return [note for s in self.sources for note in s.notes]
+
+
+def parse(path: str | Path, data: bytes | None = None, fmt: str | None = None,
+          conversation: str | None = None, max_chars: int | None = None, *,
+          options: Options | None = None) -> ParsedInput:
+    """Parse ``data`` (the bytes of ``path``) in format ``fmt`` or the detected one.
+
+    Without ``data``, ``path`` is read: a file, a folder or a .zip (every file in it, see
+    ``importers.tree``), or ``"-"`` for standard input. ``conversation`` names the conversation
+    of inputs that carry none.
+    """
+    options = options or Options()
+    if max_chars is not None:
+        options = replace(options, max_chars=max_chars)
     if fmt is not None and fmt not in FORMATS:
         raise UnknownFormatError(path, f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
-    text = decode(path, data)
+    path = Path(path)
+    modified = None
+    if data is None:
+        if str(path) == STDIN:
+            reader = Reader(Path("stdin"), options, conversation, modified=_now(options))
+            source = parse_source(reader, read_stream(sys.stdin.buffer, "stdin", options.max_input_bytes),
+                                  fmt, "stdin")
+            return ParsedInput("stdin", source.format, [source])
+        from .importers import tree
+
+        if tree.is_tree(path):
+            return tree.parse_tree(path, fmt, conversation, options)
+        data = read_input(path, options.max_input_bytes)
+        modified = _modified(path, options)
+    reader = Reader(path, options, conversation, modified=modified)
+    source = parse_source(reader, data, fmt, _uri(path))
+    return ParsedInput(_uri(path), source.format, [source])
+
+
+def parse_source(reader: Reader, data: bytes, fmt: str | None, uri: str) -> ParsedSource:
+    """One file's bytes as one source (``fmt`` forced or detected)."""
+    text = decode(reader.path, data)
     if not text.strip():
-        raise InputError(path, "the file is empty")
-    conv = conversation or path.stem or "default"
-    parser = _Parser(path, conv, max_chars)
+        raise InputError(reader.path, "the file is empty")
+    if fmt == "slack":
+        raise InputError(reader.path, "a Slack export is read whole: pass its folder or .zip "
+                                      "(users.json, channels.json and a folder per channel)")
     if fmt is None:
-        fmt, doc = parser.detect(text)
+        fmt, doc = detect(reader, text)
     else:
-        doc = parser.load_json(text) if fmt in ("locomo", "chat") else None
+        doc = load_json(reader, text) if fmt in JSON_FORMATS else None
+    groups = _read(fmt, doc, text, reader)
+    reader.note_repairs()
+    source = ParsedSource(uri, hashlib.sha256(data).hexdigest(), fmt,
+                          [(ns, msgs) for ns, msgs in groups if msgs], reader.notes,
+                          reader.rel or reader.path.name)
+    if source.message_count == 0:
+        raise InputError(reader.path, f"no messages found (read as {fmt})")
+    return source
+
+
+def _read(fmt: str, doc: Any, text: str, reader: Reader) -> Groups:
     if fmt == "locomo":
-        groups = parser.locomo(doc)
-    elif fmt == "chat":
-        groups = [(None, parser.chat(doc))]
-    elif fmt == "jsonl":
-        groups = [(None, parser.jsonl(text))]
-    else:
-        groups = [(None, parser.transcript(text))]
-    parsed = ParsedInput(fmt, [(ns, msgs) for ns, msgs in groups if msgs])
-    if parsed.message_count == 0:
-        raise InputError(path, f"no messages found (read as {fmt})")
-    return parsed
+        return generic.locomo(doc, reader)
+    readers = {"chat": lambda: generic.chat(doc, reader), "jsonl": lambda: generic.jsonl(text, reader),
+               "text": lambda: generic.transcript(text, reader),
+               "chatgpt": lambda: chatgpt.parse(doc, reader), "claude": lambda: claude.parse(doc, reader),
+               "discord": lambda: discord.parse(doc, reader), "whatsapp": lambda: whatsapp.parse(text, reader),
+               "notes": lambda: notes.parse(text, reader)}
+    return [(None, readers[fmt]())]
 
 
-class _Parser:
-    def __init__(self, path: Path, conversation: str, max_chars: int) -> None:
-        self.path = path
-        self.conversation = conversation
-        self.max_chars = max_chars
+# -- detection ------------------------------------------------------------------------------
 
-    def fail(self, problem: str, where: str | None = None) -> InputError:
-        return InputError(self.path, problem, where)
-
-    # -- detection -------------------------------------------------------
-    def detect(self, text: str) -> tuple[str, Any]:
-        head = text.lstrip()[:1]
-        suffix = self.path.suffix.lower()
-        if suffix in (".jsonl", ".ndjson"):
-            return "jsonl", None
-        if head in ("[", "{"):
-            try:
-                doc = json.loads(text)
-            except json.JSONDecodeError as exc:
-                if head == "{" and "\n" in text.strip():
-                    return "jsonl", None  # one object per line; jsonl() reports the bad line
-                if suffix == ".json" or not _looks_like_transcript(text):
-                    raise self._json_error(exc) from exc
-                return "text", None  # e.g. a transcript whose first line is "[2024-01-14 19:02]"
-            return self._classify(doc), doc
-        if suffix == ".json":
-            raise self.fail("not JSON (the file does not start with '[' or '{')")
-        if _looks_like_transcript(text):
-            return "text", None
-        raise UnknownFormatError(
-            self.path, "unrecognised format: not JSON, JSONL, or 'Speaker: text' lines; "
-            f"pass --format ({', '.join(FORMATS)})")
-
-    def _classify(self, doc: Any) -> str:
-        if isinstance(doc, dict):
-            if isinstance(doc.get("conversation"), dict):
-                return "locomo"
-            if isinstance(doc.get("messages"), list):
-                return "chat"
-            if any(k in doc for k in _TEXT_KEYS):
-                return "jsonl"
-        if isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
-            first = doc[0]
-            if isinstance(first.get("conversation"), dict):
-                return "locomo"
-            if "content" in first or "role" in first:
-                return "chat"
-            if "text" in first and "speaker" in first:
-                return "chat"
-        if isinstance(doc, list) and not doc:
-            raise self.fail("the JSON list is empty")
-        raise UnknownFormatError(
-            self.path, f"JSON of an unknown shape ({_shape(doc)}); expected LoCoMo samples, a list "
-            "of {role, content} messages or {\"messages\": [...]}; pass --format to force one")
-
-    def load_json(self, text: str) -> Any:
+def detect(reader: Reader, text: str) -> tuple[str, Any]:
+    """``(format, the parsed JSON or None)``; raises :class:`UnknownFormatError` listing what
+    was tried."""
+    nul = text.find("\x00", 0, 8192)
+    if nul >= 0:
+        raise UnknownFormatError(reader.path, f"unrecognised format: binary data (a NUL byte at "
+                                              f"offset {nul}), not a chat export or notes")
+    head = text.lstrip()[:1]
+    suffix = reader.path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl", None
+    tried: list[tuple[str, Probe]] = []
+    if head in ("[", "{"):
         try:
-            return json.loads(text)
+            doc = reader.loads(text)
         except json.JSONDecodeError as exc:
-            raise self._json_error(exc) from exc
-
-    def _json_error(self, exc: json.JSONDecodeError) -> InputError:
-        # A string still open at the end of the file is reported where it starts.
-        truncated = exc.pos >= len(exc.doc.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
-        hint = " (the file looks truncated)" if truncated else ""
-        return self.fail(f"invalid JSON: {exc.msg}{hint}", where=f"line {exc.lineno} col {exc.colno}")
-
-    # -- shared checks -----------------------------------------------------
-    def _text(self, value: Any, where: str) -> str:
-        if isinstance(value, list):  # OpenAI-style content parts
-            parts = [p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text"]
-            value = "\n".join(parts)
-        if not isinstance(value, str):
-            raise self.fail(f"message text must be a string, got {_shape(value)}", where)
-        if len(value) > self.max_chars:
-            raise self.fail(
-                f"message text has {len(value):,} characters, over the limit of {self.max_chars:,}; "
-                "split it, or raise max_message_chars in the config", where)
-        return value
-
-    def _time(self, value: Any, where: str) -> str | None:
-        try:
-            return parse_timestamp(value)
-        except (ValueError, OverflowError, OSError) as exc:
-            raise self.fail(f"cannot read the time {value!r} ({exc})", where) from exc
-
-    def _unique(self, messages: list[MessageIn]) -> list[MessageIn]:
-        seen: dict[tuple[str, str], int] = {}
-        for i, m in enumerate(messages):
-            key = (m.conversation, m.external_id)
-            if key in seen:
-                raise self.fail(f"message id '{m.external_id}' appears twice in conversation "
-                                f"'{m.conversation}' (items {seen[key] + 1} and {i + 1})")
-            seen[key] = i
-        return messages
-
-    # -- formats -----------------------------------------------------------
-    def locomo(self, doc: Any) -> list[tuple[str | None, list[MessageIn]]]:
-        samples = doc if isinstance(doc, list) else [doc]
-        groups = []
-        for si, sample in enumerate(samples):
-            where = f"sample {si + 1}"
-            if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-                raise self.fail("a LoCoMo sample needs a 'conversation' object", where)
-            sample_id = str(sample.get("sample_id") or f"sample-{si + 1}")
-            if any(ns == sample_id for ns, _ in groups):
-                raise self.fail(f"sample_id '{sample_id}' appears twice", where)
-            conv = sample["conversation"]
-            sessions = sorted(
-                ((int(m.group(1)), key) for key in conv if (m := _LOCOMO_SESSION.match(key))),
-                key=lambda pair: pair[0])
-            if not sessions:
-                raise self.fail("the conversation has no session_<n> lists", f"{where} ({sample_id})")
-            messages: list[MessageIn] = []
-            for num, key in sessions:
-                turns = conv[key]
-                swhere = f"{where} ({sample_id}) {key}"
-                if not isinstance(turns, list):
-                    raise self.fail(f"{key} must be a list of turns, got {_shape(turns)}", swhere)
-                sent_at = self._time(conv.get(f"{key}_date_time"), f"{swhere}_date_time")
-                for ti, turn in enumerate(turns):
-                    twhere = f"{swhere} turn {ti + 1}"
-                    if not isinstance(turn, dict):
-                        raise self.fail(f"a turn must be an object, got {_shape(turn)}", twhere)
-                    for req in ("speaker", "text", "dia_id"):
-                        if not isinstance(turn.get(req), str):
-                            raise self.fail(f"missing or non-string '{req}'", twhere)
-                    messages.append(MessageIn(
-                        conversation=sample_id, session=key, seq=len(messages),
-                        external_id=turn["dia_id"], speaker=turn["speaker"],
-                        text=self._text(turn["text"], twhere), sent_at=sent_at,
-                        attachments=_locomo_attachments(turn), raw=turn))
-            groups.append((sample_id, self._unique(messages)))
-        return groups
-
-    def chat(self, doc: Any) -> list[MessageIn]:
-        items = doc.get("messages") if isinstance(doc, dict) else doc
-        if not isinstance(items, list):
-            raise self.fail("a chat JSON is a list of messages or {\"messages\": [...]}")
-        conv = self.conversation
-        if isinstance(doc, dict):
-            conv = str(doc.get("conversation") or doc.get("id") or doc.get("title") or conv)
-        messages = []
-        for i, item in enumerate(items):
-            messages.append(self._message(item, f"message {i + 1}", conv, len(messages), f"M{i + 1}"))
-        return self._unique(messages)
-
-    def jsonl(self, text: str) -> list[MessageIn]:
-        messages = []
-        for lineno, line in enumerate(_lines(text), 1):
-            if not line.strip():
-                continue
-            where = f"line {lineno}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                size = f" ({len(line):,} characters)" if len(line) > 10_000 else ""
-                raise self.fail(f"invalid JSON{size}: {exc.msg} at col {exc.colno}", where) from exc
-            if not isinstance(item, dict):
-                raise self.fail(f"each line must be a JSON object, got {_shape(item)}", where)
-            conv = str(item.get("conversation") or self.conversation)
-            messages.append(self._message(item, where, conv, len(messages), f"L{lineno}"))
-        return self._unique(messages)
-
-    def _message(self, item: Any, where: str, conv: str, seq: int, default_id: str) -> MessageIn:
-        if not isinstance(item, dict):
-            raise self.fail(f"a message must be an object, got {_shape(item)}", where)
-        text_key = next((k for k in _TEXT_KEYS if k in item), None)
-        if text_key is None:
-            raise self.fail("missing 'text' (or 'content')", where)
-        speaker = next((item[k] for k in _SPEAKER_KEYS if isinstance(item.get(k), str) and item[k]), None)
-        if speaker is None:
-            raise self.fail("missing 'speaker' (or 'name' / 'role')", where)
-        time_key = next((k for k in _TIME_KEYS if item.get(k) not in (None, "")), None)
-        role = item.get("role")
-        ext = item.get("id", default_id)
-        if not isinstance(ext, (str, int)) or isinstance(ext, bool):
-            raise self.fail(f"'id' must be a string or number, got {_shape(ext)}", where)
-        return MessageIn(
-            conversation=conv, session=str(item.get("session") or ""), seq=seq,
-            external_id=str(ext), speaker=speaker.strip(),
-            role=role if isinstance(role, str) else None,
-            text=self._text(item[text_key], where),
-            sent_at=self._time(item[time_key], where) if time_key else None,
-            attachments=_content_attachments(item.get(text_key)), raw=item)
-
-    def transcript(self, text: str) -> list[MessageIn]:
-        messages: list[MessageIn] = []
-        current_time: str | None = None
-        session = 0
-        for lineno, line in enumerate(_lines(text), 1):
-            where = f"line {lineno}"
-            if not line.strip():
-                continue
-            if len(line) > self.max_chars:
-                raise self.fail(f"the line has {len(line):,} characters, over the limit of "
-                                f"{self.max_chars:,}", where)
-            stamp = looks_like_timestamp(line)
-            if stamp is not None:  # also '## 2024-04-10' headings
-                current_time, session = stamp, session + 1
-                continue
-            if line.lstrip().startswith("#"):
-                continue  # a '# comment' line
-            match = _SPEAKER_LINE.match(line)
-            if match and len(match.group(2).split()) <= 4:
-                inline_time, speaker, body = match.groups()
-                sent_at = current_time
-                if inline_time:
-                    sent_at, aside = _inline_time(inline_time, current_time)
-                    if aside:  # "[laughs] Bob: haha": not a time, keep it in the text
-                        body = f"[{inline_time}] {body}"
-                messages.append(MessageIn(
-                    conversation=self.conversation, session=str(session) if session else "",
-                    seq=len(messages), external_id=f"L{lineno}", speaker=speaker.strip(),
-                    text=body, sent_at=sent_at, raw=line))
-            elif messages:  # a continuation of the previous message
-                prev = messages[-1]
-                prev.text = self._text(prev.text + "\n" + line, where)
-                prev.raw = f"{prev.raw}\n{line}"
-            else:
-                raise self.fail("expected 'Speaker: text' or a timestamp line", where)
-        return messages
+            if head == "{" and "\n" in text.strip():
+                return "jsonl", None  # one object per line; jsonl() reports the bad line
+            if suffix != ".json":  # e.g. an iOS WhatsApp chat: "[12/01/2024, 19:02:11] Sam: hi"
+                found, tried = _text_format(reader, text)
+                if found:
+                    return found, None
+            raise _json_error(reader, exc) from exc
+        return _classify(reader, doc), doc
+    if suffix == ".json":
+        raise reader.fail("not JSON (the file does not start with '[' or '{')")
+    found, tried = _text_format(reader, text)
+    if found:
+        return found, None
+    raise UnknownFormatError(reader.path, "unrecognised format; tried " + "; ".join(
+        f"{name}: {p.why}" for name, p in tried) + f"; pass --format ({', '.join(FORMATS)})")
 
 
-def _lines(text: str) -> list[str]:
-    """The file's lines as an editor numbers them: split on LF (and CRLF) only.
-
-    ``str.splitlines`` also splits on U+2028, U+0085 and other characters that JSON
-    strings and chat messages may contain verbatim.
-    """
-    if "\n" not in text and "\r" in text:  # old Mac line ends
-        return text.split("\r")
-    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+def _text_format(reader: Reader, text: str) -> tuple[str | None, list[tuple[str, Probe]]]:
+    tried = [("whatsapp", whatsapp.probe(text)), ("text", generic.probe_text(text)),
+             ("notes", notes.probe(reader))]
+    return next((name for name, p in tried if p.fits), None), tried
 
 
-_TIME_OF_DAY = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?\s*$", re.I)
+def _classify(reader: Reader, doc: Any) -> str:
+    if isinstance(doc, list) and not doc:
+        raise reader.fail("the JSON list is empty")
+    tried = [("locomo", generic.probe_locomo(doc)), ("chatgpt", chatgpt.probe(doc)),
+             ("claude", claude.probe(doc)), ("discord", discord.probe(doc)),
+             ("chat", generic.probe_chat(doc)), ("jsonl", generic.probe_object(doc))]
+    found = next((name for name, p in tried if p.fits), None)
+    if found:
+        return found
+    slack = Probe(False, "an export is read whole, from its folder or .zip")
+    raise UnknownFormatError(
+        reader.path, f"JSON of an unknown shape ({shape(doc)}); tried " + "; ".join(
+            f"{name}: {p.why}" for name, p in [*tried, ("slack", slack)]) + "; pass --format to force one")
 
 
-def _inline_time(text: str, current: str | None) -> tuple[str | None, bool]:
-    """``(sent_at, is_aside)`` for a ``[...]`` line prefix: a full time, a time of day
-    (joined to the current date, when one is known), or not a time at all."""
+def load_json(reader: Reader, text: str) -> Any:
     try:
-        return parse_timestamp(text), False
-    except (ValueError, OverflowError, OSError):
-        pass
-    match = _TIME_OF_DAY.match(text)
-    if not match:
-        return current, True
-    hour, minute, second = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
-    if match.group(4):
-        hour = hour % 12 + (12 if match.group(4).lower().startswith("p") else 0)
-    if hour > 23 or minute > 59 or second > 59:
-        return current, True
-    if current is None:
-        return None, False
-    return f"{current[:10]}T{hour:02d}:{minute:02d}:{second:02d}", False
+        return reader.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(reader, exc) from exc
 
 
-def _looks_like_transcript(text: str) -> bool:
-    return any(_SPEAKER_LINE.match(line) for line in text.splitlines()[:200] if line.strip())
+def _json_error(reader: Reader, exc: json.JSONDecodeError) -> InputError:
+    # A string still open at the end of the file is reported where it starts.
+    truncated = exc.pos >= len(exc.doc.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
+    hint = " (the file looks truncated)" if truncated else ""
+    return reader.fail(f"invalid JSON: {exc.msg}{hint}", where=f"line {exc.lineno} col {exc.colno}")
 
 
-def _locomo_attachments(turn: dict[str, Any]) -> list[dict[str, Any]] | None:
-    if not any(k in turn for k in ("img_url", "blip_caption")):
+# -- where an input is and when it was written ---------------------------------------------
+
+def _uri(path: Path) -> str:
+    return str(path.resolve())
+
+
+def _modified(path: Path, options: Options) -> str | None:
+    try:
+        return reader_time(path.stat().st_mtime, options)
+    except OSError:
         return None
-    urls = turn.get("img_url")
-    url = urls[0] if isinstance(urls, list) and urls else urls
-    att = {"type": "image", "url": url, "caption": turn.get("blip_caption"),
-           "query": turn.get("query")}
-    return [{k: v for k, v in att.items() if v is not None}]
 
 
-def _content_attachments(content: Any) -> list[dict[str, Any]] | None:
-    if not isinstance(content, list):
-        return None
-    found = []
-    for part in content:
-        if isinstance(part, dict) and part.get("type") not in (None, "text"):
-            kept = {k: v for k, v in part.items() if isinstance(v, (str, int, float))}
-            found.append({"type": str(part["type"]), **kept})
-    return found or None
+def _now(options: Options) -> str | None:
+    import time
+
+    return reader_time(time.time(), options)
 
 
-def _shape(value: Any) -> str:
-    if isinstance(value, dict):
-        keys = ", ".join(list(value)[:5])
-        return f"an object with keys [{keys}]"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    return type(value).__name__
+def reader_time(epoch: float, options: Options) -> str | None:
+    """An epoch time (a file's modification time) as ISO text in the configured zone."""
+    return Reader(Path("."), options).time(epoch, "modification time")

@@ -1,9 +1,10 @@
-"""Housekeeping: stats, namespaces, sources, forget, re-embed and the doctor report."""
+"""Housekeeping: stats, namespaces, sources, re-embed and the doctor report (forgetting: forget.py)."""
 
 from __future__ import annotations
 
 import platform
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..build import ingest
 from ..config import Config
-from ..errors import LocalmemError, NotFoundError
+from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
 from . import db
@@ -53,32 +54,6 @@ def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
-def forget(conn: apsw.Connection, *, namespace: str | None, source_id: int | None,
-           dry_run: bool) -> dict[str, int]:
-    """Delete a namespace or a source and everything derived from it; counts of what went."""
-    if (namespace is None) == (source_id is None):
-        raise LocalmemError("forget needs exactly one of a namespace or a source id")
-    if namespace is not None:
-        params: dict[str, Any] = {"ns": namespace}
-        counts = conn.execute(q("forget_namespace_count"), params).fetchone()
-        if not any(counts):
-            raise NotFoundError(f"namespace '{namespace}' is empty or does not exist; "
-                                "see 'localmem namespaces'")
-        sql = q("forget_namespace")
-    else:
-        found = conn.execute(q("source_get"), {"id": source_id}).fetchone()
-        if found is None:
-            raise NotFoundError(f"no source with id {source_id}; see 'localmem stats --sources'")
-        params = {"id": source_id, "ns": found[1]}
-        counts = conn.execute(q("forget_source_count"), params).fetchone()
-        sql = q("forget_source")
-    result = dict(zip(("sources", "messages", "units", "entities"), counts))
-    if not dry_run:
-        with conn:
-            conn.execute(sql, params)
-    return result
-
-
 def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
@@ -111,9 +86,21 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _integrity(conn: apsw.Connection) -> dict[str, Any]:
+    """The whole file checked (opening checks only the header and the small tables)."""
+    started = time.perf_counter()
+    problems = db.quick_check(conn)
+    verdict = "ok" if not problems else ("damaged: " + "; ".join(problems[:3]) +
+                                         " (restore from an export: localmem --db NEW.db import FILE)")
+    return {"integrity": verdict, "integrity_seconds": round(time.perf_counter() - started, 3),
+            "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?")}
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
+    from ..models.backends import onnx_providers
     from ..models.catalog import resolve_embedder
+    from ..models.factory import describe_llm
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
@@ -124,7 +111,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         "onnxruntime": _version("onnxruntime"), "tokenizers": _version("tokenizers"),
         "numpy": np.__version__,
         "db": {"path": str(path), "schema_version": db.schema_version(conn),
-               "latest_schema": db.latest_version(), "meta": db.all_meta(conn)},
+               "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
     }
     try:
         found = resolve_embedder(config)
@@ -135,12 +122,17 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
     except LocalmemError as exc:
         report["embedder"] = {"status": "missing", "error": str(exc)}
-    try:
-        import onnxruntime
-
-        report["onnx_providers"] = onnxruntime.get_available_providers()
-    except ImportError:
-        report["onnx_providers"] = []
-    report["llm"] = {"status": "not used yet: --extract none is the only ingest mode"}
-    report["reranker"] = {"status": "none configured"}
+    report["onnx_providers"] = onnx_providers()
+    report["llm"] = {**describe_llm(config), "extract": config.extract}
+    report["reranker"] = ({"status": "configured" if Path(config.rerank_model).is_file() else "missing",
+                           "model": str(config.rerank_model)} if config.rerank_model else {"status": "none configured"})
     return report
+
+
+def require_namespace(conn: apsw.Connection, ns: str, default: str, path: Path) -> None:
+    """Raise :class:`UnknownNamespaceError` (listing the ones there are) unless the store holds
+    namespace ``ns``; an empty store's ``default`` namespace is fine (nothing stored yet)."""
+    known = [row[0] for row in conn.execute(q("namespace_names"))]
+    if ns in known or (ns == default and not known):
+        return
+    raise UnknownNamespaceError(ns, known, path)

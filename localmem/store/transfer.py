@@ -5,12 +5,20 @@ unit sources, entities, aliases, mentions, links) and, unless left out, their
 vectors with the message parts they belong to; restoring it into an empty store
 gives back the same ids and bytes. Into a non-empty store, ids are remapped;
 namespaces that already exist are refused rather than merged.
+
+The last line is a trailer: the number of records of each type and the sha256 of every
+byte before it. An import reads the file a line at a time inside one transaction and checks
+the trailer at the end, so a file cut short (at a line boundary too: each line is valid JSON)
+or edited is refused with nothing stored. Every record must belong to a namespace the header
+names: a header edited to name a new namespace cannot slip records into an existing one.
+Exports made before the trailer existed (format version 1) are imported with ``force``.
 """
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 import json
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any, Callable, Iterator, Sequence
 
@@ -23,15 +31,25 @@ from . import db
 from .queries import q
 
 FORMAT = "localmem-export"
-VERSION = 1
+# 1: bare numbers, no trailer; 2: the trailer line (counts and sha256); 3: messages and units
+# named by their printed ids ("m:12", "u:45"), as everywhere else. All three are read.
+VERSION = 3
+READS = (1, 2, 3)
+
+TRAILER = "trailer"
 
 _TABLE_QUERIES = ("export_sources", "export_messages", "export_units", "export_unit_sources",
                   "export_entities", "export_aliases", "export_mentions", "export_links")
+# The record type each export query writes.
+_RECORD_TYPE = {"sources": "source", "messages": "message", "units": "unit", "unit_sources": "unit_source",
+                "entities": "entity", "aliases": "alias", "mentions": "mention", "links": "link",
+                "parts": "part", "message_vectors": "vector", "unit_vectors": "vector", "part_vectors": "vector"}
 
 
 def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | None = None,
            vectors: bool = True) -> dict[str, int]:
-    """Write the chosen namespaces (all by default) to ``out``; counts per record type."""
+    """Write the chosen namespaces (all by default) to ``out``, then the trailer; counts per
+    record type."""
     all_ns = [row[0] for row in conn.execute(q("export_namespaces"))]
     chosen = list(namespaces) if namespaces else all_ns
     missing = [ns for ns in chosen if ns not in all_ns]
@@ -43,34 +61,73 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
               "schema": db.schema_version(conn), "namespaces": chosen, "vectors": with_vectors,
               "embed_model_id": meta.get("embed_model_id"),
               "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None}
-    out.write(json.dumps(header, ensure_ascii=False) + "\n")
+    writer = Writer(out)
+    writer.record(header)
     counts: dict[str, int] = {}
     # Parts are derived from messages and go with their vectors: a restore without vectors
     # cuts and embeds them again.
     queries = _TABLE_QUERIES + (("export_parts", "export_message_vectors", "export_unit_vectors",
                                  "export_part_vectors") if with_vectors else ())
     # One read transaction, so the export is a consistent snapshot.
-    with conn:
+    with db.reading(conn):
         for ns in chosen:
             for name in queries:
+                kind = name.removeprefix("export_")
+                record_type = _RECORD_TYPE[kind]
                 for (line,) in conn.execute(q(name), {"ns": ns}):
-                    out.write(line + "\n")
-                    kind = name.removeprefix("export_")
+                    writer.line(line, record_type)
                     counts[kind] = counts.get(kind, 0) + 1
+    writer.trailer()
     return counts
 
 
-def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder]) -> dict[str, int]:
+class Writer:
+    """Writes an export's lines and then its trailer (the count of each record type and the
+    sha256 of every byte before it). :func:`export` writes lines SQLite built; the synthetic
+    benchmark stores write records (:meth:`record`), so both write the same format."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.digest, self.records = hashlib.sha256(), Counter()
+
+    def line(self, text: str, record_type: str | None) -> None:
+        """One record as its JSON text; ``record_type`` None for the header (not counted)."""
+        data = text + "\n"
+        self.digest.update(data.encode("utf-8"))
+        self.out.write(data)
+        if record_type is not None:
+            self.records[record_type] += 1
+
+    def record(self, rec: dict[str, Any]) -> None:
+        """One record given with the store's numbers: messages and units are written under
+        their printed ids, as :func:`export` writes them."""
+        rec = {**rec, **{key: f"{kind}:{rec[key]}" for key, kind in _ref_fields(rec)
+                         if isinstance(rec.get(key), int)}}
+        self.line(json.dumps(rec, ensure_ascii=False), None if rec["type"] == "header" else rec["type"])
+
+    def trailer(self) -> None:
+        self.out.write(json.dumps({"type": TRAILER, "records": dict(sorted(self.records.items())),
+                                   "sha256": self.digest.hexdigest()}) + "\n")
+
+
+def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder],
+            force: bool = False) -> dict[str, Any]:
     """Import an export file in one transaction, reading it a line at a time; counts per
-    record type."""
-    records = _read(path)
-    header = next(records)
-    if header.get("format") != FORMAT or header.get("version") != VERSION:
-        raise InputError(path, f"not a {FORMAT} v{VERSION} file (first line: {str(header)[:80]})")
+    record type. A file that is not whole (no trailer, or one that does not match) is refused,
+    with nothing stored, unless ``force``: then it is imported and ``unchecked`` says why it
+    could not be checked."""
+    reader = _Reader(path)
+    header = reader.header
+    if header.get("format") != FORMAT or header.get("version") not in READS:
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file "
+                               f"(first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
         raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
+    names = header.get("namespaces")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
     present = {row[0] for row in conn.execute(q("export_namespaces"))}
-    clash = sorted(set(header["namespaces"]) & present)
+    clash = sorted(set(names) & present)
     if clash:
         raise LocalmemError(f"namespace(s) {', '.join(clash)} already exist in this store; forget "
                             "them first (localmem forget --namespace NS --yes) or import elsewhere")
@@ -82,26 +139,54 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(conn.execute(q("ids_in_use")).fetchone())
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
-    counts: dict[str, int] = {}
+    counts: dict[str, Any] = {}
     with conn:
         if has_vectors and not stored_id:
             db.bind_embedder(conn, header["embed_model_id"], int(header["embed_dim"]))
         elif embedder is not None and not stored_id:
             db.bind_embedder(conn, embedder.model_id, embedder.dim)
-        for lineno, rec in enumerate(records, 2):
+        for lineno, rec in reader:
+            where = f"line {lineno}"
+            if "ns" in rec and rec["ns"] not in names:
+                raise InputError(path, f"a {rec['type']} of namespace {str(rec['ns'])[:40]!r}, which the "
+                                       f"header does not name ({', '.join(names)})", where)
+            if rec["type"] in ("vector", "part") and not has_vectors:
+                raise InputError(path, f"a {rec['type']} record, but the header says the file has no vectors",
+                                 where)
             try:
                 _restore_one(conn, rec, ids, keep_ids)
-            except (KeyError, apsw.Error) as exc:
-                raise InputError(path, f"cannot restore this record: {exc}", f"line {lineno}") from exc
+            except _Unresolved as exc:
+                raise InputError(path, f"cannot restore this record: {exc}", where) from exc
+            except (KeyError, TypeError) as exc:
+                raise InputError(path, f"cannot restore this record: it lacks the field {exc}", where) from exc
+            except apsw.Error as exc:
+                raise InputError(path, f"cannot restore this record: {exc}", where) from exc
             counts[rec["type"]] = counts.get(rec["type"], 0) + 1
+        problem = reader.problem()
+        if problem and not force:
+            raise InputError(path, f"{problem}; it may have been cut short or edited. Export it again, or "
+                                   "import it anyway with --force")
         if embedder is not None:
             _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
+    if problem:
+        counts["unchecked"] = problem
     return counts
+
+
+class _Unresolved(LookupError):
+    """A record names a row (by its id in the file) that no earlier line of the file holds."""
 
 
 def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]],
                  keep_ids: bool) -> None:
+    _plain_ids(rec)
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
+
+    def ref(table: str, key: str) -> int:
+        try:
+            return ids[table][rec[key]]
+        except KeyError:
+            raise _Unresolved(f"its {key} {rec.get(key)!r} is not a {table} of this file") from None
 
     def insert(table: str, query: str, **params: Any) -> None:
         new = conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row,
@@ -111,30 +196,57 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
-        insert("message", "import_message", source_id=ids["source"][rec["source_id"]])
+        replaces = rec.get("replaces")
+        insert("message", "import_message", source_id=ref("source", "source_id"),
+               replaces=ref("message", "replaces") if replaces is not None else None)
     elif kind == "unit":
         parent = rec.get("episode_id")
-        insert("unit", "import_unit", episode_id=ids["unit"][parent] if parent is not None else None)
+        insert("unit", "import_unit", episode_id=ref("unit", "episode_id") if parent is not None else None)
     elif kind == "entity":
         insert("entity", "import_entity")
     elif kind == "unit_source":
-        conn.execute(q("import_unit_source"), {"unit_id": ids["unit"][rec["unit_id"]],
-                                               "message_id": ids["message"][rec["message_id"]]})
+        conn.execute(q("import_unit_source"), {"unit_id": ref("unit", "unit_id"),
+                                               "message_id": ref("message", "message_id")})
     elif kind == "alias":
-        conn.execute(q("import_alias"), {"entity_id": ids["entity"][rec["entity_id"]], "row": row})
+        conn.execute(q("import_alias"), {"entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "mention":
-        conn.execute(q("import_mention"), {"unit_id": ids["unit"][rec["unit_id"]],
-                                           "entity_id": ids["entity"][rec["entity_id"]], "row": row})
+        conn.execute(q("import_mention"), {"unit_id": ref("unit", "unit_id"),
+                                           "entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "link":
-        conn.execute(q("import_link"), {"src_id": ids["unit"][rec["src_id"]],
-                                        "dst_id": ids["unit"][rec["dst_id"]], "row": row})
+        conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"),
+                                        "row": row})
     elif kind == "part":
-        insert("part", "import_part", message_id=ids["message"][rec["message_id"]])
+        insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":
-        table = {"messages": "message", "units": "unit", "message_parts": "part"}[rec["table"]]
-        conn.execute(q(f"import_{table}_vector"), {"id": ids[table][rec["id"]], "row": row})
+        table = {"messages": "message", "units": "unit", "message_parts": "part"}.get(rec.get("table"))
+        if table is None:
+            raise _Unresolved(f"its table {rec.get('table')!r} is not one of messages, units, message_parts")
+        conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
     else:
-        raise KeyError(f"unknown record type {kind!r}")
+        raise _Unresolved(f"unknown record type {kind!r}")
+
+
+# The fields that name a message ("m:12") or a unit ("u:45"); version 1 and 2 files hold bare
+# numbers there, which are taken as they are. A record's own "id" is named by its type.
+_REF_KIND = {"message_id": "m", "replaces": "m", "unit_id": "u", "episode_id": "u", "src_id": "u", "dst_id": "u"}
+_ID_KIND = {"message": "m", "unit": "u", "messages": "m", "units": "u"}
+
+
+def _ref_fields(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, "m" or "u") for each field of ``rec`` that names a message or a unit."""
+    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
+    return [*_REF_KIND.items(), *((("id", own),) if own else ())]
+
+
+def _plain_ids(rec: dict[str, Any]) -> None:
+    """Turn the printed ids of ``rec`` into the numbers the store uses, in place."""
+    for key, kind in _ref_fields(rec):
+        value = rec.get(key)
+        if isinstance(value, str):
+            prefix, _, number = value.partition(":")
+            if prefix != kind or not number.isdigit():
+                raise _Unresolved(f"its {key} {value!r} is not a {'message (m:ID)' if kind == 'm' else 'unit (u:ID)'}")
+            rec[key] = int(number)
 
 
 def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],
@@ -145,37 +257,67 @@ def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list
     ingest.store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 
 
-def _read(path: Path) -> Iterator[dict[str, Any]]:
-    """The file's records, one per line, read as they are needed (an export can be larger than
-    memory); the first is read, and checked to be a record, before this returns."""
-    if not path.is_file():
-        raise InputError(path, "no such file" if not path.exists() else "not a file")
-    records = _records(path)
-    try:
-        first = next(records)
-    except StopIteration:
-        raise InputError(path, "the file is empty") from None
-    return itertools.chain([first], records)
+class _Reader:
+    """An export's records, one per line, read as they are needed (an export can be larger than
+    memory). The header is read, and checked to be a record, when this is made; the trailer is
+    kept apart, and every line before it is hashed and counted for :meth:`problem`."""
 
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise InputError(path, "no such file" if not path.exists() else "not a file")
+        self.path = path
+        self.digest, self.counts = hashlib.sha256(), Counter()
+        self.trailer: dict[str, Any] | None = None
+        self._records = self._read()
+        try:
+            self.header = next(self._records)[1]
+        except StopIteration:
+            raise InputError(path, "the file is empty" if self.trailer is None else "it has no header line") from None
+        self.version = self.header.get("version")
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
-    # Only '\n' ends a record: text may hold U+2028 and friends, which str.splitlines() splits on.
-    with path.open("r", encoding="utf-8", newline="\n") as fh:
-        lineno = 0
-        while True:
-            try:
-                line = fh.readline()
-            except UnicodeDecodeError as exc:
-                raise InputError(path, f"not valid UTF-8 (after line {lineno}); is it a localmem export?") from exc
-            if not line:
-                return
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
-            if not isinstance(rec, dict) or "type" not in rec:
-                raise InputError(path, "each line must be an object with a 'type'", f"line {lineno}")
-            yield rec
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        return self._records
+
+    def problem(self) -> str | None:
+        """Why the file cannot be shown to be whole, or None when its trailer matches it."""
+        if self.trailer is None:
+            return ("it has no trailer line (an export made before localmem wrote one)" if self.version == 1
+                    else "its trailer line is missing")
+        records = self.trailer.get("records")
+        if records != dict(sorted(self.counts.items())):
+            return f"its trailer counts {records} but the file holds {dict(sorted(self.counts.items()))}"
+        if self.trailer.get("sha256") != self.digest.hexdigest():
+            return "its contents do not match the checksum in its trailer"
+        return None
+
+    def _read(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        # Binary lines: only b"\n" ends a record (text may hold U+2028 and friends, which
+        # str.splitlines() splits on), and the hash is over the bytes as they are in the file.
+        with self.path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if self.trailer is not None:
+                    if raw.strip():
+                        raise InputError(self.path, "a record after the trailer line", f"line {lineno}")
+                    continue
+                rec = self._parse(raw, lineno) if raw.strip() else None
+                if rec is not None and rec["type"] == TRAILER:
+                    self.trailer = rec
+                    continue
+                self.digest.update(raw)
+                if rec is not None:
+                    if lineno > 1:
+                        self.counts[rec["type"]] += 1
+                    yield lineno, rec
+
+    def _parse(self, raw: bytes, lineno: int) -> dict[str, Any]:
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(self.path, f"not valid UTF-8 (line {lineno}); is it a localmem export?") from exc
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(self.path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
+        if not isinstance(rec, dict) or "type" not in rec:
+            raise InputError(self.path, "each line must be an object with a 'type'", f"line {lineno}")
+        return rec

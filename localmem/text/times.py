@@ -33,12 +33,43 @@ def to_iso(value: dt.datetime) -> str:
     return value.isoformat()
 
 
-def parse_timestamp(value: object) -> str | None:
+def zone(name: str) -> dt.tzinfo | None:
+    """The time zone a setting names: ``"local"`` (this machine's, ``None``), ``"UTC"`` or an
+    IANA name such as ``"Europe/Berlin"``; raises ``ValueError`` for an unknown name."""
+    if name.lower() == "local":
+        return None
+    if name.upper() in ("UTC", "Z"):
+        return dt.timezone.utc
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r} (use 'local', 'UTC' or a name such as "
+                         "'Europe/Berlin')") from exc
+
+
+def in_zone(iso: str | None, tz: str | None) -> str | None:
+    """``iso`` moved to the zone ``tz`` names when it carries an offset; a time without one
+    (a local wall-clock time) is returned as it is. ``tz=None`` changes nothing."""
+    if iso is None or tz is None or len(iso) <= 19:
+        return iso
+    value = dt.datetime.fromisoformat(iso)
+    if value.tzinfo is None:
+        return iso
+    return to_iso(value.astimezone(zone(tz)))
+
+
+def parse_timestamp(value: object, tz: str | None = None) -> str | None:
     """Parse a timestamp (ISO text, common date formats, LoCoMo stamps, epoch seconds/ms).
 
     Returns ISO 8601 text, ``None`` for empty input; raises ``ValueError`` when
-    the value is not a time.
+    the value is not a time. Epoch seconds are UTC; with ``tz`` (a :func:`zone` name) a
+    time that names its offset (epoch, ``Z``, ``+02:00``) is moved to that zone, while a time
+    without one stays as written.
     """
+    if tz is not None:
+        return in_zone(parse_timestamp(value), tz)
     if value is None or value == "":
         return None
     if isinstance(value, bool):
