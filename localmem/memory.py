@@ -449,7 +449,7 @@ class Memory:
             raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
         return replace(base, k=k, budget=max(budget or self.config.channel_budget, k), rrf_k=self.config.rrf_k,
                        channels=chosen, promote=base.promote if promote is None else promote,
-                       rerank=rerank, now=now)
+                       rerank=rerank, now=now, present_first=self.config.present_first)
 
     def _search_batch(self, queries: list[str], params: "SearchParams", bound: bool) -> Iterator[list["Hit"]]:
         from .build.embedding import embed_batched
@@ -541,7 +541,8 @@ class Memory:
         hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         result = answer_mod.answer(self.conn, llm if hits else None, question, hits, today, on_text,
                                    speakers if self.config.ask_check else {}, pool,
-                                   dates=self.config.ask_dates)
+                                   dates=self.config.ask_dates, user_name=self.config.user_name,
+                                   verify=self.config.ask_verify)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
@@ -561,7 +562,8 @@ class Memory:
         kept = answer_mod.fit_context(list(evidence), self.config.n_ctx, self.token_counter()[0], question)
         speakers = checks.speakers(self.conn, self.namespace, self.config.user_name) if self.config.ask_check else {}
         result = answer_mod.answer(self.conn, llm, question, kept, today, on_text, speakers,
-                                   dates=self.config.ask_dates)
+                                   dates=self.config.ask_dates, user_name=self.config.user_name,
+                                   verify=self.config.ask_verify)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 

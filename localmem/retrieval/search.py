@@ -20,7 +20,7 @@ from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
 from . import vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
-from .query_time import Range
+from .query_time import Range, asks_present
 
 MAX_FTS_TERMS = 32
 
@@ -132,6 +132,7 @@ class SearchParams:
     units: bool = True  # built memory (episodes, gists, facts, knowledge) takes part, not only messages
     parts: bool = True  # a message also ranks by its nearest sentence vector (message_parts)
     filters: Filters | None = None  # only messages (and units resting on them) that pass
+    present_first: int = 0  # a question about the present gets the newest of this many top hits first
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -267,6 +268,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
         out = _promoted(conn, ns, query, query_vec, when, out)
+    if params.present_first and asks_present(query, params.now):
+        out = newest_first(out, params.present_first)
     return mark_supersession(conn, out, allowed.keeps_id if allowed is not None else None)
 
 
@@ -302,6 +305,19 @@ def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[st
         score[("u", unit_id)] = max(score[("m", m)] for m in messages) - 1e-9
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def newest_first(hits: list[Hit], top: int) -> list[Hit]:
+    """``hits`` with the dated ones among the first ``top`` put newest first, in the places
+    they held (undated hits and everything after ``top`` stay where they were). For a question
+    about the present: where two statements on the subject disagree, the newer one holds, and
+    a token budget filled in rank order keeps it."""
+    head = hits[:top]
+    places = [i for i, h in enumerate(head) if h.time]
+    dated = sorted((head[i] for i in places), key=lambda h: h.time or "", reverse=True)
+    for i, hit in zip(places, dated):
+        head[i] = hit
+    return head + hits[top:]
 
 
 def _reranked(reranker: Any, query: str, hits: list[Hit], top: int) -> list[Hit]:
