@@ -105,3 +105,46 @@ class NotFoundError(LocalmemError):
 
 class ConfigError(LocalmemError):
     exit_code = 2
+
+
+class StoreKeyError(LocalmemError):
+    """A passphrase problem: wrong, missing, or given for a store that is not encrypted.
+    Nothing is written before these are raised; the message never holds the passphrase."""
+
+    exit_code = 5
+
+
+class WrongKeyError(StoreKeyError):
+    def __init__(self, path: str, source: str) -> None:
+        super().__init__(
+            f"{path} is encrypted and {source} does not open it; give the passphrase it was encrypted "
+            "with. The file was not touched."
+        )
+
+
+class KeyRequiredError(StoreKeyError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is encrypted; name the environment variable that holds its passphrase with "
+            "--key-env VAR (or LOCALMEM_KEY_ENV, or key_env in the config file). The file was not touched."
+        )
+
+
+class NotEncryptedError(StoreKeyError):
+    def __init__(self, path: str, source: str) -> None:
+        super().__init__(
+            f"{path} is not encrypted, yet a key was given ({source}); open it without one, or encrypt "
+            "it with 'localmem encrypt'. The file was not touched."
+        )
+
+
+class CipherBuildMissingError(LocalmemError):
+    """The loaded apsw is the plain build; encryption needs apsw-sqlite3mc."""
+
+    exit_code = 4
+
+    def __init__(self, why: str, detail: str = "") -> None:
+        super().__init__(
+            f"{why} needs the cipher build of apsw (apsw-sqlite3mc), but Python loads the plain "
+            f"build{detail}; run: pip install --force-reinstall --no-deps apsw-sqlite3mc"
+        )

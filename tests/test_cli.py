@@ -12,12 +12,11 @@ import click
 import pytest
 
 import localmem
-from localmem import Memory
 from localmem.cli import cli
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
-from .helpers import SAMPLE_CHAT, runner, snapshot, write_jsonl
+from .helpers import SAMPLE_CHAT, open_memory, runner, snapshot, write_jsonl
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -317,7 +316,7 @@ def test_interrupt_is_reported_with_exit_130(db, use_models):
 
 def test_reembed_cli(hashed, db):
     run(db, "ingest", str(SAMPLE_CHAT))
-    with Memory(db) as mem:
+    with open_memory(db) as mem:
         parts = mem.conn.execute("SELECT count(*) FROM message_parts").fetchone()[0]
     assert parts > 0  # the sample chat has messages of several sentences
     result = run_json(db, "reembed")
