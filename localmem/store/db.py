@@ -97,17 +97,35 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         except OSError as exc:
             raise LocalmemError(f"cannot create {spath}: {exc.strerror or exc}; check the path and "
                                 "its permissions") from exc
+    for attempt in (1, 2):
+        began_new = key is not None and cipher.file_state(spath) == "new"
+        try:
+            return _open(spath, busy_timeout_ms, tracer, key)
+        except (apsw.NotADBError, WrongKeyError) as exc:
+            # Another process made the new store between our look and our first read: its pages
+            # use its own salt, not the one our key was derived with. Open it again as it is now.
+            if attempt == 1 and began_new and cipher.file_state(spath) == "encrypted":
+                continue
+            if isinstance(exc, WrongKeyError):
+                raise
+            raise NotALocalmemStoreError(spath, "not an SQLite database") from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _open(spath: str, busy_timeout_ms: int, tracer: Callable[[str, Any], None] | None,
+          key: Key | None) -> apsw.Connection:
     try:
         conn = apsw.Connection(spath)
     except apsw.CantOpenError as exc:
         raise LocalmemError(f"cannot open {spath}: {exc}; check the path and its permissions") from exc
     try:
+        conn.set_busy_handler(_Patience(busy_timeout_ms))
         if key is not None:
-            cipher.apply_key(conn, key)  # before anything reads or writes the file
+            with store_errors(spath, busy_timeout_ms):
+                cipher.apply_key(conn, key)  # before anything reads the file (some pragmas do)
+                _check_key(conn, spath, key)
         _set_up(conn, busy_timeout_ms, encrypted=key is not None)
         with store_errors(spath, busy_timeout_ms):
-            if key is not None:
-                _check_key(conn, spath, key)
             new = _recognise(conn, spath)
             if new:
                 _new_store_settings(conn)
@@ -118,9 +136,6 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         with store_errors(spath, busy_timeout_ms):
             migrate(conn, spath)
             ensure_codes(conn)
-    except apsw.NotADBError as exc:
-        conn.close()
-        raise NotALocalmemStoreError(spath, "not an SQLite database") from exc
     except apsw.CorruptError as exc:
         conn.close()
         raise StoreCorruptError(spath, str(exc)) from exc
@@ -156,7 +171,8 @@ class _Patience:
 
 
 def _set_up(conn: apsw.Connection, busy_timeout_ms: int, encrypted: bool = False) -> None:
-    """The connection's own options; none of them writes to the file."""
+    """The connection's own options; none of them writes to the file (an encrypted store's key
+    is set before them: ``cache_size`` reads the schema)."""
     conn.set_busy_handler(_Patience(busy_timeout_ms))
     # Every `with conn:` is a write and takes the write lock when it begins, so the busy
     # handler applies: a transaction that read first and then tried to write got SQLITE_BUSY at
