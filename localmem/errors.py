@@ -58,6 +58,16 @@ class StoreLockedError(LocalmemError):
                          "longer with busy_timeout_ms. Nothing was changed.")
 
 
+class StoreInUseError(StoreLockedError):
+    """Encrypt, rekey and decrypt need the store to themselves."""
+
+    def __init__(self, path: str) -> None:
+        LocalmemError.__init__(
+            self, f"{path} is open in another connection (an MCP server, an ingest, another Memory): "
+            "encrypt, rekey and decrypt need the store to themselves; close the others and retry. "
+            "Nothing was changed.")
+
+
 class StoreCorruptError(LocalmemError):
     """The store's file is damaged. It was not written to."""
 

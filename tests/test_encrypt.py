@@ -345,8 +345,9 @@ def test_encrypt_is_refused_while_another_connection_has_the_store_open(tmp_path
     with Memory(db, namespace="t", embedder=HashEmbedder()) as holder:
         holder.search("lighthouse")
         with Memory(db, namespace="t", embedder=HashEmbedder(), config=Config(busy_timeout_ms=100)) as mem:
-            with pytest.raises(StoreLockedError, match="locked by another process"):
+            with pytest.raises(StoreLockedError, match="is open in another connection") as info:
                 mem.encrypt(PASS)
+            assert info.value.exit_code == 3
             assert not mem.encrypted and mem.search("lighthouse")  # still usable, still plain
         holder.add("Ana", "the holder writes on")
     assert cipher.file_state(db) == "plain" and not list(tmp_path.glob("*.localmem-new*"))

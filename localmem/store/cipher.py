@@ -31,7 +31,7 @@ from ..errors import (
     LocalmemError,
     NotALocalmemStoreError,
     NotEncryptedError,
-    StoreLockedError,
+    StoreInUseError,
 )
 
 # ChaCha20-Poly1305 (sqlite3mc's default scheme): authenticated, so a changed page is an error,
@@ -153,7 +153,7 @@ def change_key(conn: apsw.Connection, path: Path, old: Key | None, new: Key | No
     (``None``: not encrypted), check it, and move it over the store.
 
     ``conn`` must be the only connection to the store (an MCP server or an ingest holding it
-    open makes this a :class:`StoreLockedError`); it then holds a shared lock, so nothing
+    open makes this a :class:`StoreInUseError`); it then holds a shared lock, so nothing
     changes the store until the swap. The new file is a ``VACUUM INTO`` copy (same key as the
     store, so no key appears in any SQL) whose key is then changed in place with sqlite3mc's
     ``rekey``, which also sets the reserved bytes a page of the new scheme needs. Before the
@@ -217,7 +217,7 @@ def _hold_alone(conn: apsw.Connection, path: str) -> None:
             raise apsw.BusyError("another connection reopened the store")
     except apsw.BusyError:
         _release(conn)
-        raise StoreLockedError(path) from None
+        raise StoreInUseError(path) from None
 
 
 def _release(conn: apsw.Connection) -> None:
