@@ -24,6 +24,7 @@ from .config import (
     DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
+    DEFAULT_RECENT,
     EXTRACT_MODES,
     FORMATS,
     MAX_AGENT_STEPS,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from .build.consolidate import Report as ConsolidationReport
     from .build.ingest import IngestReport
     from .build.pipeline import BuildReport
+    from .build.worker import BuildWorker
     from .models.protocols import LLM, Embedder, Reranker
     from .retrieval.search import Hit, SearchParams
 
@@ -99,7 +101,8 @@ class Memory:
     ...     hits = mem.search("Where does Alice live?")
 
     The models are built from the config on first use (:class:`~localmem.models.factory.Models`);
-    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead.
+    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead, and ``models`` shares
+    another Memory's (the backends are safe to use from several threads).
 
     Threads: one Memory may be shared by several threads; its calls then run one at a time
     (each holds the Memory's lock until it returns), so a long ingest or ``ask`` makes the
@@ -112,7 +115,8 @@ class Memory:
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
                  config: Config | None = None, embedder: "Embedder | None" = None,
-                 llm: "LLM | None" = None, reranker: "Reranker | None" = None) -> None:
+                 llm: "LLM | None" = None, reranker: "Reranker | None" = None,
+                 models: Models | None = None) -> None:
         from .store import db
 
         cfg = config or Config()
@@ -125,9 +129,10 @@ class Memory:
         self.config = cfg
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
-        self.models = Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
+        self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         self._lock = threading.RLock()
         self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms)
+        self._worker: "BuildWorker | None" = None
 
     # -- lifecycle -------------------------------------------------------------
     @property
@@ -138,7 +143,11 @@ class Memory:
         return self._conn
 
     def close(self) -> None:
-        """Close the store (a second close does nothing)."""
+        """Close the store (a second close does nothing); with background extraction on, first
+        extract what is left (as :meth:`flush` does), waiting for it."""
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -266,6 +275,20 @@ class Memory:
                                               pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
                                               progress, self.config.verify_facts)
 
+    def extract_in_background(self) -> None:
+        """With ``extract="llm"``: from now on, episodes that :meth:`add` closes are extracted by
+        a background thread instead of inside ``add``, which then returns as soon as the message
+        is stored. The thread runs one build at a time on its own connection to the same file,
+        with this Memory's models; :meth:`close` flushes (closes the open episode and extracts
+        it) and waits. A process killed mid-extraction loses nothing: an episode is stored in
+        one transaction, and the next build (the next ``add``, or ``localmem flush``) redoes it."""
+        from .build.worker import BuildWorker
+
+        if self.config.extract != "llm":
+            raise LocalmemError("background extraction needs extract = llm (--extract llm)")
+        if self._worker is None:
+            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models))
+
     def flush(self, progress: Progress | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
         return self.build(final=True, progress=progress)
@@ -276,7 +299,9 @@ class Memory:
         """Append one message; it is searchable when this returns.
 
         ``time`` defaults to now (local time). A message whose ``id`` is already
-        stored in the conversation is not added again.
+        stored in the conversation is not added again. With ``extract="llm"`` an episode this
+        message closes is extracted here, or by the background thread after
+        :meth:`extract_in_background`.
         """
         from .build import formats, ingest
         from .text.times import parse_timestamp, to_iso
@@ -298,7 +323,9 @@ class Memory:
             speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
         message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
-        if added and self.config.extract == "llm":
+        if added and self.config.extract == "llm" and self._worker is not None:
+            self._worker.wake()  # segments and extracts in its own thread
+        elif added and self.config.extract == "llm":
             self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
         elif added:
             self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
@@ -390,7 +417,7 @@ class Memory:
         for query, vec in zip(queries, vectors):
             yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
-    def recent(self, n: int = 20) -> list["Hit"]:
+    def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
         from .retrieval.search import latest_messages
 
@@ -517,10 +544,14 @@ class Memory:
 
     # -- housekeeping --------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Counts for this namespace and the store."""
+        """Counts for this namespace and the store; with background extraction on, also what
+        it has done (``background_extraction``: builds, episodes, failures, the last error)."""
         from .store import manage
 
-        return manage.stats(self.conn, self.namespace, self.path)
+        data = manage.stats(self.conn, self.namespace, self.path)
+        if self._worker is not None:
+            data["background_extraction"] = self._worker.status()
+        return data
 
     def namespaces(self) -> list[dict[str, Any]]:
         from .store import manage
