@@ -805,7 +805,7 @@ def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool
         from . import mcp_server
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"):
-            raise MissingDependencyError(exc.name or "mcp", "mcp") from exc
+            raise MissingDependencyError("mcp", "mcp") from exc
         raise
     if extract:
         state.config = replace(state.config, extract=extract)

@@ -21,6 +21,7 @@ and this module keeps it there after the protocol ends; logs go to stderr or ``-
 import functools
 import logging
 import os
+import signal
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -172,7 +173,9 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         since: Annotated[str | None, Field(description="Only what was said on or after this date (YYYY-MM-DD).")] = None,
         until: Annotated[str | None, Field(description="Only what was said on or before this date.")] = None,
     ) -> Annotated[CallToolResult, res.SearchOut]:
-        hits = await calls(mem.search, query, k=k, since=since, until=until, max_tokens=DEFAULT_SEARCH_MAX_TOKENS)
+        # A date filter not given is not passed (Memory.search takes since/until from issue 20 on).
+        filters = {name: value for name, value in (("since", since), ("until", until)) if value is not None}
+        hits = await calls(mem.search, query, k=k, max_tokens=DEFAULT_SEARCH_MAX_TOKENS, **filters)
         out = res.SearchOut(query=query, hits=[res.hit_out(h) for h in hits])
         return _result(res.search_text(out), out)
 
@@ -285,6 +288,9 @@ def serve(mem: Memory, *, http: tuple[str, int] | None = None, log_file: Path | 
     setup_logging(log_file, debug)
     if http is not None:
         _stdout_to_stderr()  # stdout carries nothing over HTTP
+    # SIGTERM stops the server as Ctrl-C does (KeyboardInterrupt), so the flush below still runs;
+    # uvicorn shuts down gracefully on it first, then raises it again.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if mem.config.extract == "llm":
             mem.extract_in_background()
@@ -295,10 +301,15 @@ def serve(mem: Memory, *, http: tuple[str, int] | None = None, log_file: Path | 
             anyio.run(server.run_stdio_async)
         else:
             _run_http(server, *http)
+    except KeyboardInterrupt:
+        log.info("stopping (signal)")
     finally:
         if http is None:  # the SDK has handed fd 1 back; the flush below may still load a model
             _stdout_to_stderr()
-        mem.close()
+        try:
+            mem.close()
+        except KeyboardInterrupt:  # stopped again during the flush: the next build redoes that episode
+            log.warning("stopped during the final extraction; the next build finishes it")
         log.info("stopped")
 
 

@@ -6,8 +6,9 @@ LOCALMEM_EMBED_BACKEND / LOCALMEM_LLM_BACKEND=test-fake), the way tests/conftest
 - LOCALMEM_TEST_NOISE=1: the models write to stdout when built and called, with print() and
   straight to file descriptor 1 (as llama.cpp's C code would), to show that none of it reaches
   the protocol stream.
-- LOCALMEM_TEST_SLOW=SECONDS: the LLM waits this long before it starts answering.
-- LOCALMEM_TEST_LLM_LOG=PATH: every LLM call appends one line (its kind) to PATH.
+- LOCALMEM_TEST_LLM_LOG=PATH: every LLM call appends a line to PATH as it starts: its kind
+  ("answer" or "build") and the server's process id.
+- LOCALMEM_TEST_BLOCK=PATH: the LLM waits until PATH exists before it answers.
 """
 
 import os
@@ -28,12 +29,12 @@ def _noise(what: str) -> None:
 def _responder(messages):
     from tests.test_pipeline import _responder as build_responder
 
-    if os.environ.get("LOCALMEM_TEST_SLOW"):
-        time.sleep(float(os.environ["LOCALMEM_TEST_SLOW"]))
     kind = "answer" if messages[0]["content"] == answer.SYSTEM else "build"
     if os.environ.get("LOCALMEM_TEST_LLM_LOG"):
         with open(os.environ["LOCALMEM_TEST_LLM_LOG"], "a", encoding="utf-8") as fh:
-            fh.write(kind + "\n")
+            fh.write(f"{kind} {os.getpid()}\n")
+    while os.environ.get("LOCALMEM_TEST_BLOCK") and not os.path.exists(os.environ["LOCALMEM_TEST_BLOCK"]):
+        time.sleep(0.05)
     _noise(f"the LLM ({kind})")
     if kind == "build":
         return build_responder(messages)
