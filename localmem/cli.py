@@ -861,6 +861,21 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
 
 
+@bench.command(name="mcp")
+@click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench store lives.")
+@json_option
+@click.pass_obj
+def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
+    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first search
+    (beside a bare MCP SDK server and `python -c pass`, timed in the same run)."""
+    from .benchmarks import bench_mcp as mod
+
+    if runs < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--runs")
+    _emit_rows(mod.bench_mcp_startup(runs, workdir, state.config), as_json, mod.MCP_COLUMNS)
+
+
 @bench.command(name="llm")
 @click.option("--prompt-tokens", default=512, show_default=True, help="Tokens to prefill.")
 @click.option("--gen-tokens", default=128, show_default=True, help="Tokens to generate.")

@@ -22,6 +22,7 @@ REAL = {
     ("add", "--conversation"): cfg.DEFAULT_CONVERSATION,
     ("ingest", "--extract"): DEFAULTS.extract,
     ("ingest", "--consolidate"): DEFAULTS.consolidate,
+    ("mcp", "--extract"): DEFAULTS.extract,
     ("search", "--budget"): DEFAULTS.channel_budget,
     ("search", "--channels"): ",".join(cfg.CHANNELS),
     ("ask", "--max-tokens"): DEFAULTS.ask_max_tokens,

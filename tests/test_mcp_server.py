@@ -481,3 +481,25 @@ def test_real_models_over_stdio(tmp_path):
                 assert {c["id"] for c in out["citations"]} <= set(ids)
     anyio.run(main)
     assert progress and progress[0] == "searching memory"
+
+
+# -- the README's example for app developers ---------------------------------------------------------
+
+def test_the_readme_python_example_runs(tmp_path):
+    """The block README.md marks, run as written: `localmem` on PATH is this checkout with the
+    scripted models (the SDK gives the server only a few variables of the client's environment,
+    so the shim sets the rest)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    code = readme.split("<!-- mcp-python-example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 9
+    shim = tmp_path / "bin" / "localmem"
+    shim.parent.mkdir()
+    exports = "".join(f"export {k}={json.dumps(v)}\n" for k, v in _env(tmp_path, **FAKES).items()
+                      if k == "PYTHONPATH" or k.startswith("LOCALMEM_"))
+    shim.write_text(f"#!/bin/sh\n{exports}exec {sys.executable} -m localmem \"$@\"\n")
+    shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Alice: I moved to Berlin last week.\n"
