@@ -4,8 +4,10 @@ the way an MCP client sees it (the SDK's own client, stdio, the initialize hands
 
 Start-up is mostly the Python interpreter and the ``mcp`` SDK's own import, so every run also
 times, interleaved with it on the same machine, a bare SDK server with one tool and no localmem
-in it (the floor any Python MCP server pays) and ``python -c pass``. Compare within one run: the
-machine may be busy. The functions print nothing: ``localmem bench mcp`` formats the rows.
+in it (the floor any Python MCP server pays) and ``python -c pass``. Wall time is what a client
+waits; the server's CPU time (user + system, from spawn to exit after the listing) is what it
+would wait on an idle machine. Compare within one run: the machine may be busy. The functions
+print nothing: ``localmem bench mcp`` formats the rows.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..config import Config
 __all__ = ["MCP_COLUMNS", "bench_mcp_startup"]
 
 MCP_COLUMNS: list[str] = ["server", "runs", "tools_listed_p50_s", "tools_listed_min_s", "tools_listed_max_s",
-                          "first_remember_p50_s"]
+                          "cpu_p50_s", "first_remember_p50_s"]
 
 _BARE_SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -48,28 +50,39 @@ def bench_mcp_startup(runs: int, workdir: Path | None, config: Config) -> list[d
         if config.origin(name) != "default":
             env[f"LOCALMEM_{name.upper()}"] = str(getattr(config, name))
     localmem = [sys.executable, "-m", "localmem", "--db", str(base / "bench.db"), "mcp"]
-    listed: dict[str, list[float]] = {"localmem mcp": [], "bare MCP SDK server (one tool)": []}
+    servers = {"localmem mcp": localmem, "bare MCP SDK server (one tool)": [sys.executable, "-c", _BARE_SERVER],
+               "python -c pass (no MCP)": None}
+    wall: dict[str, list[float]] = {name: [] for name in servers}
+    cpu: dict[str, list[float]] = {name: [] for name in servers}
     first_calls: list[float] = []
-    python: list[float] = []
     for _ in range(runs):
-        seconds, first = anyio.run(_listed, localmem, env, True)
-        listed["localmem mcp"].append(seconds)
-        first_calls.append(first)
-        listed["bare MCP SDK server (one tool)"].append(anyio.run(_listed, [sys.executable, "-c", _BARE_SERVER],
-                                                                  env, False)[0])
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
-        python.append(time.perf_counter() - started)
-    rows = [_row(name, times) for name, times in listed.items()]
+        for name, argv in servers.items():
+            before = _children_cpu()
+            if argv is None:
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-c", "pass"], check=True, env=env)
+                wall[name].append(time.perf_counter() - started)
+            else:
+                wall[name].append(anyio.run(_listed, argv, env, False)[0])
+            cpu[name].append(_children_cpu() - before)
+        first_calls.append(anyio.run(_listed, localmem, env, True)[1])
+    rows = [_row(name, wall[name], cpu[name]) for name in servers]
     rows[0]["first_remember_p50_s"] = round(statistics.median(first_calls), 3)
-    rows.append(_row("python -c pass (no MCP)", python))
     return rows
 
 
-def _row(name: str, times: list[float]) -> dict[str, Any]:
+def _children_cpu() -> float:
+    """User + system CPU seconds of every child process waited for so far."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _row(name: str, times: list[float], cpu: list[float]) -> dict[str, Any]:
     return {"server": name, "runs": len(times), "tools_listed_p50_s": round(statistics.median(times), 3),
             "tools_listed_min_s": round(min(times), 3), "tools_listed_max_s": round(max(times), 3),
-            "first_remember_p50_s": ""}
+            "cpu_p50_s": round(statistics.median(cpu), 3), "first_remember_p50_s": ""}
 
 
 async def _listed(argv: list[str], env: dict[str, str], remember: bool) -> tuple[float, float]:

@@ -16,7 +16,6 @@ import time
 
 from localmem.models.factory import register
 from localmem.prompts import answer
-
 from tests.fakes import HashEmbedder, ScriptedLLM
 
 
