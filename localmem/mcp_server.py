@@ -66,7 +66,9 @@ READ_ONLY = dict(read_only_hint=True, destructive_hint=False, idempotent_hint=Tr
 
 class _Calls:
     """Runs Memory methods one at a time in a worker thread; a LocalmemError (bad input, nothing
-    found, a missing model) becomes a tool error with its one-line message for the model."""
+    found, a missing model) becomes a tool error with its one-line message for the model. Each
+    call is logged with its time, not its arguments (they are the user's memories; a refusal
+    logs its one-line reason, which may name one)."""
 
     def __init__(self) -> None:
         self._limiter: anyio.CapacityLimiter | None = None
@@ -74,10 +76,14 @@ class _Calls:
     async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self._limiter is None:  # made in the server's event loop
             self._limiter = anyio.CapacityLimiter(1)
+        started = time.perf_counter()
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+            result = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
         except LocalmemError as exc:
+            log.info("Memory.%s refused after %.2f s: %s", fn.__name__, time.perf_counter() - started, exc)
             raise ToolError(str(exc)) from exc
+        log.info("Memory.%s: %.2f s", fn.__name__, time.perf_counter() - started)
+        return result
 
 
 class _Progress:

@@ -503,3 +503,24 @@ def test_the_readme_python_example_runs(tmp_path):
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Alice: I moved to Berlin last week.\n"
+
+
+def test_profile_shows_a_person_built_by_extraction(tmp_path):
+    from .fakes import ScriptedLLM
+    from .test_pipeline import _responder, _transcript
+
+    db = tmp_path / "m.db"
+    with Memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
+        mem.ingest(_transcript(tmp_path), extract="llm")
+        episodes = {f"u:{e['id']}" for e in mem.episodes()}
+
+    async def main():
+        async with stdio(tmp_path, db) as client:
+            result = await client.call_tool("profile", {"name": "caroline"})
+            assert not result.is_error, _text(result)
+            out = result.structured_content
+            assert out["name"] == "Caroline" and out["type"] == "person"
+            assert {a["episode"] for a in out["timeline"]} == episodes and len(episodes) == 2
+            assert _text(result).startswith('"Caroline" (person)')
+            assert all(a["episode"] in _text(result) for a in out["timeline"])
+    anyio.run(main)

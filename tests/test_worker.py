@@ -49,7 +49,7 @@ def test_add_returns_while_the_model_extracts_and_close_flushes(tmp_path):
     added = mem.add("Bob", "Good luck!", time=_day(5, 11))
     assert added.added and mem.search("good luck", k=1)[0].id == f"m:{added.id}"
     status = mem.stats()["background_extraction"]
-    assert status["running"] and status["builds"] == 0
+    assert status["running"] and status["episodes"] == 0  # nothing extracted while the model is held
     release.set()
     mem.close()  # flush: the open episode is closed and extracted too
     with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
