@@ -192,6 +192,9 @@ def test_streamable_http_flow_on_loopback(tmp_path):
                 await _flow(client, progress)
         anyio.run(main)
         assert progress and progress[0][1] == "searching memory"
+        # A web page cannot reach it through DNS rebinding: foreign Host or Origin headers are refused.
+        assert _post_status(port, {"Host": f"evil.example:{port}"}) == 421
+        assert _post_status(port, {"Origin": "http://evil.example"}) == 403
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
@@ -199,6 +202,21 @@ def test_streamable_http_flow_on_loopback(tmp_path):
     assert proc.returncode == 0, (tmp_path / "http.stderr").read_text()
     assert out == b""  # logs go to stderr, never stdout
     assert "serving" in (tmp_path / "http.stderr").read_text()
+
+
+def _post_status(port: int, headers: dict[str, str]) -> int:
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
