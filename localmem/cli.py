@@ -867,8 +867,8 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 @json_option
 @click.pass_obj
 def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
-    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first search
-    (beside a bare MCP SDK server and `python -c pass`, timed in the same run)."""
+    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
+    (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
     from .benchmarks import bench_mcp as mod
 
     if runs < 1:
