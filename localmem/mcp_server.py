@@ -297,6 +297,7 @@ def serve(mem: Memory, *, http: tuple[str, int] | None = None, log_file: Path | 
     # SIGTERM stops the server as Ctrl-C does (KeyboardInterrupt), so the flush below still runs;
     # uvicorn shuts down gracefully on it first, then raises it again.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stopped_by_signal = False
     try:
         if mem.config.extract == "llm":
             mem.extract_in_background()
@@ -308,6 +309,7 @@ def serve(mem: Memory, *, http: tuple[str, int] | None = None, log_file: Path | 
         else:
             _run_http(server, *http)
     except KeyboardInterrupt:
+        stopped_by_signal = True
         log.info("stopping (signal)")
     finally:
         if http is None:  # the SDK has handed fd 1 back; the flush below may still load a model
@@ -317,6 +319,11 @@ def serve(mem: Memory, *, http: tuple[str, int] | None = None, log_file: Path | 
         except KeyboardInterrupt:  # stopped again during the flush: the next build redoes that episode
             log.warning("stopped during the final extraction; the next build finishes it")
         log.info("stopped")
+    if stopped_by_signal and http is None:
+        # The SDK's stdin reader is a (non-daemon) worker thread still blocked reading a pipe the
+        # client has not closed: the interpreter would wait for it forever. Everything is closed.
+        logging.shutdown()
+        os._exit(0)
 
 
 def _run_http(server: MCPServer, host: str, port: int) -> None:

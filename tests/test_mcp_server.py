@@ -380,16 +380,7 @@ def test_nothing_but_the_protocol_reaches_stdout(tmp_path):
     proc = subprocess.Popen([sys.executable, *_argv(tmp_path / "m.db", "alice", "--extract", "llm")],
                             env=_env(tmp_path, **FAKES, LOCALMEM_TEST_NOISE="1"), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=errlog)
-    replies = []
-    for request in requests:  # one at a time, as a client waits for each answer
-        proc.stdin.write((json.dumps(request) + "\n").encode())
-        proc.stdin.flush()
-        if "id" in request:
-            while True:
-                message = json.loads(proc.stdout.readline())  # every line must be JSON-RPC
-                replies.append(message)
-                if message.get("id") == request["id"]:
-                    break
+    replies = _raw_session(proc, requests)
     proc.stdin.close()  # the client goes: the server flushes extraction (the models print again) and exits
     rest = proc.stdout.read()
     proc.wait(timeout=60)
@@ -406,6 +397,45 @@ def test_nothing_but_the_protocol_reaches_stdout(tmp_path):
     with Memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
         done = mem.conn.execute("select count(*) from units where kind = 'episode' and stage = 'done'").fetchone()[0]
         assert done == 2  # the flush at shutdown extracted both episodes
+
+
+def _raw_session(proc: subprocess.Popen, requests: list[dict]) -> list[dict]:
+    """Send JSON-RPC requests one at a time, as a client waits for each answer; every line the
+    server writes on stdout must parse as JSON-RPC."""
+    replies = []
+    for request in requests:
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+        proc.stdin.flush()
+        while "id" in request:
+            message = json.loads(proc.stdout.readline())
+            replies.append(message)
+            if message.get("id") == request["id"]:
+                break
+    return replies
+
+
+def test_sigterm_flushes_extraction_and_exits_while_the_client_holds_stdin_open(tmp_path):
+    proc = subprocess.Popen([sys.executable, *_argv(tmp_path / "m.db", "alice", "--extract", "llm")],
+                            env=_env(tmp_path, **FAKES), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=(tmp_path / "server.stderr").open("wb"))
+    try:
+        replies = _raw_session(proc, [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": day, "method": "tools/call", "params": {"name": "remember", "arguments": {
+                "text": f"Day {day}: a swim in the fjord.", "speaker": "Ann", "time": f"2024-03-0{day}T10:00"}}}
+              for day in (2, 6)),
+        ])
+        assert not any(r.get("result", {}).get("isError") for r in replies)
+        proc.send_signal(signal.SIGTERM)  # stdin stays open: the server must not wait for it
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with Memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
+        rows = mem.conn.execute("select stage, count(*) from units where kind = 'episode' group by stage").fetchall()
+        assert dict(rows) == {"done": 2}  # both episodes, the open one closed by the flush
 
 
 # -- background extraction ---------------------------------------------------------------------------
