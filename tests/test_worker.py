@@ -112,3 +112,38 @@ def test_a_worker_never_woken_does_nothing_at_close(tmp_path):
     mem.extract_in_background()
     mem.close()
     assert llm.calls == []
+
+
+def test_add_waits_for_another_writer_instead_of_failing(tmp_path):
+    """Another connection holds the write lock and commits while add waits: add goes on (a
+    deferred transaction that had read before would fail at once with 'database is locked')."""
+    import apsw
+
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+        mem.add("Ann", "First.", time=_day(1))
+        other = apsw.Connection(str(tmp_path / "m.db"))
+        holding = threading.Event()
+
+        def write_for_a_while():
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("insert into meta (key, value) values ('writer-test', 'x')")
+            holding.set()
+            threading.Event().wait(0.5)
+            other.execute("COMMIT")
+
+        writer = threading.Thread(target=write_for_a_while)
+        writer.start()
+        assert holding.wait(10)
+        added = mem.add("Ann", "Second, while the other connection writes.", time=_day(2))
+        writer.join()
+        other.close()
+        assert added.added and mem.stats()["messages"] == 2
+
+
+def test_add_inside_the_callers_transaction_rolls_back_with_it(tmp_path):
+    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+        with pytest.raises(RuntimeError):
+            with mem.conn:
+                mem.add("Ann", "Never kept.", time=_day(1))
+                raise RuntimeError("the caller changes its mind")
+        assert mem.stats()["messages"] == 0
