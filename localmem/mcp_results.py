@@ -118,9 +118,15 @@ class StatsOut(BaseModel):
 
 # -- from localmem's results to the models ---------------------------------------------------
 
+def ref(prefix: str, value: int | str) -> str:
+    """The printed id (``m:12``, ``u:3``) of a row id, or of an id already printed."""
+    text = str(value)
+    return text if text.startswith(prefix) else f"{prefix}{text}"
+
+
 def hit_out(hit: Any) -> HitOut:
     return HitOut(id=hit.id, kind=hit.kind, text=hit.text, time=hit.time, score=round(float(hit.score), 6),
-                  sources=[Source(message_id=f"m:{s.message_id}", external_id=s.external_id,
+                  sources=[Source(message_id=ref("m:", s.message_id), external_id=s.external_id,
                                   conversation=s.conversation, speaker=s.speaker, time=s.sent_at)
                            for s in hit.sources],
                   superseded_by=hit.superseded_by)
@@ -129,7 +135,7 @@ def hit_out(hit: Any) -> HitOut:
 def ask_out(result: Any) -> AskOut:
     return AskOut(question=result.question, answer=result.answer, refused=result.refused,
                   refusal=result.refusal, confidence=result.confidence,
-                  citations=[Citation(id=f"m:{c.message_id}", external_id=c.external_id,
+                  citations=[Citation(id=ref("m:", c.message_id), external_id=c.external_id,
                                       conversation=c.conversation, speaker=c.speaker, time=c.time,
                                       text=c.text) for c in result.citations],
                   seconds=result.timings.get("total", 0.0))
@@ -138,11 +144,11 @@ def ask_out(result: Any) -> AskOut:
 def profile_out(prof: Any) -> ProfileOut:
     return ProfileOut(
         name=prof.name, type=prof.type, aliases=list(prof.aliases),
-        timeline=[Appearance(episode=f"u:{a.episode_id}", title=a.title, time=a.time, role=a.role)
+        timeline=[Appearance(episode=ref("u:", a.episode_id), title=a.title, time=a.time, role=a.role)
                   for a in prof.episodes],
-        knowledge={aspect: [Statement(id=f"u:{s.unit_id}", text=s.text, time=s.time, sources=list(s.sources),
+        knowledge={aspect: [Statement(id=ref("u:", s.unit_id), text=s.text, time=s.time, sources=list(s.sources),
                                       current=s.current,
-                                      superseded_by=f"u:{s.superseded_by}" if s.superseded_by else None,
+                                      superseded_by=ref("u:", s.superseded_by) if s.superseded_by else None,
                                       until=s.until) for s in statements]
                    for aspect, statements in prof.knowledge.items()})
 
@@ -212,7 +218,7 @@ def recent_text(out: RecentOut) -> str:
 
 def forget_text(out: ForgetOut) -> str:
     def ids(values: list[str | int], prefix: str) -> str:
-        return ", ".join(v if isinstance(v, str) else f"{prefix}{v}" for v in values)
+        return ", ".join(ref(prefix, v) for v in values)
 
     parts = [f"{n} {kind}" for kind, n in out.counts.items() if n]
     lines = [f"Deleted {', '.join(parts) if parts else 'nothing'}."]

@@ -161,7 +161,7 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         id: Annotated[str | None, Field(description="Your stable id for the message (repeats are not added).")] = None,
     ) -> Annotated[CallToolResult, res.RememberOut]:
         added = await calls(mem.add, speaker, text, time=time, role=role, conversation=conversation, id=id)
-        out = res.RememberOut(id=f"m:{added.id}", external_id=added.external_id,
+        out = res.RememberOut(id=res.ref("m:", added.id), external_id=added.external_id,
                               conversation=added.conversation, added=added.added)
         return _result(res.remember_text(out), out)
 

@@ -155,7 +155,7 @@ async def _flow(client, progress: list | None = None) -> None:
         return
     gone = await client.call_tool("forget", {"message_id": mid})
     assert not gone.is_error, _text(gone)
-    assert mid in [str(i) if str(i).startswith("m:") else f"m:{i}" for i in gone.structured_content["messages"]]
+    assert mid in gone.structured_content["messages"]
     assert mid in _text(gone)
     after = await client.call_tool("search", {"query": "Where did Priya move?", "k": 5})
     assert mid not in [h["id"] for h in after.structured_content["hits"]]
@@ -554,13 +554,15 @@ def test_the_readme_python_example_runs(tmp_path):
 
 
 def test_profile_shows_a_person_built_by_extraction(tmp_path):
+    from localmem.mcp_results import ref
+
     from .fakes import ScriptedLLM
     from .test_pipeline import _responder, _transcript
 
     db = tmp_path / "m.db"
     with Memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
-        episodes = {f"u:{e['id']}" for e in mem.episodes()}
+        episodes = {ref("u:", e["id"]) for e in mem.episodes()}
 
     async def main():
         async with stdio(tmp_path, db) as client:
