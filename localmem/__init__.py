@@ -22,6 +22,7 @@ from .errors import (
     LocalmemError,
     MissingDependencyError,
     ModelNotFoundError,
+    ModelServerError,
     NotALocalmemStoreError,
     NotFoundError,
     SchemaTooNewError,
@@ -48,8 +49,9 @@ _LAZY = {
 __all__ = [
     "Memory", "Config", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
     "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
-    "MissingDependencyError", "ModelNotFoundError", "NotALocalmemStoreError", "NotFoundError",
-    "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError", "__version__",
+    "MissingDependencyError", "ModelNotFoundError", "ModelServerError", "NotALocalmemStoreError",
+    "NotFoundError", "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError",
+    "__version__",
 ]
 
 

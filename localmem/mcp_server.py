@@ -179,7 +179,7 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         since: Annotated[str | None, Field(description="Only what was said on or after this date (YYYY-MM-DD).")] = None,
         until: Annotated[str | None, Field(description="Only what was said on or before this date.")] = None,
     ) -> Annotated[CallToolResult, res.SearchOut]:
-        # A date filter not given is not passed (Memory.search takes since/until from issue 20 on).
+        # A date filter not given is not passed (Memory.search treats None as no bound anyway).
         filters = {name: value for name, value in (("since", since), ("until", until)) if value is not None}
         hits = await calls(mem.search, query, k=k, max_tokens=DEFAULT_SEARCH_MAX_TOKENS, **filters)
         out = res.SearchOut(query=query, hits=[res.hit_out(h) for h in hits])

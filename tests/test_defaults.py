@@ -23,6 +23,8 @@ REAL = {
     ("ingest", "--extract"): DEFAULTS.extract,
     ("ingest", "--consolidate"): DEFAULTS.consolidate,
     ("mcp", "--extract"): DEFAULTS.extract,
+    ("ingest", "--workers"): DEFAULTS.llm_workers,
+    ("flush", "--workers"): DEFAULTS.llm_workers,
     ("search", "--budget"): DEFAULTS.channel_budget,
     ("search", "--channels"): ",".join(cfg.CHANNELS),
     ("ask", "--max-tokens"): DEFAULTS.ask_max_tokens,

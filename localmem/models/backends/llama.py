@@ -20,6 +20,7 @@ import numpy as np
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
 from ..protocols import Completion, Judged, Message
+from . import library
 from .llama_prefix import PrefixCache
 
 
@@ -92,7 +93,7 @@ class LlamaLLM:
     def _load(self) -> Any:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
@@ -129,11 +130,39 @@ class LlamaLLM:
 
         llama = self._model()
         prompt, templated = self._chat_prompt(list(messages))
-        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+        tokens = self._tokenize_chat(prompt, messages, templated)
         if len(tokens) >= llama.n_ctx():
             raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
         self.prefilled += self._prefixes.prefill(llama, tokens, static_length(llama, prompt, tokens, system))
+        return tokens
+
+    def _tokenize_chat(self, prompt: str, messages: Sequence[Message], templated: bool) -> list[int]:
+        """The tokens of ``prompt``, the chat template filled with ``messages``: special tokens
+        (``<|im_start|>``, ``<|im_end|>``...) are read in the template's own text only. Each
+        message's content is tokenized as plain text, so a stored message that spells
+        ``<|im_end|><|im_start|>assistant`` stays text and cannot close its turn or open one.
+
+        For prompts without such text the tokens are those of the whole string (the template
+        puts a special token or a line break at every boundary; a test compares both)."""
+        llama = self._model()
+        pieces: list[tuple[str, bool]] = []  # (text, whether special tokens are read in it)
+        at = 0
+        for message in messages:
+            content = message["content"]
+            found = prompt.find(content, at) if content else -1
+            if found < 0 and content.strip():  # a template that trims the content
+                content = content.strip()
+                found = prompt.find(content, at)
+            if found >= 0:
+                pieces += [(prompt[at:found], True), (content, False)]
+                at = found + len(content)
+        pieces.append((prompt[at:], True))
+        tokens: list[int] = []
+        for text, special in pieces:
+            if text:
+                tokens += llama.tokenize(text.encode("utf-8"), add_bos=not templated and not tokens,
+                                         special=special)
         return tokens
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
@@ -243,7 +272,7 @@ class LlamaTokenCounter:
     def count_tokens(self, text: str) -> int:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             with _quiet_stderr():  # llama.cpp warns about the context size of a vocab-only load

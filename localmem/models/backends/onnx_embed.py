@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...errors import MissingDependencyError, ModelNotFoundError
+from . import library
 
 
 class OnnxEmbedder:
@@ -60,9 +61,7 @@ class OnnxEmbedder:
             finally:
                 self._tokenizer.enable_truncation(**truncation)
         if self._counter is None:
-            from tokenizers import Tokenizer
-
-            self._counter = Tokenizer.from_file(str(self.tokenizer_path))
+            self._counter = library("tokenizers").Tokenizer.from_file(str(self.tokenizer_path))
             self._counter.no_truncation()
             self._counter.no_padding()
         return len(self._counter.encode(text, add_special_tokens=False).ids)
@@ -101,12 +100,12 @@ def open_encoder(model_path: Path, tokenizer_path: Path, max_tokens: int, thread
     """An onnxruntime session for a BERT-style encoder, its tokenizer (truncating to
     ``max_tokens``, padding) and the session's input names; clear errors naming ``what``."""
     try:
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        ort = library("onnxruntime")
+        tokenizers = library("tokenizers")
     except ImportError as exc:  # pragma: no cover - both are core dependencies
         raise MissingDependencyError(exc.name or "onnxruntime", "embed") from exc
     try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
     except Exception as exc:
         raise ModelNotFoundError(f"cannot read the {what} tokenizer {tokenizer_path}: {exc}") from exc
     # For pairs, truncation trims the longer side first, so a long passage cannot push out the query.
