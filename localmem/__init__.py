@@ -23,6 +23,7 @@ from .errors import (
     LocalmemError,
     MissingDependencyError,
     ModelNotFoundError,
+    ModelServerError,
     NotALocalmemStoreError,
     NotFoundError,
     SchemaTooNewError,
@@ -50,9 +51,9 @@ _LAZY = {
 __all__ = [
     "Memory", "Config", "Key", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
     "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
-    "MissingDependencyError", "ModelNotFoundError", "NotALocalmemStoreError", "NotFoundError",
-    "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError", "StoreKeyError",
-    "CipherBuildMissingError", "__version__",
+    "MissingDependencyError", "ModelNotFoundError", "ModelServerError", "NotALocalmemStoreError",
+    "NotFoundError", "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError",
+    "StoreKeyError", "CipherBuildMissingError", "__version__",
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -31,7 +32,7 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import LocalmemError
+from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
@@ -40,20 +41,45 @@ EXIT_INTERRUPTED = 130
 
 
 class _Group(click.Group):
+    """The top-level group: global options also after the command, and every error in one
+    place (one line, or JSON with ``--json``, and the error's exit code)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        args = _hoist_global_options(self, ctx, list(args))
+        ctx.meta[_JSON_ERRORS] = "--json" in (args[:args.index("--")] if "--" in args else args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        except BaseException as exc:  # the command failed (and was not reported by _fail)
+            if not (isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0):
+                ctx.meta[_FAILED] = True
+            raise
+
+    def _invoke(self, ctx: click.Context) -> Any:
         # ctx.params holds the parsed group options (also when called as cli([...]) in-process).
         debug = bool(ctx.params.get("debug")) or "--debug" in sys.argv[1:]
+        as_json = bool(ctx.meta.get(_JSON_ERRORS))
         try:
             return super().invoke(ctx)
         except LocalmemError as exc:
             if debug:
                 raise
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            _fail(ctx, as_json, exc.to_dict(), f"error: {exc}")
         except KeyboardInterrupt:
-            click.echo("interrupted: the store is consistent; re-run the command to finish", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            _fail(ctx, as_json, {"error": "interrupted", "code": "interrupted",
+                                 "hint": "the store is consistent; re-run the command to finish",
+                                 "exit_code": EXIT_INTERRUPTED},
+                  "interrupted: the store is consistent; re-run the command to finish")
+        except click.ClickException as exc:  # a usage error: click's own text, or JSON
+            if not as_json:
+                raise
+            command = ctx.invoked_subcommand or ""
+            _fail(ctx, True, {"error": exc.format_message(), "code": "usage",
+                              "hint": f"see 'localmem {command} --help'".replace("  ", " "),
+                              "exit_code": exc.exit_code}, "")
+        except (click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:  # output piped into `head` and the like
             sys.stderr.close()
@@ -61,9 +87,76 @@ class _Group(click.Group):
         except Exception as exc:  # an unexpected failure: one line unless --debug
             if debug:
                 raise
-            click.echo(f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
-                       err=True)
-            ctx.exit(1)
+            if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+                # Python keeps an argument's bytes that are not UTF-8 as lone surrogates.
+                _fail(ctx, as_json, {"error": "an argument is not valid UTF-8 text, so it cannot be stored or "
+                                              "looked up", "code": "invalid_text", "hint": "retype it in UTF-8",
+                                     "exit_code": InvalidTextError.exit_code},
+                      "error: an argument is not valid UTF-8 text, so it cannot be stored or looked up; "
+                      "retype it in UTF-8")
+            _fail(ctx, as_json, {"error": f"unexpected {type(exc).__name__}: {exc}", "code": "unexpected",
+                                 "hint": "run with --debug for details", "exit_code": 1},
+                  f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)")
+
+
+_JSON_ERRORS = "localmem.json_errors"
+_FAILED = "localmem.failed"
+
+
+def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) -> None:
+    """Print an error on stderr (JSON with --json, else one line) and exit with its code."""
+    ctx.meta[_FAILED] = True
+    if isinstance(ctx.obj, _State):  # closed first: a store this command created is announced (or
+        ctx.obj.close(failed=True)  # removed, if nothing went into it) before the error, the last word
+    click.echo(json.dumps(data, ensure_ascii=False) if as_json else line, err=True)
+    ctx.exit(int(data["exit_code"]))
+
+
+def _hoist_global_options(group: click.Group, ctx: click.Context, args: list[str]) -> list[str]:
+    """``args`` with the group's options that follow the command moved before it, so that
+    ``localmem stats --db X`` means ``localmem --db X stats``. An option the command defines
+    itself stays with the command (``forget --namespace NS``); nothing after ``--`` moves."""
+    def options(command: click.Command) -> dict[str, click.Option]:
+        return {name: p for p in command.get_params(ctx) if isinstance(p, click.Option)
+                for name in (*p.opts, *p.secondary_opts)}
+
+    def takes_value(option: click.Option, token: str) -> bool:
+        return not option.is_flag and not option.count and "=" not in token
+
+    own_globals = options(group)
+    at = 0
+    while at < len(args) and args[at].startswith("-") and args[at] != "--":  # options before the command
+        option = own_globals.get(args[at].split("=", 1)[0])
+        at += 2 if option is not None and takes_value(option, args[at]) else 1
+    command: click.Command = group
+    end = at
+    while isinstance(command, click.Group) and end < len(args):
+        found = command.get_command(ctx, args[end])
+        if found is None:
+            return args  # click reports the unknown command
+        command, end = found, end + 1
+    own = options(command)
+    moved: list[str] = []
+    kept: list[str] = []
+    i = end
+    while i < len(args):
+        token = args[i]
+        if token == "--":
+            kept += args[i:]
+            break
+        name = token.split("=", 1)[0] if token.startswith("--") else token
+        option = own.get(name) or (own_globals.get(name) if token.startswith("-") else None)
+        if option is None:
+            kept.append(token)
+            i += 1
+            continue
+        into = kept if name in own else moved
+        into.append(token)
+        if takes_value(option, token) and i + 1 < len(args):
+            into.append(args[i + 1])
+            i += 1
+        i += 1
+    return args[:at] + moved + args[at:end] + kept
 
 
 class _State:
@@ -75,24 +168,55 @@ class _State:
         self.namespace_given = "namespace" in dict(config.origins)
         self._memory: Any = None
 
-    def memory(self, keyless: bool = False) -> Any:
-        """The Memory on the configured store; ``keyless``: opened without a key whatever
-        key_env says (to encrypt a plain store)."""
+    def use_namespace(self, namespace: str) -> None:
+        """Work in ``namespace`` (a command's own --namespace), before the store is opened."""
+        from dataclasses import replace
+
+        self.config = replace(self.config, namespace=namespace)
+        self.namespace_given = True
+
+    def memory(self, access: str = "read", keyless: bool = False) -> Any:
+        """The Memory, opened once. ``access``: "read" (the store and the namespace must exist:
+        nothing is ever created by reading), "open" (the store must exist), "write" (a new
+        store is created, and stderr says so), "none" (an in-memory store: for commands that
+        need only the models). ``keyless``: opened without a key whatever key_env says (to
+        encrypt a plain store)."""
         if self._memory is None:
             from dataclasses import replace
 
             from .memory import Memory
 
-            self._memory = Memory(config=replace(self.config, key_env=None) if keyless else self.config)
+            config = replace(self.config, db_path=Path(":memory:")) if access == "none" else self.config
+            if keyless:
+                config = replace(config, key_env=None)
+            self._memory = Memory(config=config, create=access == "write" or access == "none")
+            if access == "read":
+                self._memory.require_namespace()
         return self._memory
 
-    def close(self) -> None:
-        if self._memory is not None:
-            self._memory.close()
+    def close(self, failed: bool = False) -> None:
+        """Close the store. A store this command created is announced on stderr, unless the
+        command failed with nothing stored in it: then it is removed, as if never made (a
+        mistyped --db path given to a failing import leaves nothing behind)."""
+        mem, self._memory = self._memory, None
+        if mem is None:
+            return
+        try:
+            empty = mem.created and failed and not mem.namespaces()
+        except LocalmemError:
+            empty = False
+        mem.close()
+        if empty:
+            for leftover in (mem.path, Path(f"{mem.path}-wal"), Path(f"{mem.path}-shm")):
+                leftover.unlink(missing_ok=True)
+        elif mem.created:
+            click.echo(f"created a new store at {mem.path}", err=True)
 
 
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+def _print_json(data: Any, indent: int | None = 2) -> None:
+    from .text.files import without_surrogates  # an argument echoed back may hold some
+
+    click.echo(without_surrogates(json.dumps(data, ensure_ascii=False, indent=indent, default=str)))
 
 
 @contextmanager
@@ -128,6 +252,9 @@ def _progress(state: _State, label: str,
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+workers_option = click.option(
+    "--workers", type=int, help="With a model server (--llm-url): episodes extracted at once; the in-process "
+                                f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -140,6 +267,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.option("--embed-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
 @click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
+@click.option("--llm-url", help="Use the model server at this OpenAI-compatible URL instead of the in-process "
+                                "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.")
+@click.option("--llm-name", help="The model the server is asked for (needed when it serves several). "
+                                 "Env: LOCALMEM_LLM_NAME.")
 @click.option("--rerank-model", type=click.Path(path_type=Path),
               help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
 @click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
@@ -152,16 +283,16 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, llm_model: str | None, rerank_model: Path | None,
-        rerank_tokenizer: Path | None, key_env: str | None, quiet: bool, debug: bool) -> None:
+        embed_tokenizer: Path | None, llm_model: str | None, llm_url: str | None, llm_name: str | None,
+        rerank_model: Path | None, rerank_tokenizer: Path | None, key_env: str | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model,
-                          "rerank_model": rerank_model, "rerank_tokenizer": rerank_tokenizer,
-                          "key_env": key_env})
+                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model, "llm_url": llm_url,
+                          "llm_name": llm_name, "rerank_model": rerank_model,
+                          "rerank_tokenizer": rerank_tokenizer, "key_env": key_env})
     state = _State(config, quiet)
     ctx.obj = state
-    ctx.call_on_close(state.close)
+    ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
 
 
 @cli.command()
@@ -179,10 +310,11 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
               help="With --extract llm: learn lasting knowledge about people episode by episode "
                    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
                    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
+@workers_option
 @json_option
 @click.pass_obj
 def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, date_order: str | None,
-           extract: str | None, consolidate: str | None, as_json: bool) -> None:
+           extract: str | None, consolidate: str | None, workers: int | None, as_json: bool) -> None:
     """Store the messages of FILE: a ChatGPT or Claude.ai export, a WhatsApp chat, a Slack export,
     a Discord channel (DiscordChatExporter JSON), notes, LoCoMo JSON, JSONL, chat JSON or a text
     transcript. A folder or .zip is read file by file; '-' reads standard input.
@@ -192,9 +324,9 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     """
     forced = state.config.namespace if state.namespace_given else None
     with _progress(state, f"ingesting {file.name or file}", ("extracting episodes",)) as progress:
-        report = state.memory().ingest(file, format=fmt, conversation=conversation, namespace=forced,
-                                       extract=extract, consolidate=consolidate, date_order=date_order,
-                                       progress=progress)
+        report = state.memory("write").ingest(file, format=fmt, conversation=conversation, namespace=forced,
+                                              extract=extract, consolidate=consolidate, date_order=date_order,
+                                              progress=progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
         return
@@ -264,7 +396,8 @@ def _echo_build(ns: str, build: dict[str, Any]) -> None:
                    f"{row['failures']} invalid after repair")
     if build.get("consolidation"):
         _echo_consolidation(build["consolidation"])
-    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items()))
+    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items())
+               + (f" ({build['workers']} episodes at once)" if build.get("workers", 1) > 1 else ""))
 
 
 def _echo_consolidation(done: dict[str, Any]) -> None:
@@ -280,18 +413,69 @@ def _echo_consolidation(done: dict[str, Any]) -> None:
 @click.option("--role", help="user / assistant / system …")
 @click.option("--conversation", help=f"Conversation name (default: '{DEFAULT_CONVERSATION}').")
 @click.option("--id", "external_id", help="Your id for the message (makes re-adding a no-op).")
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE",
+              help="Metadata stored with the message (repeatable); search and ask filter on it.")
 @json_option
 @click.pass_obj
 def add(state: _State, speaker: str, text: str, when: str | None, role: str | None,
-        conversation: str | None, external_id: str | None, as_json: bool) -> None:
-    """Append one message said by SPEAKER; it is searchable at once."""
-    added = state.memory().add(speaker, text, time=when, role=role, conversation=conversation,
-                               id=external_id)
+        conversation: str | None, external_id: str | None, meta: tuple[str, ...], as_json: bool) -> None:
+    """Append one message said by SPEAKER; it is searchable at once.
+
+    Each conversation's added messages are a source of their own ('forget --conversation C'
+    or 'forget --source ID' forgets one chat)."""
+    added = state.memory("write").add(speaker, text, time=when, role=role, conversation=conversation,
+                                      id=external_id, meta=_meta(meta))
     if as_json:
-        _print_json(vars(added))
+        _print_json(added.to_dict())
     else:
-        click.echo(f"{'added' if added.added else 'already stored'}: m:{added.id} "
+        click.echo(f"{'added' if added.added else 'already stored'}: {added.ref} "
                    f"({added.conversation}/{added.external_id})")
+
+
+@cli.command()
+@click.argument("item")
+@click.argument("text")
+@json_option
+@click.pass_obj
+def correct(state: _State, item: str, text: str, as_json: bool) -> None:
+    """Replace message ITEM (m:ID) with TEXT: stored as a new message that search and ask show
+    first; the old one stays, marked replaced."""
+    added = state.memory("read").correct(item, text)
+    if as_json:
+        _print_json(added.to_dict())
+    else:
+        click.echo(f"stored {added.ref} ({added.conversation}/{added.external_id}), replacing m:{added.replaces}")
+
+
+def _meta(pairs: tuple[str, ...]) -> dict[str, str] | None:
+    """``("k=v", …)`` → ``{"k": "v"}``."""
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--meta")
+        out[key.strip()] = value
+    return out or None
+
+
+def _filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--since, --until, --speaker, --conversation, --meta: what search and ask look among."""
+    for option in reversed([
+        click.option("--since", help="Only what was said at or after this date or time."),
+        click.option("--until", help="Only what was said until this date (all of it) or time."),
+        click.option("--speaker", help="Only what this speaker said (any case)."),
+        click.option("--conversation", "in_conversation", help="Only this conversation."),
+        click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE",
+                     help="Only messages whose metadata has this value (repeatable: all must)."),
+    ]):
+        command = option(command)
+    return command
+
+
+def _filters(since: str | None, until: str | None, speaker: str | None, in_conversation: str | None,
+             meta: tuple[str, ...]) -> dict[str, Any]:
+    return {"since": since, "until": until, "speaker": speaker, "conversation": in_conversation,
+            "meta": _meta(meta)}
 
 
 def _format_hit(rank: int, hit: Any) -> str:
@@ -299,7 +483,10 @@ def _format_hit(rank: int, hit: Any) -> str:
     where = f" {src.conversation}/{src.external_id}" if src else ""
     when = f" {hit.time[:16].replace('T', ' ')}" if hit.time else ""
     chans = " · ".join(f"{name} #{c['rank']}" for name, c in hit.channels.items())
-    return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans})\n    {hit.text}"
+    notes = ([f"replaced by {hit.superseded_by}"] if hit.superseded_by else []) + \
+        ([f"replaces {', '.join(hit.supersedes)}"] if hit.supersedes else [])
+    note = f" [{'; '.join(notes)}]" if notes else ""
+    return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans}){note}\n    {hit.text}"
 
 
 def _print_step(step: Any) -> None:
@@ -354,26 +541,31 @@ def _read_queries(path: Path) -> Iterator[str]:
               help="Keep whole hits in rank order while their text fits (counted with the embedder's tokenizer, or the LLM's once it is loaded).")
 @click.option("--queries", "queries_file", type=click.Path(path_type=Path),
               help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
+@_filter_options
 @json_option
 @click.pass_obj
 def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
-           promote: bool, rerank: str, max_tokens: int, queries_file: Path | None, as_json: bool) -> None:
-    """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM)."""
+           promote: bool, rerank: str, max_tokens: int, queries_file: Path | None, since: str | None,
+           until: str | None, speaker: str | None, in_conversation: str | None, meta: tuple[str, ...],
+           as_json: bool) -> None:
+    """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM).
+
+    Every hit has its id (m:ID a message, u:ID a unit) for 'show', 'forget' and 'correct'."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    mem = state.memory()
+    filters = _filters(since, until, speaker, in_conversation, meta)
+    mem = state.memory("read")
     if queries_file is not None:
         queries = list(_read_queries(queries_file))
         for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
-                                                                    promote=promote, rerank=rerank)):
-            click.echo(json.dumps({"query": q_text, "hits": [h.to_dict() for h in hits]},
-                                  ensure_ascii=False))
+                                                         promote=promote, rerank=rerank, **filters)):
+            _print_json({"query": q_text, "hits": [h.to_dict() for h in hits]}, indent=None)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
     if max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
     hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens,
-                      rerank=rerank)
+                      rerank=rerank, **filters)
     if as_json:
         _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:
@@ -397,21 +589,24 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path),
               help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
+@_filter_options
 @json_option
 @click.pass_obj
 def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool, now: str | None,
         max_tokens: int | None, channels: str | None, questions_file: Path | None, show_evidence: bool,
-        as_json: bool) -> None:
+        since: str | None, until: str | None, speaker: str | None, in_conversation: str | None,
+        meta: tuple[str, ...], as_json: bool) -> None:
     """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
+    filters = _filters(since, until, speaker, in_conversation, meta)
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    mem = state.memory()
+    mem = state.memory("read")
     show = _print_step if trace else None
     if questions_file is not None:
         for text in _read_queries(questions_file):
             result = mem.ask(text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
-                             trace=show)
+                             trace=show, **filters)
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
         return
     if not question or not question.strip():
@@ -423,11 +618,13 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         click.echo(piece, nl=False)
 
     result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
-                     trace=show, on_text=None if as_json else stream)
+                     trace=show, on_text=None if as_json else stream, **filters)
     if as_json:
         _print_json(result.to_dict())
         return
     final = result.answer if not result.refused else "Not in memory."
+    if result.refusal == "no citation":
+        final = "Not in memory: the model's answer cited none of the evidence."
     if streamed:
         click.echo("")
         if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts
@@ -435,8 +632,8 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
     else:
         click.echo(final)
     for c in result.citations:
-        click.echo(f"  [{c.external_id or c.message_id}] {c.speaker}, {(c.time or '')[:16]}: "
-                   f"{_clip(c.text, 160)}")
+        click.echo(f"  [m:{c.message_id}] {c.conversation}/{c.external_id} {c.speaker}, "
+                   f"{(c.time or '')[:16].replace('T', ' ')}: {_clip(c.text, 160)}")
     if show_evidence:
         from .answer.fast import evidence_line
 
@@ -454,7 +651,7 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
 @click.pass_obj
 def stats(state: _State, show_sources: bool, as_json: bool) -> None:
     """Counts for the namespace: messages, conversations, units, entities, links."""
-    mem = state.memory()
+    mem = state.memory("read")
     data = mem.stats()
     if show_sources:
         data["source_list"] = mem.sources()
@@ -477,7 +674,7 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
 @click.pass_obj
 def namespaces(state: _State, as_json: bool) -> None:
     """List the namespaces in the store."""
-    rows = state.memory().namespaces()
+    rows = state.memory("open").namespaces()
     if as_json:
         _print_json(rows)
     elif not rows:
@@ -496,7 +693,7 @@ def namespaces(state: _State, as_json: bool) -> None:
 @click.pass_obj
 def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) -> None:
     """Export everything (or only --namespace) as JSONL that 'import' restores exactly."""
-    mem = state.memory()
+    mem = state.memory("read" if state.namespace_given else "open")
     chosen = [state.config.namespace] if state.namespace_given else None
     if output is None:
         counts = mem.export(sys.stdout, namespaces=chosen, vectors=not no_vectors)
@@ -525,7 +722,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 @click.pass_obj
 def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
     """Restore a file written by 'export' (in one transaction); a file cut short or edited is refused."""
-    counts = state.memory().restore(file, force=force)
+    counts = state.memory("write").restore(file, force=force)
     unchecked = counts.pop("unchecked", None)
     if unchecked:
         click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)",
@@ -537,33 +734,73 @@ def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--namespace", "target_ns", help="Forget this whole namespace.")
-@click.option("--source", "source_id", type=int, help="Forget this source id (see 'stats --sources').")
-@click.option("--yes", is_flag=True, help="Really delete (otherwise only report what would go).")
+@click.argument("items", nargs=-1, metavar="[m:ID|u:ID]...")
+@click.option("--conversation", help="Forget this conversation (of the namespace worked in).")
+@click.option("--before", help="Forget the messages said before this date or time.")
+@click.option("--match", "match_text", metavar="TEXT",
+              help="Forget the messages and units whose text contains TEXT (any case).")
+@click.option("--source", "source_id", type=int, help="Forget this source (its id in 'stats --sources').")
+@click.option("--namespace", "target_ns",
+              help="Forget this whole namespace; with another target, the namespace to work in.")
+@click.option("--yes", is_flag=True, help="Really delete (otherwise only list what would go).")
 @json_option
 @click.pass_obj
-def forget(state: _State, target_ns: str | None, source_id: int | None, yes: bool, as_json: bool) -> None:
-    """Delete a namespace or one source, and everything derived from it, from the file's bytes.
+def forget(state: _State, items: tuple[str, ...], conversation: str | None, before: str | None,
+           match_text: str | None, source_id: int | None, target_ns: str | None, yes: bool,
+           as_json: bool) -> None:
+    """Delete exactly one target, with what rests only on it, and clear it from the file.
 
-    Without --yes nothing is deleted: it reports what would be, and exits 1.
+    The target: memory ids (m:ID messages, u:ID units), --conversation, --before, --match,
+    --source or --namespace. A unit (episode, gist, fact, knowledge) resting only on deleted
+    messages goes too; one that also rests on other messages stays, with those. Without --yes
+    nothing is deleted: it lists what would go, and exits 0.
     """
-    if (target_ns is None) == (source_id is None):
-        raise click.UsageError("pass exactly one of --namespace NS or --source ID")
-    target = {"namespace": target_ns} if target_ns is not None else {"source_id": source_id}
-    counts = state.memory().forget(**target, dry_run=not yes)
-    scrubbed = counts.pop("file", None)
+    given = {name: value for name, value in (("ids", list(items) or None), ("conversation", conversation),
+                                             ("before", before), ("match", match_text), ("source_id", source_id))
+             if value is not None}
+    if target_ns is not None and not given:
+        given = {"namespace": target_ns}
+    elif target_ns is not None:
+        state.use_namespace(target_ns)
+    if len(given) != 1:
+        raise click.UsageError("pass exactly one of: ids (m:ID u:ID ...), --conversation C, --before DATE, "
+                               "--match TEXT, --source ID, --namespace NS")
+    mem = state.memory("open" if "namespace" in given else "read")
+    result = mem.forget(**given, dry_run=not yes)
+    target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
     if as_json:
-        _print_json({"deleted" if yes else "would_delete": counts, **target,
-                     **({"file": scrubbed} if scrubbed else {})})
+        _print_json({"target": target, **result})
     else:
-        what = ", ".join(f"{v} {k}" for k, v in counts.items())
-        click.echo(f"deleted {what}" if yes else f"would delete {what}; re-run with --yes to delete")
-    if scrubbed and not scrubbed["wal_emptied"]:
+        _echo_forget(result, yes)
+    _warn_wal(result["file"])
+
+
+def _echo_forget(result: dict[str, Any], yes: bool) -> None:
+    counts = ", ".join(f"{v} {k}" for k, v in result["counts"].items())
+    click.echo(f"{'would forget' if not yes else 'forgot'} {counts}")
+    for kind in ("messages", "units", "entities", "sources"):
+        if result[kind]:
+            click.echo(f"  {kind}: {_id_list(result[kind])}")
+    if result["kept_units"]:
+        click.echo(f"  kept (they also rest on other messages; their text may repeat what went): "
+                   f"{_id_list(result['kept_units'])}")
+    if not yes:
+        click.echo("nothing was deleted; re-run with --yes to delete")
+    elif result["file"] and result["file"]["vacuumed"]:
+        click.echo(f"  the file was written anew: {result['file']['vacuum_reason']}")
+
+
+def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
+    """What a forget says when another connection kept the WAL from being emptied."""
+    if scrubbed is not None and not scrubbed["wal_emptied"]:
         click.echo("warning: another connection is still reading this store, so its write-ahead log "
                    "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
                    err=True)
-    if not yes:
-        sys.exit(1)
+
+
+def _id_list(ids: list[Any], most: int = 20) -> str:
+    shown = " ".join(str(i) for i in ids[:most])
+    return shown + (f" … and {len(ids) - most} more" if len(ids) > most else "")
 
 
 @cli.command()
@@ -571,7 +808,7 @@ def forget(state: _State, target_ns: str | None, source_id: int | None, yes: boo
 @click.pass_obj
 def vacuum(state: _State, as_json: bool) -> None:
     """Compact the store: merge the full-text indexes, rewrite the file without free pages, empty the WAL."""
-    result = state.memory().vacuum()
+    result = state.memory("open").vacuum()
     if as_json:
         _print_json(result)
     else:
@@ -588,7 +825,7 @@ def vacuum(state: _State, as_json: bool) -> None:
 def reembed(state: _State, as_json: bool) -> None:
     """Re-embed every message and unit with the configured embedder (atomic)."""
     with _progress(state, "re-embedding") as progress:
-        result = state.memory().reembed(progress)
+        result = state.memory("open").reembed(progress)
     if as_json:
         _print_json(result)
     else:
@@ -601,7 +838,13 @@ def reembed(state: _State, as_json: bool) -> None:
 @click.pass_obj
 def doctor(state: _State, as_json: bool) -> None:
     """Versions, SQLite / FTS5 / sqlite-vec, and which models resolve from where."""
-    report = state.memory().doctor()
+    path = state.config.resolved_db_path()
+    # A store that does not exist yet is reported as such, not created: versions come from an
+    # in-memory store.
+    report = state.memory("open" if path.exists() else "none").doctor()
+    if not path.exists():
+        report["db"] = {"path": str(path), "exists": False,
+                        "note": "no store yet; 'localmem ingest' or 'localmem add' creates it"}
     if as_json:
         _print_json(report)
         return
@@ -651,7 +894,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
 
     key = _new_key(new_key_env or state.config.key_env, "--new-key-env")
     try:
-        mem = state.memory(keyless=True)
+        mem = state.memory("open", keyless=True)
     except KeyRequiredError:
         raise LocalmemError(f"{state.config.resolved_db_path()} is already encrypted; change its "
                             "passphrase with 'localmem rekey --new-key-env VAR'") from None
@@ -665,7 +908,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
 def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
     """Change the passphrase of the encrypted store (opened with --key-env) the same safe way."""
     key = _new_key(new_key_env, "--new-key-env")
-    _echo_key_change(state.memory().rekey(key, _phases(state)), as_json, "passphrase changed")
+    _echo_key_change(state.memory("open").rekey(key, _phases(state)), as_json, "passphrase changed")
 
 
 @cli.command()
@@ -673,17 +916,18 @@ def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
 @click.pass_obj
 def decrypt(state: _State, as_json: bool) -> None:
     """Write the encrypted store (opened with --key-env) back as a plain file, the same safe way."""
-    _echo_key_change(state.memory().decrypt(_phases(state)), as_json, "decrypted")
+    _echo_key_change(state.memory("open").decrypt(_phases(state)), as_json, "decrypted")
 
 
 @cli.command()
+@workers_option
 @json_option
 @click.pass_obj
-def flush(state: _State, as_json: bool) -> None:
+def flush(state: _State, workers: int | None, as_json: bool) -> None:
     """Close open episode buffers and extract them with the local LLM."""
-    mem = state.memory()
+    mem = state.memory("read")
     with _progress(state, "extracting episodes") as progress:
-        report = mem.flush(progress)
+        report = mem.flush(progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -698,7 +942,7 @@ def flush(state: _State, as_json: bool) -> None:
 def consolidate(state: _State, mode: str, as_json: bool) -> None:
     """Learn lasting knowledge about people from the extracted episodes not consolidated yet."""
     with _progress(state, "consolidating episodes") as progress:
-        report = state.memory().consolidate(mode=mode, progress=progress)
+        report = state.memory("read").consolidate(mode=mode, progress=progress)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -713,7 +957,7 @@ def consolidate(state: _State, mode: str, as_json: bool) -> None:
 @click.pass_obj
 def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
     """NAME's timeline (episodes, with their role) and what memory knows about them, by aspect."""
-    prof = state.memory().profile(name, summary=summary)
+    prof = state.memory("read").profile(name, summary=summary)
     if as_json:
         _print_json(prof.to_dict())
         return
@@ -743,13 +987,13 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
 @click.pass_obj
 def episodes(state: _State, limit: int, as_json: bool) -> None:
     """The episodes of the namespace in time order."""
-    rows = state.memory().episodes(limit)
+    rows = state.memory("read").episodes(limit)
     if as_json:
         _print_json(rows)
         return
     for r in rows:
         when = (r["start"] or "")[:16].replace("T", " ")
-        click.echo(f"u:{r['id']:<6} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} "
+        click.echo(f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} "
                    f"({r['messages']} messages)")
 
 
@@ -763,13 +1007,13 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
 def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int,
           as_json: bool) -> None:
     """Facts (subject – predicate – object) with their times."""
-    rows = state.memory().facts(entity=entity, start=start, end=end, limit=limit)
+    rows = state.memory("read").facts(entity=entity, start=start, end=end, limit=limit)
     if as_json:
         _print_json(rows)
         return
     for r in rows:
         when = r["occurred_start"] or f"said {str(r['mentioned_at'])[:10]}"
-        click.echo(f"u:{r['id']:<6} {when:<12} {r['subject']} | {r['predicate']} | {r['object']}")
+        click.echo(f"{r['id']:<8} {when:<12} {r['subject']} | {r['predicate']} | {r['object']}")
 
 
 @cli.command()
@@ -778,7 +1022,7 @@ def facts(state: _State, entity: str | None, start: str | None, end: str | None,
 @click.pass_obj
 def entities(state: _State, limit: int, as_json: bool) -> None:
     """Resolved entities with their aliases and how often they are mentioned."""
-    rows = state.memory().entities(limit)
+    rows = state.memory("read").entities(limit)
     if as_json:
         _print_json(rows)
         return
@@ -787,28 +1031,45 @@ def entities(state: _State, limit: int, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("unit_id")
+@click.argument("item", metavar="m:ID|u:ID")
 @json_option
 @click.pass_obj
-def show(state: _State, unit_id: str, as_json: bool) -> None:
-    """One unit (u:ID) with its source messages, entities and links."""
-    try:
-        number = int(unit_id.removeprefix("u:"))
-    except ValueError:
-        raise click.BadParameter(f"not a unit id: {unit_id} (expected u:123)") from None
-    unit = state.memory().show(number)
+def show(state: _State, item: str, as_json: bool) -> None:
+    """One memory in full: a message (m:ID) with its source, metadata, corrections and the units
+    resting on it, or a unit (u:ID) with its source messages, entities and links."""
+    found = state.memory("read").get(item)
     if as_json:
-        _print_json(unit)
-        return
-    click.echo(f"u:{unit['id']} [{unit['kind']}] {unit['title'] or ''}\n  {unit['text']}")
+        _print_json(found)
+    elif found["kind"] == "message":
+        _echo_message(found)
+    else:
+        _echo_unit(found)
+
+
+def _echo_message(m: dict[str, Any]) -> None:
+    click.echo(f"{m['id']} [message] {m['conversation']}/{m['external_id']} {m['time'] or 'time unknown'}")
+    click.echo(f"  {m['speaker']}{' (' + m['role'] + ')' if m['role'] else ''}: {m['text']}")
+    if m["meta"]:
+        click.echo("  meta: " + ", ".join(f"{k}={v}" for k, v in m["meta"].items()))
+    if m["replaced_by"]:
+        click.echo(f"  replaced by {m['replaced_by']}")
+    if m["replaces"]:
+        click.echo(f"  replaces {m['replaces']}")
+    click.echo(f"  source {m['source']['id']} ({m['source']['kind']}): {m['source']['uri']}")
+    for unit in m["units"]:
+        click.echo(f"  in {unit['id']} [{unit['kind']}] {_clip(unit['text'], 100)}")
+
+
+def _echo_unit(unit: dict[str, Any]) -> None:
+    click.echo(f"{unit['id']} [{unit['kind']}] {unit['title'] or ''}\n  {unit['text']}")
     click.echo(f"  time: {unit['occurred_start']} .. {unit['occurred_end']} ({unit['precision']}), "
                f"said {unit['mentioned_at']}")
     for src in unit["sources"]:
-        click.echo(f"  source {src['external_id']} {src['sent_at']} {src['speaker']}: {src['text']}")
+        click.echo(f"  source {src['id']} {src['sent_at']} {src['speaker']}: {src['text']}")
     for ent in unit["entities"]:
         click.echo(f"  entity e:{ent['id']} {ent['name']} ({ent['role']}{', ' + ent['tag'] if ent['tag'] else ''})")
     for ln in unit["links"]:
-        click.echo(f"  {ln['direction']} {ln['type']} {ln['weight']:.2f} u:{ln['id']} [{ln['kind']}] {ln['text'][:80]}")
+        click.echo(f"  {ln['direction']} {ln['type']} {ln['weight']:.2f} {ln['id']} [{ln['kind']}] {ln['text'][:80]}")
 
 
 @cli.command()
@@ -826,6 +1087,60 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
     for r in rows:
         click.echo(f"{r['id']} ({r['role']}): {r['status']}, {r['size'] / 1e6:.0f} MB, "
                    f"checksum {r['checksum']}\n    {r['path'] or r['install']}")
+
+
+def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
+    """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
+    with --allow-remote."""
+    import ipaddress
+
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    try:
+        port = int(port_text)
+        if not 1 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"--http {value}: expected HOST:PORT with a port from 1 to 65535, "
+                          "such as 127.0.0.1:8765") from None
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False  # a host name other than localhost may resolve to any address
+    if not loopback and not allow_remote:
+        raise ConfigError(f"--http {value}: {host} is not a loopback address, and the server has no "
+                          "authentication (whoever reaches it can read and delete this memory); use "
+                          f"127.0.0.1:{port}, or add --allow-remote if you mean it")
+    return host, port
+
+
+@cli.command(name="mcp")
+@click.option("--http", "http_address", metavar="HOST:PORT",
+              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a loopback address "
+                   "such as 127.0.0.1:8765, unless --allow-remote).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow --http on an address other machines can reach (there is no authentication).")
+@click.option("--extract", type=click.Choice(EXTRACT_MODES),
+              help="'llm': episodes closed by remember are extracted with the local LLM in the background "
+                   f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
+@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.pass_context
+def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None,
+                log_file: Path | None) -> None:
+    """Serve this store and namespace to MCP assistants (Claude Desktop, Cursor, VS Code, Claude
+    Code...): tools remember, search, ask, profile, recent, forget, stats. Stdio by default."""
+    state: _State = ctx.obj
+    address = _listen_address(http_address, allow_remote) if http_address else None
+    try:
+        from . import mcp_server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"):
+            raise MissingDependencyError("mcp", "mcp") from exc
+        raise
+    if extract:
+        state.config = replace(state.config, extract=extract)
+    mcp_server.serve(state.memory("write"), http=address, log_file=log_file,
+                     debug=bool(ctx.find_root().params.get("debug")))
 
 
 @cli.group()
@@ -881,6 +1196,21 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
 
 
+@bench.command(name="mcp")
+@click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench store lives.")
+@json_option
+@click.pass_obj
+def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
+    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
+    (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
+    from .benchmarks import bench_mcp as mod
+
+    if runs < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--runs")
+    _emit_rows(mod.bench_mcp_startup(runs, workdir, state.config), as_json, mod.MCP_COLUMNS)
+
+
 @bench.command(name="llm")
 @click.option("--prompt-tokens", default=512, show_default=True, help="Tokens to prefill.")
 @click.option("--gen-tokens", default=128, show_default=True, help="Tokens to generate.")
@@ -890,7 +1220,7 @@ def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool)
     """The local LLM's prefill and generation speed (tokens/s) on this machine."""
     from .models.protocols import SpeedMeter
 
-    llm = state.memory().llm
+    llm = state.memory("none").llm
     if not isinstance(llm, SpeedMeter):
         raise LocalmemError(f"the LLM backend {llm.model_id} cannot measure its speed")
     row = llm.measure_speed(prompt_tokens=prompt_tokens, gen_tokens=gen_tokens)

@@ -48,6 +48,18 @@ DEFAULT_SEARCH_MAX_TOKENS = 2048  # search: whole hits kept in rank order while 
 DEFAULT_AGENT_STEPS = 4  # agentic ask: at most this many tool calls
 MAX_AGENT_STEPS = 10
 DEFAULT_LIST_LIMIT = 1000  # episodes, facts, entities: rows listed
+DEFAULT_RECENT = 20  # Memory.recent and the MCP tool: the latest messages returned
+
+# -- `localmem mcp` (localmem.mcp_server) ----------------------------------------------------
+MCP_SERVER_NAME = "localmem"
+DEFAULT_MCP_SPEAKER = "user"  # who said a message `remember` stores without a speaker
+MAX_MCP_K = 50  # the most hits `search` returns to a model in one call
+MAX_MCP_RECENT = 200  # the most messages `recent` returns in one call
+# `ask` sends a progress notification at least this often (seconds) while the model works, so a
+# client that resets its request timeout on progress does not give up during a first model load.
+MCP_HEARTBEAT_SECONDS = 2.0
+# ...and streams the answer text in progress messages at most this often.
+MCP_TEXT_EVERY_SECONDS = 0.25
 DEFAULT_CHANNEL_BUDGET = 50
 RRF_K = 60
 DEFAULT_EMBED_BATCH = 32
@@ -55,6 +67,12 @@ DEFAULT_EMBED_MAX_TOKENS = 256
 DEFAULT_INGEST_BATCH = 256
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 MAX_MESSAGE_CHARS = 100_000
+# An input file is read whole: a larger one is refused before it fills memory (chat exports
+# are megabytes; parsing JSON takes several times the file's size in memory).
+MAX_INPUT_BYTES = 512 * 2**20
+# How deep an input's JSON may nest: exports nest under 10 levels; Python's parser fails near
+# 1,000 (RecursionError), and the stored record is serialised again later.
+MAX_JSON_DEPTH = 100
 DEFAULT_N_CTX = 4096
 # Extracted events the model itself gives P(yes) < this against their messages are dropped
 # (0 turns the check off). 0.6 dropped only wrong facts on conv-26's 47 (see prompts/verify.py).
@@ -92,9 +110,18 @@ DEFAULT_DATE_ORDER = "auto"
 # tokens, and English prose measured 3.4-3.7 characters per token (README, sample chat), so
 # about 900 characters is what one vector still covers.
 NOTE_SPLIT_CHARS = 900
-# The backend of each model role (see localmem.models.factory): llama.cpp in-process, and
-# onnxruntime for the embedder and a user-supplied cross-encoder.
-DEFAULT_LLM_BACKEND = "llama"
+# The backend of each model role (see localmem.models.factory): "auto" is an OpenAI-compatible
+# model server when llm_url is set, else llama.cpp in-process; onnxruntime for the embedder and a
+# user-supplied cross-encoder.
+DEFAULT_LLM_BACKEND = "auto"
+LLM_BACKENDS_AUTO = ("openai", "llama")  # what "auto" becomes: with llm_url, without
+# A model server (llm_url): how long one call may take. Generous, because a CPU server's
+# extraction call takes over a minute (75 s for the 1.5B model on 2 cores) and calls from other
+# workers queue before it; a server that is down is found at once (connection refused).
+DEFAULT_LLM_TIMEOUT = 600.0
+# Episodes whose model calls (extraction and its fact check) run at once against a server;
+# the in-process model always takes one call at a time.
+DEFAULT_LLM_WORKERS = 1
 DEFAULT_EMBED_BACKEND = "onnx"
 DEFAULT_RERANK_BACKEND = "onnx"
 
@@ -150,6 +177,7 @@ class Config:
     ingest_batch: int = DEFAULT_INGEST_BATCH
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
     max_message_chars: int = MAX_MESSAGE_CHARS
+    max_input_bytes: int = MAX_INPUT_BYTES
     rrf_k: int = RRF_K
     channel_budget: int = DEFAULT_CHANNEL_BUDGET
     onnx_threads: int = 0  # 0: let onnxruntime decide
@@ -172,7 +200,12 @@ class Config:
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking
     rerank_tokenizer: Path | None = None  # its tokenizer.json
-    llm_backend: str = DEFAULT_LLM_BACKEND
+    llm_backend: str = DEFAULT_LLM_BACKEND  # "auto", "llama", "openai" or a registered one
+    llm_url: str | None = None  # an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1
+    llm_name: str | None = None  # the model the server is asked for; None: the one it serves
+    llm_api_key_env: str | None = None  # the environment variable holding the server's API key
+    llm_timeout: float = DEFAULT_LLM_TIMEOUT
+    llm_workers: int = DEFAULT_LLM_WORKERS
     embed_backend: str = DEFAULT_EMBED_BACKEND
     rerank_backend: str = DEFAULT_RERANK_BACKEND
     timezone: str = DEFAULT_TIMEZONE  # "local", "UTC" or an IANA name
@@ -297,6 +330,16 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
             zone(str(value))
         except ValueError as exc:
             raise ConfigError(f"setting timezone: {exc}") from exc
+    if name == "llm_url":
+        url = str(value).strip().rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"setting llm_url must be an http:// or https:// URL (the server's "
+                              f"OpenAI-compatible base, e.g. http://127.0.0.1:11434/v1), got {value!r}")
+        return url
+    if name == "llm_workers" and _coerce("n", 0, value) < 1:
+        raise ConfigError(f"setting llm_workers must be at least 1, got {value!r}")
+    if name == "llm_timeout" and _coerce("n", 0.0, value) <= 0:
+        raise ConfigError(f"setting llm_timeout must be a positive number of seconds, got {value!r}")
     if name == "extract" and str(value) not in EXTRACT_MODES:
         raise ConfigError(f"setting extract must be one of {', '.join(EXTRACT_MODES)}, got {value!r}")
     if isinstance(default, bool):

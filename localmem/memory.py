@@ -24,6 +24,7 @@ from .config import (
     DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
+    DEFAULT_RECENT,
     EXTRACT_MODES,
     FORMATS,
     MAX_AGENT_STEPS,
@@ -32,8 +33,9 @@ from .config import (
     Key,
     as_key,
 )
-from .errors import LocalmemError, UnknownFormatError
+from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
 from .models.factory import Models
+from .text.files import has_surrogates, without_surrogates
 
 if TYPE_CHECKING:
     import apsw
@@ -43,20 +45,36 @@ if TYPE_CHECKING:
     from .build.consolidate import Report as ConsolidationReport
     from .build.ingest import IngestReport
     from .build.pipeline import BuildReport
+    from .build.worker import BuildWorker
     from .models.protocols import LLM, Embedder, Reranker
+    from .retrieval.filters import Filters
     from .retrieval.search import Hit, SearchParams
 
 __all__ = ["Memory", "AddedMessage"]
 
 Progress = Callable[[int, int], None]
+When = str | dt.date | None  # a day or a time (datetime is a date), or text either parses
 
 
 @dataclass(frozen=True)
 class AddedMessage:
+    """A message :meth:`Memory.add` or :meth:`Memory.correct` stored (``added`` False: it was
+    already stored); ``replaces``: the message a correction replaces."""
+
     id: int
     external_id: str
     conversation: str
     added: bool
+    replaces: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """Its printed id, ``m:<id>``."""
+        return f"m:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.ref, "external_id": self.external_id, "conversation": self.conversation,
+                "added": self.added, "replaces": f"m:{self.replaces}" if self.replaces is not None else None}
 
 
 def _one_at_a_time(cls: type) -> type:
@@ -101,7 +119,10 @@ class Memory:
     ...     hits = mem.search("Where does Alice live?")
 
     The models are built from the config on first use (:class:`~localmem.models.factory.Models`);
-    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead.
+    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead, and ``models`` shares
+    another Memory's (the backends are safe to use from several threads). ``create=False``
+    refuses a path where there is no store yet (:class:`~localmem.errors.StoreNotFoundError`)
+    instead of creating one; ``created`` says whether this one was created.
 
     Threads: one Memory may be shared by several threads; its calls then run one at a time
     (each holds the Memory's lock until it returns), so a long ingest or ``ask`` makes the
@@ -119,7 +140,7 @@ class Memory:
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
                  config: Config | None = None, embedder: "Embedder | None" = None,
                  llm: "LLM | None" = None, reranker: "Reranker | None" = None,
-                 key: str | Key | None = None) -> None:
+                 models: Models | None = None, create: bool = True, key: str | Key | None = None) -> None:
         from .store import db
 
         cfg = config or Config()
@@ -129,13 +150,19 @@ class Memory:
             cfg = replace(cfg, namespace=namespace)
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
+        _storable("the namespace", cfg.namespace)
         self.config = cfg
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
-        self.models = Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
+        self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
+        in_memory = str(self.path) == ":memory:"
+        if not create and not in_memory and not self.path.exists():
+            raise StoreNotFoundError(self.path)
+        self.created = not in_memory and not self.path.exists()
         self._lock = threading.RLock()
         self._key = as_key(key) if key is not None else cfg.key()
         self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms, key=self._key)
+        self._worker: "BuildWorker | None" = None
 
     # -- lifecycle -------------------------------------------------------------
     @property
@@ -146,7 +173,11 @@ class Memory:
         return self._conn
 
     def close(self) -> None:
-        """Close the store (a second close does nothing)."""
+        """Close the store (a second close does nothing); with background extraction on, first
+        extract what is left (as :meth:`flush` does), waiting for it."""
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -186,7 +217,8 @@ class Memory:
     # -- ingest ------------------------------------------------------------------
     def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
                namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
-               date_order: str | None = None, progress: Progress | None = None) -> "IngestReport":
+               date_order: str | None = None, progress: Progress | None = None,
+               workers: int | None = None) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input. Formats: ChatGPT,
         Claude.ai, WhatsApp, Slack, Discord (DiscordChatExporter), notes, LoCoMo JSON, JSONL,
@@ -197,7 +229,8 @@ class Memory:
         given. ``date_order`` ("day-first", "month-first") overrides how WhatsApp dates are
         read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
-        the config).
+        the config). ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``).
         """
         from .build import formats, ingest
 
@@ -205,9 +238,13 @@ class Memory:
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
         if date_order is not None:
             _choice("--date-order", date_order, DATE_ORDERS)
+        if workers is not None and workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         file = Path(path)
         if format is not None and format not in FORMATS:
             raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
+        _storable("the namespace", namespace)
+        _storable("the conversation name", conversation)
         options = formats.Options.from_config(self.config, date_order=date_order)
         parsed = formats.parse(file, None, format, conversation, options=options)
         embedder = self.embedder
@@ -228,7 +265,7 @@ class Memory:
             embed_batch=self.config.embed_batch, progress=step)
         if extract == "llm":
             report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
-                                                      consolidate=consolidate).to_dict()
+                                                      consolidate=consolidate, workers=workers).to_dict()
                             for nsr in report.namespaces}
         else:
             report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
@@ -244,19 +281,24 @@ class Memory:
                                             self._locked, final=final)
 
     def build(self, *, namespace: str | None = None, final: bool = True, progress: Progress | None = None,
-              consolidate: str | None = None) -> "BuildReport":
+              consolidate: str | None = None, workers: int | None = None) -> "BuildReport":
         """Segment unassigned messages into episodes, extract each closed episode, then
         consolidate them (``consolidate``: "off", "fast", "full"; default from the config).
 
         Resumable: each episode is one transaction, so an interrupted build redoes
         at most the episode it was in. ``final=False`` leaves the open buffer open.
+        ``workers``: episodes extracted at once against a model server (default
+        ``llm_workers``; the in-process model takes one call at a time).
         """
         from .build import pipeline
 
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
+        workers = self.config.llm_workers if workers is None else workers
+        if workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         return pipeline.build(self.conn, self.llm, self.embedder, namespace or self.namespace, self._locked,
                               final=final, consolidate=consolidate, verify=self.config.verify_facts,
-                              progress=progress)
+                              progress=progress, workers=workers)
 
     def consolidate(self, *, namespace: str | None = None, mode: str = "fast",
                     progress: Progress | None = None) -> "ConsolidationReport":
@@ -274,28 +316,49 @@ class Memory:
                                               pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
                                               progress, self.config.verify_facts)
 
-    def flush(self, progress: Progress | None = None) -> "BuildReport":
+    def extract_in_background(self) -> None:
+        """With ``extract="llm"``: from now on, episodes that :meth:`add` closes are extracted by
+        a background thread instead of inside ``add``, which then returns as soon as the message
+        is stored. The thread runs one build at a time on its own connection to the same file,
+        with this Memory's models; :meth:`close` flushes (closes the open episode and extracts
+        it) and waits. A process killed mid-extraction loses nothing: an episode is stored in
+        one transaction, and the next build (the next ``add``, or ``localmem flush``) redoes it."""
+        from .build.worker import BuildWorker
+
+        if self.config.extract != "llm":
+            raise LocalmemError("background extraction needs extract = llm (--extract llm)")
+        if self._worker is None:
+            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models))
+
+    def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
-        return self.build(final=True, progress=progress)
+        return self.build(final=True, progress=progress, workers=workers)
 
     def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
             role: str | None = None, conversation: str | None = None,
-            id: str | None = None) -> AddedMessage:
+            id: str | None = None, meta: dict[str, Any] | None = None) -> AddedMessage:
         """Append one message; it is searchable when this returns.
 
         ``time`` defaults to now (local time). A message whose ``id`` is already
-        stored in the conversation is not added again.
+        stored in the conversation is not added again. ``meta``: names to text, numbers,
+        true/false or null, stored with the message (search and ask filter on it). Messages
+        added to one conversation share a source of their own (``forget --source``). With
+        ``extract="llm"`` an episode this message closes is extracted here, or by the background
+        thread after :meth:`extract_in_background`.
         """
         from .build import formats, ingest
+        from .retrieval.filters import check_meta
         from .text.times import parse_timestamp, to_iso
 
         if not isinstance(speaker, str) or not speaker.strip():
             raise LocalmemError("add() needs a non-empty speaker")
         if not isinstance(text, str):
             raise LocalmemError("add() needs the message text as a string")
-        if len(text) > self.config.max_message_chars:
-            raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
-                                f"{self.config.max_message_chars:,}")
+        for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role),
+                            ("the conversation name", conversation), ("the message id", id)):
+            _storable(what, value)
+        self._check_text(text)
+        stored_meta = dict(check_meta(meta)) if meta else None
         when = time if time is not None else dt.datetime.now()
         try:
             sent_at = to_iso(when) if isinstance(when, dt.datetime) else parse_timestamp(when)
@@ -305,19 +368,57 @@ class Memory:
             conversation=conversation or DEFAULT_CONVERSATION, session="", seq=0, external_id=id or "",
             speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
-        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message)
-        if added and self.config.extract == "llm":
-            self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
-        elif added:
-            self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
+        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message,
+                                               stored_meta)
+        if added:
+            self._after_add()
         return AddedMessage(message_id, message.external_id, message.conversation, added)
+
+    def _after_add(self) -> None:
+        if self.config.extract == "llm" and self._worker is not None:
+            self._worker.wake()  # segments and extracts in its own thread
+        elif self.config.extract == "llm":
+            self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
+        else:
+            self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
+
+    def _check_text(self, text: str) -> None:
+        _storable("the message text", text)
+        if len(text) > self.config.max_message_chars:
+            raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
+                                f"{self.config.max_message_chars:,}")
+
+    def correct(self, item: str, text: str) -> AddedMessage:
+        """Store ``text`` as a new message replacing message ``item`` (``m:ID``; when it was
+        corrected before, its newest correction is the one replaced). The old message stays,
+        marked replaced; search and ask show the correction first. The correction takes the
+        old message's place: speaker, role, time, conversation, metadata and source."""
+        from .build import ingest
+        from .store.refs import number
+
+        message_id = number(item, "m")
+        if not isinstance(text, str) or not text.strip():
+            raise LocalmemError("correct() needs the new text as a non-empty string")
+        self._check_text(text)
+        done = ingest.correct_message(self.conn, self.embedder, self.namespace, message_id, text)
+        if done is None:
+            raise NotFoundError(f"no message {item.strip()} in namespace '{self.namespace}'",
+                                "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)")
+        self._after_add()
+        return AddedMessage(done.id, done.external_id, done.conversation, True, done.replaces)
 
     # -- search ------------------------------------------------------------------
     def search(self, query: str, *, k: int = DEFAULT_K, budget: int | None = None,
                channels: Sequence[str] | None = None, promote: bool | None = None,
                max_tokens: int | None = None, rerank: str | None = None,
-               recipe: "SearchParams | None" = None) -> list["Hit"]:
+               recipe: "SearchParams | None" = None, since: When = None, until: When = None,
+               speaker: str | None = None, conversation: str | None = None,
+               meta: dict[str, Any] | None = None) -> list["Hit"]:
         """The ``k`` best hits for ``query`` in this namespace (no LLM involved).
+
+        Filters: only messages said ``since`` .. ``until`` (inclusive; a date or a time), by
+        ``speaker``, in ``conversation``, whose metadata holds every pair of ``meta``, and the
+        units resting only on such messages.
 
         ``recipe``: a search preset (which channels, whether built memory and sentence parts
         take part; see :class:`~localmem.retrieval.search.SearchParams`); ``channels``,
@@ -329,7 +430,8 @@ class Memory:
         from .retrieval.search import fit_budget
 
         hits = next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote,
-                                          rerank=rerank, recipe=recipe)))
+                                          rerank=rerank, recipe=recipe, since=since, until=until,
+                                          speaker=speaker, conversation=conversation, meta=meta)))
         if max_tokens is not None:
             hits = fit_budget(hits, max_tokens, self.token_counter()[0])
         return hits
@@ -337,20 +439,23 @@ class Memory:
     def search_many(self, queries: Iterable[str], *, k: int = DEFAULT_K, budget: int | None = None,
                     channels: Sequence[str] | None = None, batch: int = 64,
                     promote: bool | None = None, rerank: str | None = None,
-                    recipe: "SearchParams | None" = None) -> Iterator[list["Hit"]]:
+                    recipe: "SearchParams | None" = None, since: When = None, until: When = None,
+                    speaker: str | None = None, conversation: str | None = None,
+                    meta: dict[str, Any] | None = None) -> Iterator[list["Hit"]]:
         """Search many queries in one process, embedding them in batches; yields per query.
 
         ``rerank``: "auto" (the default) uses the configured cross-encoder if any, "none" keeps
         the fusion order, "llm" asks the LLM whether each of the top candidates is relevant
-        (slow). ``recipe``: as in :meth:`search`.
+        (slow). ``recipe`` and the filters (``since`` … ``meta``): as in :meth:`search`.
         """
         from .store import db
 
-        params = self.search_params(k, budget, channels, promote, rerank, recipe=recipe)
+        params = replace(self.search_params(k, budget, channels, promote, rerank, recipe=recipe),
+                         filters=_filters(since, until, speaker, conversation, meta))
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
-            pending.append(query)
+            pending.append(without_surrogates(query))  # a query is not stored: repaired, not refused
             if len(pending) >= batch:
                 yield from self._search_batch(pending, params, bound)
                 pending = []
@@ -398,7 +503,7 @@ class Memory:
         for query, vec in zip(queries, vectors):
             yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
-    def recent(self, n: int = 20) -> list["Hit"]:
+    def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
         from .retrieval.search import latest_messages
 
@@ -412,7 +517,9 @@ class Memory:
             channels: Sequence[str] | None = None, promote: bool | None = None,
             recipe: "SearchParams | None" = None, steps: int = DEFAULT_AGENT_STEPS,
             trace: Callable[[Any], None] | None = None,
-            on_text: Callable[[str], None] | None = None) -> "Answer":
+            on_text: Callable[[str], None] | None = None, since: When = None, until: When = None,
+            speaker: str | None = None, conversation: str | None = None,
+            meta: dict[str, Any] | None = None) -> "Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
         or refuse (``refused=True``, answer "not in memory") when the memory does not say.
 
@@ -425,6 +532,9 @@ class Memory:
         (semantic and lexical retrieval with time filters, episode context, entity → tag →
         units with ordering and counts), then one answer call over the evidence it kept;
         ``trace`` receives each step. ``on_text`` receives the answer text as it is generated.
+
+        ``since``, ``until``, ``speaker``, ``conversation``, ``meta``: the evidence is searched
+        only among what passes these filters (as in :meth:`search`; fast mode only).
         """
         from .answer import checks
         from .answer import fast as answer_mod
@@ -436,13 +546,17 @@ class Memory:
         if not 1 <= steps <= MAX_AGENT_STEPS:
             raise LocalmemError(f"steps must be between 1 and {MAX_AGENT_STEPS}")
         question = _question(question)
+        filters = _filters(since, until, speaker, conversation, meta)
+        if filters is not None and mode == "agentic":
+            raise LocalmemError("filters (since, until, speaker, conversation, meta) work with ask's fast mode",
+                                "use --mode fast, or leave the filters out")
         started = time.perf_counter()
         today = self._today(now)
         if mode == "agentic":
             return self._ask_agentic(question, today, steps, trace, started, on_text)
         speakers = checks.speakers(self.conn, self.namespace)
-        params = self.search_params(k or self.config.ask_candidates, channels=channels, promote=promote,
-                                    recipe=recipe, now=today)
+        params = replace(self.search_params(k or self.config.ask_candidates, channels=channels, promote=promote,
+                                            recipe=recipe, now=today), filters=filters)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
         if self.config.ask_evidence == "messages":
             hits = answer_mod.as_messages(self.conn, hits)
@@ -525,27 +639,75 @@ class Memory:
 
     # -- housekeeping --------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Counts for this namespace and the store."""
+        """Counts for this namespace and the store; with background extraction on, also what
+        it has done (``background_extraction``: builds, episodes, failures, the last error)."""
         from .store import manage
 
-        return manage.stats(self.conn, self.namespace, self.path)
+        data = manage.stats(self.conn, self.namespace, self.path)
+        if self._worker is not None:
+            data["background_extraction"] = self._worker.status()
+        return data
 
     def namespaces(self) -> list[dict[str, Any]]:
         from .store import manage
 
         return manage.namespaces(self.conn)
 
-    def forget(self, *, namespace: str | None = None, source_id: int | None = None,
-               dry_run: bool = False) -> dict[str, Any]:
-        """Delete a namespace or one source, and everything derived from it, so that none of it
-        is left in the store's file: counts of what went (``sources``, ``messages``, ``units``,
-        ``entities``) and, unless ``dry_run``, ``file``: what scrubbing the file did
-        (``wal_emptied`` is False while another connection reads an older snapshot; its old
-        pages stay in the WAL until :meth:`vacuum`)."""
+    def require_namespace(self) -> None:
+        """Raise :class:`~localmem.errors.UnknownNamespaceError`, listing the namespaces there
+        are, unless the store holds this one (a new store's default namespace is fine)."""
+        from .config import DEFAULT_NAMESPACE
         from .store import manage
 
-        return manage.forget(self.conn, self.path, namespace=namespace, source_id=source_id,
-                             dry_run=dry_run)
+        manage.require_namespace(self.conn, self.namespace, DEFAULT_NAMESPACE, self.path)
+
+    def forget(self, *, namespace: str | None = None, source_id: int | None = None,
+               ids: Sequence[str] | None = None, conversation: str | None = None,
+               before: When = None, match: str | None = None,
+               dry_run: bool = False) -> dict[str, Any]:
+        """Delete exactly one target, with what rests only on it, so that none of it is left in
+        the store's file (its WAL included).
+
+        The target: ``ids`` (memories of this namespace: ``m:ID`` messages, ``u:ID`` units),
+        a ``conversation``, the messages said ``before`` a date or time, the messages and units
+        whose text contains ``match`` (case-insensitive), a source of this namespace
+        (``source_id``), or a whole ``namespace``. A unit resting only on deleted messages goes
+        with them; one that also rests on other messages stays with those (``kept_units``).
+
+        Returns what went (or, with ``dry_run``, would go): ``messages`` (``m:ID``), ``units``
+        (``u:ID``), ``entities`` (``e:ID``), ``sources`` (source ids), ``kept_units``, ``counts``
+        (of the first four), ``dry_run``, and ``file``: None when nothing was deleted, else
+        what scrubbing the file did (``wal_emptied`` is False while another connection reads an
+        older snapshot: its old pages stay in the WAL until :meth:`vacuum`; ``freed_bytes``,
+        ``bytes_before``, ``bytes_after``, ``seconds``).
+        """
+        from .retrieval.filters import day_or_time
+        from .store import forget as forget_mod
+        from .store.refs import parse
+
+        given = [name for name, value in (("namespace", namespace), ("source_id", source_id), ("ids", ids),
+                                          ("conversation", conversation), ("before", before), ("match", match))
+                 if value is not None]
+        if len(given) != 1:
+            raise LocalmemError(f"forget needs exactly one target, got {len(given)}"
+                                + (f" ({', '.join(given)})" if given else ""),
+                                "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace")
+        if isinstance(ids, str):
+            ids = [ids]
+        parsed = [parse(item) for item in ids or []]
+        if ids is not None and not parsed:
+            raise LocalmemError("forget() was given no ids")
+        if match is not None and (not isinstance(match, str) or not match.strip()):
+            raise LocalmemError("forget --match needs some text")
+        if source_id is not None and (not isinstance(source_id, int) or isinstance(source_id, bool)):
+            raise LocalmemError(f"forget() needs source_id as a number, not {source_id!r}",
+                                "see 'localmem stats --sources'")
+        return forget_mod.forget(
+            self.conn, self.path, self.namespace, namespace=namespace, source_id=source_id,
+            messages=[n for kind, n in parsed if kind == "m"] if ids is not None else None,
+            units=[n for kind, n in parsed if kind == "u"] if ids is not None else None,
+            conversation=conversation, before=day_or_time(before, "--before"),
+            match=match.strip() if match is not None else None, dry_run=dry_run)
 
     def vacuum(self) -> dict[str, Any]:
         """Compact the store: merge the full-text indexes, rewrite the file without its free
@@ -649,11 +811,17 @@ class Memory:
 
         return browse.entities(self.conn, self.namespace, limit)
 
-    def show(self, unit_id: int) -> dict[str, Any]:
-        """One unit with its source messages, entities and links."""
+    def get(self, item: str) -> dict[str, Any]:
+        """One memory of this namespace in full: a message (``m:ID``: text, speaker, role,
+        conversation, time, metadata, source, corrections, the units resting on it) or a unit
+        (``u:ID``: text, times, source messages, entities, links)."""
         from .store import browse
 
-        return browse.show(self.conn, unit_id)
+        return browse.get(self.conn, self.namespace, item)
+
+    def show(self, item: str | int) -> dict[str, Any]:
+        """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
+        return self.get(f"u:{item}" if isinstance(item, int) else item)
 
 
 def _choice(what: str, value: str, choices: Sequence[str]) -> str:
@@ -662,7 +830,20 @@ def _choice(what: str, value: str, choices: Sequence[str]) -> str:
     return value
 
 
+def _filters(since: Any, until: Any, speaker: str | None, conversation: str | None,
+             meta: dict[str, Any] | None) -> "Filters | None":
+    from .retrieval.filters import make_filters
+
+    return make_filters(since=since, until=until, speaker=speaker, conversation=conversation, meta=meta)
+
+
 def _question(question: str) -> str:
     if not isinstance(question, str) or not question.strip():
         raise LocalmemError("ask() needs a non-empty question")
-    return question.strip()
+    return without_surrogates(question.strip())
+
+
+def _storable(what: str, text: str | None) -> None:
+    """Refuse text that cannot be stored: a lone surrogate (see :mod:`localmem.text.files`)."""
+    if isinstance(text, str) and has_surrogates(text):
+        raise InvalidTextError(what, text)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import io
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+import apsw
 from click.testing import CliRunner
 
 from localmem import Memory
@@ -93,6 +95,22 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
     return path
 
 
+def old_store(path: Path, version: int) -> apsw.Connection:
+    """A store as the localmem whose last migration was ``version`` left it (no application id
+    before 0009), open on a plain connection with sqlite-vec loaded, for the caller to fill."""
+    import apsw
+
+    from localmem.store.queries import migrations
+
+    conn = raw_connection(path)
+    db._load_sqlite_vec(conn)
+    for number, _name, sql in migrations()[:version]:
+        with conn:
+            conn.execute(sql)
+            conn.pragma("user_version", number)
+    return conn
+
+
 def count(conn, sql: str, *args: Any) -> int:
     return conn.execute(sql, args).fetchone()[0]
 
@@ -168,3 +186,81 @@ def sigkill_when(args: list[str], ready, timeout: float = 60.0) -> None:
             proc.kill()
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+
+
+class NetworkUsed(AssertionError):
+    """Raised by :func:`no_network` when code tries to open a network socket."""
+
+
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+@contextlib.contextmanager
+def no_network(loopback: bool = False) -> Iterator[list[str]]:
+    """Fail on any socket but AF_UNIX created in this process, and on DNS lookups made through
+    Python, while the block runs; yields the list of attempts (also kept when a library
+    swallowed the error). ``loopback``: allow AF_INET/AF_INET6 sockets that connect to or bind
+    this machine only (for a model server the user configured on 127.0.0.1); nothing else.
+
+    Sockets opened by native code (a C++ library's own threads) bypass this: the CLI test runs
+    under ``strace`` for those."""
+    import socket
+
+    attempts: list[str] = []
+    real_socket, real_getaddrinfo = socket.socket, socket.getaddrinfo
+    real_create_connection = socket.create_connection
+
+    def refuse(what: str) -> NetworkUsed:
+        attempts.append(what)
+        return NetworkUsed(f"network use while offline: {what}")
+
+    def host_of(address: Any) -> str:
+        return str(address[0]) if isinstance(address, tuple) else str(address)
+
+    class GuardedSocket(real_socket):  # type: ignore[misc, valid-type]
+        def __init__(self, family: int = -1, type: int = -1, proto: int = -1, fileno: Any = None) -> None:
+            if fileno is None:
+                fam = socket.AF_INET if family == -1 else family
+                if fam != socket.AF_UNIX and not (loopback and fam in (socket.AF_INET, socket.AF_INET6)):
+                    raise refuse(f"socket(family={fam!r})")
+            super().__init__(family, type, proto, fileno)
+
+        def _check(self, address: Any, what: str) -> None:
+            if self.family != socket.AF_UNIX and host_of(address) not in LOOPBACK:
+                raise refuse(f"{what}({address!r})")
+
+        def connect(self, address: Any) -> None:
+            self._check(address, "connect")
+            super().connect(address)
+
+        def connect_ex(self, address: Any) -> int:
+            self._check(address, "connect_ex")
+            return super().connect_ex(address)
+
+        def bind(self, address: Any) -> None:
+            self._check(address, "bind")
+            super().bind(address)
+
+        def sendto(self, data: Any, *args: Any) -> int:
+            self._check(args[-1], "sendto")
+            return super().sendto(data, *args)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (loopback and str(host) in LOOPBACK):
+            raise refuse(f"getaddrinfo({host!r})")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def guarded_create_connection(address: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (loopback and host_of(address) in LOOPBACK):
+            raise refuse(f"create_connection({address!r})")
+        return real_create_connection(address, *args, **kwargs)
+
+    socket.socket = GuardedSocket  # type: ignore[misc]
+    socket.getaddrinfo = guarded_getaddrinfo  # type: ignore[assignment]
+    socket.create_connection = guarded_create_connection  # type: ignore[assignment]
+    try:
+        yield attempts
+    finally:
+        socket.socket = real_socket  # type: ignore[misc]
+        socket.getaddrinfo = real_getaddrinfo  # type: ignore[assignment]
+        socket.create_connection = real_create_connection  # type: ignore[assignment]

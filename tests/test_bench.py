@@ -118,3 +118,33 @@ def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_pa
     assert held == 300 and cast == 60 and counted >= 60  # every episode holds units and has a speaker
     again = bench_memory_search([600], tmp_path, store_config(), n_queries=5, embedder=HashEmbedder())
     assert again[0]["build_s"] == row["build_s"]  # the store is reused, not rebuilt
+
+
+def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
+    """bench_memory writes its stores as export files: the same version, ids and trailer as
+    `localmem export`, so they import as they are."""
+    import io
+    import json
+
+    from localmem import Memory
+    from localmem.benchmarks import bench_memory
+    from localmem.store import transfer
+
+    from .fakes import HashEmbedder
+
+    out = io.StringIO()
+    bench_memory._write_export(out, 40, "hash-embedder", 64, seed=1)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert records[0]["version"] == bench_memory.EXPORT_VERSION == transfer.VERSION
+    assert records[-1]["type"] == "trailer"
+    by_type = {r["type"]: r for r in records}
+    assert by_type["message"]["id"].startswith("m:") and by_type["unit"]["id"].startswith("u:")
+    assert by_type["unit_source"]["unit_id"].startswith("u:") and by_type["link"]["src_id"].startswith("u:")
+    path = tmp_path / "synthetic.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    with Memory(tmp_path / "m.db", namespace="other", embedder=HashEmbedder()) as mem:
+        counts = mem.restore(path)
+        assert "unchecked" not in counts and counts["unit"] == 40 + 4
+        again = io.StringIO()
+        mem.export(again)
+    assert [json.loads(line)["type"] for line in again.getvalue().splitlines()][-1] == "trailer"

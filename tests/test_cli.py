@@ -140,7 +140,10 @@ def test_search_text_output_and_errors(hashed, db):
     assert lines[0].startswith(" 1. [message] m:") and "sample-chat/L" in lines[0] and "2024-" in lines[0]
     assert lines[1].startswith("    ") and "Mochi" in lines[1]
     assert len(lines) == 4
-    assert "nothing found in namespace 'other'" in run(db, "-n", "other", "search", "Mochi").stdout
+    unknown = run(db, "-n", "other", "search", "Mochi", ok=False)  # not an empty answer: an error
+    assert unknown.exit_code == 1 and unknown.stderr == (
+        f"error: no namespace 'other' in {db}; pass one of: default\n")
+    assert "nothing found in namespace 'default'" in run(db, "search", "zebra", "--channels", "bm25").stdout
     bad = run(db, "search", "x", "--channels", "graph,telepathy", ok=False)
     assert bad.exit_code == 1 and bad.stderr.startswith("error: unknown channel(s) telepathy")
     assert run(db, "search", "Mochi in 2024", "--channels", "vector,bm25,graph,temporal,entity").exit_code == 0
@@ -184,18 +187,20 @@ def test_stats_and_namespaces_json(hashed, db):
 
 
 def test_empty_store_outputs(hashed, db):
+    Memory(db).close()  # a store with nothing in it yet
     assert run_json(db, "namespaces") == []
     assert run(db, "namespaces").stdout.strip() == "the store is empty"
-    assert run_json(db, "stats")["messages"] == 0
+    assert run_json(db, "stats")["messages"] == 0  # its default namespace: nothing stored yet
+    assert run(db, "search", "anything").stdout == "nothing found in namespace 'default'\n"
 
 
 def test_add_json(hashed, db):
     first = run_json(db, "add", "Ana", "I started learning the cello.", "--time", "2024-05-01 18:00",
                      "--role", "user", "--conversation", "diary", "--id", "d1")
-    assert first == {"id": 1, "external_id": "d1", "conversation": "diary", "added": True}
+    assert first == {"id": "m:1", "external_id": "d1", "conversation": "diary", "added": True, "replaces": None}
     again = run_json(db, "add", "Ana", "I started learning the cello.", "--conversation", "diary",
                      "--id", "d1")
-    assert again["added"] is False and again["id"] == 1
+    assert again["added"] is False and again["id"] == "m:1"
     assert run(db, "add", "Ben", "hi").stdout.startswith("added: m:2 (default/a0)")
     hit = run_json(db, "search", "cello")["hits"][0]
     assert hit["time"] == "2024-05-01T18:00:00" and hit["sources"][0]["external_id"] == "d1"
@@ -205,21 +210,29 @@ def test_add_json(hashed, db):
 
 def test_forget_json(hashed, db):
     run(db, "ingest", str(LOCOMO))
-    dry = run(db, "forget", "--namespace", "tiny-2", "--json", ok=False)
-    assert dry.exit_code == 1
-    assert json.loads(dry.stdout) == {"would_delete": {"sources": 1, "messages": 2, "units": 1,
-                                                       "entities": 0}, "namespace": "tiny-2"}
+    dry = run(db, "forget", "--namespace", "tiny-2", "--json")  # a dry run succeeds: exit 0
+    plan = json.loads(dry.stdout)
+    assert plan["target"] == {"namespace": "tiny-2"} and plan["dry_run"] is True
+    assert plan["counts"] == {"sources": 1, "messages": 2, "units": 1, "entities": 0}
+    assert len(plan["messages"]) == 2 and all(m.startswith("m:") for m in plan["messages"])
+    assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1", "tiny-2"]
     source_id = run_json(db, "-n", "tiny-2", "stats", "--sources")["source_list"][0]["id"]
-    done = run_json(db, "forget", "--source", str(source_id), "--yes")
-    assert done.pop("file")["wal_emptied"] is True
-    assert done == {"deleted": {"sources": 1, "messages": 2, "units": 1, "entities": 0},
-                    "source_id": source_id}
+    elsewhere = run(db, "-n", "tiny-1", "forget", "--source", str(source_id), "--yes", ok=False)
+    assert elsewhere.exit_code == 1 and f"no source {source_id} in namespace 'tiny-1'" in elsewhere.stderr
+    done = run_json(db, "-n", "tiny-2", "forget", "--source", str(source_id), "--yes")
+    assert done.pop("file")["wal_emptied"] is True and plan.pop("file") is None
+    assert done["dry_run"] is False and done["target"] == {"source_id": source_id, "in_namespace": "tiny-2"}
+    assert {k: done[k] for k in ("messages", "units", "counts")} == {k: plan[k] for k in ("messages", "units", "counts")}
     assert [n["namespace"] for n in run_json(db, "namespaces")] == ["tiny-1"]
     missing = run(db, "forget", "--namespace", "tiny-2", "--yes", ok=False)
     assert missing.exit_code == 1 and "is empty or does not exist" in missing.stderr
 
 
 def test_doctor(hashed, db, tmp_path):
+    missing = run_json(db, "doctor")  # a store that does not exist is reported, not created
+    assert missing["db"]["exists"] is False and not db.exists()
+    assert missing["llm"]["status"].startswith(("ok", "missing")) and missing["llm"]["extract"] == "none"
+    Memory(db).close()
     report = run_json(db, "doctor")
     assert report["fts5"] is True
     assert report["sqlite"].count(".") == 2 and report["sqlite_vec"].startswith("v")
@@ -285,7 +298,7 @@ def test_failed_export_leaves_no_file(hashed, db, tmp_path):
     run(db, "add", "Ana", "hello")
     out = tmp_path / "out.jsonl"
     result = run(db, "-n", "nope", "export", "-o", str(out), ok=False)
-    assert result.exit_code == 1 and "no such namespace: nope" in result.stderr
+    assert result.exit_code == 1 and f"no namespace 'nope' in {db}; pass one of: default" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
 
 
@@ -311,7 +324,7 @@ def test_interrupt_is_reported_with_exit_130(db, use_models):
     use_models(embedder=Interrupted())
     result = run(db, "ingest", str(SAMPLE_CHAT), ok=False)
     assert result.exit_code == 130
-    assert result.stderr.startswith("interrupted: the store is consistent; re-run")
+    assert result.stderr.splitlines()[-1].startswith("interrupted: the store is consistent; re-run")
 
 
 def test_reembed_cli(hashed, db):
@@ -329,8 +342,9 @@ def test_reembed_cli(hashed, db):
 
 def test_no_progress_bar_without_a_terminal(hashed, db):
     result = run(db, "ingest", str(SAMPLE_CHAT))
-    assert result.stderr == ""
+    assert result.stderr == f"created a new store at {db}\n"  # said once, when it was created
     assert "ingesting" not in result.output
+    assert run(db, "ingest", str(SAMPLE_CHAT)).stderr == ""
 
 
 class _TTY(io.StringIO):

@@ -238,6 +238,9 @@ def test_profile_cli_text_and_json(tmp_path):
     assert re.search(r"Omar prefers tea to coffee\..*until 2023-06-01, replaced by u:\d+", out.output)
     data = json.loads(runner().invoke(cli, ["--db", db, "--namespace", "t", "profile", "Omar", "--json"]).output)
     assert data["name"] == "Omar" and [s["current"] for s in data["knowledge"]["preference"]] == [True, False]
+    now, before = data["knowledge"]["preference"]
+    assert before["superseded_by"] == now["unit_id"] and now["supersedes"] == [before["unit_id"]]
+    assert re.fullmatch(r"u:\d+", now["unit_id"]) and data["episodes"][0]["episode_id"].startswith("u:")
     missing = runner().invoke(cli, ["--db", db, "--namespace", "t", "profile", "Zed"])
     assert missing.exit_code != 0 and "no one called 'Zed'" in missing.output
 

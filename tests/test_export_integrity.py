@@ -55,7 +55,7 @@ def test_a_whole_export_imports(export, tmp_path, use_models):
     use_models(embedder=HashEmbedder())
     result, db = _import(tmp_path, export)
     assert result.exit_code == 0, result.output
-    assert result.stderr == "" and _messages(db) == 600
+    assert result.stderr == f"created a new store at {db}\n" and _messages(db) == 600
 
 
 @pytest.mark.parametrize("keep", [0.2, 0.6, 0.99])
@@ -64,7 +64,7 @@ def test_an_export_cut_at_a_line_boundary_is_refused(export, tmp_path, use_model
     result, db = _import(tmp_path, export[:int(len(export) * keep)])
     err = assert_one_line_error(result, code=2)
     assert "trailer line is missing" in err and "nothing was stored" in err
-    assert _messages(db) == 0
+    assert not db.exists()  # nor was the store it would have gone into left behind
 
 
 def test_an_edited_export_is_refused(export, tmp_path, use_models):

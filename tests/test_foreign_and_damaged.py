@@ -15,7 +15,7 @@ from localmem.errors import NotALocalmemStoreError, StoreCorruptError
 from localmem.store import db
 
 from .fakes import HashEmbedder
-from .helpers import assert_one_line_error, open_memory, raw_connection, runner
+from .helpers import assert_one_line_error, old_store, open_memory, raw_connection, runner
 
 
 def _untouched(path: Path, before: bytes) -> None:
@@ -72,14 +72,17 @@ def test_a_new_store_gets_the_application_id(tmp_path):
 
 def test_a_store_made_before_the_application_id_is_recognised_and_given_it(tmp_path):
     path = tmp_path / "old.db"
-    with open_memory(path, embedder=HashEmbedder()) as mem:
-        mem.add("Ann", "kept across the upgrade")
-    conn = raw_connection(path)  # as the last localmem without the id left it
-    conn.execute("pragma application_id = 0; pragma user_version = 8")
+    conn = old_store(path, 8)  # as the last localmem without the id left it
+    conn.execute("insert into sources (ns, kind, uri, sha256, status, created_at) "
+                 "values ('default', 'api', 'api:add', 'api', 'loaded', '2024-01-01')")
+    conn.execute("insert into messages (ns, source_id, conversation, seq, external_id, speaker, text) "
+                 "values ('default', 1, 'default', 0, 'a0', 'Ann', 'kept across the upgrade')")
+    assert conn.pragma("application_id") == 0
     conn.close()
     with open_memory(path, embedder=HashEmbedder()) as mem:
         assert mem.conn.pragma("application_id") == db.APPLICATION_ID
-        assert [h.text for h in mem.search("upgrade")] == ["Ann: kept across the upgrade"]
+        assert mem.conn.pragma("user_version") == db.latest_version()
+        assert [h.text for h in mem.search("upgrade", channels=["bm25"])] == ["Ann: kept across the upgrade"]
 
 
 def _store(path: Path, n: int = 1500) -> None:

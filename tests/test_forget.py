@@ -122,26 +122,48 @@ def _quick():
     return Config(busy_timeout_ms=200)
 
 
-def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path, use_models):
-    path = tmp_path / "old.db"
+def _old_store(path: Path) -> None:
+    """A store as localmem made it before auto_vacuum was set, with free pages (left by a
+    table dropped while secure_delete was off, as every delete was then)."""
     with open_memory(path, embedder=HashEmbedder()) as mem:
         for i in range(300):
             mem.add("Ann", f"message {i} about the harbour and the ferry to the island")
-    conn = raw_connection(path)  # as a store made before auto_vacuum was set
-    conn.execute("pragma auto_vacuum = none; vacuum")
+    conn = raw_connection(path)
+    conn.execute("pragma auto_vacuum = none; vacuum; pragma secure_delete = off")
+    conn.execute("create table scratch (x); with recursive n (i) as (select 1 union all select i + 1 "
+                 "from n where i < 40) insert into scratch select 'qzoldfree ' || hex(randomblob(1500)) "
+                 "from n; drop table scratch")
     conn.close()
+
+
+def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path, use_models):
+    path = tmp_path / "old.db"
+    _old_store(path)
+    assert b"qzoldfree" in trial.file_bytes(path)  # in its free pages
     use_models(embedder=HashEmbedder())
-    runner().invoke(cli, ["--db", str(path), "-n", "default", "forget", "--namespace", "default", "--yes"])
     result = runner().invoke(cli, ["--db", str(path), "vacuum", "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["auto_vacuum"] == "none -> incremental" and report["wal_emptied"] is True
     assert report["reclaimed_bytes"] > 0 and report["bytes_after"] == file_size(path)
+    assert b"qzoldfree" not in trial.file_bytes(path)
     conn = raw_connection(path)
     assert conn.pragma("auto_vacuum") == 2
     conn.close()
     text = runner().invoke(cli, ["--db", str(path), "vacuum"])
     assert text.exit_code == 0 and text.stdout.startswith("vacuumed: ")
+
+
+def test_a_forget_in_an_old_store_writes_the_file_anew(tmp_path):
+    """Its free pages were never zeroed: what earlier deletes left there must go too."""
+    path = tmp_path / "old.db"
+    _old_store(path)
+    with open_memory(path, embedder=HashEmbedder()) as mem:
+        done = mem.forget(ids=["m:1"])["file"]
+        assert done["vacuumed"] is True and "made before auto_vacuum" in done["vacuum_reason"]
+        assert mem.conn.pragma("auto_vacuum") == 2
+        assert mem.forget(ids=["m:2"])["file"]["vacuumed"] is False  # once is enough
+    assert b"qzoldfree" not in trial.file_bytes(path)
 
 
 def test_a_new_store_frees_forgotten_pages_at_once(tmp_path):

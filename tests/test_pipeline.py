@@ -300,6 +300,8 @@ def test_sources_come_from_the_matching_message_not_the_copied_index():
 
 
 def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
+    from localmem.prompts import verify as verify_prompt
+
     def judge(prompts):
         # Confirm everything but the lasagna; record what was asked.
         return [0.1 if "lasagna" in p[-1]["content"].split("Fact:")[1] else 0.9 for p in prompts]
@@ -316,7 +318,7 @@ def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
         assert "Caroline: My mom visited yesterday." in yesterday  # the cited message is shown
         assert "(7 May 2023)" not in yesterday.split("Fact:")[1]  # without the rules' dates
         rows = mem.conn.execute("select prompt_version, calls, raw from llm_calls where stage = 'verify'").fetchall()
-        assert {r[0] for r in rows} == {"verify-v1"} and sum(r[1] for r in rows) == 5
+        assert {r[0] for r in rows} == {verify_prompt.VERSION} and sum(r[1] for r in rows) == 5
         assert any(0.1 in json.loads(json.loads(r[2])[0]) for r in rows)
     off = ScriptedLLM(responder=_responder, judge=judge)
     with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), llm=off,

@@ -431,10 +431,10 @@ def test_hit_structure(mem):
         assert d["score"] == pytest.approx(sum(1 / (60 + c["rank"]) for c in d["channels"].values()),
                                            abs=1e-6)
         (src,) = d["sources"]
-        assert set(src) == {"message_id", "external_id", "conversation", "session", "speaker", "sent_at"}
-        assert d["id"] == f"m:{src['message_id']}"
+        assert set(src) == {"id", "external_id", "conversation", "session", "speaker", "sent_at"}
+        assert d["id"] == src["id"]  # one printed id: the message's own
         row = mem.conn.execute("select speaker, text, sent_at, conversation, session, external_id "
-                               "from messages where id = ?", (src["message_id"],)).fetchone()
+                               "from messages where id = ?", (int(src["id"][2:]),)).fetchone()
         assert d["text"].startswith(f"{row[0]}: {row[1]}")
         assert d["time"] == src["sent_at"] == row[2]
         assert (src["conversation"], src["session"], src["external_id"], src["speaker"]) == \
@@ -665,7 +665,7 @@ def test_import_rejects_non_export_files(mem, tmp_path):
     with pytest.raises(LocalmemError, match="line 1: each line must be an object with a 'type'"):
         mem.restore(path)
     path = write_jsonl(tmp_path / "other.jsonl", [{"type": "header", "format": "something-else"}])
-    with pytest.raises(LocalmemError, match="not a localmem-export v2 file"):
+    with pytest.raises(LocalmemError, match="not a localmem-export v1/2/3 file"):
         mem.restore(path)
     with pytest.raises(LocalmemError, match="no such file"):
         mem.restore(tmp_path / "missing.jsonl")
@@ -717,13 +717,14 @@ def test_forget_namespace(populated):
     conn = populated.conn
     kept = export_text(populated, namespaces=["tiny-1", "tiny-2"])
     assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 4
-    assert populated.forget(namespace="test", dry_run=True) == {
-        "sources": 1, "messages": 25, "units": 7, "entities": 1}  # 2 units + 5 episodes (sessions)
+    plan = populated.forget(namespace="test", dry_run=True)
+    assert plan["counts"] == {"sources": 1, "messages": 25, "units": 7, "entities": 1}  # 2 units + 5 episodes
+    assert plan["messages"] == [f"m:{i}" for i, in conn.execute("select id from messages where ns = 'test' order by id")]
     assert count(conn, "select count(*) from messages where ns = 'test'") == 25
     done = populated.forget(namespace="test")
-    assert done.pop("file")["wal_emptied"] is True
-    assert done == {"sources": 1, "messages": 25, "units": 7, "entities": 1}
-    for table in ("sources", "messages", "units", "entities"):
+    assert done.pop("file")["wal_emptied"] is True and plan.pop("file") is None
+    assert done == {**plan, "dry_run": False}
+    for table in ("sources", "messages", "units", "entities", "llm_calls"):
         assert count(conn, f"select count(*) from {table} where ns = 'test'") == 0
     for table in ("entity_aliases", "mentions", "links"):
         assert count(conn, f"select count(*) from {table}") == 0
@@ -748,9 +749,11 @@ def test_forget_source(mem, tmp_path):
     mem.conn.execute("insert into units (ns, kind, text, created_at) values ('test', 'gist', 'kept gist', 'x')")
     first, second = mem.sources()
     kept = export_text(mem).count('"conversation":"second"')
+    # the episode of 'first' (segmented on ingest) and the hand-made episode and fact on its
+    # first message rest only on it; the entity only they mention goes with them
     done = mem.forget(source_id=first["id"])
-    assert done.pop("file")["wal_emptied"] is True
-    assert done == {"sources": 1, "messages": 4, "units": 3, "entities": 0}
+    assert done["file"]["wal_emptied"] is True
+    assert done["counts"] == {"sources": 1, "messages": 4, "units": 3, "entities": 1}
     assert [s["id"] for s in mem.sources()] == [second["id"]]
     assert [r[0] for r in mem.conn.execute("select distinct conversation from messages")] == ["second"]
     assert [r[0] for r in mem.conn.execute("select text from units where kind != 'episode'")] == ["kept gist"]
@@ -759,8 +762,20 @@ def test_forget_source(mem, tmp_path):
     _consistent_without_unit_vectors(mem.conn)
     assert not mem.search("topic1", channels=["bm25"])
     assert mem.search("topic11", channels=["bm25"])
-    with pytest.raises(NotFoundError, match=f"no source with id {first['id']}"):
+    with pytest.raises(NotFoundError, match=f"no source {first['id']} in namespace 'test'"):
         mem.forget(source_id=first["id"])
+
+
+def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
+    """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
+    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+        other.add("Zoe", "mine, in another namespace")
+        theirs = other.sources()[0]["id"]
+    with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
+        mem.forget(source_id=theirs)
+    with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
+        mem.forget(source_id=theirs, dry_run=True)
+    assert count(mem.conn, "select count(*) from messages where ns = 'other'") == 1
 
 
 def _consistent_without_unit_vectors(conn) -> None:
@@ -784,15 +799,17 @@ def test_cli_forget_without_yes_deletes_nothing(populated, use_models):
     before = snapshot(populated.path)
     populated.close()
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1"])
-    assert result.exit_code == 1
-    assert "would delete 1 sources, 5 messages" in result.stdout and "--yes" in result.stdout
+    assert result.exit_code == 0  # a dry run is not an error
+    assert result.stdout.startswith("would forget 1 sources, 5 messages, 2 units, 0 entities\n")
+    assert "nothing was deleted; re-run with --yes to delete" in result.stdout
     assert snapshot(populated.path) == before
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1",
                                    "--yes", "--json"])
     assert result.exit_code == 0, result.output
     done = json.loads(result.stdout)
     assert done.pop("file")["wal_emptied"] is True
-    assert done == {"deleted": {"sources": 1, "messages": 5, "units": 2, "entities": 0}, "namespace": "tiny-1"}
+    assert done["target"] == {"namespace": "tiny-1"} and done["dry_run"] is False
+    assert done["counts"] == {"sources": 1, "messages": 5, "units": 2, "entities": 0}
     after = snapshot(populated.path)
     assert [n["namespace"] for n in after["namespaces"]] == ["test", "tiny-2"]
     result = runner().invoke(cli, ["--db", str(populated.path), "forget"])

@@ -1,9 +1,12 @@
 """Answering a question from retrieved memory: evidence → one LLM call → answer, citations
 or an honest refusal (REMem-S).
 
-The evidence goes to the model in time order, each item with its absolute date. The model
-names the items it used; numbers that point to nothing are dropped, and the citations are
-the source messages of the items that remain, read back from the store, never generated.
+The evidence goes to the model in time order, each item with its absolute date, its text on
+one line without brackets of its own (:func:`~localmem.prompts.item_text`: a stored message
+cannot open an item or imitate a reply). The model names the items it used; numbers that point
+to nothing are dropped, and the citations are the source messages of the items that remain,
+read back from the store, never generated. An answer left citing nothing is refused
+(``refusal="no citation"``), never given as a plain answer.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Callable, Sequence
 from ..models.protocols import LLM
 from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
+from ..prompts import item_text
 from ..retrieval.search import Hit, hydrate
 from ..store.queries import q
 from ..text.times import absolute, day_text, with_dates
@@ -55,12 +59,18 @@ class Answer:
     tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
     calls: int = 0
     error: str | None = None  # the model's reply stayed invalid after the repair retry
-    refusal: str | None = None  # why: "model" (it said so), "no evidence", "invalid reply", "someone else"
+    # why: "model" (it said so), "no evidence", "invalid reply", "someone else", "no citation"
+    refusal: str | None = None
+    unsupported: str | None = None  # what the model answered without citing a valid item (not given)
     prompt_version: str = prompt.VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON: cited messages and evidence named by their printed ids (``m:12``, ``u:45``)."""
+        out = asdict(self)
+        out["citations"] = [{"id": f"m:{c.pop('message_id')}", **c} for c in out["citations"]]
+        out["evidence"] = [hit.to_dict() for hit in self.evidence]
+        return out
 
 
 def format_date(iso: str | None) -> str:
@@ -83,7 +93,7 @@ def evidence_line(hit: Hit, dates: bool = False) -> str:
 def evidence_text(hit: Hit, dates: bool = False) -> str:
     """A hit's text on one line, marked when a newer unit replaced it."""
     replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
-    text = " ".join(hit.text.split())
+    text = item_text(hit.text)  # before the dates are added: their brackets are the only ones
     said_on = _said_on([hit]) if dates else None
     if said_on is not None:
         text = with_dates(text, said_on)
@@ -215,6 +225,11 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     if not out.refused and about_someone_else(question, text, found, out.citations, speakers or {}):
         out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
         out.supports, out.citations = [], []
+    elif not out.refused and not out.citations:
+        # An answer that names no item it rests on is not given: nothing shows where it came
+        # from (the model's own knowledge, or a message imitating a reply, as in the forgery
+        # trials of tests/trials/forgery.py). What the model said is kept in ``unsupported``.
+        out.refused, out.refusal, out.unsupported, out.answer = True, "no citation", text, prompt.REFUSAL
     return out
 
 

@@ -56,7 +56,16 @@ class Profile:
     summary_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON: episodes and statements named by their printed ids (``u:45``)."""
+        out = asdict(self)
+        for ep in out["episodes"]:
+            ep["episode_id"] = f"u:{ep['episode_id']}"
+        for statements in out["knowledge"].values():
+            for st in statements:
+                st["unit_id"] = f"u:{st['unit_id']}"
+                st["superseded_by"] = f"u:{st['superseded_by']}" if st["superseded_by"] is not None else None
+                st["supersedes"] = [f"u:{i}" for i in st["supersedes"]]
+        return out
 
 
 def profile(conn: Any, ns: str, name: str) -> Profile:

@@ -88,6 +88,24 @@ def build_store(path: Path, n_units: int, config: Config, embedder: Embedder | N
     return {**built, "build_s": round(time.perf_counter() - started, 1)}
 
 
+# The export format written below: version 3, as `localmem export` writes it (messages and
+# units named by their printed ids, a trailer); tests/test_bench.py checks they agree.
+EXPORT_VERSION = 3
+_PRINTED = {"message": {"id": "m"}, "unit": {"id": "u", "episode_id": "u"},
+            "unit_source": {"unit_id": "u", "message_id": "m"}, "mention": {"unit_id": "u"},
+            "link": {"src_id": "u", "dst_id": "u"}, "part": {"message_id": "m"}}
+_PRINTED_VECTORS = {"messages": "m", "units": "u"}
+
+
+def _printed_ids(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the messages and units it names as ``m:ID`` / ``u:ID``."""
+    fields = dict(_PRINTED.get(record["type"], {}))
+    if record["type"] == "vector" and record["table"] in _PRINTED_VECTORS:
+        fields["id"] = _PRINTED_VECTORS[record["table"]]
+    return {**record, **{key: f"{kind}:{record[key]}" for key, kind in fields.items()
+                         if isinstance(record.get(key), int)}}
+
+
 def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) -> dict[str, Any]:
     """The synthetic memory as export records (ids given: the store it is restored into is new)."""
     rng = random.Random(seed)
@@ -96,6 +114,7 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
     digest, records = hashlib.sha256(), Counter()
 
     def write(record: dict[str, Any]) -> None:
+        record = _printed_ids(record)
         line = json.dumps(record, ensure_ascii=False) + "\n"
         digest.update(line.encode("utf-8"))
         records[record["type"]] += record["type"] != "header"
@@ -106,8 +125,8 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
             write({"type": "vector", "table": table, "id": row_id, "ns": ns, "embedding": vec.tobytes().hex(),
                    **({"kind": kinds[i]} if kinds is not None else {})})
 
-    write({"type": "header", "format": "localmem-export", "version": 2, "namespaces": [ns], "vectors": True,
-           "embed_model_id": model_id, "embed_dim": dim})
+    write({"type": "header", "format": "localmem-export", "version": EXPORT_VERSION, "namespaces": [ns],
+           "vectors": True, "embed_model_id": model_id, "embed_dim": dim})
     write({"type": "source", "id": 1, "ns": ns, "kind": "bench", "uri": "synthetic",
            "sha256": f"bench-units-{n_units}-{seed}", "status": "loaded", "created_at": _CREATED})
     n_entities = max(200, n_units // 50)

@@ -7,7 +7,9 @@ Formats (``config.FORMATS``), detected from the content (and a few suffixes) unl
 or a .zip is read file by file (``importers.tree``): every file that parses is one source,
 the others are reported with the reason. Every problem raises :class:`InputError` naming the
 file and the line or item; an input no format fits raises :class:`UnknownFormatError` listing
-what each format looked for and how close the input came.
+what each format looked for and how close the input came. Only regular files are read, up to
+``max_input_bytes``; JSON nests at most ``MAX_JSON_DEPTH`` levels; lone surrogates in JSON
+strings are repaired with a note (``Reader.loads``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from ..config import FORMATS
 from ..errors import InputError, UnknownFormatError
-from ..text.files import decode, read_input
+from ..text.files import decode, read_input, read_stream
 from .importers import chatgpt, claude, discord, generic, notes, whatsapp
 from .importers.common import Groups, MessageIn, Options, Probe, Reader, shape
 
@@ -102,13 +104,14 @@ def parse(path: str | Path, data: bytes | None = None, fmt: str | None = None,
     if data is None:
         if str(path) == STDIN:
             reader = Reader(Path("stdin"), options, conversation, modified=_now(options))
-            source = parse_source(reader, sys.stdin.buffer.read(), fmt, "stdin")
+            source = parse_source(reader, read_stream(sys.stdin.buffer, "stdin", options.max_input_bytes),
+                                  fmt, "stdin")
             return ParsedInput("stdin", source.format, [source])
         from .importers import tree
 
         if tree.is_tree(path):
             return tree.parse_tree(path, fmt, conversation, options)
-        data = read_input(path)
+        data = read_input(path, options.max_input_bytes)
         modified = _modified(path, options)
     reader = Reader(path, options, conversation, modified=modified)
     source = parse_source(reader, data, fmt, _uri(path))
@@ -128,6 +131,7 @@ def parse_source(reader: Reader, data: bytes, fmt: str | None, uri: str) -> Pars
     else:
         doc = load_json(reader, text) if fmt in JSON_FORMATS else None
     groups = _read(fmt, doc, text, reader)
+    reader.note_repairs()
     source = ParsedSource(uri, hashlib.sha256(data).hexdigest(), fmt,
                           [(ns, msgs) for ns, msgs in groups if msgs], reader.notes,
                           reader.rel or reader.path.name)
@@ -163,7 +167,7 @@ def detect(reader: Reader, text: str) -> tuple[str, Any]:
     tried: list[tuple[str, Probe]] = []
     if head in ("[", "{"):
         try:
-            doc = json.loads(text)
+            doc = reader.loads(text)
         except json.JSONDecodeError as exc:
             if head == "{" and "\n" in text.strip():
                 return "jsonl", None  # one object per line; jsonl() reports the bad line
@@ -205,7 +209,7 @@ def _classify(reader: Reader, doc: Any) -> str:
 
 def load_json(reader: Reader, text: str) -> Any:
     try:
-        return json.loads(text)
+        return reader.loads(text)
     except json.JSONDecodeError as exc:
         raise _json_error(reader, exc) from exc
 

@@ -16,9 +16,11 @@ from typing import Any, Callable, Sequence
 import apsw
 import numpy as np
 
+from ..errors import DiskFullError
 from ..models.protocols import Embedder
 from ..store import db
 from ..store.queries import q
+from ..text.files import without_surrogates
 from ..text.sentences import sentence_spans
 from .embedding import embed_batched, message_text, to_blob, unit_text
 from .formats import MessageIn, ParsedInput, ParsedSource
@@ -113,7 +115,21 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
                  progress: Progress | None = None) -> IngestReport:
     """Store every message of ``parsed``, source by source (each its own row in ``sources``,
     keyed by its sha256: a source already loaded is skipped whole); groups go to their own
-    namespace unless forced."""
+    namespace unless forced.
+
+    A full disk stops it with :class:`DiskFullError` saying how much of the input is stored:
+    whole batches, which a re-run keeps and completes (a source stays ``loading`` until its
+    last batch is in)."""
+    try:
+        return _store_parsed(conn, embedder, parsed, namespace, force_namespace, batch, embed_batch, progress)
+    except apsw.FullError as exc:
+        stored = _stored(conn, parsed, namespace, force_namespace)
+        raise DiskFullError(conn.filename or "the store", f" ({stored:,} of the input's {parsed.message_count:,} "
+                            "messages are stored; a re-run adds the rest, none twice)") from exc
+
+
+def _store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput, namespace: str,
+                  force_namespace: bool, batch: int, embed_batch: int, progress: Progress | None) -> IngestReport:
     started = time.perf_counter()
     single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
     report = IngestReport(path=parsed.path, format=parsed.format, sha256=single,
@@ -145,6 +161,16 @@ def store_parsed(conn: apsw.Connection, embedder: Embedder, parsed: ParsedInput,
     return report
 
 
+def _stored(conn: apsw.Connection, parsed: ParsedInput, namespace: str, force_namespace: bool) -> int:
+    """How many of ``parsed``'s messages the store holds (read only: it works on a full disk)."""
+    keys: dict[str, list[list[str]]] = {}
+    for group_ns, messages in parsed.groups:
+        ns = namespace if force_namespace or group_ns is None else group_ns
+        keys.setdefault(ns, []).extend([m.conversation, m.external_id] for m in messages)
+    return sum(len(conn.execute(q("messages_existing"), {"ns": ns, "keys": json.dumps(k)}).fetchall())
+               for ns, k in keys.items())
+
+
 def _store_source(conn: apsw.Connection, embedder: Embedder, source: ParsedSource, namespace: str,
                   force_namespace: bool, batch: int, embed_batch: int, progress: Progress | None):
     """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
@@ -165,7 +191,8 @@ def _store_source(conn: apsw.Connection, embedder: Embedder, source: ParsedSourc
         else:
             with conn:
                 source_id = conn.execute(q("source_insert"), {
-                    "ns": ns, "kind": source.format, "uri": source.uri, "sha256": source.sha256,
+                    "ns": ns, "kind": source.format, "uri": without_surrogates(source.uri),  # a name not UTF-8
+                    "sha256": source.sha256,
                     "status": "loading", "created_at": db.now_iso()}).fetchone()[0]
         nsr = NamespaceReport(ns, source_id, len(messages))
         seconds = 0.0
@@ -197,14 +224,17 @@ def _store_batch(conn: apsw.Connection, embedder: Embedder, ns: str, source_id: 
     vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh],
                                     embed_batch)
     embed_seconds = time.perf_counter() - t0
+    added = raced = 0  # counted once the transaction is in: a failed one adds nothing
     with conn:
         for m, vec, its_parts in zip(fresh, vectors, parts):
             message_id = _insert_message(conn, ns, source_id, m, vec)
             if message_id is None:
-                nsr.skipped += 1  # stored by a concurrent writer since we looked
+                raced += 1  # stored by a concurrent writer since we looked
             else:
                 insert_parts(conn, ns, message_id, its_parts)
-                nsr.added += 1
+                added += 1
+    nsr.added += added
+    nsr.skipped += raced
     return embed_seconds
 
 
@@ -235,14 +265,15 @@ def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) 
         conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
 
 
-def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn,
-                    vector) -> int | None:
+def _insert_message(conn: apsw.Connection, ns: str, source_id: int, m: MessageIn, vector,
+                    meta: dict[str, Any] | None = None, replaces: int | None = None) -> int | None:
     row = conn.execute(q("message_insert"), {
         "ns": ns, "source_id": source_id, "conversation": m.conversation, "session": m.session,
         "seq": m.seq, "external_id": m.external_id, "speaker": m.speaker, "role": m.role,
         "text": m.text, "sent_at": m.sent_at,
         "attachments": json.dumps(m.attachments, ensure_ascii=False) if m.attachments else None,
         "raw": json.dumps(m.raw, ensure_ascii=False) if m.raw is not None else None,
+        "meta": json.dumps(meta, ensure_ascii=False) if meta else None, "replaces": replaces,
     }).fetchone()
     if row is None:
         return None
@@ -273,22 +304,24 @@ def store_vectors(conn: apsw.Connection, messages: Sequence[tuple], m_vecs: np.n
         conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
 
 
-def api_source(conn: apsw.Connection, ns: str) -> int:
-    """The per-namespace source that messages added through the API belong to."""
-    found = conn.execute(q("source_find"), {"ns": ns, "sha256": "api"}).fetchone()
+def add_source(conn: apsw.Connection, ns: str, conversation: str) -> int:
+    """The source that messages added through the API to ``conversation`` belong to: one per
+    conversation, so that one chat can be forgotten (``forget --source``) without the others."""
+    key = f"api:{conversation}"
+    found = conn.execute(q("source_find"), {"ns": ns, "sha256": key}).fetchone()
     if found:
         return found[0]
     return conn.execute(q("source_insert"), {
-        "ns": ns, "kind": "api", "uri": "api:add", "sha256": "api", "status": "loaded",
+        "ns": ns, "kind": "api", "uri": f"add:{conversation}", "sha256": key, "status": "loaded",
         "created_at": db.now_iso()}).fetchone()[0]
 
 
-def add_message(conn: apsw.Connection, embedder: Embedder, ns: str,
-                message: MessageIn) -> tuple[int, bool]:
+def add_message(conn: apsw.Connection, embedder: Embedder, ns: str, message: MessageIn,
+                meta: dict[str, Any] | None = None) -> tuple[int, bool]:
     """Append one message (embedded, indexed) in one transaction; ``(id, added)``.
 
     An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
-    makes this a no-op.
+    makes this a no-op. ``meta``: a JSON object stored with it.
     """
     ensure_bound(conn, embedder)
     key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
@@ -298,13 +331,60 @@ def add_message(conn: apsw.Connection, embedder: Embedder, ns: str,
             return found[0], False
     vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
     with conn:
-        source_id = api_source(conn, ns)
+        source_id = add_source(conn, ns, message.conversation)
         message.seq = conn.execute(q("conversation_next_seq"), key).fetchone()[0]
         message.external_id = message.external_id or f"a{message.seq}"
-        new_id = _insert_message(conn, ns, source_id, message, vectors[0])
+        new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
         if new_id is not None:
             insert_parts(conn, ns, new_id, parts[0])
     if new_id is None:  # a concurrent writer stored the same id first
         found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
         return found[0], False
     return new_id, True
+
+
+@dataclass
+class Correction:
+    id: int
+    external_id: str
+    conversation: str
+    replaces: int
+
+
+def correct_message(conn: apsw.Connection, embedder: Embedder, ns: str, message_id: int,
+                    text: str) -> Correction | None:
+    """Store ``text`` as a new message that replaces message ``message_id`` of ``ns`` (or its
+    newest correction, when it was corrected before), in one transaction; ``None`` when there
+    is no such message.
+
+    The correction takes the replaced message's place: its conversation, session, position,
+    speaker, role, time, metadata and source (so forgetting that source or conversation
+    forgets it too); its external id is the replaced one's with ``~N``. The replaced message
+    stays, and search shows the correction first (retrieval.search.mark_supersession).
+    """
+    ensure_bound(conn, embedder)
+    params = {"id": message_id, "ns": ns}
+    found = conn.execute(q("message_current"), params).fetchone()
+    if found is None:
+        return None
+    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8)  # before the write lock
+    with conn:  # read again: another process may have corrected or forgotten it meanwhile
+        found = conn.execute(q("message_current"), params).fetchone()
+        if found is None:
+            return None
+        current, source_id, conversation, session, seq, external_id, speaker, role, sent_at, meta = found
+        stem, tilde, number_text = external_id.rpartition("~")
+        root = stem if tilde and number_text.isdigit() else external_id
+        number = 1
+        while conn.execute(q("message_find"), {"ns": ns, "conversation": conversation,
+                                               "external_id": f"{root}~{number}"}).fetchone():
+            number += 1
+        message = MessageIn(conversation=conversation, session=session, seq=seq, external_id=f"{root}~{number}",
+                            speaker=speaker, text=text, role=role, sent_at=sent_at,
+                            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role,
+                                 "corrects": f"m:{current}"})
+        new_id = _insert_message(conn, ns, source_id, message, vectors[0],
+                                 meta=json.loads(meta) if meta else None, replaces=current)
+        assert new_id is not None  # the id was free inside this transaction
+        insert_parts(conn, ns, new_id, parts[0])
+    return Correction(new_id, message.external_id, conversation, current)

@@ -10,18 +10,25 @@ namespace:
 6. :mod:`.consolidate` learns lasting knowledge about people, episode by episode.
 
 Each episode is one transaction: the model's work for it happens first, outside any write
-(:func:`think`), then everything it produced is stored at once (:func:`store`). An
-interrupted build redoes at most the episode it was in, and a re-run resumes.
+(:func:`think`, then :func:`decide`), then everything it produced is stored at once
+(:func:`store`). An interrupted build, or one a failing model server stops, leaves the store as
+it was before the episode it was in, and a re-run resumes there. Against a model server,
+several episodes' extraction calls run at once (:func:`in_order`); their entity decisions and
+stores still follow one another in episode order.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ContextManager
+from functools import partial
+from itertools import islice
+from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, TypeVar
 
-from ..models.protocols import LLM, Embedder, Judge
+from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
 from ..store import db
 from ..store.queries import q
@@ -29,6 +36,7 @@ from . import consolidate as consolidate_mod
 from . import extract, link, resolve, segment
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 Locked = Callable[[], ContextManager[Any]]
 
 
@@ -63,6 +71,7 @@ class BuildReport:
     seconds: dict[str, float] = field(default_factory=dict)
     llm: list[dict[str, Any]] = field(default_factory=list)
     consolidation: dict[str, Any] = field(default_factory=dict)  # empty when off
+    workers: int = 1  # episodes extracted at once
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,22 +99,84 @@ class Thought:
     decided: dict[str, int | None] = field(default_factory=dict)
 
 
-def think(conn: Any, llm: LLM, ns: str, episode_id: int, conversation: str, verify: float) -> Thought:
-    """Stages 3 and 4's model calls for one episode: extraction, the fact check of its events
-    (``verify`` > 0, when the model can judge) and the borderline entity decisions. Reads the
-    store, writes nothing."""
+def episode_messages(conn: Any, episode_id: int) -> list[extract.EpisodeMessage]:
     rows = conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
-    msgs = [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None)
+    return [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None)
             for mid, sp, tx, at, a, _e in rows]
+
+
+def think(llm: LLM, episode_id: int, conversation: str, msgs: list[extract.EpisodeMessage],
+          verify: float) -> Thought:
+    """Stage 3's model calls for one episode: extraction, and the fact check of its events
+    (``verify`` > 0, when the model can judge). Touches no store, so episodes can be thought
+    about in parallel (:func:`in_order`)."""
     result = extract.call(llm, msgs)
     thought = Thought(episode_id, conversation, msgs, result,
                       extract.interpret(result.data, msgs) if result.ok else None)
     if thought.extraction is not None and verify > 0 and isinstance(llm, Judge):
         thought.checked = extract.verify(llm, thought.extraction, msgs, verify)
-    if thought.extraction is not None:
-        cases = extract.borderline(conn, ns, msgs, thought.extraction)
-        thought.decided = resolve.decide(conn, llm, cases, log=lambda **kw: thought.resolve_calls.append(kw))
     return thought
+
+
+def decide(conn: Any, llm: LLM, ns: str, thought: Thought) -> None:
+    """Stage 4's model call: the borderline entity decisions. It reads the entities earlier
+    episodes stored, so it runs in episode order, after they are stored."""
+    if thought.extraction is not None:
+        cases = extract.borderline(conn, ns, thought.messages, thought.extraction)
+        thought.decided = resolve.decide(conn, llm, cases, log=lambda **kw: thought.resolve_calls.append(kw))
+
+
+def workers_for(llm: LLM, wanted: int) -> int:
+    """How many episodes' model calls run at once: ``wanted`` against a model server, one for a
+    backend that takes one call at a time (the in-process model)."""
+    return max(1, wanted) if isinstance(llm, ThreadSafe) else 1
+
+
+def in_order(jobs: Sequence[Callable[[], T]], workers: int) -> Iterator[T]:
+    """Each job's result, in the jobs' order, with up to ``workers`` jobs running at once.
+
+    A job's exception is raised when its turn comes, after every earlier result was taken.
+    The threads are daemons: an interrupted build does not wait for calls still under way
+    (their results are dropped; nothing of them was stored)."""
+    if workers <= 1:
+        for job in jobs:
+            yield job()
+        return
+    running: deque[_Running[T]] = deque()
+    queued = iter(jobs)
+    for job in islice(queued, workers):
+        running.append(_Running(job))
+    while running:
+        value = running.popleft().result()
+        nxt = next(queued, None)
+        if nxt is not None:  # started before this result is used: the server stays busy
+            running.append(_Running(nxt))
+        yield value
+
+
+class _Running(Generic[T]):
+    """One job in a daemon thread."""
+
+    def __init__(self, job: Callable[[], T]) -> None:
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(job,), daemon=True).start()
+
+    def _run(self, job: Callable[[], T]) -> None:
+        try:
+            self._value = job()
+        except BaseException as exc:  # raised in the consuming thread, in order
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> T:
+        while not self._done.wait(0.5):  # a bounded wait keeps Ctrl-C responsive
+            pass
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def store(conn: Any, ns: str, thought: Thought, embedder: Embedder, model_id: str, log: CallLog,
@@ -135,10 +206,12 @@ def store(conn: Any, ns: str, thought: Thought, embedder: Embedder, model_id: st
 
 
 def build(conn: Any, llm: LLM, embedder: Embedder, ns: str, locked: Locked, *, final: bool,
-          consolidate: str, verify: float, progress: Progress | None = None) -> BuildReport:
+          consolidate: str, verify: float, progress: Progress | None = None, workers: int = 1) -> BuildReport:
     """Stages 2 to 6 for namespace ``ns``: segment unassigned messages into episodes with the
     LLM, extract and store each closed episode (one transaction each), then consolidate.
-    ``final=False`` leaves the open buffer open (streaming adds)."""
+    ``final=False`` leaves the open buffer open (streaming adds). ``workers``: episodes whose
+    extraction and fact check run at once (a model server only); entity decisions and storing
+    stay in episode order, each episode seeing the entities of those before it."""
     report = BuildReport()
     log = CallLog(conn, ns, llm.model_id)
     t0 = time.perf_counter()
@@ -148,8 +221,11 @@ def build(conn: Any, llm: LLM, embedder: Embedder, ns: str, locked: Locked, *, f
     report.seconds["segment"] = round(time.perf_counter() - t0, 2)
     todo = conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}).fetchall()
     t0 = time.perf_counter()
-    for done, (episode_id, conversation) in enumerate(todo, 1):
-        thought = think(conn, llm, ns, episode_id, conversation, verify)
+    report.workers = workers_for(llm, workers)
+    jobs = [partial(think, llm, episode_id, conversation, episode_messages(conn, episode_id), verify)
+            for episode_id, conversation in todo]
+    for done, thought in enumerate(in_order(jobs, report.workers), 1):
+        decide(conn, llm, ns, thought)
         with locked(), conn:
             store(conn, ns, thought, embedder, llm.model_id, log, report)
         if progress:

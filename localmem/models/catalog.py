@@ -218,6 +218,39 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
         f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf")
 
 
+def locate_llm(config: Config, cache_dir: Path) -> dict[str, Any]:
+    """Where the in-process LLM would come from, for ``doctor``: found without loading it,
+    assembling it or reading its bytes."""
+    report: dict[str, Any] = {}
+    if importlib.util.find_spec("llama_cpp") is None:
+        report["status"] = "missing: llama-cpp-python is not installed; run: pip install 'localmem[llm]' " \
+                           "(or use a model server: --llm-url)"
+    wanted = config.llm_model
+    if wanted is not None and str(wanted) not in manifests():
+        path = Path(str(wanted))
+        report.update(id=f"gguf:{path.name}", path=str(path), **{"from": config.origin("llm_model")})
+        if not path.is_file():
+            report.setdefault("status", f"missing: no file {path}")
+    else:
+        chosen = [manifests()[str(wanted)]] if wanted is not None else [manifest(m) for m in DEFAULT_LLMS]
+        man = next((m for m in chosen if installed_parts(m) is not None), None)
+        if man is None:
+            report.setdefault("status", f"missing: run {chosen[0].info['install']}, or use a model server "
+                                        "(--llm-url)")
+            report["id"] = chosen[0].id
+        else:
+            target = cache_dir / "models" / man.info["file_name"] if len(man.parts) > 1 else man.parts[0].locate()
+            report.update(id=man.id, path=str(target), **{"from": config.origin("llm_model")
+                                                          if wanted is not None else f"package {man.parts[0].package}"})
+            if target is not None and not Path(target).is_file():
+                report["path"] = f"{target} (assembled on first use)"
+    report.setdefault("status", "ok")
+    report.update({"structured output": "a grammar from each JSON schema, enforced token by token",
+                   "judge": "next-token logits of yes against no", "token counting": "the model's tokenizer",
+                   "workers": "1 (one call at a time on this machine's cores)"})
+    return report
+
+
 def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) -> ResolvedLLM | None:
     parts = installed_parts(man)
     if parts is None:

@@ -3,7 +3,8 @@ the token counter that evidence budgets are measured with.
 
 Each role has a registry of named builders, and the config names the backend of each role
 (``llm_backend``, ``embed_backend``, ``rerank_backend``). localmem's own backends are
-registered here; tests and plugins add theirs with :func:`register`, so a fake model is
+registered here: the LLM in-process (``llama``) or on a model server the user runs (``openai``,
+chosen by ``auto`` when ``llm_url`` is set), onnxruntime for the embedder and a cross-encoder; tests and plugins add theirs with :func:`register`, so a fake model is
 built through the same path as a real one (as ``llm``'s plugin registry does).
 
 Nothing heavy is imported until a model is built, and a model is built on first use:
@@ -15,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..config import Config
+from ..config import LLM_BACKENDS_AUTO, Config
 from ..errors import ConfigError, LocalmemError
 from .protocols import Judge, TokenCounter
 
@@ -50,14 +51,44 @@ def backends(role: str) -> list[str]:
     return sorted(_BUILDERS[role])
 
 
+def backend_name(role: str, config: Config) -> str:
+    """The backend the config names for ``role``; the LLM's ``auto`` is a model server when
+    ``llm_url`` is set, else llama.cpp in-process."""
+    name = getattr(config, _SETTING[role])
+    if role == "llm" and name == "auto":
+        return LLM_BACKENDS_AUTO[0] if config.llm_url else LLM_BACKENDS_AUTO[1]
+    return name
+
+
 def build(role: str, config: Config) -> Any:
     """The ``role`` model the config asks for (a reranker may be ``None``: none configured)."""
-    setting = _SETTING[role]
-    name = getattr(config, setting)
+    name = backend_name(role, config)
     builder = _BUILDERS[role].get(name)
     if builder is None:
-        raise ConfigError(f"{setting} {name!r} is unknown; available: {', '.join(backends(role))}")
+        raise ConfigError(f"{_SETTING[role]} {name!r} is unknown; available: {', '.join(backends(role))}")
     return builder(config)
+
+
+def describe_llm(config: Config) -> dict[str, Any]:
+    """What ``doctor`` says of the LLM: the backend, where the model is, and which path each
+    capability takes. A model server is probed once (a few tokens); an in-process model is
+    located, not loaded."""
+    name = backend_name("llm", config)
+    if name == "llama":
+        from .catalog import locate_llm
+
+        return {"backend": "llama (llama.cpp in-process)", **locate_llm(config, cache_dir())}
+    if name == "openai":
+        try:
+            llm = _server(config)
+        except LocalmemError as exc:
+            return {"backend": "openai (a model server)", "url": config.llm_url, "status": f"error: {exc}"}
+        try:
+            return {"backend": "openai (a model server)", **llm.describe(),
+                    "workers": config.llm_workers}
+        finally:
+            llm.close()
+    return {"backend": name, "status": "a registered backend (not probed)"}
 
 
 # -- localmem's own backends -------------------------------------------------------------
@@ -89,6 +120,32 @@ def _llama(config: Config) -> "LLM":
                     chat_format=config.chat_format or found.chat_format, lock=cache / "llm.lock")
 
 
+def _server(config: Config) -> Any:
+    """The LLM on an OpenAI-compatible server (``llm_url``), checked to answer and to serve the
+    model before anything is asked of it. The API key is read from the environment variable
+    ``llm_api_key_env`` names, here and nowhere else, and kept only in the request headers."""
+    import os
+
+    from .backends.openai_server import ServerLLM
+
+    if not config.llm_url:
+        raise ConfigError("the openai LLM backend needs the server's URL: --llm-url "
+                          "(LOCALMEM_LLM_URL), e.g. http://127.0.0.1:11434/v1")
+    key = None
+    if config.llm_api_key_env:
+        key = os.environ.get(config.llm_api_key_env)
+        if not key:
+            raise ConfigError(f"llm_api_key_env names ${config.llm_api_key_env}, which is not set; "
+                              f"export it with the server's API key, or unset llm_api_key_env")
+    llm = ServerLLM(config.llm_url, config.llm_name, api_key=key, key_env=config.llm_api_key_env,
+                    timeout=config.llm_timeout, estimate=approximate_tokens)
+    try:
+        return llm.connect()
+    except BaseException:
+        llm.close()
+        raise
+
+
 def _onnx_cross_encoder(config: Config) -> "Reranker | None":
     if config.rerank_model is None:
         return None  # no package ships cross-encoder weights: none unless the user gives one
@@ -104,6 +161,7 @@ def _onnx_cross_encoder(config: Config) -> "Reranker | None":
 
 register("embedder", "onnx", _onnx_embedder)
 register("llm", "llama", _llama)
+register("llm", "openai", _server)
 register("reranker", "onnx", _onnx_cross_encoder)
 
 

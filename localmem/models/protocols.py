@@ -6,7 +6,9 @@ capability, a ``runtime_checkable`` Protocol tested with ``isinstance``:
 - :class:`Judge`: yes/no questions answered with P(yes), nothing generated (fact
   verification, ``--rerank llm``);
 - :class:`TokenCounter`: the model's own token count of a text (evidence budgets);
-- :class:`SpeedMeter`: prefill and generation speed on this machine (``bench llm``).
+- :class:`SpeedMeter`: prefill and generation speed on this machine (``bench llm``);
+- :class:`ThreadSafe`: calls may come from several threads at once (a model server), so
+  independent episodes are extracted in parallel (``llm_workers``).
 
 Backends are built from the configuration by :mod:`localmem.models.factory`.
 """
@@ -71,6 +73,15 @@ class SpeedMeter(Protocol):
     """An optional LLM capability: prefill and generation speed (tokens/s) on this machine."""
 
     def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ThreadSafe(Protocol):
+    """An optional LLM capability: calls may come from several threads at once (a model server
+    queues or batches them). Backends without it, like the in-process llama.cpp one, are called
+    one call at a time."""
+
+    def thread_safe(self) -> bool: ...
 
 
 class Embedder(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "agent-v2"
+VERSION = "agent-v3"
 TOOLS = ["semantic_retrieve", "lexical_retrieve", "episode_context", "entity_units", "personal_knowledge", "answer"]
 MAX_KEEP = 8
 MAX_TOKENS = 260
@@ -50,7 +50,9 @@ Reply with JSON only, for example:
 def build(question: str, today: str | None, kept: Sequence[str], results: Sequence[str],
           last_call: str | None, step: int, steps: int) -> list[dict[str, str]]:
     head = f"Today is {today}.\n" if today else ""
-    kept_text = "\n".join(f"(E{i}) {line}" for i, line in enumerate(kept, 1)) or "(nothing yet)"
+    # Square brackets for both lists: an item's own text has none (item_text), so a message cannot
+    # write "[E2]" or "[3]" the way parentheses could be.
+    kept_text = "\n".join(f"[E{i}] {line}" for i, line in enumerate(kept, 1)) or "(nothing yet)"
     result_text = "\n".join(f"[{i}] {line}" for i, line in enumerate(results, 1)) or "(no results)"
     last = f"Results of {last_call}:\n{result_text}\n" if last_call else ""
     return [{"role": "system", "content": SYSTEM},

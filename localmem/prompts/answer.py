@@ -10,13 +10,17 @@ refusal convention, R:226) instead of guessing, also when the items say it of so
 else than the person asked about (LoCoMo's adversarial questions swap the speaker).
 Everything static (rules and worked examples with made-up people, none of whom appear in
 the shipped sample chat) comes first, so llama.cpp reuses it across questions.
+
+v4: an item's text is given on one line with its own brackets and braces as parentheses
+(:func:`localmem.prompts.item_text`), so the only square brackets are the item numbers and
+the dates after relative times, both written here: a message cannot open a new item.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "answer-v3"
+VERSION = "answer-v4"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120

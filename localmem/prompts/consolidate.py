@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-PREDICT_VERSION = "predict-v1"
-CALIBRATE_VERSION = "calibrate-v2"
-FAST_VERSION = "consolidate-fast-v2"
+from . import item_text
+
+PREDICT_VERSION = "predict-v1"  # shows no messages
+CALIBRATE_VERSION = "calibrate-v3"  # v3: messages on one line, brackets as parentheses (item_text)
+FAST_VERSION = "consolidate-fast-v3"  # v3: likewise
 MAX_STATEMENTS = 3
 MAX_STATEMENT_CHARS = 120
 MAX_PREDICTION_CHARS = 400
@@ -102,7 +104,7 @@ def known_lines(known: Sequence[tuple[str, str]]) -> str:
 
 
 def _messages(lines: Sequence[str]) -> str:
-    return "\n".join(f"[{i}] {line}" for i, line in enumerate(lines))
+    return "\n".join(f"[{i}] {item_text(line)}" for i, line in enumerate(lines))
 
 
 def predict(title: str, known: Sequence[tuple[str, str]]) -> list[dict[str, str]]:

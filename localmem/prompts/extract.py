@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "extract-v3"
+from . import item_text
+
+VERSION = "extract-v4"  # v4: each message on one line, its brackets as parentheses (item_text)
 # Large enough for the longest output the schema allows: a cut-off reply is invalid JSON.
 MAX_TOKENS = 1600
 MAX_FACTS = 8
@@ -96,6 +98,6 @@ shop", "time": "next month"}], "entities": [{"name": "Priya", "type": "person", 
 
 def build(lines: Sequence[str], date_header: str) -> list[dict[str, str]]:
     """``lines``: the episode's messages as ``Speaker: text``; ``date_header``: e.g. "8 May 2023"."""
-    numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(lines))
+    numbered = "\n".join(f"[{i}] {item_text(line)}" for i, line in enumerate(lines))
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Messages (date {date_header}):\n{numbered}"}]

@@ -7,7 +7,9 @@ one question share the evaluated prefix.
 
 from __future__ import annotations
 
-VERSION = "relevance-v1"
+from . import item_text
+
+VERSION = "relevance-v2"  # v2: the passage on one line, its brackets as parentheses (item_text)
 
 SYSTEM = ("You judge whether a passage from a chat memory helps answer a question. "
           "Answer with one word: yes or no.")
@@ -15,5 +17,5 @@ SYSTEM = ("You judge whether a passage from a chat memory helps answer a questio
 
 def build(query: str, passage: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Question: {query}\nPassage: {passage}\n"
+            {"role": "user", "content": f"Question: {query}\nPassage: {item_text(passage)}\n"
                                         "Does the passage help answer the question?"}]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "segment-v1"
+from . import item_text
+
+VERSION = "segment-v2"  # v2: each message on one line, its brackets as parentheses (item_text)
 MAX_TOKENS = 160
 MAX_BOUNDARIES = 8
 
@@ -41,6 +43,6 @@ that STARTS a new episode (never 0) and C in [0, 1] is how sure you are. No boun
 
 def build(lines: Sequence[str]) -> list[dict[str, str]]:
     """``lines`` are the window's messages, already formatted ``Speaker: text``."""
-    numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(lines))
+    numbered = "\n".join(f"[{i}] {item_text(line)}" for i, line in enumerate(lines))
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Messages:\n{numbered}\n\nWhere do new episodes start?"}]

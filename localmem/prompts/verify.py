@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-VERSION = "verify-v1"
+from . import item_text
+
+VERSION = "verify-v2"  # v2: each message on one line, its brackets as parentheses (item_text)
 
 SYSTEM = ("You check facts that were extracted from a chat. Answer yes only if the messages say the fact "
           "is true: the right person, something that really happened or holds (not only offered, asked, "
@@ -22,5 +24,5 @@ SYSTEM = ("You check facts that were extracted from a chat. Answer yes only if t
 
 def build(lines: Sequence[str], fact: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "Messages:\n" + "\n".join(lines) +
+            {"role": "user", "content": "Messages:\n" + "\n".join(item_text(line) for line in lines) +
                                         f"\nFact: {fact}\nDo the messages state this fact?"}]

@@ -19,6 +19,7 @@ from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
 from . import vector_index
+from .filters import Allowed, Filters, allowed_by, part_ids
 from .query_time import Range
 
 MAX_FTS_TERMS = 32
@@ -50,7 +51,10 @@ class Hit:
     supersedes: list[str] = field(default_factory=list)  # older units this one replaces
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """As JSON: every message and unit named by its printed id (``m:12``, ``u:45``)."""
+        out = asdict(self)
+        out["sources"] = [{"id": f"m:{s.pop('message_id')}", **s} for s in out["sources"]]
+        return out
 
 
 Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
@@ -127,33 +131,49 @@ class SearchParams:
     evidence_weight: float = 0.25
     units: bool = True  # built memory (episodes, gists, facts, knowledge) takes part, not only messages
     parts: bool = True  # a message also ranks by its nearest sentence vector (message_parts)
+    filters: Filters | None = None  # only messages (and units resting on them) that pass
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-                 params: SearchParams, when: Range | None = None
+                 params: SearchParams, when: Range | None = None, allowed: Allowed | None = None
                  ) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
     """Each channel's ranked keys, and each key's raw score per channel (``when``: the time
-    range the query names, for the temporal channel)."""
+    range the query names, for the temporal channel; ``allowed``: what passes the search's
+    filters, the only keys ranked)."""
     rankings: dict[str, list[Key]] = {}
     raw: dict[Key, dict[str, float]] = {}
     if "vector" in params.channels and query_vec is not None:
         found: list[tuple[float, Key]] = []
         for prefix, table in _tables(params, "messages", "units"):
-            for row_id, distance in vector_index.knn(conn, table, ns, query_vec, params.budget):
+            if allowed is None:
+                nearest = vector_index.knn(conn, table, ns, query_vec, params.budget)
+            else:
+                among = allowed.messages if prefix == "m" else allowed.units
+                nearest = vector_index.knn_among(conn, table, ns, query_vec, sorted(among), params.budget)
+            for row_id, distance in nearest:
                 found.append((distance, (prefix, row_id)))
         if params.parts:
-            found = _with_parts(conn, ns, query_vec, params.budget, found)
+            found = _with_parts(conn, ns, query_vec, params.budget, found, allowed)
         found.sort(key=lambda pair: pair[0])
         rankings["vector"] = [key for _, key in found[:params.budget]]
         for distance, key in found[:params.budget]:
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
     if params.units:
         _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
+        if allowed is not None:  # graph, temporal and entity candidates that do not pass go
+            for name in ("graph", "temporal", "entity"):
+                if name in rankings:
+                    rankings[name] = [key for key in rankings[name] if allowed.keeps(key)]
     if "bm25" in params.channels and fts_words(query):
         scored: list[tuple[float, Key]] = []
         for prefix, table in _tables(params, "messages", "units"):
             match = pruned_fts_query(conn, query, table)
-            for row_id, score in conn.execute(q(f"fts_{table}"), {"match": match, "ns": ns, "k": params.budget}):
+            bind = {"match": match, "ns": ns, "k": params.budget}
+            name = f"fts_{table}"
+            if allowed is not None:
+                name += "_among"
+                bind["among"] = json.dumps(sorted(allowed.messages if prefix == "m" else allowed.units))
+            for row_id, score in conn.execute(q(name), bind):
                 scored.append((score, (prefix, row_id)))
         scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
         rankings["bm25"] = [key for _, key in scored[:params.budget]]
@@ -163,7 +183,7 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
 
 
 def _with_parts(conn: apsw.Connection, ns: str, query_vec: np.ndarray, budget: int,
-                found: list[tuple[float, Key]]) -> list[tuple[float, Key]]:
+                found: list[tuple[float, Key]], allowed: Allowed | None = None) -> list[tuple[float, Key]]:
     """``found`` with each message at its nearest vector, whole or one of its parts (a
     message's sentences, embedded on their own): the one sentence that answers a question
     ranks a long message that says much else.
@@ -172,7 +192,10 @@ def _with_parts(conn: apsw.Connection, ns: str, query_vec: np.ndarray, budget: i
     temporal 93.3 → 98.9, multi-hop 52.3 → 57.8, open-domain 36.8 → 44.7, single-hop
     90.0 → 91.2. Plain whole-turn retrieval (``parts=False``, as in the raw-hybrid baseline)
     does without them."""
-    nearest = vector_index.knn(conn, "parts", ns, query_vec, budget)
+    if allowed is None:
+        nearest = vector_index.knn(conn, "parts", ns, query_vec, budget)
+    else:
+        nearest = vector_index.knn_among(conn, "parts", ns, query_vec, part_ids(conn, allowed.messages), budget)
     if not nearest:
         return found
     owner = dict(conn.execute(q("part_messages"), {"ids": json.dumps([pid for pid, _ in nearest])}))
@@ -222,7 +245,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     → near-duplicates folded → supersession marked.
     """
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
-    rankings, raw = run_channels(conn, ns, query, query_vec, params, when)
+    allowed = allowed_by(conn, ns, params.filters)
+    rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
@@ -232,7 +256,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     out = []
     for key, score, ranks in fused:
         hit = hydrated.get(key)
-        if hit is None:
+        if hit is None or (allowed is not None and not allowed.keeps(key)):
             continue
         hit.score = round(score, 6)
         hit.channels = {ch: {"rank": r, "score": raw.get(key, {}).get(ch, 0.0)} for ch, r in ranks.items()}
@@ -243,7 +267,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
         out = _promoted(conn, ns, query, query_vec, when, out)
-    return mark_supersession(conn, out)
+    return mark_supersession(conn, out, allowed.keeps_id if allowed is not None else None)
 
 
 def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]],
@@ -312,21 +336,32 @@ def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: floa
     return parent
 
 
-def mark_supersession(conn: apsw.Connection, hits: list[Hit]) -> list[Hit]:
-    """When a newer unit supersedes a returned one, both are returned, the newer first and
-    each marked (``supersedes`` / ``superseded_by``); a newer unit not yet among the hits
-    is added right before the one it replaces."""
-    ids = _unit_ids(hits)
-    if not ids:
-        return hits
-    pairs = [(f"u:{new}", f"u:{old}") for new, old in conn.execute(q("supersession_of"), {"ids": json.dumps(ids)})]
+# A correction of a correction of … is brought in at most this many steps deep.
+_CHAIN = 4
+
+
+def mark_supersession(conn: apsw.Connection, hits: list[Hit],
+                      keep: Callable[[str], bool] | None = None) -> list[Hit]:
+    """When something newer replaces a returned hit, both are returned, the newer first and
+    each marked (``supersedes`` / ``superseded_by``); a newer one not yet among the hits is
+    added right before the one it replaces (when ``keep`` accepts its id).
+
+    What replaces what: a unit linked by ``supersedes`` (consolidation's changed facts); a
+    message's correction (``correct m:ID``); and, for a gist or fact all of whose messages were
+    corrected, the correction of its first message."""
+    pairs = _supersession_pairs(conn, hits)
     if not pairs:
         return hits
     by_id = {h.id: h for h in hits}
-    missing = [int(new[2:]) for new, old in pairs if new not in by_id and old in by_id]
-    if missing:
-        for hit in hydrate(conn, [("u", i) for i in missing]).values():
+    for _ in range(_CHAIN):
+        missing = list(dict.fromkeys(new for new, old in pairs if new not in by_id and old in by_id))
+        missing = [new for new in missing if keep is None or keep(new)]
+        if not missing:
+            break
+        found = [h for h in hydrate(conn, [(new[0], int(new[2:])) for new in missing]).values()]
+        for hit in found:
             by_id[hit.id] = hit
+        pairs += [p for p in _supersession_pairs(conn, found) if p not in pairs]
     order = [h.id for h in hits]
     for new, old in pairs:
         if new not in by_id or old not in by_id:
@@ -339,6 +374,29 @@ def mark_supersession(conn: apsw.Connection, hits: list[Hit]) -> list[Hit]:
         if old in order:
             order.insert(order.index(old), new)
     return [by_id[i] for i in dict.fromkeys(order)]
+
+
+def _supersession_pairs(conn: apsw.Connection, hits: Sequence[Hit]) -> list[tuple[str, str]]:
+    """``(newer id, older id)`` for what replaces each of ``hits`` (and, for units, what they replace)."""
+    pairs = []
+    ids = _unit_ids(hits)
+    if ids:
+        pairs += [(f"u:{new}", f"u:{old}") for new, old in conn.execute(q("supersession_of"), {"ids": json.dumps(ids)})]
+    pairs += [(h.superseded_by, h.id) for h in hits if h.kind == "message" and h.superseded_by]
+    narrow = [h for h in hits if h.kind in ("gist", "fact") and h.sources and not h.superseded_by]
+    if narrow:
+        corrected = _corrections(conn, [s.message_id for h in narrow for s in h.sources])
+        for hit in narrow:
+            if all(s.message_id in corrected for s in hit.sources):
+                pairs.append((f"m:{corrected[hit.sources[0].message_id]}", hit.id))
+    return pairs
+
+
+def _corrections(conn: apsw.Connection, message_ids: Sequence[int]) -> dict[int, int]:
+    """Of ``message_ids``, those a newer message replaces: id → the newest direct correction."""
+    if not message_ids:
+        return {}
+    return dict(conn.execute(q("messages_replaced"), {"ids": json.dumps(list(dict.fromkeys(message_ids)))}))
 
 
 def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParams) -> Range | None:
@@ -451,6 +509,9 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
             hits[("m", mid)] = Hit(
                 id=f"m:{mid}", kind="message", text=f"{speaker}: {shown}", score=0.0, channels={},
                 time=sent_at, sources=[HitSource(mid, ext, conv, session, speaker, sent_at)])
+        for mid, newer in _corrections(conn, message_ids).items():  # a corrected message says so
+            if ("m", mid) in hits:
+                hits[("m", mid)].superseded_by = f"m:{newer}"
     if unit_ids:
         ids = json.dumps(unit_ids)
         for uid, kind, title, text, when in conn.execute(q("units_by_ids"), {"ids": ids}):

@@ -114,16 +114,57 @@ def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int,
             exact, params["kind"] = "vec_units_knn_kind", kind
         return [(int(i), float(d)) for i, d in conn.execute(q(exact), params).fetchall()]
     candidates = _hamming_nearest(cached, query, k * OVERSAMPLE, kind)
-    if not len(candidates):
+    return _rescored(conn, table, [int(i) for i in candidates], query, k)
+
+
+# A filtered search scores every allowed row exactly up to this many (their int8 copies read by
+# id); above it, it takes the namespace's nearest with enough extra that about k pass.
+AMONG_EXACT = 50_000
+_READ_CHUNK = 10_000
+
+
+def knn_among(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int],
+              k: int) -> list[tuple[int, float]]:
+    """The ``k`` nearest of the rows ``ids`` of ``table`` in ``ns`` (a filtered search), as
+    :func:`knn` returns them."""
+    if not ids or k < 1:
         return []
-    rows = conn.execute(q(int8_of), {"ids": json.dumps([int(i) for i in candidates])}).fetchall()
+    query = np.asarray(query, dtype=np.float32)
+    if len(ids) > AMONG_EXACT:
+        total = _row_count(conn, table, ns)
+        wanted = set(ids)
+        fetch = min(total, k + int(2 * k * total / len(ids))) if total else k * 4
+        return [(i, d) for i, d in knn(conn, table, ns, query, fetch) if i in wanted][:k]
+    return _rescored(conn, table, list(ids), query, k)
+
+
+def _row_count(conn: Any, table: str, ns: str) -> int:
+    rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
+    return int(dict(zip(("messages", "units", "parts"), rows))[table])
+
+
+def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray,
+              k: int) -> list[tuple[int, float]]:
+    """``candidates`` ranked by cosine distance to ``query`` over their int8 copies (float
+    vectors for rows without one), the ``k`` nearest."""
+    _codes_after, vectors_of, _exact, int8_of = _TABLES[table]
+    if not candidates:
+        return []
+    rows = []
+    for start in range(0, len(candidates), _READ_CHUNK):
+        chunk = candidates[start:start + _READ_CHUNK]
+        rows += conn.execute(q(int8_of), {"ids": json.dumps(chunk)}).fetchall()
     width = len(query)
     scored = [r for r in rows if r[1] is not None and len(r[1]) == width]
-    unscored = [r[0] for r in rows if r[1] is None or len(r[1]) != width]
+    have = {r[0] for r in scored}
+    unscored = [i for i in candidates if i not in have]
     ids = np.fromiter((r[0] for r in scored), dtype=np.int64, count=len(scored))
     vectors = np.frombuffer(b"".join(r[1] for r in scored), dtype=np.int8).reshape(len(scored), width)
-    if unscored:  # rows written by a process that predates q8: their float vectors
-        floats = conn.execute(q(vectors_of), {"ids": json.dumps(unscored)}).fetchall()
+    if unscored:  # rows written by a process that predates q8, or without codes: their float vectors
+        floats = []
+        for start in range(0, len(unscored), _READ_CHUNK):
+            floats += conn.execute(q(vectors_of), {"ids": json.dumps(unscored[start:start + _READ_CHUNK])}).fetchall()
+        floats = [r for r in floats if r[1] is not None and len(r[1]) == width * 4]
         ids = np.concatenate([ids, np.fromiter((r[0] for r in floats), dtype=np.int64, count=len(floats))])
         vectors = np.concatenate([vectors.astype(np.float32), np.frombuffer(
             b"".join(r[1] for r in floats), dtype=np.float32).reshape(len(floats), width)])

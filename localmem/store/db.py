@@ -18,6 +18,7 @@ import apsw
 
 from ..config import DEFAULT_BUSY_TIMEOUT_MS, Key
 from ..errors import (
+    DiskFullError,
     EmbedderMismatchError,
     LocalmemError,
     NotALocalmemStoreError,
@@ -52,15 +53,18 @@ def now_iso() -> str:
 
 @contextlib.contextmanager
 def store_errors(path: str, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
-    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why, and
+    """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why,
     'database disk image is malformed' into a :class:`StoreCorruptError` (the statement that
-    met the damage, and the transaction around it, were rolled back)."""
+    met the damage, and the transaction around it, were rolled back), and 'database or disk is
+    full' into a :class:`DiskFullError` (the transaction was rolled back)."""
     try:
         yield
     except apsw.BusyError as exc:
         raise StoreLockedError(path, timeout_ms, _busy_cause(exc)) from exc
     except apsw.CorruptError as exc:
         raise StoreCorruptError(path, str(exc)) from exc
+    except apsw.FullError as exc:
+        raise DiskFullError(path) from exc
 
 
 def _busy_cause(exc: apsw.BusyError) -> str | None:
@@ -285,17 +289,30 @@ def reading(conn: apsw.Connection) -> Iterator[None]:
 
 
 def _load_sqlite_vec(conn: apsw.Connection) -> None:
-    try:
-        import sqlite_vec
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise LocalmemError("sqlite-vec is not installed; run: pip install sqlite-vec") from exc
+    # The extension is found without importing the sqlite_vec package, which imports numpy
+    # (0.1 to 0.25 s here) that opening a store does not need: `localmem mcp` lists its tools
+    # that much sooner, and `stats` or `namespaces` never load numpy at all.
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a core dependency
+        raise LocalmemError("sqlite-vec is not installed; run: pip install sqlite-vec")
     conn.enable_load_extension(True)
     try:
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(str(Path(list(spec.submodule_search_locations)[0]) / "vec0"))
     finally:
         conn.enable_load_extension(False)
     conn.execute("select vec_version()").fetchall()
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)
+    conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)
+    # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
+    conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
+
+
+def fold(text: object) -> object:
+    """Python's case folding for SQL (``localmem_fold``): SQLite's lower() folds ASCII only,
+    and ``forget --match`` must find "ÜBER" by "über"."""
+    return text.casefold() if isinstance(text, str) else text
 
 
 def int8_code(blob: bytes | None) -> bytes | None:

@@ -1,4 +1,4 @@
-"""Housekeeping: stats, namespaces, sources, forget, re-embed and the doctor report."""
+"""Housekeeping: stats, namespaces, sources, re-embed and the doctor report (forgetting: forget.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..build import ingest
 from ..config import Config
-from ..errors import LocalmemError, NotFoundError
+from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
 from . import cipher, db, purge
@@ -53,32 +53,6 @@ def namespaces(conn: apsw.Connection) -> list[dict[str, Any]]:
 def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
     keys = ("id", "kind", "uri", "sha256", "status", "created_at", "finished_at", "messages")
     return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
-
-
-def forget(conn: apsw.Connection, path: Path, *, namespace: str | None, source_id: int | None,
-           dry_run: bool) -> dict[str, Any]:
-    """Delete a namespace or a source and everything derived from it, leaving none of it in
-    the file (:func:`purge.purge`); counts of what went, and what the file scrub did."""
-    if (namespace is None) == (source_id is None):
-        raise LocalmemError("forget needs exactly one of a namespace or a source id")
-    if namespace is not None:
-        params: dict[str, Any] = {"ns": namespace}
-        counts = conn.execute(q("forget_namespace_count"), params).fetchone()
-        if not any(counts):
-            raise NotFoundError(f"namespace '{namespace}' is empty or does not exist; "
-                                "see 'localmem namespaces'")
-        query = "forget_namespace"
-    else:
-        found = conn.execute(q("source_get"), {"id": source_id}).fetchone()
-        if found is None:
-            raise NotFoundError(f"no source with id {source_id}; see 'localmem stats --sources'")
-        params = {"id": source_id, "ns": found[1]}
-        counts = conn.execute(q("forget_source_count"), params).fetchone()
-        query = "forget_source"
-    result: dict[str, Any] = dict(zip(("sources", "messages", "units", "entities"), counts))
-    if not dry_run:
-        result["file"] = purge.purge(conn, path, query, params).to_dict()
-    return result
 
 
 def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
@@ -131,7 +105,9 @@ def _encryption(path: Path) -> str:
 
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
+    from ..models.backends import onnx_providers
     from ..models.catalog import resolve_embedder
+    from ..models.factory import describe_llm
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
@@ -154,12 +130,17 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
     except LocalmemError as exc:
         report["embedder"] = {"status": "missing", "error": str(exc)}
-    try:
-        import onnxruntime
-
-        report["onnx_providers"] = onnxruntime.get_available_providers()
-    except ImportError:
-        report["onnx_providers"] = []
-    report["llm"] = {"status": "not used yet: --extract none is the only ingest mode"}
-    report["reranker"] = {"status": "none configured"}
+    report["onnx_providers"] = onnx_providers()
+    report["llm"] = {**describe_llm(config), "extract": config.extract}
+    report["reranker"] = ({"status": "configured" if Path(config.rerank_model).is_file() else "missing",
+                           "model": str(config.rerank_model)} if config.rerank_model else {"status": "none configured"})
     return report
+
+
+def require_namespace(conn: apsw.Connection, ns: str, default: str, path: Path) -> None:
+    """Raise :class:`UnknownNamespaceError` (listing the ones there are) unless the store holds
+    namespace ``ns``; an empty store's ``default`` namespace is fine (nothing stored yet)."""
+    known = [row[0] for row in conn.execute(q("namespace_names"))]
+    if ns in known or (ns == default and not known):
+        return
+    raise UnknownNamespaceError(ns, known, path)

@@ -9,7 +9,8 @@ of forget (a namespace, a source, ...) only says which rows go, as a named query
 - vec0 zeroes a deleted vector inside its chunk (sqlite-vec 0.1.7 and later; 0.1.6 left it,
   hence the pin); the codes caches and sentence parts go by the delete triggers;
 - the message after a deleted one in its session is indexed again: its full-text row held the
-  deleted message as context (a search for a forgotten word still found it); a person's summary
+  deleted message as context (a search for a forgotten word still found it); an episode that
+  stays but lost messages keeps its logged model calls without their text; a person's summary
   written from forgotten memory is dropped;
 - the full-text indexes are merged into one segment ('optimize') in the same transaction. FTS5
   records a delete in a contentless table as a tombstone, and the deleted terms stay in the
@@ -28,12 +29,13 @@ of forget (a namespace, a source, ...) only says which rows go, as a named query
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import apsw
 
+from . import db, leftovers
 from .queries import q
 
 
@@ -46,6 +48,8 @@ class Scrub:
     bytes_before: int
     bytes_after: int
     seconds: float
+    vacuumed: bool = False  # the file was written anew (VACUUM), and why
+    vacuum_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,14 +60,51 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
     the deleted rows leave in rows that stay, then scrub the file (see the module docstring)."""
     started = time.perf_counter()
     before = file_size(path)
-    with conn:
-        conn.execute(q("purge_watch"))
-        conn.execute(q(query), params)
-        conn.execute(q("purge_reindex_followers"))
-        conn.execute(q("purge_stale_summaries"))
-        conn.execute(q("purge_unwatch"))
-        conn.execute(q("fts_optimize"))
-    return scrub(conn, path, before, started)
+    forgotten = leftovers.Forgotten()
+    conn.create_scalar_function("localmem_forgotten", forgotten, -1)
+    try:
+        with conn:
+            conn.execute(q("purge_watch"))
+            if conn.execute(q("codes_exist")).fetchone():
+                conn.execute(q("purge_watch_codes"))
+            if conn.execute(q("parts_vec_exists")).fetchone():
+                conn.execute(q("purge_watch_part_codes"))
+            conn.execute(q(query), params)
+            conn.execute(q("purge_reindex_followers"))
+            conn.execute(q("purge_scrub_calls"))
+            conn.execute(q("purge_stale_summaries"))
+            conn.execute(q("fts_optimize"))
+            conn.execute(q("purge_rewrite_fts"))
+            conn.execute(q("purge_unwatch"))
+    finally:
+        conn.create_scalar_function("localmem_forgotten", _ignore, -1)
+    done = scrub(conn, path, before, started)
+    reason = _vacuum_needed(conn, path, done, forgotten)
+    if reason is not None:
+        _vacuum(conn)
+        again = scrub(conn, path, before, started)
+        done = replace(again, freed_bytes=done.freed_bytes + again.freed_bytes, vacuumed=True,
+                       vacuum_reason=reason)
+    return done
+
+
+def _ignore(*_values: Any) -> None:
+    """``localmem_forgotten`` outside a purge (the triggers that call it exist only in one)."""
+
+
+def _vacuum_needed(conn: apsw.Connection, path: Path, done: Scrub, forgotten: leftovers.Forgotten) -> str | None:
+    """Why the file must be written anew for nothing deleted to stay in it, or None."""
+    if str(path) == ":memory:" or not done.wal_emptied:
+        return None  # nothing on disk; or the WAL still holds old pages: `localmem vacuum` later
+    if int(conn.pragma("auto_vacuum")) != 2:
+        return ("the store was made before auto_vacuum: its free pages may hold what earlier "
+                "deletes left (it is switched to incremental now)")
+    with db.reading(conn):  # a snapshot: no checkpoint rewrites the file while it is read
+        conn.execute(q("purge_snapshot")).fetchall()
+        found = leftovers.find(path, forgotten)
+    if found:
+        return f"{found} piece(s) of what was deleted were left in the unused room of pages"
+    return None
 
 
 def scrub(conn: apsw.Connection, path: Path, before: int | None = None, started: float | None = None) -> Scrub:
@@ -97,14 +138,19 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     with conn:
         conn.execute(q("fts_optimize"))
     fts_seconds = time.perf_counter() - t0
-    conn.pragma("auto_vacuum", "incremental")  # takes effect with the VACUUM below
-    conn.execute("VACUUM")
+    _vacuum(conn)
     result = scrub(conn, path, before, started)
     return {"bytes_before": before, "bytes_after": result.bytes_after,
             "reclaimed_bytes": max(before - result.bytes_after, 0),
             "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(mode_before, str(mode_before))
             + " -> incremental", "fts_optimize_seconds": round(fts_seconds, 3),
             "wal_emptied": result.wal_emptied, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def _vacuum(conn: apsw.Connection) -> None:
+    """Write the file anew from its live rows (incremental auto_vacuum from then on)."""
+    conn.pragma("auto_vacuum", "incremental")  # takes effect with the VACUUM below
+    conn.execute("VACUUM")
 
 
 def file_size(path: Path) -> int:

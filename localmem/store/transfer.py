@@ -31,8 +31,10 @@ from . import db
 from .queries import q
 
 FORMAT = "localmem-export"
-VERSION = 2  # 2: the trailer line
-READS = (1, 2)
+# 1: bare numbers, no trailer; 2: the trailer line (counts and sha256); 3: messages and units
+# named by their printed ids ("m:12", "u:45"), as everywhere else. All three are read.
+VERSION = 3
+READS = (1, 2, 3)
 
 TRAILER = "trailer"
 
@@ -59,14 +61,8 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
               "schema": db.schema_version(conn), "namespaces": chosen, "vectors": with_vectors,
               "embed_model_id": meta.get("embed_model_id"),
               "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None}
-    digest, records = hashlib.sha256(), Counter()
-
-    def write(line: str) -> None:
-        data = line + "\n"
-        digest.update(data.encode("utf-8"))
-        out.write(data)
-
-    write(json.dumps(header, ensure_ascii=False))
+    writer = Writer(out)
+    writer.record(header)
     counts: dict[str, int] = {}
     # Parts are derived from messages and go with their vectors: a restore without vectors
     # cuts and embeds them again.
@@ -79,12 +75,39 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
                 kind = name.removeprefix("export_")
                 record_type = _RECORD_TYPE[kind]
                 for (line,) in conn.execute(q(name), {"ns": ns}):
-                    write(line)
+                    writer.line(line, record_type)
                     counts[kind] = counts.get(kind, 0) + 1
-                    records[record_type] += 1
-    out.write(json.dumps({"type": TRAILER, "records": dict(sorted(records.items())),
-                          "sha256": digest.hexdigest()}) + "\n")
+    writer.trailer()
     return counts
+
+
+class Writer:
+    """Writes an export's lines and then its trailer (the count of each record type and the
+    sha256 of every byte before it). :func:`export` writes lines SQLite built; the synthetic
+    benchmark stores write records (:meth:`record`), so both write the same format."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.digest, self.records = hashlib.sha256(), Counter()
+
+    def line(self, text: str, record_type: str | None) -> None:
+        """One record as its JSON text; ``record_type`` None for the header (not counted)."""
+        data = text + "\n"
+        self.digest.update(data.encode("utf-8"))
+        self.out.write(data)
+        if record_type is not None:
+            self.records[record_type] += 1
+
+    def record(self, rec: dict[str, Any]) -> None:
+        """One record given with the store's numbers: messages and units are written under
+        their printed ids, as :func:`export` writes them."""
+        rec = {**rec, **{key: f"{kind}:{rec[key]}" for key, kind in _ref_fields(rec)
+                         if isinstance(rec.get(key), int)}}
+        self.line(json.dumps(rec, ensure_ascii=False), None if rec["type"] == "header" else rec["type"])
+
+    def trailer(self) -> None:
+        self.out.write(json.dumps({"type": TRAILER, "records": dict(sorted(self.records.items())),
+                                   "sha256": self.digest.hexdigest()}) + "\n")
 
 
 def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder],
@@ -96,7 +119,8 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     reader = _Reader(path)
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
-        raise InputError(path, f"not a {FORMAT} v{VERSION} file (first line: {str(header)[:80]})")
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file "
+                               f"(first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
         raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
     names = header.get("namespaces")
@@ -155,6 +179,7 @@ class _Unresolved(LookupError):
 
 def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]],
                  keep_ids: bool) -> None:
+    _plain_ids(rec)
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
 
     def ref(table: str, key: str) -> int:
@@ -171,7 +196,9 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
-        insert("message", "import_message", source_id=ref("source", "source_id"))
+        replaces = rec.get("replaces")
+        insert("message", "import_message", source_id=ref("source", "source_id"),
+               replaces=ref("message", "replaces") if replaces is not None else None)
     elif kind == "unit":
         parent = rec.get("episode_id")
         insert("unit", "import_unit", episode_id=ref("unit", "episode_id") if parent is not None else None)
@@ -197,6 +224,29 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
         conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
     else:
         raise _Unresolved(f"unknown record type {kind!r}")
+
+
+# The fields that name a message ("m:12") or a unit ("u:45"); version 1 and 2 files hold bare
+# numbers there, which are taken as they are. A record's own "id" is named by its type.
+_REF_KIND = {"message_id": "m", "replaces": "m", "unit_id": "u", "episode_id": "u", "src_id": "u", "dst_id": "u"}
+_ID_KIND = {"message": "m", "unit": "u", "messages": "m", "units": "u"}
+
+
+def _ref_fields(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, "m" or "u") for each field of ``rec`` that names a message or a unit."""
+    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
+    return [*_REF_KIND.items(), *((("id", own),) if own else ())]
+
+
+def _plain_ids(rec: dict[str, Any]) -> None:
+    """Turn the printed ids of ``rec`` into the numbers the store uses, in place."""
+    for key, kind in _ref_fields(rec):
+        value = rec.get(key)
+        if isinstance(value, str):
+            prefix, _, number = value.partition(":")
+            if prefix != kind or not number.isdigit():
+                raise _Unresolved(f"its {key} {value!r} is not a {'message (m:ID)' if kind == 'm' else 'unit (u:ID)'}")
+            rec[key] = int(number)
 
 
 def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],

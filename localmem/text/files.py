@@ -1,23 +1,67 @@
-"""Reading input files as text, with errors that say what to do."""
+"""Reading input files as text, with errors that say what to do; text that cannot be stored."""
 
 from __future__ import annotations
 
 import codecs
+import os
+import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
+from ..config import MAX_INPUT_BYTES
 from ..errors import InputError
 
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
 
-def read_input(path: Path) -> bytes:
-    """The file's bytes, with clear errors for missing files, directories and unreadable files."""
-    if not path.exists():
-        raise InputError(path, "no such file")
-    if path.is_dir():
-        raise InputError(path, "is a directory; pass a file (one conversation export)")
+
+def read_input(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, with clear errors for
+    missing files, directories and unreadable files.
+
+    Anything but a regular file is refused before it is read: opening a FIFO waits for a writer
+    that may never come, and ``/dev/zero`` never ends. The check is made again on the opened
+    file (opened without blocking), so a path swapped in between cannot slip through."""
     try:
-        return path.read_bytes()
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(mode):
+        raise InputError(path, "is a directory; pass a file (one conversation export)")
+    _regular(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as fh:
+        _regular(path, os.fstat(fh.fileno()).st_mode)
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise InputError(path, f"is larger than {limit:,} bytes (the max_input_bytes setting); "
+                               "split it, or raise max_input_bytes")
+    return data
+
+
+def read_stream(stream: BinaryIO, name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """At most ``limit`` bytes of ``stream`` (standard input), refusing more."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(name, f"holds more than {limit:,} bytes (the max_input_bytes setting); "
+                               "split it, or raise max_input_bytes")
+    return data
+
+
+def _regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise InputError(path, f"is {kind}, not a regular file; save what it holds to a file and "
+                               "ingest that")
 
 
 def decode(path: Path, data: bytes) -> str:
@@ -34,3 +78,22 @@ def decode(path: Path, data: bytes) -> str:
         raise InputError(
             path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
             "convert it first, e.g. iconv -f latin1 -t utf-8", where=f"line {line}") from exc
+
+
+# A code point of a UTF-16 surrogate pair standing alone. Valid UTF-8 and UTF-16 text cannot
+# hold one (the decoders refuse it), but JSON can ("\ud83d" is half of an emoji, as exports that
+# cut strings by UTF-16 units write it), and so can a command-line argument that was not UTF-8
+# (Python keeps such bytes as surrogates). SQLite, the tokenizers and the UTF-8 codec refuse it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# In JSON text: a \u escape of a surrogate (pairs too; they are joined when parsed).
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def has_surrogates(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (it cannot be stored or embedded as it is)."""
+    return _SURROGATE.search(text) is not None
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, the replacement character."""
+    return _SURROGATE.sub("\ufffd", text)

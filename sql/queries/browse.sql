@@ -45,3 +45,17 @@ UNION ALL
 SELECT l.type, l.weight, 'in', u.id, u.kind, u.text FROM links AS l JOIN units AS u ON u.id = l.src_id
 WHERE l.dst_id = :id
 ORDER BY 2 DESC LIMIT 50;
+
+-- name: message_get
+SELECT m.id, m.ns, m.conversation, m.session, m.seq, m.external_id, m.speaker, m.role, m.text,
+       m.sent_at, m.attachments, m.meta, m.replaces,
+       (SELECT max(r.id) FROM messages AS r WHERE r.replaces = m.id),
+       s.id, s.kind, s.uri
+FROM messages AS m JOIN sources AS s ON s.id = m.source_id
+WHERE m.id = :id AND m.ns = :ns;
+
+-- name: message_units
+-- The units resting on message :id.
+SELECT u.id, u.kind, coalesce(u.title || ': ', '') || u.text
+FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+WHERE us.message_id = :id ORDER BY u.id;

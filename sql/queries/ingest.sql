@@ -22,9 +22,9 @@ CROSS JOIN messages AS m
 
 -- name: message_insert
 INSERT INTO messages (ns, source_id, conversation, session, seq, external_id, speaker, role,
-                      text, sent_at, attachments, raw)
+                      text, sent_at, attachments, raw, meta, replaces)
 VALUES (:ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
-        :text, :sent_at, :attachments, :raw)
+        :text, :sent_at, :attachments, :raw, :meta, :replaces)
 ON CONFLICT (ns, conversation, external_id) DO NOTHING
 RETURNING id;
 
@@ -33,3 +33,16 @@ SELECT id FROM messages WHERE ns = :ns AND conversation = :conversation AND exte
 
 -- name: conversation_next_seq
 SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE ns = :ns AND conversation = :conversation;
+
+-- name: message_current
+-- The newest version of message :id in :ns (itself, or the last correction of a correction of it):
+-- (id, source_id, conversation, session, seq, external_id, speaker, role, sent_at, meta).
+WITH RECURSIVE chain (id, depth) AS (
+    SELECT id, 0 FROM messages WHERE id = :id AND ns = :ns
+    UNION ALL
+    SELECT m.id, c.depth + 1 FROM messages AS m JOIN chain AS c ON m.replaces = c.id
+)
+SELECT m.id, m.source_id, m.conversation, m.session, m.seq, m.external_id, m.speaker, m.role,
+       m.sent_at, m.meta
+FROM chain JOIN messages AS m ON m.id = chain.id
+ORDER BY chain.depth DESC, m.id DESC LIMIT 1;

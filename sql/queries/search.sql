@@ -63,3 +63,56 @@ ORDER BY s.speaker, a.alias;
 -- name: namespace_messages_latest
 -- The :n latest messages of :ns, newest first.
 SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC LIMIT :n;
+
+-- name: filter_messages
+-- Messages of :ns that pass every filter given (NULL: not filtered): speaker (any case),
+-- conversation, said at or after :since and before :until (ISO text; messages without a time
+-- fail a time filter), and :meta, a JSON object every key of which the message's metadata
+-- holds with an equal value (compared as JSON, or as text: "5" finds 5).
+SELECT id FROM messages
+WHERE ns = :ns
+  AND (:speaker IS NULL OR speaker = :speaker COLLATE NOCASE)
+  AND (:conversation IS NULL OR conversation = :conversation)
+  AND (:since IS NULL OR sent_at >= :since)
+  AND (:until IS NULL OR sent_at < :until)
+  AND (:meta IS NULL OR NOT EXISTS (
+        SELECT 1 FROM json_each(:meta) AS f
+        WHERE messages.meta IS NULL
+           OR NOT (json_extract(messages.meta, '$."' || f.key || '"') IS f.value
+                   OR CAST(json_extract(messages.meta, '$."' || f.key || '"') AS TEXT) = CAST(f.value AS TEXT))));
+
+-- name: filter_units
+-- Units every source of which is among :messages (a JSON array): what rests only on messages
+-- that pass the filters.
+SELECT us.unit_id FROM unit_sources AS us
+WHERE us.message_id IN (SELECT value FROM json_each(:messages))
+GROUP BY us.unit_id
+HAVING count(*) = (SELECT count(*) FROM unit_sources AS c WHERE c.unit_id = us.unit_id);
+
+-- name: filter_parts
+-- The sentence parts of :messages (a JSON array).
+SELECT p.id FROM json_each(:messages) AS j JOIN message_parts AS p ON p.message_id = j.value;
+
+-- name: fts_messages_among
+-- fts_messages restricted to :among (a JSON array of message ids).
+SELECT m.id, bm25(messages_fts, 0.5, 1.0) AS score
+FROM messages_fts
+JOIN messages AS m ON m.id = messages_fts.rowid
+WHERE messages_fts MATCH :match AND m.ns = :ns AND m.id IN (SELECT value FROM json_each(:among))
+ORDER BY score
+LIMIT :k;
+
+-- name: fts_units_among
+SELECT u.id, bm25(units_fts) AS score
+FROM units_fts
+JOIN units AS u ON u.id = units_fts.rowid
+WHERE units_fts MATCH :match AND u.ns = :ns AND u.id IN (SELECT value FROM json_each(:among))
+ORDER BY score
+LIMIT :k;
+
+-- name: messages_replaced
+-- Of :ids (a JSON array of message ids), those a newer message replaces: (id, the newest
+-- direct correction).
+SELECT r.replaces, max(r.id) FROM messages AS r
+WHERE r.replaces IN (SELECT value FROM json_each(:ids))
+GROUP BY r.replaces;

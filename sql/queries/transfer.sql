@@ -1,5 +1,6 @@
 -- Export: one JSON object per row, built by SQLite. JSON columns travel as text so a
--- restore gives back the same bytes. Import: each row arrives as :row (a JSON object);
+-- restore gives back the same bytes. Messages and units are named by their printed ids
+-- ('m:12', 'u:45') wherever they appear (format version 2; version 1 used bare numbers). Import: each row arrives as :row (a JSON object);
 -- ids are passed separately (:id NULL means "assign a new one").
 
 -- name: export_namespaces
@@ -12,15 +13,16 @@ SELECT json_object('type', 'source', 'id', id, 'ns', ns, 'kind', kind, 'uri', ur
 FROM sources WHERE ns = :ns ORDER BY id;
 
 -- name: export_messages
-SELECT json_object('type', 'message', 'id', id, 'ns', ns, 'source_id', source_id,
+SELECT json_object('type', 'message', 'id', 'm:' || id, 'ns', ns, 'source_id', source_id,
                    'conversation', conversation, 'session', session, 'seq', seq,
                    'external_id', external_id, 'speaker', speaker, 'role', role, 'text', text,
-                   'sent_at', sent_at, 'attachments', attachments, 'raw', raw)
+                   'sent_at', sent_at, 'attachments', attachments, 'raw', raw, 'meta', meta,
+                   'replaces', 'm:' || replaces)
 FROM messages WHERE ns = :ns ORDER BY id;
 
 -- name: export_units
-SELECT json_object('type', 'unit', 'id', id, 'ns', ns, 'kind', kind, 'conversation', conversation,
-                   'episode_id', episode_id, 'title', title, 'text', text, 'subject', subject,
+SELECT json_object('type', 'unit', 'id', 'u:' || id, 'ns', ns, 'kind', kind, 'conversation', conversation,
+                   'episode_id', 'u:' || episode_id, 'title', title, 'text', text, 'subject', subject,
                    'predicate', predicate, 'object', object, 'aspect', aspect,
                    'occurred_start', occurred_start, 'occurred_end', occurred_end,
                    'time_precision', time_precision, 'mentioned_at', mentioned_at, 'stage', stage,
@@ -29,7 +31,7 @@ SELECT json_object('type', 'unit', 'id', id, 'ns', ns, 'kind', kind, 'conversati
 FROM units WHERE ns = :ns ORDER BY (episode_id IS NOT NULL), id;
 
 -- name: export_unit_sources
-SELECT json_object('type', 'unit_source', 'unit_id', us.unit_id, 'message_id', us.message_id)
+SELECT json_object('type', 'unit_source', 'unit_id', 'u:' || us.unit_id, 'message_id', 'm:' || us.message_id)
 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
 WHERE u.ns = :ns ORDER BY us.unit_id, us.message_id;
 
@@ -46,19 +48,19 @@ FROM entity_aliases AS a JOIN entities AS e ON e.id = a.entity_id
 WHERE e.ns = :ns ORDER BY a.entity_id, a.norm_alias;
 
 -- name: export_mentions
-SELECT json_object('type', 'mention', 'unit_id', m.unit_id, 'entity_id', m.entity_id,
+SELECT json_object('type', 'mention', 'unit_id', 'u:' || m.unit_id, 'entity_id', m.entity_id,
                    'role', m.role, 'tag', m.tag)
 FROM mentions AS m JOIN units AS u ON u.id = m.unit_id
 WHERE u.ns = :ns ORDER BY m.unit_id, m.entity_id, m.role;
 
 -- name: export_links
-SELECT json_object('type', 'link', 'src_id', l.src_id, 'dst_id', l.dst_id, 'link_type', l.type,
+SELECT json_object('type', 'link', 'src_id', 'u:' || l.src_id, 'dst_id', 'u:' || l.dst_id, 'link_type', l.type,
                    'weight', l.weight, 'valid_at', l.valid_at, 'created_at', l.created_at)
 FROM links AS l JOIN units AS u ON u.id = l.src_id
 WHERE u.ns = :ns ORDER BY l.src_id, l.dst_id, l.type;
 
 -- name: export_parts
-SELECT json_object('type', 'part', 'id', id, 'ns', ns, 'message_id', message_id,
+SELECT json_object('type', 'part', 'id', id, 'ns', ns, 'message_id', 'm:' || message_id,
                    'start', start, 'end', end)
 FROM message_parts WHERE ns = :ns ORDER BY id;
 
@@ -68,12 +70,12 @@ SELECT json_object('type', 'vector', 'table', 'message_parts', 'id', rowid, 'ns'
 FROM vec_message_parts WHERE ns = :ns ORDER BY rowid;
 
 -- name: export_message_vectors
-SELECT json_object('type', 'vector', 'table', 'messages', 'id', rowid, 'ns', ns,
+SELECT json_object('type', 'vector', 'table', 'messages', 'id', 'm:' || rowid, 'ns', ns,
                    'embedding', hex(embedding))
 FROM vec_messages WHERE ns = :ns ORDER BY rowid;
 
 -- name: export_unit_vectors
-SELECT json_object('type', 'vector', 'table', 'units', 'id', rowid, 'ns', ns, 'kind', kind,
+SELECT json_object('type', 'vector', 'table', 'units', 'id', 'u:' || rowid, 'ns', ns, 'kind', kind,
                    'embedding', hex(embedding))
 FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
@@ -85,10 +87,11 @@ RETURNING id;
 
 -- name: import_message
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
-                      text, sent_at, attachments, raw)
+                      text, sent_at, attachments, raw, meta, replaces)
 VALUES (:id, :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
         :row ->> 'seq', :row ->> 'external_id', :row ->> 'speaker', :row ->> 'role',
-        :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw')
+        :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw',
+        :row ->> 'meta', :replaces)
 RETURNING id;
 
 -- name: import_unit

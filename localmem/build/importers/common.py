@@ -3,6 +3,7 @@ reader per input that checks text and times and turns problems into errors namin
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,10 +13,13 @@ from ...config import (
     DEFAULT_DATE_ORDER,
     DEFAULT_NOTES_AUTHOR,
     DEFAULT_TIMEZONE,
+    MAX_INPUT_BYTES,
+    MAX_JSON_DEPTH,
     MAX_MESSAGE_CHARS,
     NOTE_SPLIT_CHARS,
 )
 from ...errors import InputError
+from ...text.files import SURROGATE_ESCAPE, without_surrogates
 from ...text.times import parse_timestamp
 
 
@@ -47,6 +51,7 @@ class Options:
     notes_author: str = DEFAULT_NOTES_AUTHOR
     date_order: str = DEFAULT_DATE_ORDER
     note_split_chars: int = NOTE_SPLIT_CHARS
+    max_input_bytes: int = MAX_INPUT_BYTES
 
     @classmethod
     def from_config(cls, config: Any, *, date_order: str | None = None) -> "Options":
@@ -59,7 +64,8 @@ class Options:
         except ValueError as exc:
             raise ConfigError(f"setting timezone: {exc}") from exc
         return cls(max_chars=config.max_message_chars, timezone=config.timezone,
-                   notes_author=config.notes_author, date_order=date_order or config.date_order)
+                   notes_author=config.notes_author, date_order=date_order or config.date_order,
+                   max_input_bytes=config.max_input_bytes)
 
 
 @dataclass
@@ -67,7 +73,8 @@ class Reader:
     """Reads one input: ``path`` names it in errors (a zip member is ``archive.zip/member``),
     ``rel`` is its path inside the folder or archive being walked (``None`` for a file given
     alone), ``conversation`` the caller's name for inputs that carry none, ``modified`` its
-    modification time (ISO) when known. ``notes`` collects what the report should say."""
+    modification time (ISO) when known. ``notes`` collects what the report should say;
+    ``repaired`` counts the lone surrogates replaced (:meth:`loads`), ``repaired_at`` where."""
 
     path: Path
     options: Options = field(default_factory=Options)
@@ -75,11 +82,46 @@ class Reader:
     rel: str | None = None
     modified: str | None = None
     notes: list[str] = field(default_factory=list)
+    repaired: int = 0
+    repaired_at: list[str] = field(default_factory=list)
 
     @property
     def default_conversation(self) -> str:
-        """The caller's name, else the file's name without its suffix."""
-        return self.conversation or self.path.stem or "default"
+        """The caller's name, else the file's name without its suffix (a file name that is not
+        UTF-8 reaches Python with surrogates: they are replaced, so it can be stored)."""
+        return without_surrogates(self.conversation or self.path.stem or "default")
+
+    def loads(self, text: str, where: str | None = None) -> Any:
+        """``json.loads(text)`` (raising its ``JSONDecodeError``), refused when it nests more than
+        ``MAX_JSON_DEPTH`` levels, and with lone surrogates in its strings replaced by U+FFFD.
+
+        A lone surrogate is half of a UTF-16 pair ("\\ud83d", half an emoji, as exports that cut
+        text by UTF-16 units write it): it cannot be stored, embedded or even encoded as UTF-8,
+        so it is repaired (and reported) rather than the whole input refused."""
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise self.too_deep(where) from None
+        if deeper_than(value, MAX_JSON_DEPTH):
+            raise self.too_deep(where)
+        if SURROGATE_ESCAPE.search(text):
+            value, count = _without_surrogates(value)
+            if count:
+                self.repaired += count
+                if where:
+                    self.repaired_at.append(where)
+        return value
+
+    def too_deep(self, where: str | None = None) -> InputError:
+        return self.fail(f"JSON nested more than {MAX_JSON_DEPTH} levels deep (chat exports nest a few "
+                         "levels); is this the right file?", where)
+
+    def note_repairs(self) -> None:
+        """Say in the notes what :meth:`loads` repaired."""
+        if self.repaired:
+            at = ", ".join(self.repaired_at[:3]) + (" and more" if len(self.repaired_at) > 3 else "")
+            self.note(f"{self.repaired} lone surrogate(s) (half of an emoji, as a cut UTF-16 pair) "
+                      f"replaced by U+FFFD{' in ' + at if at else ''}")
 
     def fail(self, problem: str, where: str | None = None) -> InputError:
         return InputError(self.path, problem, where)
@@ -127,6 +169,40 @@ class Probe:
 
     fits: bool
     why: str
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels (iteratively:
+    a recursive walk would fail where the nesting is the problem)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def _without_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` with lone surrogates in its strings (keys too) replaced, and how many strings
+    held one. Recursive: only called on values :func:`deeper_than` has bounded."""
+    if isinstance(value, str):
+        fixed = without_surrogates(value)
+        return fixed, int(fixed != value)
+    if isinstance(value, list):
+        done = [_without_surrogates(v) for v in value]
+        return [v for v, _ in done], sum(n for _, n in done)
+    if isinstance(value, dict):
+        out, total = {}, 0
+        for key, item in value.items():
+            new_key, a = _without_surrogates(key)
+            out[new_key], b = _without_surrogates(item)
+            total += a + b
+        return out, total
+    return value, 0
 
 
 def lines(text: str) -> list[str]:

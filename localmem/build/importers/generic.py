@@ -133,7 +133,7 @@ def jsonl(text: str, reader: Reader) -> list[MessageIn]:
             continue
         where = f"line {lineno}"
         try:
-            item = json.loads(line)
+            item = reader.loads(line, where)
         except json.JSONDecodeError as exc:
             size = f" ({len(line):,} characters)" if len(line) > 10_000 else ""
             raise reader.fail(f"invalid JSON{size}: {exc.msg} at col {exc.colno}", where) from exc

@@ -51,7 +51,7 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
     def load(rel: str) -> Any:
         data = files[rel]
         try:
-            return json.loads(decode(reader.path / rel, data))
+            return reader.loads(decode(reader.path / rel, data), rel)
         except json.JSONDecodeError as exc:
             raise reader.fail(f"invalid JSON in {rel}: {exc.msg}", f"{rel} line {exc.lineno}") from exc
 

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from ...errors import InputError, UnknownFormatError
+from ...text.files import read_input
 from . import slack
 from .common import Options, Reader
 
@@ -163,7 +164,8 @@ def _entries(root: Path, options: Options, prefix: str = ""):
                 modified = _epoch(path.stat().st_mtime, options)
             except OSError:
                 modified = None
-            yield Entry(rel, path, str(path.resolve()), modified, path.read_bytes)
+            yield Entry(rel, path, str(path.resolve()), modified,
+                        lambda path=path: read_input(path, options.max_input_bytes))
 
 
 def _zip_entries(archive: Path, options: Options, prefix: str):
@@ -178,7 +180,17 @@ def _zip_entries(archive: Path, options: Options, prefix: str):
         y, mo, d, h, mi, s = info.date_time
         modified = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}"  # a zip keeps local time
         yield Entry(prefix + info.filename, archive / info.filename, f"{archive.resolve()}!/{info.filename}",
-                    modified, lambda info=info: zf.read(info))
+                    modified, lambda info=info: _member(zf, info, archive, options.max_input_bytes))
+
+
+def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: Path, limit: int) -> bytes:
+    """A member's bytes, at most ``limit`` of them however small it claims to be."""
+    with zf.open(info) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(archive / info.filename, f"unpacks to more than {limit:,} bytes (the "
+                                                  "max_input_bytes setting); raise max_input_bytes")
+    return data
 
 
 def _hidden(name: str) -> bool:

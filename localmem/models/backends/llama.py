@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -19,6 +20,7 @@ import numpy as np
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
 from ..protocols import Completion, Judged, Message
+from . import library
 from .llama_prefix import PrefixCache
 
 
@@ -54,7 +56,13 @@ def machine_turn(lock: Path | None) -> Iterator[None]:
 
 
 class LlamaLLM:
-    """An :class:`~localmem.llm.LLM` backed by a GGUF file."""
+    """An :class:`~localmem.llm.LLM` backed by a GGUF file.
+
+    Safe to share between threads (an MCP server answers on one thread while its background
+    worker extracts on another): a llama.cpp context is not, so one call at a time holds it,
+    and the model loads once. Counting tokens reads only the vocabulary and needs no turn, so
+    a search never waits behind a long extraction call.
+    """
 
     def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
                  n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
@@ -74,11 +82,18 @@ class LlamaLLM:
         self._grammars: dict[str, Any] = {}
         self._prefixes = PrefixCache()
         self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
+        self._turn = threading.RLock()  # one call at a time in this process (machine_turn: across them)
 
     def _model(self) -> Any:
+        if self._llama is not None:
+            return self._llama
+        with self._turn:
+            return self._load()
+
+    def _load(self) -> Any:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
@@ -99,7 +114,7 @@ class LlamaLLM:
 
         llama = self._model()
         started = time.perf_counter()
-        with machine_turn(self.lock):
+        with self._turn, machine_turn(self.lock):
             tokens = self._prefill(messages)
             done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text,
                                        schema if self.jump_forward else None)
@@ -115,11 +130,39 @@ class LlamaLLM:
 
         llama = self._model()
         prompt, templated = self._chat_prompt(list(messages))
-        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=not templated, special=True)
+        tokens = self._tokenize_chat(prompt, messages, templated)
         if len(tokens) >= llama.n_ctx():
             raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
         self.prefilled += self._prefixes.prefill(llama, tokens, static_length(llama, prompt, tokens, system))
+        return tokens
+
+    def _tokenize_chat(self, prompt: str, messages: Sequence[Message], templated: bool) -> list[int]:
+        """The tokens of ``prompt``, the chat template filled with ``messages``: special tokens
+        (``<|im_start|>``, ``<|im_end|>``...) are read in the template's own text only. Each
+        message's content is tokenized as plain text, so a stored message that spells
+        ``<|im_end|><|im_start|>assistant`` stays text and cannot close its turn or open one.
+
+        For prompts without such text the tokens are those of the whole string (the template
+        puts a special token or a line break at every boundary; a test compares both)."""
+        llama = self._model()
+        pieces: list[tuple[str, bool]] = []  # (text, whether special tokens are read in it)
+        at = 0
+        for message in messages:
+            content = message["content"]
+            found = prompt.find(content, at) if content else -1
+            if found < 0 and content.strip():  # a template that trims the content
+                content = content.strip()
+                found = prompt.find(content, at)
+            if found >= 0:
+                pieces += [(prompt[at:found], True), (content, False)]
+                at = found + len(content)
+        pieces.append((prompt[at:], True))
+        tokens: list[int] = []
+        for text, special in pieces:
+            if text:
+                tokens += llama.tokenize(text.encode("utf-8"), add_bos=not templated and not tokens,
+                                         special=special)
         return tokens
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
@@ -137,6 +180,10 @@ class LlamaLLM:
         ``gen_tokens`` greedy tokens after that prompt (end-of-text banned so the count is exact),
         timed as the whole call minus the measured prefill.
         """
+        with self._turn:
+            return self._measure_speed(prompt_tokens, gen_tokens, repeats)
+
+    def _measure_speed(self, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
         llama = self._model()
         text = ("Caroline told Melanie about the support group she went to on Friday, and Melanie "
                 "talked about painting a sunrise with her kids at the lake last summer. ") * 64
@@ -170,6 +217,10 @@ class LlamaLLM:
 
         Each prompt is prefilled only past the prefix it shares with the previous one.
         """
+        with self._turn:
+            return self._judge(prompts)
+
+    def _judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
         llama = self._model()
         yes, no = self._answer_tokens()
         out = Judged(p_yes=[])
@@ -221,7 +272,7 @@ class LlamaTokenCounter:
     def count_tokens(self, text: str) -> int:
         if self._llama is None:
             try:
-                import llama_cpp
+                llama_cpp = library("llama_cpp")
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             with _quiet_stderr():  # llama.cpp warns about the context size of a vocab-only load

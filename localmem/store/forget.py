@@ -1,0 +1,169 @@
+"""Forgetting: choose exactly what goes, with what rests only on it, and name its deletion.
+
+What can be named: one or more memories by id (``m:ID``, ``u:ID``), a conversation, the
+messages said before a date, the messages and units whose text contains some text, a source,
+or a whole namespace (ids, conversations and sources of the namespace worked in). Then:
+
+- a derived unit resting only on deleted messages goes with them, and so do the units
+  derived from it (an episode's gists, facts and knowledge) unless they also rest on a message
+  that stays; a unit that also rests on other messages stays with those as its sources (it is
+  reported as kept: model-written text such as an episode's narrative may still repeat what
+  was said, and ``forget u:ID`` or ``--match`` removes it);
+- a unit named itself goes with everything derived from it; its messages stay (a later build
+  groups them into an episode again);
+- entities nothing mentions any more go; a finished source left empty goes; with ``match``,
+  logged model replies that hold the text lose it.
+
+This module only works out the ids and names the deletion (``forget_delete`` or
+``forget_namespace``); :func:`purge.purge` runs it and does the rest, the same for every kind:
+the message after a deleted one is indexed again, logged replies of episodes that read a
+deleted message lose their text, summaries written from forgotten memory go, and none of it
+stays in the file's bytes or its WAL. A dry run reports the same without deleting anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import apsw
+
+from ..errors import LocalmemError, NotFoundError
+from . import purge
+from .queries import q
+from .refs import ref
+
+
+@dataclass
+class Plan:
+    """What a forget deletes (ids), and what it touches but keeps."""
+
+    messages: list[int] = field(default_factory=list)
+    units: list[int] = field(default_factory=list)
+    entities: list[int] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)
+    kept_units: list[int] = field(default_factory=list)  # rested on deleted messages too, kept
+
+    def report(self, dry_run: bool) -> dict[str, Any]:
+        """What went, or would go (see :meth:`Memory.forget <localmem.Memory.forget>`); ``file``
+        is filled in once the deletion has run."""
+        return {
+            "messages": [ref("m", i) for i in self.messages],
+            "units": [ref("u", i) for i in self.units],
+            "sources": self.sources,
+            "entities": [f"e:{i}" for i in self.entities],
+            "kept_units": [ref("u", i) for i in self.kept_units],
+            "counts": {"sources": len(self.sources), "messages": len(self.messages),
+                       "units": len(self.units), "entities": len(self.entities)},
+            "dry_run": dry_run,
+            "file": None,
+        }
+
+    @property
+    def empty(self) -> bool:
+        return not (self.messages or self.units or self.sources or self.entities)
+
+
+def forget(conn: apsw.Connection, path: Path, ns: str, *, namespace: str | None = None,
+           source_id: int | None = None, messages: Sequence[int] | None = None,
+           units: Sequence[int] | None = None, conversation: str | None = None, before: str | None = None,
+           match: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+    """Delete one target (exactly one given; ``messages``/``units`` together are one target,
+    the ids named) in namespace ``ns``, or the whole ``namespace``, from the store at ``path``;
+    what went (or would go), and what scrubbing the file did."""
+    folded = None
+    if namespace is not None:
+        plan = _namespace_plan(conn, namespace)
+    elif source_id is not None:
+        if conn.execute(q("source_get"), {"id": source_id, "ns": ns}).fetchone() is None:
+            raise NotFoundError(f"no source {source_id} in namespace '{ns}'",
+                                "see 'localmem stats --sources' (sources belong to one namespace: pass --namespace)")
+        plan = _plan(conn, _column(conn, "forget_messages_of_source", id=source_id), [])
+        plan.sources = sorted(set(plan.sources) | {source_id})
+    elif messages is not None or units is not None:
+        plan = _plan(conn, _named(conn, ns, "m", messages or []), _named(conn, ns, "u", units or []))
+    elif conversation is not None:
+        found = _column(conn, "forget_messages_of_conversation", ns=ns, conversation=conversation)
+        if not found:
+            raise NotFoundError(f"no conversation '{conversation}' in namespace '{ns}'",
+                                "see 'localmem stats' and the conversation names search prints")
+        plan = _plan(conn, found, [])
+    elif before is not None:
+        plan = _plan(conn, _column(conn, "forget_messages_before", ns=ns, before=before), [])
+    elif match is not None:
+        folded = match.casefold()
+        plan = _plan(conn, _column(conn, "forget_messages_matching", ns=ns, folded=folded),
+                     _column(conn, "forget_units_matching", ns=ns, folded=folded))
+    else:
+        raise LocalmemError("forget needs exactly one target",
+                            "name ids (m:ID, u:ID), a conversation, --before, --match, --source or --namespace")
+    report = plan.report(dry_run)
+    if dry_run or plan.empty:
+        return report
+    if namespace is not None:
+        query, params = "forget_namespace", {"ns": namespace}
+    else:
+        query, params = "forget_delete", {
+            "ns": ns, "folded": folded, "units": json.dumps(plan.units), "messages": json.dumps(plan.messages),
+            "entities": json.dumps(plan.entities), "sources": json.dumps(plan.sources)}
+    report["file"] = purge.purge(conn, path, query, params).to_dict()
+    return report
+
+
+def _column(conn: apsw.Connection, name: str, **params: Any) -> list[int]:
+    return [row[0] for row in conn.execute(q(name), params)]
+
+
+def _named(conn: apsw.Connection, ns: str, kind: str, ids: Sequence[int]) -> list[int]:
+    """``ids`` of ``kind``, each of which must be in ``ns``."""
+    if not ids:
+        return []
+    query = "forget_messages_by_ids" if kind == "m" else "forget_units_by_ids"
+    found = set(_column(conn, query, ns=ns, ids=json.dumps(list(ids))))
+    missing = [ref(kind, i) for i in ids if i not in found]
+    if missing:
+        what = "message" if kind == "m" else "unit"
+        raise NotFoundError(f"no {what} {', '.join(missing)} in namespace '{ns}'",
+                            "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)")
+    return sorted(found)
+
+
+def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[int]) -> Plan:
+    """Everything that goes with ``messages`` and ``named_units`` (see the module docstring)."""
+    m_json = json.dumps(list(messages))
+    resting = conn.execute(q("forget_units_resting_on"), {"messages": m_json}).fetchall()
+    explicit = set(named_units)
+    gone = explicit | {unit for unit, only in resting if only}
+    kept = {unit for unit, only in resting if not only}
+    frontier = set(gone)
+    while frontier:  # what was derived from a unit that goes (an episode's units), level by level
+        rows = conn.execute(q("forget_children"), {"units": json.dumps(sorted(frontier)),
+                                                   "messages": m_json}).fetchall()
+        frontier = set()
+        for unit, parent, elsewhere in rows:
+            if unit in gone:
+                continue
+            if parent in explicit or not elsewhere:
+                gone.add(unit)
+                frontier.add(unit)
+                if parent in explicit:
+                    explicit.add(unit)
+            else:
+                kept.add(unit)  # rests on a message that stays: kept, without its parent
+    u_json = json.dumps(sorted(gone))
+    mentioned = _column(conn, "forget_entities_of", units=u_json)
+    orphans = _column(conn, "forget_orphan_entities", entities=json.dumps(mentioned), units=u_json)
+    return Plan(messages=sorted(messages), units=sorted(gone), entities=orphans,
+                sources=_column(conn, "forget_emptied_sources", messages=m_json), kept_units=sorted(kept - gone))
+
+
+def _namespace_plan(conn: apsw.Connection, namespace: str) -> Plan:
+    plan = Plan()
+    lists = {"s": plan.sources, "m": plan.messages, "u": plan.units, "e": plan.entities}
+    for kind, number in conn.execute(q("forget_namespace_ids"), {"ns": namespace}):
+        lists[kind].append(number)
+    if plan.empty:
+        raise NotFoundError(f"namespace '{namespace}' is empty or does not exist", "see 'localmem namespaces'")
+    return plan
