@@ -34,17 +34,7 @@ from localmem.errors import (
 from localmem.store import db
 
 from .fakes import HashEmbedder
-from .helpers import (
-    REPO,
-    assert_one_line_error,
-    default_embedder_installed,
-    open_memory,
-    raw_connection,
-    runner,
-    snapshot,
-    store_key,
-    write_jsonl,
-)
+from .helpers import (REPO, assert_one_line_error, default_embedder_installed, open_memory, raw_connection, runner, snapshot, store_key, write_jsonl)
 
 GOOD_ROWS = [
     {"speaker": "Ana", "text": "I adopted a puppy named Biscuit.", "time": "2024-01-02 10:00"},
@@ -199,7 +189,7 @@ def test_api_locked_store(seeded, tmp_path):
 def test_api_locked_while_opening(tmp_path):
     """Another process holds a rollback-journal write lock on a store-to-be: opening fails fast."""
     path = tmp_path / "new.db"
-    other = apsw.Connection(str(path))
+    other = raw_connection(path)
     other.execute("BEGIN EXCLUSIVE; create table meta(key, value)")
     try:
         started = time.monotonic()
@@ -245,7 +235,7 @@ def test_api_not_sqlite(tmp_path, content):
 @pytest.mark.plain_stores
 def test_api_someone_elses_sqlite_file(tmp_path):
     path = tmp_path / "app.db"
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     conn.execute("create table customers(id, name); insert into customers values (1, 'x')")
     conn.close()
     before = path.read_bytes()
@@ -337,7 +327,7 @@ def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     path = tmp_path / "store.db"
     shutil.copy(real_store, path)
     if store_kind == "encrypted":  # the seed is plain: encrypt this copy (localmem encrypt's code)
-        with Memory(path, embedder=HashEmbedder()) as mem:
+        with open_memory(path, embedder=HashEmbedder()) as mem:
             mem.encrypt(store_key())
     return path, snapshot(path)
 

@@ -25,18 +25,7 @@ from localmem.store.queries import q, query_names, sql_dir
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
-from .helpers import (
-    REPO,
-    SAMPLE_CHAT,
-    count,
-    open_memory,
-    read_count,
-    runner,
-    sigkill_when,
-    snapshot,
-    table_counts,
-    write_jsonl,
-)
+from .helpers import (REPO, SAMPLE_CHAT, count, open_memory, read_count, runner, sigkill_when, snapshot, table_counts, write_jsonl)
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -768,7 +757,7 @@ def test_forget_source(mem, tmp_path):
 
 def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
     """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
-    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+    with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         other.add("Zoe", "mine, in another namespace")
         theirs = other.sources()[0]["id"]
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
