@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -31,7 +32,7 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import InvalidTextError, LocalmemError
+from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
@@ -1020,6 +1021,60 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
                    f"checksum {r['checksum']}\n    {r['path'] or r['install']}")
 
 
+def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
+    """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
+    with --allow-remote."""
+    import ipaddress
+
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    try:
+        port = int(port_text)
+        if not 1 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"--http {value}: expected HOST:PORT with a port from 1 to 65535, "
+                          "such as 127.0.0.1:8765") from None
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False  # a host name other than localhost may resolve to any address
+    if not loopback and not allow_remote:
+        raise ConfigError(f"--http {value}: {host} is not a loopback address, and the server has no "
+                          "authentication (whoever reaches it can read and delete this memory); use "
+                          f"127.0.0.1:{port}, or add --allow-remote if you mean it")
+    return host, port
+
+
+@cli.command(name="mcp")
+@click.option("--http", "http_address", metavar="HOST:PORT",
+              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a loopback address "
+                   "such as 127.0.0.1:8765, unless --allow-remote).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow --http on an address other machines can reach (there is no authentication).")
+@click.option("--extract", type=click.Choice(EXTRACT_MODES),
+              help="'llm': episodes closed by remember are extracted with the local LLM in the background "
+                   f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
+@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.pass_context
+def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None,
+                log_file: Path | None) -> None:
+    """Serve this store and namespace to MCP assistants (Claude Desktop, Cursor, VS Code, Claude
+    Code...): tools remember, search, ask, profile, recent, forget, stats. Stdio by default."""
+    state: _State = ctx.obj
+    address = _listen_address(http_address, allow_remote) if http_address else None
+    try:
+        from . import mcp_server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"):
+            raise MissingDependencyError("mcp", "mcp") from exc
+        raise
+    if extract:
+        state.config = replace(state.config, extract=extract)
+    mcp_server.serve(state.memory("write"), http=address, log_file=log_file,
+                     debug=bool(ctx.find_root().params.get("debug")))
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks on synthetic data; they print measured numbers."""
@@ -1066,6 +1121,21 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 
     rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
+
+
+@bench.command(name="mcp")
+@click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench store lives.")
+@json_option
+@click.pass_obj
+def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
+    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
+    (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
+    from .benchmarks import bench_mcp as mod
+
+    if runs < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--runs")
+    _emit_rows(mod.bench_mcp_startup(runs, workdir, state.config), as_json, mod.MCP_COLUMNS)
 
 
 @bench.command(name="llm")

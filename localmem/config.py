@@ -46,6 +46,18 @@ DEFAULT_SEARCH_MAX_TOKENS = 2048  # search: whole hits kept in rank order while 
 DEFAULT_AGENT_STEPS = 4  # agentic ask: at most this many tool calls
 MAX_AGENT_STEPS = 10
 DEFAULT_LIST_LIMIT = 1000  # episodes, facts, entities: rows listed
+DEFAULT_RECENT = 20  # Memory.recent and the MCP tool: the latest messages returned
+
+# -- `localmem mcp` (localmem.mcp_server) ----------------------------------------------------
+MCP_SERVER_NAME = "localmem"
+DEFAULT_MCP_SPEAKER = "user"  # who said a message `remember` stores without a speaker
+MAX_MCP_K = 50  # the most hits `search` returns to a model in one call
+MAX_MCP_RECENT = 200  # the most messages `recent` returns in one call
+# `ask` sends a progress notification at least this often (seconds) while the model works, so a
+# client that resets its request timeout on progress does not give up during a first model load.
+MCP_HEARTBEAT_SECONDS = 2.0
+# ...and streams the answer text in progress messages at most this often.
+MCP_TEXT_EVERY_SECONDS = 0.25
 DEFAULT_CHANNEL_BUDGET = 50
 RRF_K = 60
 DEFAULT_EMBED_BATCH = 32
