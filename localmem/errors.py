@@ -78,8 +78,8 @@ class InvalidTextError(LocalmemError):
         at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
         super().__init__(
             f"{what} is not valid Unicode text (a lone surrogate, U+{ord(text[at]):04X}, at character "
-            f"{at + 1}: half of an emoji, or bytes that are not UTF-8); fix the text and try again. "
-            "Nothing was stored.")
+            f"{at + 1}: half of an emoji, or bytes that are not UTF-8); nothing was stored",
+            "fix the text and try again")
 
 
 class UnknownFormatError(InputError):
