@@ -187,7 +187,7 @@ def test_stats_and_namespaces_json(hashed, db):
 
 
 def test_empty_store_outputs(hashed, db):
-    Memory(db).close()  # a store with nothing in it yet
+    open_memory(db).close()  # a store with nothing in it yet
     assert run_json(db, "namespaces") == []
     assert run(db, "namespaces").stdout.strip() == "the store is empty"
     assert run_json(db, "stats")["messages"] == 0  # its default namespace: nothing stored yet
@@ -232,7 +232,7 @@ def test_doctor(hashed, db, tmp_path):
     missing = run_json(db, "doctor")  # a store that does not exist is reported, not created
     assert missing["db"]["exists"] is False and not db.exists()
     assert missing["llm"]["status"].startswith(("ok", "missing")) and missing["llm"]["extract"] == "none"
-    Memory(db).close()
+    open_memory(db).close()
     report = run_json(db, "doctor")
     assert report["fts5"] is True
     assert report["sqlite"].count(".") == 2 and report["sqlite_vec"].startswith("v")
