@@ -157,7 +157,10 @@ def test_every_error_class_says_what_to_do():
         errors.NotFoundError("no message m:9 in namespace 'me'"), errors.StoreNotFoundError("typo.db"),
         errors.UnknownNamespaceError("x", ["a"], "m.db"), errors.ConfigError("setting k must be an integer"),
             errors.ModelServerError("the model server at http://127.0.0.1:8080/v1 did not answer; is it running?"),
-            errors.DiskFullError("m.db"), errors.InvalidTextError("the message text", "a\ud83d"),
+            errors.DiskFullError("m.db"), errors.StoreKeyError("a key problem"),
+            errors.WrongKeyError("m.db", "LOCALMEM_TEST_KEY"), errors.KeyRequiredError("m.db"),
+            errors.NotEncryptedError("m.db", "--key-env K"), errors.StoreInUseError("m.db"),
+            errors.CipherBuildMissingError("encrypt"), errors.InvalidTextError("the message text", "a\ud83d"),
     ]
     classes, stack = set(), [errors.LocalmemError]
     while stack:

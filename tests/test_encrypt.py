@@ -238,7 +238,7 @@ def test_the_passphrase_is_written_nowhere(tmp_path, use_models):
 CASES = {
     # name: (store kind, key variable given, exit code, what the message says)
     "wrong key": ("encrypted", "WRONG", WrongKeyError.exit_code, "does not open it"),
-    "missing key": ("encrypted", None, KeyRequiredError.exit_code, "is encrypted; name the environment variable"),
+    "missing key": ("encrypted", None, KeyRequiredError.exit_code, "name the environment variable"),
     "key for a plain store": ("plain", "K", NotEncryptedError.exit_code, "is not encrypted, yet a key was given"),
     "unset variable": ("encrypted", "UNSET", ConfigError.exit_code, "UNSET is not set"),
     "passphrase given as the variable": ("encrypted", "my pass phrase", ConfigError.exit_code,
