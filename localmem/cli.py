@@ -187,7 +187,7 @@ class _State:
             from .memory import Memory
 
             config = replace(self.config, db_path=Path(":memory:")) if access == "none" else self.config
-            if keyless:
+            if keyless or access == "none":  # an in-memory store has no key
                 config = replace(config, key_env=None)
             self._memory = Memory(config=config, create=access == "write" or access == "none")
             if access == "read":

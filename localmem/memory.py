@@ -328,7 +328,7 @@ class Memory:
         if self.config.extract != "llm":
             raise LocalmemError("background extraction needs extract = llm (--extract llm)")
         if self._worker is None:
-            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models))
+            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models, key=self._key))
 
     def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""

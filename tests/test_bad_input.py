@@ -233,6 +233,7 @@ def test_api_not_sqlite(tmp_path, content):
 
 
 @pytest.mark.plain_stores
+@pytest.mark.plain_only
 def test_api_someone_elses_sqlite_file(tmp_path):
     path = tmp_path / "app.db"
     conn = raw_connection(path)
@@ -327,7 +328,7 @@ def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     path = tmp_path / "store.db"
     shutil.copy(real_store, path)
     if store_kind == "encrypted":  # the seed is plain: encrypt this copy (localmem encrypt's code)
-        with open_memory(path, embedder=HashEmbedder()) as mem:
+        with open_memory(path, embedder=HashEmbedder(), key=None) as mem:  # opened plain
             mem.encrypt(store_key())
     return path, snapshot(path)
 

@@ -13,7 +13,7 @@ import pytest
 from localmem.cli import cli
 
 from .fakes import HashEmbedder
-from .helpers import SAMPLE_CHAT, assert_one_line_error, runner
+from .helpers import SAMPLE_CHAT, assert_one_line_error, raw_connection, runner
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +88,7 @@ def test_errors_with_json_are_json_on_stderr(db, tmp_path):
     unreadable = run("--db", str(db), "ingest", str(bad), "--json")
     assert json.loads(unreadable.stderr)["code"] in ("unknown_format", "bad_input")  # an InputError
     json_error(unreadable, 2, json.loads(unreadable.stderr)["code"])
-    other = apsw.Connection(str(db))
+    other = raw_connection(db)
     other.execute("BEGIN IMMEDIATE")
     try:
         locked = json_error(run("--db", str(db), "add", "Z", "hi", "--json",

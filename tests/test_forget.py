@@ -136,6 +136,7 @@ def _old_store(path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.plain_only
 def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path, use_models):
     path = tmp_path / "old.db"
     _old_store(path)
@@ -154,6 +155,7 @@ def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path
     assert text.exit_code == 0 and text.stdout.startswith("vacuumed: ")
 
 
+@pytest.mark.plain_only
 def test_a_forget_in_an_old_store_writes_the_file_anew(tmp_path):
     """Its free pages were never zeroed: what earlier deletes left there must go too."""
     path = tmp_path / "old.db"

@@ -129,6 +129,7 @@ KINDS = {
 
 @pytest.mark.parametrize("via", ["api", "cli"])
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.plain_only
 def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
     api_args, cli_args, marker = KINDS[kind]
     before = marker_counts(store.path, marker)
@@ -197,6 +198,7 @@ def test_forgetting_a_unit_keeps_its_messages(store):
     assert store.segment_without_llm() == 1
 
 
+@pytest.mark.plain_only
 def test_kept_summaries_are_reported_and_match_removes_them(store):
     """A unit that also rests on other messages stays, and its model-written text may still
     repeat the deleted words: the result names it, and --match finds it."""

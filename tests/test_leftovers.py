@@ -49,6 +49,7 @@ def store(tmp_path):
     return path
 
 
+@pytest.mark.plain_only
 def test_a_copy_left_in_a_page_is_found_and_the_forget_writes_the_file_anew(store):
     _plant(store, b"\x81\x07" + SECRET.encode())  # a stale copy of the secret's cell
     with open_memory(store, namespace="me", embedder=HashEmbedder()) as mem:
@@ -67,6 +68,7 @@ def test_without_a_copy_the_file_is_not_written_anew(store):
     assert b"qzlv5w8r2t4y6u1" not in file_bytes(store)
 
 
+@pytest.mark.plain_only
 def test_what_a_live_row_also_holds_or_was_never_deleted_does_not_count(store):
     gone = "a deleted message whose words are qzgone7h3k9 and nothing else"
     _plant(store, b"kept: a message that stays, then " + gone.encode()[33:43])

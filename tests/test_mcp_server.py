@@ -21,11 +21,16 @@ import pytest
 from localmem import Memory
 
 from .fakes import HashEmbedder
-from .helpers import REPO, open_memory, runner
+from .helpers import REPO, STORE_KEY_VAR, open_memory, runner
 
 mcp = pytest.importorskip("mcp", reason="pip install 'localmem[mcp]' to test the MCP server")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+
+# Plain stores only: their spawned servers and clients get a few chosen variables, not the key
+# settings; the CLI paths they use run on encrypted stores in the rest of the suite.
+pytestmark = pytest.mark.plain_only
+
 
 PLUGIN = Path(__file__).parent / "mcp_plugin"
 TOOLS = {"remember", "search", "ask", "profile", "recent", "forget", "stats"}
@@ -36,9 +41,13 @@ SEARCH_HAS_FILTERS = "since" in Memory.search.__code__.co_varnames
 FORGET_TAKES_IDS = "ids" in Memory.forget.__code__.co_varnames
 
 
+_KEY_VARS = ("LOCALMEM_KEY_ENV", STORE_KEY_VAR)
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The spawned server's environment: this checkout and the test plugin first on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    # A --stores=encrypted run's key settings pass (the server opens the same encrypted stores).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k in _KEY_VARS}
     env.update(PYTHONPATH=os.pathsep.join([str(PLUGIN), str(REPO)]), LOCALMEM_HOME=str(tmp_path / "home"),
                **extra)
     return env
