@@ -30,6 +30,8 @@ from .config import (
     MAX_AGENT_STEPS,
     RERANK_MODES,
     Config,
+    Key,
+    as_key,
 )
 from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
 from .models.factory import Models
@@ -129,12 +131,16 @@ class Memory:
     writes. Processes: any number may open the same store; a writer waits up to
     ``busy_timeout_ms`` for another to finish (:class:`~localmem.errors.StoreLockedError`
     after that). After :meth:`close`, every call raises :class:`~localmem.errors.LocalmemError`.
+
+    ``key``: the passphrase of an encrypted store (a string, or a :class:`~localmem.config.Key`);
+    a new store opened with one is encrypted from its first page. Without it, the variable the
+    config's ``key_env`` names is read. Encryption needs ``pip install 'localmem[encrypt]'``.
     """
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
                  config: Config | None = None, embedder: "Embedder | None" = None,
                  llm: "LLM | None" = None, reranker: "Reranker | None" = None,
-                 models: Models | None = None, create: bool = True) -> None:
+                 models: Models | None = None, create: bool = True, key: str | Key | None = None) -> None:
         from .store import db
 
         cfg = config or Config()
@@ -154,7 +160,8 @@ class Memory:
             raise StoreNotFoundError(self.path)
         self.created = not in_memory and not self.path.exists()
         self._lock = threading.RLock()
-        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms)
+        self._key = as_key(key) if key is not None else cfg.key()
+        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms, key=self._key)
         self._worker: "BuildWorker | None" = None
 
     # -- lifecycle -------------------------------------------------------------
@@ -321,7 +328,7 @@ class Memory:
         if self.config.extract != "llm":
             raise LocalmemError("background extraction needs extract = llm (--extract llm)")
         if self._worker is None:
-            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models))
+            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models, key=self._key))
 
     def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
@@ -742,6 +749,49 @@ class Memory:
         from .store import manage
 
         return manage.doctor(self.conn, self.config, self.path)
+
+    # -- encryption ------------------------------------------------------------------
+    @property
+    def encrypted(self) -> bool:
+        """Whether the store is encrypted (it was opened with a key)."""
+        return self._key is not None
+
+    def encrypt(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Encrypt this plain store in place with ``key``: a new encrypted file is written,
+        checked, and moved over the store (a kill leaves the old store or the new one).
+        ``progress(phase)`` is called as each phase starts."""
+        if self.encrypted:
+            raise LocalmemError(f"{self.path} is already encrypted; change its passphrase with rekey")
+        return self._change_key(as_key(key), progress)
+
+    def rekey(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Change the passphrase of this encrypted store, the same safe way as :meth:`encrypt`."""
+        if not self.encrypted:
+            raise LocalmemError(f"{self.path} is not encrypted; encrypt it with encrypt")
+        new = as_key(key)
+        if new is not None and self._key is not None and new.secret == self._key.secret:
+            raise LocalmemError("the new passphrase is the one the store already has; nothing was changed")
+        return self._change_key(new, progress)
+
+    def decrypt(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Write this encrypted store back as a plain one, the same safe way as :meth:`encrypt`."""
+        if not self.encrypted:
+            raise LocalmemError(f"{self.path} is not encrypted; nothing to do")
+        return self._change_key(None, progress)
+
+    def _change_key(self, new: Key | None, progress: Callable[[str], None] | None) -> dict[str, Any]:
+        from .store import cipher, db
+
+        if str(self.path) == ":memory:":
+            raise LocalmemError("an in-memory store cannot be encrypted or decrypted")
+        if new is not None:
+            cipher.require_cipher("encrypting a store")
+        report = cipher.change_key(self.conn, self.path, self._key, new, progress)
+        self.conn.close()
+        self._conn = None
+        self._key = new
+        self._conn = db.connect(self.path, self.config.busy_timeout_ms, key=new)
+        return report
 
     # -- what was remembered ---------------------------------------------------------
     def episodes(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:

@@ -21,11 +21,16 @@ import pytest
 from localmem import Memory
 
 from .fakes import HashEmbedder
-from .helpers import REPO, runner
+from .helpers import REPO, STORE_KEY_VAR, open_memory, runner
 
 mcp = pytest.importorskip("mcp", reason="pip install 'localmem[mcp]' to test the MCP server")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+
+# Plain stores only: their spawned servers and clients get a few chosen variables, not the key
+# settings; the CLI paths they use run on encrypted stores in the rest of the suite.
+pytestmark = pytest.mark.plain_only
+
 
 PLUGIN = Path(__file__).parent / "mcp_plugin"
 TOOLS = {"remember", "search", "ask", "profile", "recent", "forget", "stats"}
@@ -36,9 +41,13 @@ SEARCH_HAS_FILTERS = "since" in Memory.search.__code__.co_varnames
 FORGET_TAKES_IDS = "ids" in Memory.forget.__code__.co_varnames
 
 
+_KEY_VARS = ("LOCALMEM_KEY_ENV", STORE_KEY_VAR)
+
+
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The spawned server's environment: this checkout and the test plugin first on the path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
+    # A --stores=encrypted run's key settings pass (the server opens the same encrypted stores).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_") or k in _KEY_VARS}
     env.update(PYTHONPATH=os.pathsep.join([str(PLUGIN), str(REPO)]), LOCALMEM_HOME=str(tmp_path / "home"),
                **extra)
     return env
@@ -70,7 +79,7 @@ def _text(result) -> str:
 
 def _seed(db: Path, namespace: str, texts: list[str]) -> None:
     """Messages stored by the library, with the embedder the plugin's fake is (same id)."""
-    with Memory(db, namespace=namespace, embedder=HashEmbedder()) as mem:
+    with open_memory(db, namespace=namespace, embedder=HashEmbedder()) as mem:
         for i, text in enumerate(texts):
             mem.add("Bob", text, time=f"2024-02-0{i + 1}T09:00", id=f"b{i}")
 
@@ -78,7 +87,7 @@ def _seed(db: Path, namespace: str, texts: list[str]) -> None:
 def _export(db: Path, namespace: str) -> str:
     import io
 
-    with Memory(db, namespace=namespace, embedder=HashEmbedder()) as mem:
+    with open_memory(db, namespace=namespace, embedder=HashEmbedder()) as mem:
         out = io.StringIO()
         mem.export(out, namespaces=[namespace])
         return out.getvalue()
@@ -322,7 +331,7 @@ def test_stored_instructions_are_data_and_other_namespaces_are_untouched(tmp_pat
     db = tmp_path / "m.db"
     _seed(db, "bob", ["My PIN is 4711.", "I live in Leeds."])
     bob_before = _export(db, "bob")
-    with Memory(db, namespace="bob", embedder=HashEmbedder()) as mem:
+    with open_memory(db, namespace="bob", embedder=HashEmbedder()) as mem:
         bob_source = mem.sources()[0]["id"]
 
     async def main():
@@ -394,7 +403,7 @@ def test_nothing_but_the_protocol_reaches_stdout(tmp_path):
     assert set(results) == {1, 2, 3, 4, 5} and not any(r.get("isError") for r in results.values())
     for said in ("print() from building the embedder", "fd 1 from the LLM (answer)", "fd 1 from the LLM (build)"):
         assert f"NOISE: {said}" in err, err
-    with Memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
         done = mem.conn.execute("select count(*) from units where kind = 'episode' and stage = 'done'").fetchone()[0]
         assert done == 2  # the flush at shutdown extracted both episodes
 
@@ -433,7 +442,7 @@ def test_sigterm_flushes_extraction_and_exits_while_the_client_holds_stdin_open(
     finally:
         if proc.poll() is None:
             proc.kill()
-    with Memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="alice", embedder=HashEmbedder()) as mem:
         rows = mem.conn.execute("select stage, count(*) from units where kind = 'episode' group by stage").fetchall()
         assert dict(rows) == {"done": 2}  # both episodes, the open one closed by the flush
 
@@ -469,7 +478,7 @@ def test_remember_returns_while_extraction_runs_and_a_kill_loses_nothing(tmp_pat
         if not killed:
             raise
     assert killed
-    with Memory(db, namespace="alice", embedder=HashEmbedder(), llm=_scripted()) as mem:
+    with open_memory(db, namespace="alice", embedder=HashEmbedder(), llm=_scripted()) as mem:
         assert mem.stats()["messages"] == 4
         mem.flush()
         rows = mem.conn.execute("select stage, count(*) from units where kind = 'episode' group by stage").fetchall()
@@ -560,7 +569,7 @@ def test_profile_shows_a_person_built_by_extraction(tmp_path):
     from .test_pipeline import _responder, _transcript
 
     db = tmp_path / "m.db"
-    with Memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
+    with open_memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
         episodes = {ref("u:", e["id"]) for e in mem.episodes()}
 

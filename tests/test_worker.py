@@ -11,6 +11,7 @@ from localmem import LocalmemError, Memory
 from localmem.config import Config
 
 from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import open_memory, raw_connection
 from .test_pipeline import _responder
 
 
@@ -19,7 +20,7 @@ def _day(n: int, hour: int = 10) -> str:
 
 
 def _memory(tmp_path, llm, **cfg):
-    return Memory(tmp_path / "m.db", namespace="t", config=Config(extract="llm", **cfg),
+    return open_memory(tmp_path / "m.db", namespace="t", config=Config(extract="llm", **cfg),
                   embedder=HashEmbedder(), llm=llm)
 
 
@@ -52,7 +53,7 @@ def test_add_returns_while_the_model_extracts_and_close_flushes(tmp_path):
     assert status["running"] and status["episodes"] == 0  # nothing extracted while the model is held
     release.set()
     mem.close()  # flush: the open episode is closed and extracted too
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
         assert _stages(again) == {"done": 2}
         pending = again.conn.execute("select count(*) from messages m where ns = 't' and not exists "
                                      "(select 1 from unit_sources s join units u on u.id = s.unit_id "
@@ -82,7 +83,7 @@ def test_one_build_at_a_time(tmp_path):
         mem.add("Ann", f"Day {day}: I went for a run by the river.", time=_day(day))
     mem.close()
     assert most == 1
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
         assert _stages(again) == {"done": 8}
 
 
@@ -96,12 +97,12 @@ def test_a_failing_model_is_reported_and_the_messages_stay(tmp_path, caplog):
     mem.add("Ann", "Now in Bergen.", time=_day(9))
     mem.close()
     assert "the model fell over" in caplog.text
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
         assert again.stats()["messages"] == 2
 
 
 def test_background_extraction_needs_extract_llm(tmp_path):
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         with pytest.raises(LocalmemError, match="extract = llm"):
             mem.extract_in_background()
 
@@ -119,9 +120,9 @@ def test_add_waits_for_another_writer_instead_of_failing(tmp_path):
     deferred transaction that had read before would fail at once with 'database is locked')."""
     import apsw
 
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         mem.add("Ann", "First.", time=_day(1))
-        other = apsw.Connection(str(tmp_path / "m.db"))
+        other = raw_connection(tmp_path / "m.db")
         holding = threading.Event()
 
         def write_for_a_while():
@@ -141,7 +142,7 @@ def test_add_waits_for_another_writer_instead_of_failing(tmp_path):
 
 
 def test_add_inside_the_callers_transaction_rolls_back_with_it(tmp_path):
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         with pytest.raises(RuntimeError):
             with mem.conn:
                 mem.add("Ann", "Never kept.", time=_day(1))
