@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    CipherBuildMissingError,
     ConfigError,
     EmbedderMismatchError,
     InputError,
@@ -27,6 +28,7 @@ from .errors import (
     NotFoundError,
     SchemaTooNewError,
     StoreCorruptError,
+    StoreKeyError,
     StoreLockedError,
     UnknownFormatError,
 )
@@ -34,24 +36,24 @@ from .errors import (
 if TYPE_CHECKING:
     from .answer.fast import Answer, Citation
     from .build.ingest import IngestReport
-    from .config import Config
+    from .config import Config, Key
     from .memory import AddedMessage, Memory
     from .retrieval.search import Hit, HitSource, SearchParams
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Memory": "memory", "AddedMessage": "memory", "Config": "config",
+    "Memory": "memory", "AddedMessage": "memory", "Config": "config", "Key": "config",
     "Hit": "retrieval.search", "HitSource": "retrieval.search", "SearchParams": "retrieval.search",
     "Answer": "answer.fast", "Citation": "answer.fast", "IngestReport": "build.ingest",
 }
 
 __all__ = [
-    "Memory", "Config", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
+    "Memory", "Config", "Key", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
     "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
     "MissingDependencyError", "ModelNotFoundError", "ModelServerError", "NotALocalmemStoreError",
     "NotFoundError", "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError",
-    "__version__",
+    "StoreKeyError", "CipherBuildMissingError", "__version__",
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -31,7 +32,7 @@ from .config import (
     RERANK_MODES,
     Config,
 )
-from .errors import InvalidTextError, LocalmemError
+from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
 
 DEFAULTS = Config()  # every default the help text names is read from here
@@ -174,17 +175,20 @@ class _State:
         self.config = replace(self.config, namespace=namespace)
         self.namespace_given = True
 
-    def memory(self, access: str = "read") -> Any:
+    def memory(self, access: str = "read", keyless: bool = False) -> Any:
         """The Memory, opened once. ``access``: "read" (the store and the namespace must exist:
         nothing is ever created by reading), "open" (the store must exist), "write" (a new
         store is created, and stderr says so), "none" (an in-memory store: for commands that
-        need only the models)."""
+        need only the models). ``keyless``: opened without a key whatever key_env says (to
+        encrypt a plain store)."""
         if self._memory is None:
             from dataclasses import replace
 
             from .memory import Memory
 
             config = replace(self.config, db_path=Path(":memory:")) if access == "none" else self.config
+            if keyless or access == "none":  # an in-memory store has no key
+                config = replace(config, key_env=None)
             self._memory = Memory(config=config, create=access == "write" or access == "none")
             if access == "read":
                 self._memory.require_namespace()
@@ -271,18 +275,21 @@ workers_option = click.option(
               help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
 @click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
               help="tokenizer.json of the cross-encoder. Env: LOCALMEM_RERANK_TOKENIZER.")
+@click.option("--key-env", metavar="VAR",
+              help="The environment variable holding the passphrase of an encrypted store (the "
+                   "passphrase itself is never an argument). Env: LOCALMEM_KEY_ENV.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
         embed_tokenizer: Path | None, llm_model: str | None, llm_url: str | None, llm_name: str | None,
-        rerank_model: Path | None, rerank_tokenizer: Path | None, quiet: bool, debug: bool) -> None:
+        rerank_model: Path | None, rerank_tokenizer: Path | None, key_env: str | None, quiet: bool, debug: bool) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
     config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
                           "embed_tokenizer": embed_tokenizer, "llm_model": llm_model, "llm_url": llm_url,
                           "llm_name": llm_name, "rerank_model": rerank_model,
-                          "rerank_tokenizer": rerank_tokenizer})
+                          "rerank_tokenizer": rerank_tokenizer, "key_env": key_env})
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
@@ -856,6 +863,68 @@ def doctor(state: _State, as_json: bool) -> None:
             click.echo(f"{key}: {value}")
 
 
+def _new_key(var: str | None, option: str) -> Any:
+    from .config import read_key
+
+    if not var:
+        raise click.UsageError(f"name the environment variable holding the new passphrase with {option} VAR")
+    return read_key(var)
+
+
+def _echo_key_change(report: dict[str, Any], as_json: bool, done: str) -> None:
+    if as_json:
+        _print_json(report)
+    else:
+        click.echo(f"{report['path']}: {done} ({report['rows']} rows in {report['tables']} tables checked; "
+                   f"{report['bytes_before']:,} -> {report['bytes_after']:,} bytes, {report['seconds']:.1f} s)")
+
+
+def _phases(state: _State) -> Callable[[str], None] | None:
+    if state.quiet or not sys.stderr.isatty():
+        return None
+    return lambda phase: click.echo(f"{phase}…", err=True)
+
+
+@cli.command()
+@click.option("--new-key-env", metavar="VAR",
+              help="The environment variable holding the passphrase to encrypt with (default: the one "
+                   "--key-env / LOCALMEM_KEY_ENV names).")
+@json_option
+@click.pass_obj
+def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
+    """Encrypt the store in place: a new encrypted file is written, checked, then moved over it.
+
+    Needs the cipher build (pip install 'localmem[encrypt]') and no other process using the store.
+    """
+    from .errors import KeyRequiredError
+
+    key = _new_key(new_key_env or state.config.key_env, "--new-key-env")
+    try:
+        mem = state.memory("open", keyless=True)
+    except KeyRequiredError:
+        raise LocalmemError(f"{state.config.resolved_db_path()} is already encrypted; change its "
+                            "passphrase with 'localmem rekey --new-key-env VAR'") from None
+    _echo_key_change(mem.encrypt(key, _phases(state)), as_json, "encrypted")
+
+
+@cli.command()
+@click.option("--new-key-env", metavar="VAR", help="The environment variable holding the new passphrase.")
+@json_option
+@click.pass_obj
+def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
+    """Change the passphrase of the encrypted store (opened with --key-env) the same safe way."""
+    key = _new_key(new_key_env, "--new-key-env")
+    _echo_key_change(state.memory("open").rekey(key, _phases(state)), as_json, "passphrase changed")
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def decrypt(state: _State, as_json: bool) -> None:
+    """Write the encrypted store (opened with --key-env) back as a plain file, the same safe way."""
+    _echo_key_change(state.memory("open").decrypt(_phases(state)), as_json, "decrypted")
+
+
 @cli.command()
 @workers_option
 @json_option
@@ -1026,6 +1095,60 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
                    f"checksum {r['checksum']}\n    {r['path'] or r['install']}")
 
 
+def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
+    """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
+    with --allow-remote."""
+    import ipaddress
+
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]") if sep else "127.0.0.1"
+    try:
+        port = int(port_text)
+        if not 1 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"--http {value}: expected HOST:PORT with a port from 1 to 65535, "
+                          "such as 127.0.0.1:8765") from None
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False  # a host name other than localhost may resolve to any address
+    if not loopback and not allow_remote:
+        raise ConfigError(f"--http {value}: {host} is not a loopback address, and the server has no "
+                          "authentication (whoever reaches it can read and delete this memory); use "
+                          f"127.0.0.1:{port}, or add --allow-remote if you mean it")
+    return host, port
+
+
+@cli.command(name="mcp")
+@click.option("--http", "http_address", metavar="HOST:PORT",
+              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a loopback address "
+                   "such as 127.0.0.1:8765, unless --allow-remote).")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow --http on an address other machines can reach (there is no authentication).")
+@click.option("--extract", type=click.Choice(EXTRACT_MODES),
+              help="'llm': episodes closed by remember are extracted with the local LLM in the background "
+                   f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
+@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.pass_context
+def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None,
+                log_file: Path | None) -> None:
+    """Serve this store and namespace to MCP assistants (Claude Desktop, Cursor, VS Code, Claude
+    Code...): tools remember, search, ask, profile, recent, forget, stats. Stdio by default."""
+    state: _State = ctx.obj
+    address = _listen_address(http_address, allow_remote) if http_address else None
+    try:
+        from . import mcp_server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"):
+            raise MissingDependencyError("mcp", "mcp") from exc
+        raise
+    if extract:
+        state.config = replace(state.config, extract=extract)
+    mcp_server.serve(state.memory("write"), http=address, log_file=log_file,
+                     debug=bool(ctx.find_root().params.get("debug")))
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks on synthetic data; they print measured numbers."""
@@ -1034,13 +1157,15 @@ def bench() -> None:
 @bench.command(name="ingest")
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live (kept for 'bench search').")
+@click.option("--compare-encrypted", is_flag=True,
+              help="Measure each size on a plain store and on an encrypted twin (needs localmem[encrypt]).")
 @json_option
 @click.pass_obj
-def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool) -> None:
+def bench_ingest(state: _State, sizes: str, workdir: Path | None, compare_encrypted: bool, as_json: bool) -> None:
     """Ingest speed: messages/s with and without embedding."""
     from .benchmarks import bench as bench_mod
 
-    rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config)
+    rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config, compare_encrypted=compare_encrypted)
     _emit_rows(rows, as_json, bench_mod.INGEST_COLUMNS)
 
 
@@ -1049,14 +1174,17 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, as_json: bool)
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Hits per query.")
+@click.option("--compare-encrypted", is_flag=True,
+              help="Search a plain store and its encrypted twin, taking turns query by query.")
 @json_option
 @click.pass_obj
 def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,
-                 as_json: bool) -> None:
+                 compare_encrypted: bool, as_json: bool) -> None:
     """Search latency p50/p95 (query embedding included) per store size."""
     from .benchmarks import bench as bench_mod
 
-    rows = bench_mod.bench_search(_sizes(sizes), workdir, state.config, n_queries=n_queries, k=k)
+    rows = bench_mod.bench_search(_sizes(sizes), workdir, state.config, n_queries=n_queries, k=k,
+                                  compare_encrypted=compare_encrypted)
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
 
 
@@ -1072,6 +1200,21 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 
     rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
+
+
+@bench.command(name="mcp")
+@click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench store lives.")
+@json_option
+@click.pass_obj
+def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
+    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
+    (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
+    from .benchmarks import bench_mcp as mod
+
+    if runs < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--runs")
+    _emit_rows(mod.bench_mcp_startup(runs, workdir, state.config), as_json, mod.MCP_COLUMNS)
 
 
 @bench.command(name="llm")

@@ -10,14 +10,16 @@ default.
 from __future__ import annotations
 
 import os
+import re
 import sys
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
 
 APP_NAME = "localmem"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_NAMESPACE = "default"
 DEFAULT_CONVERSATION = "default"  # of a message added without one
 
@@ -46,6 +48,18 @@ DEFAULT_SEARCH_MAX_TOKENS = 2048  # search: whole hits kept in rank order while 
 DEFAULT_AGENT_STEPS = 4  # agentic ask: at most this many tool calls
 MAX_AGENT_STEPS = 10
 DEFAULT_LIST_LIMIT = 1000  # episodes, facts, entities: rows listed
+DEFAULT_RECENT = 20  # Memory.recent and the MCP tool: the latest messages returned
+
+# -- `localmem mcp` (localmem.mcp_server) ----------------------------------------------------
+MCP_SERVER_NAME = "localmem"
+DEFAULT_MCP_SPEAKER = "user"  # who said a message `remember` stores without a speaker
+MAX_MCP_K = 50  # the most hits `search` returns to a model in one call
+MAX_MCP_RECENT = 200  # the most messages `recent` returns in one call
+# `ask` sends a progress notification at least this often (seconds) while the model works, so a
+# client that resets its request timeout on progress does not give up during a first model load.
+MCP_HEARTBEAT_SECONDS = 2.0
+# ...and streams the answer text in progress messages at most this often.
+MCP_TEXT_EVERY_SECONDS = 0.25
 DEFAULT_CHANNEL_BUDGET = 50
 RRF_K = 60
 DEFAULT_EMBED_BATCH = 32
@@ -213,6 +227,10 @@ class Config:
     timezone: str = DEFAULT_TIMEZONE  # "local", "UTC" or an IANA name
     notes_author: str = DEFAULT_NOTES_AUTHOR
     date_order: str = DEFAULT_DATE_ORDER  # one of DATE_ORDERS
+    # The name of the environment variable holding the store's passphrase (never the passphrase:
+    # a command-line argument shows in the process list, a config file is read by anyone who can
+    # read it). None: the store is not encrypted.
+    key_env: str | None = None
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
@@ -247,6 +265,50 @@ class Config:
     def resolved_db_path(self) -> Path:
         return Path(self.db_path) if self.db_path else default_db_path()
 
+    def key(self, env: Mapping[str, str] | None = None) -> "Key | None":
+        """The passphrase in the environment variable ``key_env`` names (``None`` without one)."""
+        return read_key(self.key_env, env) if self.key_env else None
+
+
+@dataclass(frozen=True)
+class Key:
+    """A store's passphrase and where it came from (``source``, said in errors). Its repr and
+    str never show the passphrase, so a traceback, a log line or a printed object cannot leak it."""
+
+    secret: str = field(repr=False)
+    source: str = "the key given to Memory"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.secret, str) or not self.secret:
+            raise ConfigError(f"{self.source} is empty; a store's passphrase must be a non-empty string")
+
+    def __str__(self) -> str:
+        return f"<passphrase: {self.source}>"
+
+
+def read_key(var: str, env: Mapping[str, str] | None = None) -> Key:
+    """The passphrase in the environment variable ``var``; a :class:`ConfigError` (naming the
+    variable, never a value) if it is unset or empty."""
+    _check_var_name(var)
+    value = (os.environ if env is None else env).get(var)
+    if not value:
+        said = "is empty" if value == "" else "is not set"
+        raise ConfigError(f"the key environment variable {var} {said}; export {var} with the store's "
+                          "passphrase (--key-env and LOCALMEM_KEY_ENV name the variable, never the passphrase)")
+    return Key(value, f"the passphrase in ${var}")
+
+
+def _check_var_name(var: str) -> None:
+    # Not echoed: a passphrase given by mistake where the variable's name goes must not be printed.
+    if not isinstance(var, str) or not _ENV_NAME.fullmatch(var):
+        raise ConfigError("key_env must be the name of an environment variable (letters, digits and _), "
+                          "not the passphrase itself")
+
+
+def as_key(key: "str | Key | None") -> Key | None:
+    """A passphrase given to the API (a string or a :class:`Key`) as a :class:`Key`."""
+    return key if key is None or isinstance(key, Key) else Key(key)
+
 
 def _read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
@@ -266,6 +328,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
 def _coerce(name: str, default: Any, value: Any) -> Any:
     if name in ("db_path", "embed_model", "embed_tokenizer", "rerank_model", "rerank_tokenizer"):
         return Path(os.path.expanduser(str(value)))
+    if name == "key_env":
+        _check_var_name(str(value))
+        return str(value)
     if name == "llm_model":
         return os.path.expanduser(str(value))
     if name == "consolidate" and str(value) not in CONSOLIDATE_MODES:

@@ -120,6 +120,18 @@ class StoreLockedError(LocalmemError):
                          "Nothing was changed.")
 
 
+class StoreInUseError(StoreLockedError):
+    """Encrypt, rekey and decrypt need the store to themselves."""
+
+    code = "store_in_use"
+
+    def __init__(self, path: str) -> None:
+        LocalmemError.__init__(
+            self, f"{path} is open in another connection (an MCP server, an ingest, another Memory): "
+            "encrypt, rekey and decrypt need the store to themselves; nothing was changed",
+            "close the other connections and run the command again")
+
+
 class StoreCorruptError(LocalmemError):
     """The store's file is damaged. It was not written to."""
 
@@ -225,3 +237,46 @@ class ConfigError(LocalmemError):
     code = "config"
     default_hint = ("fix that setting where it was given (config file, LOCALMEM_ environment variable or "
                     "option); README lists every setting")
+
+
+class StoreKeyError(LocalmemError):
+    """A passphrase problem: wrong, missing, or given for a store that is not encrypted.
+    Nothing is written before these are raised; the message never holds the passphrase."""
+
+    exit_code = 8
+    code = "store_key"
+    default_hint = "check --key-env (README: Encrypted stores)"
+
+
+class WrongKeyError(StoreKeyError):
+    def __init__(self, path: str, source: str) -> None:
+        super().__init__(
+            f"{path} is encrypted and {source} does not open it; the file was not touched",
+            "give the passphrase it was encrypted with")
+
+
+class KeyRequiredError(StoreKeyError):
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is encrypted; the file was not touched",
+            "name the environment variable that holds its passphrase with --key-env VAR (or "
+            "LOCALMEM_KEY_ENV, or key_env in the config file)")
+
+
+class NotEncryptedError(StoreKeyError):
+    def __init__(self, path: str, source: str) -> None:
+        super().__init__(
+            f"{path} is not encrypted, yet a key was given ({source}); the file was not touched",
+            "open it without one, or encrypt it with 'localmem encrypt'")
+
+
+class CipherBuildMissingError(LocalmemError):
+    """The loaded apsw is the plain build; encryption needs apsw-sqlite3mc."""
+
+    exit_code = 4
+    code = "cipher_missing"
+
+    def __init__(self, why: str, detail: str = "") -> None:
+        super().__init__(
+            f"{why} needs the cipher build of apsw (apsw-sqlite3mc), but Python loads the plain "
+            f"build{detail}", "run: pip install --force-reinstall --no-deps apsw-sqlite3mc")

@@ -24,11 +24,14 @@ from .config import (
     DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
+    DEFAULT_RECENT,
     EXTRACT_MODES,
     FORMATS,
     MAX_AGENT_STEPS,
     RERANK_MODES,
     Config,
+    Key,
+    as_key,
 )
 from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
 from .models.factory import Models
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from .build.consolidate import Report as ConsolidationReport
     from .build.ingest import IngestReport
     from .build.pipeline import BuildReport
+    from .build.worker import BuildWorker
     from .models.protocols import LLM, Embedder, Reranker
     from .retrieval.filters import Filters
     from .retrieval.search import Hit, SearchParams
@@ -115,7 +119,8 @@ class Memory:
     ...     hits = mem.search("Where does Alice live?")
 
     The models are built from the config on first use (:class:`~localmem.models.factory.Models`);
-    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead. ``create=False``
+    ``embedder``, ``llm`` and ``reranker`` give ready-made ones instead, and ``models`` shares
+    another Memory's (the backends are safe to use from several threads). ``create=False``
     refuses a path where there is no store yet (:class:`~localmem.errors.StoreNotFoundError`)
     instead of creating one; ``created`` says whether this one was created.
 
@@ -126,11 +131,16 @@ class Memory:
     writes. Processes: any number may open the same store; a writer waits up to
     ``busy_timeout_ms`` for another to finish (:class:`~localmem.errors.StoreLockedError`
     after that). After :meth:`close`, every call raises :class:`~localmem.errors.LocalmemError`.
+
+    ``key``: the passphrase of an encrypted store (a string, or a :class:`~localmem.config.Key`);
+    a new store opened with one is encrypted from its first page. Without it, the variable the
+    config's ``key_env`` names is read. Encryption needs ``pip install 'localmem[encrypt]'``.
     """
 
     def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
                  config: Config | None = None, embedder: "Embedder | None" = None,
-                 llm: "LLM | None" = None, reranker: "Reranker | None" = None, create: bool = True) -> None:
+                 llm: "LLM | None" = None, reranker: "Reranker | None" = None,
+                 models: Models | None = None, create: bool = True, key: str | Key | None = None) -> None:
         from .store import db
 
         cfg = config or Config()
@@ -144,13 +154,15 @@ class Memory:
         self.config = cfg
         self.path = cfg.resolved_db_path()
         self.namespace = cfg.namespace
-        self.models = Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
+        self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         in_memory = str(self.path) == ":memory:"
         if not create and not in_memory and not self.path.exists():
             raise StoreNotFoundError(self.path)
         self.created = not in_memory and not self.path.exists()
         self._lock = threading.RLock()
-        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms)
+        self._key = as_key(key) if key is not None else cfg.key()
+        self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms, key=self._key)
+        self._worker: "BuildWorker | None" = None
 
     # -- lifecycle -------------------------------------------------------------
     @property
@@ -161,7 +173,11 @@ class Memory:
         return self._conn
 
     def close(self) -> None:
-        """Close the store (a second close does nothing)."""
+        """Close the store (a second close does nothing); with background extraction on, first
+        extract what is left (as :meth:`flush` does), waiting for it."""
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -300,6 +316,20 @@ class Memory:
                                               pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
                                               progress, self.config.verify_facts)
 
+    def extract_in_background(self) -> None:
+        """With ``extract="llm"``: from now on, episodes that :meth:`add` closes are extracted by
+        a background thread instead of inside ``add``, which then returns as soon as the message
+        is stored. The thread runs one build at a time on its own connection to the same file,
+        with this Memory's models; :meth:`close` flushes (closes the open episode and extracts
+        it) and waits. A process killed mid-extraction loses nothing: an episode is stored in
+        one transaction, and the next build (the next ``add``, or ``localmem flush``) redoes it."""
+        from .build.worker import BuildWorker
+
+        if self.config.extract != "llm":
+            raise LocalmemError("background extraction needs extract = llm (--extract llm)")
+        if self._worker is None:
+            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models, key=self._key))
+
     def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
         return self.build(final=True, progress=progress, workers=workers)
@@ -312,7 +342,9 @@ class Memory:
         ``time`` defaults to now (local time). A message whose ``id`` is already
         stored in the conversation is not added again. ``meta``: names to text, numbers,
         true/false or null, stored with the message (search and ask filter on it). Messages
-        added to one conversation share a source of their own (``forget --source``).
+        added to one conversation share a source of their own (``forget --source``). With
+        ``extract="llm"`` an episode this message closes is extracted here, or by the background
+        thread after :meth:`extract_in_background`.
         """
         from .build import formats, ingest
         from .retrieval.filters import check_meta
@@ -343,7 +375,9 @@ class Memory:
         return AddedMessage(message_id, message.external_id, message.conversation, added)
 
     def _after_add(self) -> None:
-        if self.config.extract == "llm":
+        if self.config.extract == "llm" and self._worker is not None:
+            self._worker.wake()  # segments and extracts in its own thread
+        elif self.config.extract == "llm":
             self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
         else:
             self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
@@ -469,7 +503,7 @@ class Memory:
         for query, vec in zip(queries, vectors):
             yield search.search(self.conn, self.namespace, query, vec, params, reranker)
 
-    def recent(self, n: int = 20) -> list["Hit"]:
+    def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
         from .retrieval.search import latest_messages
 
@@ -614,10 +648,14 @@ class Memory:
 
     # -- housekeeping --------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """Counts for this namespace and the store."""
+        """Counts for this namespace and the store; with background extraction on, also what
+        it has done (``background_extraction``: builds, episodes, failures, the last error)."""
         from .store import manage
 
-        return manage.stats(self.conn, self.namespace, self.path)
+        data = manage.stats(self.conn, self.namespace, self.path)
+        if self._worker is not None:
+            data["background_extraction"] = self._worker.status()
+        return data
 
     def namespaces(self) -> list[dict[str, Any]]:
         from .store import manage
@@ -720,6 +758,49 @@ class Memory:
         from .store import manage
 
         return manage.doctor(self.conn, self.config, self.path)
+
+    # -- encryption ------------------------------------------------------------------
+    @property
+    def encrypted(self) -> bool:
+        """Whether the store is encrypted (it was opened with a key)."""
+        return self._key is not None
+
+    def encrypt(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Encrypt this plain store in place with ``key``: a new encrypted file is written,
+        checked, and moved over the store (a kill leaves the old store or the new one).
+        ``progress(phase)`` is called as each phase starts."""
+        if self.encrypted:
+            raise LocalmemError(f"{self.path} is already encrypted; change its passphrase with rekey")
+        return self._change_key(as_key(key), progress)
+
+    def rekey(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Change the passphrase of this encrypted store, the same safe way as :meth:`encrypt`."""
+        if not self.encrypted:
+            raise LocalmemError(f"{self.path} is not encrypted; encrypt it with encrypt")
+        new = as_key(key)
+        if new is not None and self._key is not None and new.secret == self._key.secret:
+            raise LocalmemError("the new passphrase is the one the store already has; nothing was changed")
+        return self._change_key(new, progress)
+
+    def decrypt(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Write this encrypted store back as a plain one, the same safe way as :meth:`encrypt`."""
+        if not self.encrypted:
+            raise LocalmemError(f"{self.path} is not encrypted; nothing to do")
+        return self._change_key(None, progress)
+
+    def _change_key(self, new: Key | None, progress: Callable[[str], None] | None) -> dict[str, Any]:
+        from .store import cipher, db
+
+        if str(self.path) == ":memory:":
+            raise LocalmemError("an in-memory store cannot be encrypted or decrypted")
+        if new is not None:
+            cipher.require_cipher("encrypting a store")
+        report = cipher.change_key(self.conn, self.path, self._key, new, progress)
+        self.conn.close()
+        self._conn = None
+        self._key = new
+        self._conn = db.connect(self.path, self.config.busy_timeout_ms, key=new)
+        return report
 
     # -- what was remembered ---------------------------------------------------------
     def episodes(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:

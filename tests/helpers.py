@@ -6,8 +6,9 @@ import contextlib
 import importlib.metadata
 import io
 import json
+import os
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import apsw
 from click.testing import CliRunner
@@ -17,8 +18,59 @@ from localmem.store import db
 
 from .fakes import HashEmbedder
 
+if TYPE_CHECKING:
+    from localmem.config import Config, Key
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CHAT = REPO / "examples" / "sample-chat.txt"
+# Holds the passphrase when the tests run on encrypted stores (pytest --stores=encrypted): the
+# conftest's store_kind fixture sets it, and LOCALMEM_KEY_ENV to its name, so the CLI, open_memory
+# and the subprocesses a test starts all open the same encrypted stores.
+STORE_KEY_VAR = "LM_TEST_STORE_KEY"
+
+
+def store_key() -> str | None:
+    """The passphrase of this test's stores, or None when they are plain."""
+    return os.environ.get(STORE_KEY_VAR) or None
+
+
+def key_for_tests() -> "Key | None":
+    from localmem.config import Key
+
+    return Key(store_key(), "the test passphrase") if store_key() else None
+
+
+def raw_connection(path: Path | str, **kwargs: Any):
+    """A bare apsw connection to a store (no migrations, no sqlite-vec), keyed when the run is
+    encrypted: what another program holding the file looks like."""
+    import apsw
+
+    from localmem.store import cipher
+
+    conn = apsw.Connection(str(path), **kwargs)
+    if store_key():
+        cipher.apply_key(conn, key_for_tests())
+    return conn
+
+
+def store_connect(path: Path | str, **kwargs: Any):
+    """``db.connect`` (migrated, sqlite-vec loaded), keyed when the run is encrypted."""
+    return db.connect(path, key=key_for_tests(), **kwargs)
+
+
+def store_config(**kwargs: Any) -> "Config":
+    """``Config(**kwargs)``, naming the test passphrase's variable when the run is encrypted (for
+    the code that opens stores from a config: benchmarks, evaluations)."""
+    from localmem.config import Config
+
+    return Config(**kwargs, key_env=STORE_KEY_VAR if store_key() else None)
+
+
+def open_memory(path: Path | str | None = None, namespace: str | None = None, **kwargs: Any) -> Memory:
+    """``Memory(path, namespace, ...)``, with this test's store passphrase when the run is encrypted.
+    Store tests open every store through this (or the ``mem`` fixture), so they run both ways."""
+    kwargs.setdefault("key", store_key())
+    return Memory(path, namespace, **kwargs)
 
 
 def runner() -> CliRunner:
@@ -50,7 +102,7 @@ def old_store(path: Path, version: int) -> apsw.Connection:
 
     from localmem.store.queries import migrations
 
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     db._load_sqlite_vec(conn)
     for number, _name, sql in migrations()[:version]:
         with conn:
@@ -72,12 +124,13 @@ def table_counts(conn) -> dict[str, int]:
     return {t: count(conn, f"select count(*) from {t}") for t in tables}
 
 
-def snapshot(db_path: Path) -> dict[str, Any]:
+def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
     """Everything observable about a store: a full export (with vectors), meta and row counts.
 
-    Opening a store never embeds, so any embedder will do.
+    Opening a store never embeds, so any embedder will do. ``key``: the store's passphrase
+    (default: this test run's, if any).
     """
-    with Memory(db_path, embedder=HashEmbedder()) as mem:
+    with open_memory(db_path, embedder=HashEmbedder(), **({"key": key} if key else {})) as mem:
         buf = io.StringIO()
         mem.export(buf)
         return {"export": buf.getvalue(), "meta": db.all_meta(mem.conn),
@@ -103,7 +156,7 @@ def read_count(db_path: Path, sql: str) -> int:
     import apsw
 
     try:
-        conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        conn = raw_connection(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     except apsw.Error:
         return 0
     try:

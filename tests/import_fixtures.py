@@ -83,7 +83,9 @@ def prepare(into: Path) -> Path:
 def stored(db_path: Path, namespace: str) -> tuple[int, tuple[str, ...], str, str]:
     import apsw
 
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
+    from tests.helpers import raw_connection
+
+    conn = raw_connection(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         count, first, last = conn.execute(
             "SELECT count(*), min(sent_at), max(sent_at) FROM messages WHERE ns = ?", (namespace,)).fetchone()
@@ -96,14 +98,14 @@ def stored(db_path: Path, namespace: str) -> tuple[int, tuple[str, ...], str, st
 
 def measure(workdir: Path, embedder=None) -> list[tuple[str, Expected, tuple, dict]]:
     """Ingest each fixture into its own namespace; ``[(name, expected, stored, report)]``."""
-    from localmem import Memory
     from localmem.config import Config
+    from tests.helpers import open_memory
 
     root = prepare(workdir)
     db_path = workdir / "imports.db"
     rows = []
     for name, exp in EXPECTED.items():
-        with Memory(db_path, namespace=name, config=Config(timezone="UTC"), embedder=embedder) as mem:
+        with open_memory(db_path, namespace=name, config=Config(timezone="UTC"), embedder=embedder) as mem:
             report = mem.ingest(root / exp.input)
         rows.append((name, exp, stored(db_path, name), report.to_dict()))
     return rows

@@ -10,10 +10,11 @@ from localmem.prompts import agent as agent_prompt
 from localmem.store.queries import q
 
 from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import open_memory
 
 
 def _store(tmp_path, llm) -> tuple[Memory, dict[str, int]]:
-    mem = Memory(tmp_path / "a.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    mem = open_memory(tmp_path / "a.db", namespace="t", embedder=HashEmbedder(), llm=llm)
     m1 = mem.add("Caroline", "I went to an adoption agency meeting today.", time="2023-05-08T10:00", id="D1:1").id
     m2 = mem.add("Caroline", "My pottery class starts next week.", time="2023-06-02T10:00", id="D2:1").id
     conn = mem.conn

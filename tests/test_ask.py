@@ -12,7 +12,7 @@ from localmem.cli import cli
 from localmem.errors import LocalmemError
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import runner
+from .helpers import open_memory, runner
 
 CHAT = [
     ("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful.", "2023-05-08T13:56:00", "D1:3"),
@@ -22,7 +22,7 @@ CHAT = [
 
 
 def _memory(tmp_path, llm) -> Memory:
-    mem = Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
     for speaker, text, when, ext in CHAT:
         mem.add(speaker, text, time=when, id=ext)
     return mem
@@ -80,7 +80,7 @@ def test_nothing_found_refuses_without_loading_a_model(tmp_path):
         def count_tokens(self, text):
             return len(text.split())
 
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=NoModel()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=NoModel()) as mem:
         result = mem.ask("Anything at all?")
     assert result.refused and result.evidence == [] and result.calls == 0
 
@@ -142,7 +142,7 @@ def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, use_models):
     fake = HashEmbedder()
     use_models(embedder=fake, llm=llm)
     db = tmp_path / "cli.db"
-    with Memory(db, namespace="default", embedder=fake) as mem:
+    with open_memory(db, namespace="default", embedder=fake) as mem:
         for speaker, text, when, ext in CHAT:
             mem.add(speaker, text, time=when, id=ext)
     result = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?"])

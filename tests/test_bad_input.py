@@ -26,6 +26,7 @@ from localmem.errors import (
     LocalmemError,
     ModelNotFoundError,
     NotALocalmemStoreError,
+    NotEncryptedError,
     SchemaTooNewError,
     StoreLockedError,
     UnknownFormatError,
@@ -33,14 +34,7 @@ from localmem.errors import (
 from localmem.store import db
 
 from .fakes import HashEmbedder
-from .helpers import (
-    REPO,
-    assert_one_line_error,
-    default_embedder_installed,
-    runner,
-    snapshot,
-    write_jsonl,
-)
+from .helpers import (REPO, assert_one_line_error, default_embedder_installed, open_memory, raw_connection, runner, snapshot, store_key, write_jsonl)
 
 GOOD_ROWS = [
     {"speaker": "Ana", "text": "I adopted a puppy named Biscuit.", "time": "2024-01-02 10:00"},
@@ -171,10 +165,10 @@ def _huge_line(tmp_path: Path, kind: str) -> Path:
 def test_api_locked_store(seeded, tmp_path):
     mem, before = seeded
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new words"}])
-    other = apsw.Connection(str(mem.path))
+    other = raw_connection(mem.path)
     other.execute("BEGIN IMMEDIATE")
     try:
-        with Memory(mem.path, namespace="test", config=Config(busy_timeout_ms=100),
+        with open_memory(mem.path, namespace="test", config=Config(busy_timeout_ms=100),
                     embedder=HashEmbedder()) as locked:
             started = time.monotonic()
             with pytest.raises(StoreLockedError, match="busy: another connection .* held its write lock"):
@@ -195,17 +189,17 @@ def test_api_locked_store(seeded, tmp_path):
 def test_api_locked_while_opening(tmp_path):
     """Another process holds a rollback-journal write lock on a store-to-be: opening fails fast."""
     path = tmp_path / "new.db"
-    other = apsw.Connection(str(path))
+    other = raw_connection(path)
     other.execute("BEGIN EXCLUSIVE; create table meta(key, value)")
     try:
         started = time.monotonic()
         with pytest.raises(StoreLockedError):
-            Memory(path, config=Config(busy_timeout_ms=100), embedder=HashEmbedder())
+            open_memory(path, config=Config(busy_timeout_ms=100), embedder=HashEmbedder())
         assert time.monotonic() - started < 5
     finally:
         other.execute("ROLLBACK")
         other.close()
-    with Memory(path, embedder=HashEmbedder()) as mem:  # and works once the lock is gone
+    with open_memory(path, embedder=HashEmbedder()) as mem:  # and works once the lock is gone
         assert mem.stats()["schema_version"] == db.latest_version()
 
 
@@ -213,7 +207,7 @@ def test_api_missing_model(tmp_path):
     cfg = Config(embed_model=tmp_path / "nope" / "model.onnx",
                  embed_tokenizer=tmp_path / "nope" / "tokenizer.json")
     good = write_jsonl(tmp_path / "good.jsonl", GOOD_ROWS)
-    with Memory(tmp_path / "m.db", config=cfg) as mem:
+    with open_memory(tmp_path / "m.db", config=cfg) as mem:
         with pytest.raises(ModelNotFoundError, match="model.onnx") as info:
             mem.ingest(good)
         assert info.value.exit_code == 4
@@ -223,7 +217,7 @@ def test_api_missing_model(tmp_path):
 def test_api_half_configured_model(tmp_path):
     model = tmp_path / "model.onnx"
     model.write_bytes(b"x")
-    with Memory(tmp_path / "m.db", config=Config(embed_model=model)) as mem:
+    with open_memory(tmp_path / "m.db", config=Config(embed_model=model)) as mem:
         with pytest.raises(ModelNotFoundError, match="needs both files"):
             _ = mem.embedder
 
@@ -233,32 +227,36 @@ def test_api_not_sqlite(tmp_path, content):
     path = tmp_path / "store.db"
     path.write_bytes(content)
     with pytest.raises(NotALocalmemStoreError, match="not an SQLite database"):
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     assert path.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("store")) == ["store.db"]
 
 
+@pytest.mark.plain_stores
+@pytest.mark.plain_only
 def test_api_someone_elses_sqlite_file(tmp_path):
     path = tmp_path / "app.db"
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     conn.execute("create table customers(id, name); insert into customers values (1, 'x')")
     conn.close()
     before = path.read_bytes()
-    with pytest.raises(NotALocalmemStoreError, match="customers"):
-        Memory(path, embedder=HashEmbedder())
+    # with a key (an encrypted run), it is refused sooner: a plain file is not what a key opens
+    error, said = (NotEncryptedError, "is not encrypted") if store_key() else (NotALocalmemStoreError, "customers")
+    with pytest.raises(error, match=said):
+        open_memory(path, embedder=HashEmbedder())
     assert path.read_bytes() == before  # not even switched to WAL
 
 
 def test_api_directory_as_db(tmp_path):
     with pytest.raises(NotALocalmemStoreError, match="directory"):
-        Memory(tmp_path, embedder=HashEmbedder())
+        open_memory(tmp_path, embedder=HashEmbedder())
 
 
 def _too_new_store(tmp_path: Path) -> Path:
     path = tmp_path / "future.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("A", "from the future")
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     conn.pragma("journal_mode", "delete")
     conn.pragma("user_version", 999)
     conn.close()
@@ -269,7 +267,7 @@ def test_api_schema_too_new(tmp_path):
     path = _too_new_store(tmp_path)
     before, mtime = path.read_bytes(), path.stat().st_mtime_ns
     with pytest.raises(SchemaTooNewError, match="schema version 999") as info:
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     assert "upgrade localmem" in str(info.value)
     assert path.read_bytes() == before and path.stat().st_mtime_ns == mtime
     assert not Path(f"{path}-wal").exists()
@@ -280,7 +278,7 @@ def test_api_embedder_mismatch(seeded, tmp_path):
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new"}])
     for other in (HashEmbedder(dim=32, model_id="other-model"), HashEmbedder(dim=64, model_id="other"),
                   HashEmbedder(dim=32)):
-        with Memory(mem.path, namespace="test", embedder=other) as wrong:
+        with open_memory(mem.path, namespace="test", embedder=other) as wrong:
             with pytest.raises(EmbedderMismatchError, match="localmem reembed"):
                 wrong.ingest(good)
             with pytest.raises(EmbedderMismatchError, match="localmem reembed"):
@@ -295,7 +293,7 @@ def test_api_duplicate_ids_across_batches_store_nothing(tmp_path):
     rows = [{"id": f"m{i}", "speaker": "A", "text": f"text {i}"} for i in range(10)]
     rows.append({"id": "m0", "speaker": "A", "text": "again"})
     path = write_jsonl(tmp_path / "dups.jsonl", rows)
-    with Memory(tmp_path / "m.db", config=Config(ingest_batch=2), embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", config=Config(ingest_batch=2), embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="items 1 and 11"):
             mem.ingest(path)
         assert mem.stats()["messages"] == 0 and mem.sources() == []
@@ -303,7 +301,7 @@ def test_api_duplicate_ids_across_batches_store_nothing(tmp_path):
 
 def test_api_bad_namespace(tmp_path):
     with pytest.raises(LocalmemError, match="namespace"):
-        Memory(tmp_path / "m.db", namespace="  ", embedder=HashEmbedder())
+        open_memory(tmp_path / "m.db", namespace="  ", embedder=HashEmbedder())
 
 
 # -- the CLI ----------------------------------------------------------------------------------
@@ -326,9 +324,12 @@ def real_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def store(real_store, tmp_path) -> tuple[Path, dict]:
+def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     path = tmp_path / "store.db"
     shutil.copy(real_store, path)
+    if store_kind == "encrypted":  # the seed is plain: encrypt this copy (localmem encrypt's code)
+        with open_memory(path, embedder=HashEmbedder(), key=None) as mem:  # opened plain
+            mem.encrypt(store_key())
     return path, snapshot(path)
 
 
@@ -394,7 +395,7 @@ def test_cli_50mb_single_line(store, tmp_path, kind):
 def test_cli_locked_store(store, tmp_path):
     db, before = store
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new words"}])
-    other = apsw.Connection(str(db))
+    other = raw_connection(db)
     other.execute("BEGIN IMMEDIATE")
     env = {"LOCALMEM_BUSY_TIMEOUT_MS": "100"}
     try:
@@ -446,7 +447,7 @@ def test_cli_embedder_mismatch(tmp_path):
     if not default_embedder_installed():
         pytest.skip("default embedder packages not installed")
     path = tmp_path / "hash.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Cy", "I moved to Oslo.")
     before = snapshot(path)
     good = write_jsonl(tmp_path / "new.jsonl", [{"speaker": "Z", "text": "new"}])

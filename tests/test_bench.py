@@ -6,11 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from localmem import Memory
 from localmem.benchmarks import bench
-from localmem.config import Config
 
 from .fakes import HashEmbedder
+from .helpers import open_memory, store_config, store_connect
 
 SIZES = [50, 120]
 
@@ -52,7 +51,7 @@ def test_default_workdir_under_localmem_home(isolated_home: Path) -> None:
 def test_bench_ingest_and_search(tmp_path: Path) -> None:
     embedder = HashEmbedder()
     workdir = tmp_path / "bench"
-    rows = bench.bench_ingest(SIZES, workdir, Config(), embedder=embedder)
+    rows = bench.bench_ingest(SIZES, workdir, store_config(), embedder=embedder)
     assert [r["messages"] for r in rows] == SIZES
     for size, row in zip(SIZES, rows):
         assert set(row) == set(bench.INGEST_COLUMNS)
@@ -62,14 +61,14 @@ def test_bench_ingest_and_search(tmp_path: Path) -> None:
         assert row["db_mb"] > 0
         assert row["peak_rss_mb"] is None or row["peak_rss_mb"] > 0
         path = bench.store_path(workdir, size)
-        with Memory(path, namespace=bench.NAMESPACE, embedder=embedder) as mem:
+        with open_memory(path, namespace=bench.NAMESPACE, embedder=embedder) as mem:
             assert mem.stats()["messages"] == size
 
     # Re-running starts from a fresh store rather than adding to the old one.
-    again = bench.bench_ingest([SIZES[0]], workdir, Config(), embedder=embedder)
+    again = bench.bench_ingest([SIZES[0]], workdir, store_config(), embedder=embedder)
     assert again[0]["stored"] == SIZES[0]
 
-    results = bench.bench_search(SIZES, workdir, Config(), n_queries=5, k=3, embedder=embedder)
+    results = bench.bench_search(SIZES, workdir, store_config(), n_queries=5, k=3, embedder=embedder)
     assert [r["messages"] for r in results] == SIZES
     for row in results:
         assert set(row) == set(bench.SEARCH_COLUMNS)
@@ -82,15 +81,15 @@ def test_bench_ingest_and_search(tmp_path: Path) -> None:
 
 def test_bench_search_builds_a_missing_store(tmp_path: Path) -> None:
     embedder = HashEmbedder()
-    rows = bench.bench_search([30], tmp_path / "w", Config(), n_queries=3, embedder=embedder)
+    rows = bench.bench_search([30], tmp_path / "w", store_config(), n_queries=3, embedder=embedder)
     assert rows[0]["messages"] == 30
     assert bench.store_path(tmp_path / "w", 30).is_file()
 
 
 def test_bench_searches_find_relevant_messages(tmp_path: Path) -> None:
     embedder = HashEmbedder()
-    bench.bench_ingest([300], tmp_path, Config(), embedder=embedder)
-    with Memory(bench.store_path(tmp_path, 300), namespace=bench.NAMESPACE, embedder=embedder) as mem:
+    bench.bench_ingest([300], tmp_path, store_config(), embedder=embedder)
+    with open_memory(bench.store_path(tmp_path, 300), namespace=bench.NAMESPACE, embedder=embedder) as mem:
         hits = mem.search("marathon training", k=5, channels=["bm25"])
     assert hits and any("marathon" in h.text.lower() for h in hits)
 
@@ -101,25 +100,23 @@ def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_pa
         MEMORY_COLUMNS,
         bench_memory_search,
     )
-    from localmem.config import Config
 
     from .fakes import HashEmbedder
 
-    rows = bench_memory_search([600], tmp_path, Config(), n_queries=5, embedder=HashEmbedder())
+    rows = bench_memory_search([600], tmp_path, store_config(), n_queries=5, embedder=HashEmbedder())
     (row,) = rows
     assert set(MEMORY_COLUMNS) <= set(row) and row["units"] == 600 and row["entities"] == 200
     assert row["links"] > 600 and all(row[f"{c}_p50_ms"] > 0 for c in CHANNELS) and row["p50_ms"] > 0
     assert row["episodes"] == 60
-    from localmem.store import db
 
-    conn = db.connect(tmp_path / "bench-units-600.db")
+    conn = store_connect(tmp_path / "bench-units-600.db")
     held, cast, counted = conn.execute(
         "select (select count(*) from units where kind = 'gist' and episode_id is not null), "
         "(select count(distinct unit_id) from mentions where role = 'main'), "
         "(select sum(episode_count) from entities)").fetchone()
     conn.close()
     assert held == 300 and cast == 60 and counted >= 60  # every episode holds units and has a speaker
-    again = bench_memory_search([600], tmp_path, Config(), n_queries=5, embedder=HashEmbedder())
+    again = bench_memory_search([600], tmp_path, store_config(), n_queries=5, embedder=HashEmbedder())
     assert again[0]["build_s"] == row["build_s"]  # the store is reused, not rebuilt
 
 

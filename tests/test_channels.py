@@ -10,6 +10,8 @@ import pytest
 from localmem.retrieval import channels
 from localmem.retrieval.query_time import Range
 
+from .helpers import open_memory
+
 
 def _unit(conn, text, when=None, kind="gist"):
     return conn.execute(
@@ -122,12 +124,11 @@ def test_promotion_is_stable_and_adds_nothing():
 
 
 def test_promotion_through_search_keeps_the_candidates(tmp_path):
-    from localmem import Memory
 
     from .fakes import HashEmbedder, ScriptedLLM
     from .test_pipeline import _responder, _transcript
 
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(),
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(),
                 llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
         plain = mem.search("What did Caroline's mother like to eat?", k=30)

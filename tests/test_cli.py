@@ -12,12 +12,11 @@ import click
 import pytest
 
 import localmem
-from localmem import Memory
 from localmem.cli import cli
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
-from .helpers import SAMPLE_CHAT, runner, snapshot, write_jsonl
+from .helpers import SAMPLE_CHAT, open_memory, runner, snapshot, write_jsonl
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -188,7 +187,7 @@ def test_stats_and_namespaces_json(hashed, db):
 
 
 def test_empty_store_outputs(hashed, db):
-    Memory(db).close()  # a store with nothing in it yet
+    open_memory(db).close()  # a store with nothing in it yet
     assert run_json(db, "namespaces") == []
     assert run(db, "namespaces").stdout.strip() == "the store is empty"
     assert run_json(db, "stats")["messages"] == 0  # its default namespace: nothing stored yet
@@ -233,7 +232,7 @@ def test_doctor(hashed, db, tmp_path):
     missing = run_json(db, "doctor")  # a store that does not exist is reported, not created
     assert missing["db"]["exists"] is False and not db.exists()
     assert missing["llm"]["status"].startswith(("ok", "missing")) and missing["llm"]["extract"] == "none"
-    Memory(db).close()
+    open_memory(db).close()
     report = run_json(db, "doctor")
     assert report["fts5"] is True
     assert report["sqlite"].count(".") == 2 and report["sqlite_vec"].startswith("v")
@@ -330,7 +329,7 @@ def test_interrupt_is_reported_with_exit_130(db, use_models):
 
 def test_reembed_cli(hashed, db):
     run(db, "ingest", str(SAMPLE_CHAT))
-    with Memory(db) as mem:
+    with open_memory(db) as mem:
         parts = mem.conn.execute("SELECT count(*) FROM message_parts").fetchone()[0]
     assert parts > 0  # the sample chat has messages of several sentences
     result = run_json(db, "reembed")

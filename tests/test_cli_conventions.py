@@ -13,7 +13,7 @@ import pytest
 from localmem.cli import cli
 
 from .fakes import HashEmbedder
-from .helpers import SAMPLE_CHAT, assert_one_line_error, runner
+from .helpers import SAMPLE_CHAT, assert_one_line_error, raw_connection, runner
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +88,7 @@ def test_errors_with_json_are_json_on_stderr(db, tmp_path):
     unreadable = run("--db", str(db), "ingest", str(bad), "--json")
     assert json.loads(unreadable.stderr)["code"] in ("unknown_format", "bad_input")  # an InputError
     json_error(unreadable, 2, json.loads(unreadable.stderr)["code"])
-    other = apsw.Connection(str(db))
+    other = raw_connection(db)
     other.execute("BEGIN IMMEDIATE")
     try:
         locked = json_error(run("--db", str(db), "add", "Z", "hi", "--json",
@@ -157,7 +157,10 @@ def test_every_error_class_says_what_to_do():
         errors.NotFoundError("no message m:9 in namespace 'me'"), errors.StoreNotFoundError("typo.db"),
         errors.UnknownNamespaceError("x", ["a"], "m.db"), errors.ConfigError("setting k must be an integer"),
             errors.ModelServerError("the model server at http://127.0.0.1:8080/v1 did not answer; is it running?"),
-            errors.DiskFullError("m.db"), errors.InvalidTextError("the message text", "a\ud83d"),
+            errors.DiskFullError("m.db"), errors.StoreKeyError("a key problem"),
+            errors.WrongKeyError("m.db", "LOCALMEM_TEST_KEY"), errors.KeyRequiredError("m.db"),
+            errors.NotEncryptedError("m.db", "--key-env K"), errors.StoreInUseError("m.db"),
+            errors.CipherBuildMissingError("encrypt"), errors.InvalidTextError("the message text", "a\ud83d"),
     ]
     classes, stack = set(), [errors.LocalmemError]
     while stack:

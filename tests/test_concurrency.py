@@ -7,14 +7,13 @@ from __future__ import annotations
 import threading
 import time
 
-import apsw
 import pytest
 
-from localmem import Memory
 from localmem.config import Config
 from localmem.errors import LocalmemError, StoreLockedError
 
 from .fakes import HashEmbedder
+from .helpers import open_memory, raw_connection
 from .trials import concurrent_writes as trial
 
 
@@ -35,12 +34,12 @@ def test_two_processes_creating_the_same_new_store_both_open_it(tmp_path):
 
 def test_a_writer_waits_the_configured_time_then_says_why(tmp_path):
     path = tmp_path / "m.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Ann", "first")
-    other = apsw.Connection(str(path))
+    other = raw_connection(path)
     other.execute("BEGIN IMMEDIATE")  # another writer holds the lock throughout
     try:
-        with Memory(path, embedder=HashEmbedder(), config=Config(busy_timeout_ms=1500)) as mem:
+        with open_memory(path, embedder=HashEmbedder(), config=Config(busy_timeout_ms=1500)) as mem:
             started = time.monotonic()
             with pytest.raises(StoreLockedError) as info:
                 mem.add("Ann", "second")
@@ -58,7 +57,7 @@ def test_a_writer_waits_the_configured_time_then_says_why(tmp_path):
 def test_a_writer_in_the_same_process_is_waited_for(tmp_path):
     """Two Memory objects on one file in one process: the second waits for the first's write."""
     path = tmp_path / "m.db"
-    with Memory(path, embedder=HashEmbedder()) as first, Memory(path, embedder=HashEmbedder()) as second:
+    with open_memory(path, embedder=HashEmbedder()) as first, open_memory(path, embedder=HashEmbedder()) as second:
         first.add("Ann", "hello")
         done = threading.Event()
 
@@ -81,12 +80,12 @@ def test_two_threads_with_a_memory_each_store_every_message(tmp_path):
     """Each thread's writer waits for the other's, sleeping without the GIL, so the other can
     commit (with SQLite's own busy timeout, each waited its full timeout instead)."""
     path = tmp_path / "m.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Ann", "first")
     errors: list[Exception] = []
 
     def run(tag: str) -> None:
-        with Memory(path, embedder=HashEmbedder(), config=Config(busy_timeout_ms=2000)) as mem:
+        with open_memory(path, embedder=HashEmbedder(), config=Config(busy_timeout_ms=2000)) as mem:
             for i in range(60):
                 try:
                     mem.add("Ann", f"{tag} message {i}", id=f"{tag}-{i}")
@@ -100,7 +99,7 @@ def test_two_threads_with_a_memory_each_store_every_message(tmp_path):
     for w in workers:
         w.join()
     assert errors == [] and time.monotonic() - started < 60
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         assert mem.stats()["messages"] == 121
 
 
@@ -110,7 +109,7 @@ def test_one_memory_shared_by_two_threads_runs_their_calls_one_at_a_time(tmp_pat
 
 
 def test_a_generator_holds_the_lock_only_while_it_computes(tmp_path):
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.add("Ann", "apples and pears")
         results = mem.search_many(["apples", "pears"])
         first = next(results)
@@ -125,7 +124,7 @@ def test_a_closed_memory_says_so(tmp_path):
     result = trial.after_close(tmp_path)
     for call, error in result.items():
         assert error.startswith("LocalmemError: this Memory of ") and "is closed" in error, (call, error)
-    mem = Memory(tmp_path / "again.db", embedder=HashEmbedder())
+    mem = open_memory(tmp_path / "again.db", embedder=HashEmbedder())
     mem.close()
     mem.close()  # a second close does nothing
     with pytest.raises(LocalmemError, match="is closed"):

@@ -17,7 +17,7 @@ from localmem.cli import cli
 from localmem.errors import LocalmemError, NotFoundError
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import runner
+from .helpers import open_memory, runner
 from .test_pipeline import _responder as _extract
 
 CHAT = """[2023-01-10 10:00]
@@ -83,7 +83,7 @@ def _model(rules=RULES):
 def _memory(tmp_path, llm, mode="fast") -> Memory:
     path = tmp_path / "chat.txt"
     path.write_text(CHAT, encoding="utf-8")
-    mem = Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
     mem.ingest(path, extract="llm", consolidate=mode)
     return mem
 

@@ -15,13 +15,13 @@ from localmem.cli import cli
 from localmem.errors import InputError, LocalmemError, NotFoundError
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import runner
+from .helpers import open_memory, runner
 
 
 @pytest.fixture
 def mem(tmp_path):
     llm = ScriptedLLM(responder=lambda messages: {"answer": "Munich", "supports": [1], "confidence": 0.9})
-    with Memory(tmp_path / "m.db", namespace="me", embedder=HashEmbedder(), llm=llm) as memory:
+    with open_memory(tmp_path / "m.db", namespace="me", embedder=HashEmbedder(), llm=llm) as memory:
         memory.add("Priya", "I moved to Berlin for the new job at the design studio.", time="2024-03-02T18:05",
                    conversation="chat", id="p1", meta={"app": "phone"})
         memory.add("Sam", "Congratulations! How is the flat?", time="2024-03-02T18:07", conversation="chat")
@@ -92,7 +92,7 @@ def test_what_cannot_be_corrected(mem):
         mem.correct("u:1", "x")
     with pytest.raises(LocalmemError, match="non-empty"):
         mem.correct("m:1", "  ")
-    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+    with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         with pytest.raises(NotFoundError, match="no message m:1 in namespace 'other'"):
             other.correct("m:1", "not yours")
 
@@ -110,7 +110,7 @@ def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, 
                for r in records if r["type"] == "unit_source")
     path = tmp_path / "x.jsonl"
     path.write_text(buf.getvalue())
-    with Memory(tmp_path / "copy.db", namespace="me", embedder=HashEmbedder()) as copy:
+    with open_memory(tmp_path / "copy.db", namespace="me", embedder=HashEmbedder()) as copy:
         copy.restore(path)
         again = io.StringIO()
         copy.export(again)
@@ -152,7 +152,7 @@ def test_older_exports_still_import(mem, tmp_path):
     for version in (2, 1):
         path = tmp_path / f"v{version}.jsonl"
         path.write_text(_as_older_version(buf.getvalue(), version))
-        with Memory(tmp_path / f"copy{version}.db", namespace="me", embedder=HashEmbedder()) as copy:
+        with open_memory(tmp_path / f"copy{version}.db", namespace="me", embedder=HashEmbedder()) as copy:
             if version == 1:
                 with pytest.raises(InputError, match="no trailer line .an export made before localmem wrote one"):
                     copy.restore(path)

@@ -22,6 +22,7 @@ REAL = {
     ("add", "--conversation"): cfg.DEFAULT_CONVERSATION,
     ("ingest", "--extract"): DEFAULTS.extract,
     ("ingest", "--consolidate"): DEFAULTS.consolidate,
+    ("mcp", "--extract"): DEFAULTS.extract,
     ("ingest", "--workers"): DEFAULTS.llm_workers,
     ("flush", "--workers"): DEFAULTS.llm_workers,
     ("search", "--budget"): DEFAULTS.channel_budget,

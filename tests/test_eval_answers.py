@@ -16,10 +16,10 @@ from localmem.benchmarks.answers import (
     render_markdown,
     score,
 )
-from localmem.config import Config
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import store_config
 
 FIXTURE = FIXTURES / "tiny_locomo.json"
 
@@ -48,7 +48,7 @@ def test_a_scripted_run_scores_every_category_and_refusals(tmp_path: Path):
         return {"answer": said, "supports": list(range(1, min(items, 6) + 1)), "confidence": 0.8}
 
     llm = ScriptedLLM(responder=respond)
-    config = Config(db_path=tmp_path / "e.db")
+    config = store_config(db_path=tmp_path / "e.db")
     report = locomo_answers(FIXTURE, config, embedder=HashEmbedder(), llm=llm)
     rows = {r["category"]: r for r in report["rows"]}
     assert report["questions"] == 4 and set(rows) == {"2", "4", "5"}
@@ -75,7 +75,7 @@ def test_unknown_system_is_refused_before_anything_runs(tmp_path: Path):
     from localmem.errors import LocalmemError
 
     with pytest.raises(LocalmemError, match="unknown --system"):
-        locomo_answers(FIXTURE, Config(db_path=tmp_path / "e.db"), system="oracle")
+        locomo_answers(FIXTURE, store_config(db_path=tmp_path / "e.db"), system="oracle")
     assert not (tmp_path / "e.db").exists()
 
 
@@ -103,7 +103,7 @@ def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
 
     def run(system: str, **kw):
         llm = ScriptedLLM(responder=respond)
-        report = locomo_answers(FIXTURE, Config(db_path=tmp_path / f"{system}{kw}.db"), conversations=["tiny-1"],
+        report = locomo_answers(FIXTURE, store_config(db_path=tmp_path / f"{system}{kw}.db"), conversations=["tiny-1"],
                                 embedder=HashEmbedder(), llm=llm, system=system, **kw)
         cat = next(d for d in report["details"] if d["category"] == 5)
         prompt = next(c[-1]["content"] for c in llm.calls if "Ben's cat" in c[-1]["content"])

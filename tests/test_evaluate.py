@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from localmem import Memory
 from localmem.benchmarks.retrieval import (
     eval_db_path,
     locomo_retrieval,
@@ -21,6 +20,7 @@ from localmem.config import Config
 from localmem.errors import InputError, LocalmemError, NotFoundError
 
 from .fakes import HashEmbedder
+from .helpers import open_memory, store_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tiny_locomo.json"
 
@@ -43,7 +43,7 @@ def test_parse_evidence_tolerates_malformed_strings() -> None:
 
 def test_recall_per_category_on_the_fixture(tmp_path: Path, embedder: HashEmbedder) -> None:
     db = tmp_path / "eval.db"
-    report = locomo_retrieval(FIXTURE, Config(db_path=db), [1, 3, 10], embedder=embedder)
+    report = locomo_retrieval(FIXTURE, store_config(db_path=db), [1, 3, 10], embedder=embedder)
 
     assert report["db"] == str(db) and not report["eval_store"]
     assert report["conversations"] == ["tiny-1", "tiny-2"]
@@ -70,7 +70,7 @@ def test_recall_per_category_on_the_fixture(tmp_path: Path, embedder: HashEmbedd
     json.dumps(report)  # JSON-able
 
     # each sample went to its own namespace
-    with Memory(db, namespace="tiny-2", embedder=embedder) as mem:
+    with open_memory(db, namespace="tiny-2", embedder=embedder) as mem:
         assert mem.stats()["messages"] == 2
         assert {n["namespace"]: n["messages"] for n in mem.namespaces()} == {"tiny-1": 5, "tiny-2": 2}
 
@@ -87,7 +87,7 @@ def test_malformed_and_missing_evidence(tmp_path: Path, embedder: HashEmbedder) 
     ]
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps(data))
-    report = locomo_retrieval(path, Config(db_path=tmp_path / "e.db"), [10], embedder=embedder)
+    report = locomo_retrieval(path, store_config(db_path=tmp_path / "e.db"), [10], embedder=embedder)
 
     assert report["skipped_no_evidence"] == 2
     assert report["unknown_evidence_ids"] == 1
@@ -103,7 +103,7 @@ def test_malformed_and_missing_evidence(tmp_path: Path, embedder: HashEmbedder) 
 
 
 def test_conversations_limit_and_channels(tmp_path: Path, embedder: HashEmbedder) -> None:
-    config = Config(db_path=tmp_path / "e.db")
+    config = store_config(db_path=tmp_path / "e.db")
     report = locomo_retrieval(FIXTURE, config, [5], conversations=["tiny-1"], limit=2,
                               channels=["bm25"], embedder=embedder)
     assert report["conversations"] == ["tiny-1"]
@@ -119,7 +119,7 @@ def test_conversations_limit_and_channels(tmp_path: Path, embedder: HashEmbedder
 
 
 def test_rerun_reuses_the_store(tmp_path: Path, embedder: HashEmbedder) -> None:
-    config = Config(db_path=tmp_path / "e.db")
+    config = store_config(db_path=tmp_path / "e.db")
     first = locomo_retrieval(FIXTURE, config, [5], embedder=embedder)
     second = locomo_retrieval(FIXTURE, config, [5], embedder=embedder)
     assert second["ingest"]["added"] == 0 and second["ingest"]["already_loaded"]
@@ -143,18 +143,18 @@ def test_not_a_benchmark_file(tmp_path: Path, embedder: HashEmbedder) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps([{"role": "user", "content": "hi"}]))
     with pytest.raises(InputError, match="not a LoCoMo file"):
-        locomo_retrieval(chat, Config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
+        locomo_retrieval(chat, store_config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
     broken = tmp_path / "broken.json"
     broken.write_text("[{")
     with pytest.raises(InputError, match="invalid JSON"):
-        locomo_retrieval(broken, Config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
+        locomo_retrieval(broken, store_config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
     with pytest.raises(InputError, match="no such file"):
-        locomo_retrieval(tmp_path / "missing.json", Config(db_path=tmp_path / "e.db"), [5],
+        locomo_retrieval(tmp_path / "missing.json", store_config(db_path=tmp_path / "e.db"), [5],
                          embedder=embedder)
 
 
 def test_markdown_and_written_report(tmp_path: Path, embedder: HashEmbedder) -> None:
-    report = locomo_retrieval(FIXTURE, Config(db_path=tmp_path / "e.db"), [1, 10], embedder=embedder)
+    report = locomo_retrieval(FIXTURE, store_config(db_path=tmp_path / "e.db"), [1, 10], embedder=embedder)
     text = render_markdown(report)
     assert "tiny_locomo.json" in text and "tiny-1, tiny-2" in text and "vector, bm25" in text
     assert "| category | n | recall@1 | recall@10 |" in text
@@ -213,7 +213,7 @@ def test_longmemeval_format(tmp_path: Path, embedder: HashEmbedder) -> None:
     path = tmp_path / "longmemeval_tiny.json"
     path.write_text(json.dumps(LONGMEMEVAL))
     db = tmp_path / "lme.db"
-    report = locomo_retrieval(path, Config(db_path=db), [1, 5], embedder=embedder)
+    report = locomo_retrieval(path, store_config(db_path=db), [1, 5], embedder=embedder)
 
     assert report["benchmark"] == "longmemeval"
     assert report["conversations"] == ["q1", "q2"] and report["skipped_abstention"] == 1
@@ -224,14 +224,14 @@ def test_longmemeval_format(tmp_path: Path, embedder: HashEmbedder) -> None:
     assert report["overall"]["n"] == 2 and report["overall"]["name"] == "all"
     assert report["ingest"]["added"] == 7
     # each haystack in its own namespace, with session ids, turn ids and times
-    with Memory(db, namespace="q1", embedder=embedder) as mem:
+    with open_memory(db, namespace="q1", embedder=embedder) as mem:
         hit = mem.search("beagle dog Rex", k=1)[0]
     source = hit.sources[0]
     assert (source.session, source.external_id, source.sent_at) == ("s-a", "s-a:0", "2023-05-20T02:21:00")
     text = render_markdown(report)
     assert "| question type | n | recall@1 | recall@5 |" in text and "| **all** | 2 |" in text
 
-    again = locomo_retrieval(path, Config(db_path=db), [1, 5], embedder=embedder)
+    again = locomo_retrieval(path, store_config(db_path=db), [1, 5], embedder=embedder)
     assert again["ingest"]["added"] == 0 and again["rows"] == report["rows"]
 
 
@@ -241,12 +241,12 @@ def test_longmemeval_bad_dates(tmp_path: Path, embedder: HashEmbedder) -> None:
     path = tmp_path / "lme.json"
     path.write_text(json.dumps([item]))
     with pytest.raises(InputError, match=r"item 1 \(q1\) haystack_dates\[0\]"):
-        locomo_retrieval(path, Config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
+        locomo_retrieval(path, store_config(db_path=tmp_path / "e.db"), [5], embedder=embedder)
 
 
 def test_report_records_promotion_and_rerank_and_refuses_an_unknown_mode(tmp_path: Path,
                                                                        embedder: HashEmbedder) -> None:
-    config = Config(db_path=tmp_path / "e.db")
+    config = store_config(db_path=tmp_path / "e.db")
     report = locomo_retrieval(FIXTURE, config, [5], channels=["vector", "bm25", "entity"], promote=True,
                               rerank="none", embedder=embedder)
     assert (report["promote"], report["rerank"]) == (True, "none") and report["questions"] > 0
@@ -255,11 +255,11 @@ def test_report_records_promotion_and_rerank_and_refuses_an_unknown_mode(tmp_pat
 
 
 def test_raw_turn_hybrid_reads_whole_messages_alone(tmp_path: Path, embedder: HashEmbedder) -> None:
-    config = Config(db_path=tmp_path / "e.db")
+    config = store_config(db_path=tmp_path / "e.db")
     raw = locomo_retrieval(FIXTURE, config, [1, 5], embedder=embedder, raw=True)
     assert raw["channels"] == ["vector", "bm25"] and raw["system"] == "raw-hybrid"
     assert "raw-turn hybrid" in render_markdown(raw)
-    with Memory(config.db_path, embedder=embedder) as mem:
+    with open_memory(config.db_path, embedder=embedder) as mem:
         mem.conn.execute("delete from message_parts")  # what whole-message vectors alone find
     plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
     assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from localmem import Memory
 from localmem.cli import cli
 from localmem.errors import InputError
 
 from .fakes import HashEmbedder
-from .helpers import assert_one_line_error, runner, snapshot
+from .helpers import assert_one_line_error, open_memory, runner, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +25,7 @@ def export(tmp_path_factory) -> list[str]:
     src.write_text("".join(json.dumps({"conversation": f"c{i // 50}", "speaker": "Ann" if i % 2 else "Bob",
                                        "text": f"Message {i} is about the boats we saw. It has a second sentence of words."})
                            + "\n" for i in range(300)), encoding="utf-8")
-    with Memory(root / "source.db", namespace="a", embedder=HashEmbedder()) as mem:
+    with open_memory(root / "source.db", namespace="a", embedder=HashEmbedder()) as mem:
         mem.ingest(src)
         mem.ingest(src, namespace="b")
         out = io.StringIO()
@@ -42,7 +41,7 @@ def _import(tmp_path: Path, lines: list[str], *args: str, db: Path | None = None
 
 
 def _messages(db: Path) -> int:
-    with Memory(db, embedder=HashEmbedder()) as mem:
+    with open_memory(db, embedder=HashEmbedder()) as mem:
         return mem.conn.execute("select count(*) from messages").fetchone()[0]
 
 
@@ -88,7 +87,7 @@ def test_a_renamed_namespace_cannot_merge_into_an_existing_one(export, tmp_path,
     """The header names a new namespace; the records still say 'a', which the store has."""
     use_models(embedder=HashEmbedder())
     db = tmp_path / "existing.db"
-    with Memory(db, namespace="a", embedder=HashEmbedder()) as mem:
+    with open_memory(db, namespace="a", embedder=HashEmbedder()) as mem:
         mem.add("Zoe", "my own message in a")
     before = snapshot(db)
     header = json.loads(export[0])
@@ -107,7 +106,7 @@ def test_vectors_in_a_file_whose_header_says_none_are_refused(export, tmp_path):
     header["vectors"] = False
     path = tmp_path / "novectors.jsonl"
     path.write_text("".join([json.dumps(header) + "\n"] + export[1:]), encoding="utf-8")
-    with Memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="the header says the file has no vectors"):
             mem.restore(path, force=True)
         assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0
@@ -129,7 +128,7 @@ def test_an_old_export_needs_force_and_gets_a_warning(export, tmp_path, use_mode
 def test_a_forced_import_of_a_cut_export_says_what_it_holds(export, tmp_path):
     path = tmp_path / "cut.jsonl"
     path.write_text("".join(export[:len(export) // 2]), encoding="utf-8")
-    with Memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
         counts = mem.restore(path, force=True)
         assert counts["unchecked"] == "its trailer line is missing"
         assert 0 < counts["message"] < 600

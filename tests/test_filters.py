@@ -13,13 +13,13 @@ from localmem.errors import LocalmemError
 from localmem.retrieval import vector_index
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import runner
+from .helpers import open_memory, runner
 
 
 @pytest.fixture
 def mem(tmp_path):
     """Ben talks about the garden 30 times in 'home'; Ana 4 times in 'work', from her phone."""
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(),
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(),
                 llm=ScriptedLLM(responder=lambda m: {"answer": "roses", "supports": [1], "confidence": 0.8})) as m:
         for i in range(30):
             m.add("Ben", f"the garden roses need water, note {i}", time=f"2024-01-{1 + i:02d}T08:00",

@@ -10,13 +10,12 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import Memory
 from localmem.cli import cli
 from localmem.errors import NotALocalmemStoreError, StoreCorruptError
 from localmem.store import db
 
 from .fakes import HashEmbedder
-from .helpers import assert_one_line_error, old_store, runner
+from .helpers import assert_one_line_error, old_store, open_memory, raw_connection, runner
 
 
 def _untouched(path: Path, before: bytes) -> None:
@@ -24,6 +23,7 @@ def _untouched(path: Path, before: bytes) -> None:
     assert not Path(f"{path}-wal").exists() and not Path(f"{path}-shm").exists()
 
 
+@pytest.mark.own_keys  # another application's plain file (with a key: tests/test_encrypt.py)
 @pytest.mark.parametrize("user_version", [0, 1, 3, 8])
 def test_another_applications_database_is_refused_untouched(tmp_path, user_version):
     path = tmp_path / "app.db"
@@ -33,12 +33,13 @@ def test_another_applications_database_is_refused_untouched(tmp_path, user_versi
     conn.close()
     before = path.read_bytes()
     with pytest.raises(NotALocalmemStoreError, match="no localmem meta table; its tables: customers"):
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     _untouched(path, before)
     conn = apsw.Connection(str(path))
     assert conn.pragma("journal_mode") == "delete" and conn.pragma("user_version") == user_version
 
 
+@pytest.mark.own_keys
 def test_a_database_with_another_application_id_is_refused_even_with_our_tables(tmp_path):
     path = tmp_path / "look-alike.db"
     conn = apsw.Connection(str(path))
@@ -47,10 +48,11 @@ def test_a_database_with_another_application_id_is_refused_even_with_our_tables(
     conn.close()
     before = path.read_bytes()
     with pytest.raises(NotALocalmemStoreError, match="application id is 0x4d2"):
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     _untouched(path, before)
 
 
+@pytest.mark.own_keys
 def test_an_empty_database_with_a_user_version_is_refused(tmp_path):
     path = tmp_path / "versioned.db"
     conn = apsw.Connection(str(path))
@@ -58,12 +60,12 @@ def test_an_empty_database_with_a_user_version_is_refused(tmp_path):
     conn.close()
     before = path.read_bytes()
     with pytest.raises(NotALocalmemStoreError):
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     _untouched(path, before)
 
 
 def test_a_new_store_gets_the_application_id(tmp_path):
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         assert mem.conn.pragma("application_id") == db.APPLICATION_ID
         assert mem.conn.pragma("user_version") == db.latest_version()
 
@@ -77,14 +79,14 @@ def test_a_store_made_before_the_application_id_is_recognised_and_given_it(tmp_p
                  "values ('default', 1, 'default', 0, 'a0', 'Ann', 'kept across the upgrade')")
     assert conn.pragma("application_id") == 0
     conn.close()
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         assert mem.conn.pragma("application_id") == db.APPLICATION_ID
         assert mem.conn.pragma("user_version") == db.latest_version()
         assert [h.text for h in mem.search("upgrade", channels=["bm25"])] == ["Ann: kept across the upgrade"]
 
 
 def _store(path: Path, n: int = 1500) -> None:
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         src = path.with_suffix(".txt")
         src.write_text("".join(f"Ann: message {i} about boats and trains\n" for i in range(n)), encoding="utf-8")
         mem.ingest(src)
@@ -99,7 +101,7 @@ def test_a_store_cut_short_is_refused_on_open_and_left_alone(tmp_path, cut):
     path.write_bytes(data[: int(len(data) * cut) if cut < 1 else len(data) - cut])
     before = path.read_bytes()
     with pytest.raises(StoreCorruptError, match="is damaged") as info:
-        Memory(path, embedder=HashEmbedder())
+        open_memory(path, embedder=HashEmbedder())
     assert "Restore it from an export" in str(info.value) and info.value.exit_code == 6
     _untouched(path, before)
 

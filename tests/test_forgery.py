@@ -26,7 +26,7 @@ from localmem.prompts import answer as answer_prompt
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import write_jsonl
+from .helpers import open_memory, write_jsonl
 
 CORPUS = json.loads((FIXTURES / "forgery.json").read_text(encoding="utf-8"))
 CASES = {case["name"]: case for case in CORPUS["cases"]}
@@ -38,7 +38,7 @@ def _store(tmp_path: Path, case: dict, llm, **settings) -> Memory:
     rows = [*CORPUS["conversation"], {"id": "f", "speaker": case["speaker"], "text": case["text"],
                                       "time": case["time"]}]
     config = Config(db_path=tmp_path / "m.db", **settings)
-    mem = Memory(config=config, embedder=HashEmbedder(), llm=llm)
+    mem = open_memory(config=config, embedder=HashEmbedder(), llm=llm)
     mem.ingest(write_jsonl(tmp_path / "chat.jsonl", rows))
     return mem
 

@@ -10,13 +10,12 @@ import apsw
 import numpy as np
 import pytest
 
-from localmem import Memory
 from localmem.cli import cli
 from localmem.store import db
 from localmem.store.purge import file_size
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import runner, write_jsonl
+from .helpers import open_memory, raw_connection, runner, write_jsonl
 from .trials import forget_bytes as trial
 
 
@@ -46,7 +45,7 @@ def test_nothing_of_a_forgotten_namespace_or_source_is_found_or_logged(forgotten
 
 
 def test_a_namespaces_llm_calls_go_with_it_even_those_of_no_episode(tmp_path):
-    with Memory(tmp_path / "m.db", namespace="gone", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="gone", embedder=HashEmbedder()) as mem:
         mem.add("Ann", "hello")
         for ns in ("gone", "kept"):  # a segmentation call is logged without an episode
             mem.conn.execute("insert into llm_calls (ns, stage, prompt_version, model_id, ok, raw, created_at) "
@@ -62,7 +61,7 @@ def _chat(tmp_path: Path, name: str, rows: list[tuple[str, str]], start: int = 0
 
 def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
     first = [("Ann", "plain words"), ("Bob", "the secret word is qzvorpal")]
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(_chat(tmp_path, "a.jsonl", first))
         mem.ingest(_chat(tmp_path, "b.jsonl", first + [("Ann", "then we spoke of tea")]))
         assert [h.text for h in mem.search("qzvorpal", channels=["bm25"])] == \
@@ -76,7 +75,7 @@ def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
 
 def test_a_summary_written_from_forgotten_memory_is_dropped(tmp_path):
     llm = ScriptedLLM(responder=trial.responder)
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder(), llm=llm) as mem:
         mem.ingest(_chat(tmp_path, "a.jsonl", [("Ann", "I adopted a cat named Qzmochi"), ("Bob", "lovely")]),
                    extract="llm")
         mem.ingest(_chat(tmp_path, "b.jsonl", [("Ann", "I run on Sundays"), ("Bob", "nice")], start=10),
@@ -102,9 +101,9 @@ def test_sqlite_vec_zeroes_a_deleted_vector_in_its_chunk():
 
 
 def test_forget_reports_a_wal_another_reader_keeps(tmp_path):
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder(), config=_quick()) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder(), config=_quick()) as mem:
         mem.add("Ann", "one qzpeach message")
-        reader = apsw.Connection(str(mem.path))
+        reader = raw_connection(mem.path)
         reader.execute("BEGIN")
         reader.execute("select count(*) from messages").fetchall()  # holds a snapshot
         try:
@@ -126,10 +125,10 @@ def _quick():
 def _old_store(path: Path) -> None:
     """A store as localmem made it before auto_vacuum was set, with free pages (left by a
     table dropped while secure_delete was off, as every delete was then)."""
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         for i in range(300):
             mem.add("Ann", f"message {i} about the harbour and the ferry to the island")
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     conn.execute("pragma auto_vacuum = none; vacuum; pragma secure_delete = off")
     conn.execute("create table scratch (x); with recursive n (i) as (select 1 union all select i + 1 "
                  "from n where i < 40) insert into scratch select 'qzoldfree ' || hex(randomblob(1500)) "
@@ -137,6 +136,7 @@ def _old_store(path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.plain_only
 def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path, use_models):
     path = tmp_path / "old.db"
     _old_store(path)
@@ -148,18 +148,19 @@ def test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space(tmp_path
     assert report["auto_vacuum"] == "none -> incremental" and report["wal_emptied"] is True
     assert report["reclaimed_bytes"] > 0 and report["bytes_after"] == file_size(path)
     assert b"qzoldfree" not in trial.file_bytes(path)
-    conn = apsw.Connection(str(path))
+    conn = raw_connection(path)
     assert conn.pragma("auto_vacuum") == 2
     conn.close()
     text = runner().invoke(cli, ["--db", str(path), "vacuum"])
     assert text.exit_code == 0 and text.stdout.startswith("vacuumed: ")
 
 
+@pytest.mark.plain_only
 def test_a_forget_in_an_old_store_writes_the_file_anew(tmp_path):
     """Its free pages were never zeroed: what earlier deletes left there must go too."""
     path = tmp_path / "old.db"
     _old_store(path)
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         done = mem.forget(ids=["m:1"])["file"]
         assert done["vacuumed"] is True and "made before auto_vacuum" in done["vacuum_reason"]
         assert mem.conn.pragma("auto_vacuum") == 2
@@ -168,7 +169,7 @@ def test_a_forget_in_an_old_store_writes_the_file_anew(tmp_path):
 
 
 def test_a_new_store_frees_forgotten_pages_at_once(tmp_path):
-    with Memory(tmp_path / "m.db", namespace="big", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="big", embedder=HashEmbedder()) as mem:
         assert mem.conn.pragma("auto_vacuum") == 2  # incremental, set before the first table
         mem.ingest(write_jsonl(tmp_path / "a.jsonl", [{"speaker": "Ann", "text": f"line {i} " * 40}
                                                      for i in range(400)]))

@@ -15,7 +15,7 @@ from localmem.errors import LocalmemError, NotFoundError
 from localmem.store.queries import q
 
 from .fakes import HashEmbedder
-from .helpers import count, old_store, runner, snapshot, write_jsonl
+from .helpers import count, old_store, open_memory, runner, snapshot, write_jsonl
 
 # Unique markers. FTS5 stores a term after the first on a page as a suffix of the term before it,
 # so the tail of a marker is what is counted: a copy stored either way contains it.
@@ -87,10 +87,10 @@ def store(tmp_path):
                "text": f"The door code is {MARK}, keep it between us", "time": "2023-01-15T09:00"},
               {"conversation": "secret", "id": "s2", "speaker": "Ben", "text": "Sure, I will remember it",
                "time": "2023-01-15T09:01"}]
-    mem = Memory(tmp_path / "m.db", namespace="me", embedder=HashEmbedder())
+    mem = open_memory(tmp_path / "m.db", namespace="me", embedder=HashEmbedder())
     mem.ingest(write_jsonl(tmp_path / "daily.jsonl", daily))
     mem.ingest(write_jsonl(tmp_path / "secret.jsonl", secret))
-    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+    with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         other.ingest(tmp_path / "daily.jsonl")
     ids = dict(mem.conn.execute("select external_id, id from messages where ns = 'me'").fetchall())
     with mem.conn:
@@ -129,6 +129,7 @@ KINDS = {
 
 @pytest.mark.parametrize("via", ["api", "cli"])
 @pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.plain_only
 def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
     api_args, cli_args, marker = KINDS[kind]
     before = marker_counts(store.path, marker)
@@ -197,6 +198,7 @@ def test_forgetting_a_unit_keeps_its_messages(store):
     assert store.segment_without_llm() == 1
 
 
+@pytest.mark.plain_only
 def test_kept_summaries_are_reported_and_match_removes_them(store):
     """A unit that also rests on other messages stays, and its model-written text may still
     repeat the deleted words: the result names it, and --match finds it."""
@@ -232,7 +234,7 @@ def test_what_cannot_be_forgotten_is_an_error(store):
 
 
 def test_adds_to_each_conversation_are_a_source_of_their_own(tmp_path):
-    with Memory(tmp_path / "a.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "a.db", embedder=HashEmbedder()) as mem:
         mem.add("Ana", "lunch at noon?", conversation="work")
         mem.add("Ana", "love you", conversation="home")
         mem.add("Ben", "sure", conversation="work")
@@ -258,7 +260,7 @@ def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path
     old.execute("insert into messages (ns, source_id, conversation, seq, external_id, speaker, text) "
                 "values ('default', 2, 'file', 0, 'x', 'Ana', 'from a file')")
     old.close()
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         found = {s["uri"]: (s["kind"], s["messages"], s["created_at"]) for s in mem.sources()}
     assert found == {"f.jsonl": ("jsonl", 1, "2024-01-02"), "add:work": ("api", 2, "2024-01-01"),
                      "add:home": ("api", 1, "2024-01-01")}

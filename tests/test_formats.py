@@ -13,7 +13,7 @@ from localmem.errors import InputError, UnknownFormatError
 from localmem.text.times import looks_like_timestamp, parse_timestamp
 
 from .conftest import FIXTURES
-from .helpers import SAMPLE_CHAT, write_jsonl
+from .helpers import SAMPLE_CHAT, open_memory, write_jsonl
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -96,9 +96,8 @@ def test_locomo_ingest_with_forced_namespace(mem):
 
 def test_locomo_caption_is_searchable_and_shown(mem):
     mem.ingest(LOCOMO)
-    from localmem import Memory
 
-    with Memory(mem.path, namespace="tiny-1", embedder=mem.embedder) as m1:
+    with open_memory(mem.path, namespace="tiny-1", embedder=mem.embedder) as m1:
         hits = m1.search("sofa", channels=["bm25"])  # only in the caption
         assert [h.sources[0].external_id for h in hits] == ["D1:3"]
         assert "[image: a photo of a beagle puppy asleep on a sofa]" in hits[0].text

@@ -10,13 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from localmem import Memory
 from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import InputError, UnknownFormatError
 
 from .fakes import HashEmbedder
-from .helpers import assert_one_line_error, count, runner, snapshot
+from .helpers import (
+    assert_one_line_error,
+    count,
+    open_memory,
+    raw_connection,
+    runner,
+    snapshot,
+)
 from .import_fixtures import FIXTURES, prepare
 
 
@@ -28,7 +34,7 @@ def exports(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def utc_mem(tmp_path: Path):
-    with Memory(tmp_path / "m.db", namespace="me", config=Config(timezone="UTC"),
+    with open_memory(tmp_path / "m.db", namespace="me", config=Config(timezone="UTC"),
                 embedder=HashEmbedder()) as memory:
         yield memory
 
@@ -222,9 +228,7 @@ def test_cli_warns_about_a_broken_file_on_stderr(cli_env, tmp_path):
 
 
 def count_rows(db: Path, sql: str) -> int:
-    import apsw
-
-    conn = apsw.Connection(str(db))
+    conn = raw_connection(db)
     try:
         return count(conn, sql)
     finally:
@@ -238,6 +242,6 @@ def test_an_unknown_time_zone_is_a_config_error(tmp_path):
         Config.load({"timezone": "Mars/Olympus"}, env={}, config_file=tmp_path / "none.toml")
     assert Config.load({"timezone": "Europe/Berlin"}, env={}, config_file=tmp_path / "none.toml").timezone == \
         "Europe/Berlin"
-    with Memory(tmp_path / "m.db", config=Config(timezone="Nowhere/Here"), embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", config=Config(timezone="Nowhere/Here"), embedder=HashEmbedder()) as mem:
         with pytest.raises(ConfigError, match="setting timezone"):
             mem.ingest(FIXTURES / "chatgpt" / "conversations.json")

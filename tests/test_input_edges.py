@@ -23,14 +23,7 @@ from localmem.config import MAX_JSON_DEPTH, Config
 from localmem.errors import DiskFullError, InputError, InvalidTextError
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import (
-    REPO,
-    assert_one_line_error,
-    default_embedder_installed,
-    runner,
-    snapshot,
-    write_jsonl,
-)
+from .helpers import (REPO, assert_one_line_error, default_embedder_installed, open_memory, runner, snapshot, write_jsonl)
 
 HALF_EMOJI = "\ud83d"  # the first half of 😀's UTF-16 pair, as an export that cut it writes it
 
@@ -90,7 +83,7 @@ def test_text_that_cannot_be_stored_is_refused_where_a_caller_gives_it(mem):
     with pytest.raises(InvalidTextError, match="the speaker"):
         mem.add(f"Ana{HALF_EMOJI}", "fine")
     with pytest.raises(InvalidTextError, match="the namespace"):
-        Memory(mem.path, namespace=f"ns{HALF_EMOJI}", embedder=HashEmbedder())
+        open_memory(mem.path, namespace=f"ns{HALF_EMOJI}", embedder=HashEmbedder())
     assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0
 
 
@@ -102,7 +95,7 @@ def test_cli_with_the_real_embedder_stores_every_message_and_says_what_it_repair
     done = runner().invoke(cli, ["--db", str(db), "ingest", str(path)])
     assert done.exit_code == 0, done.stderr
     assert done.stdout.count("U+FFFD") == 1 and "note: 3 lone surrogate(s)" in done.stdout
-    with Memory(db, embedder=HashEmbedder()) as mem:  # opening never embeds
+    with open_memory(db, embedder=HashEmbedder()) as mem:  # opening never embeds
         assert _status(mem) == [("loaded", 400)]
     # Arguments that were not UTF-8 (Python keeps their bytes as surrogates):
     found = runner().invoke(cli, ["--db", str(db), "search", f"broken emoji {HALF_EMOJI}", "--json"])
@@ -200,7 +193,7 @@ def test_a_device_is_refused_without_reading_it(tmp_path, device):
 
 def test_a_file_over_max_input_bytes_is_refused(tmp_path):
     path = write_jsonl(tmp_path / "big.jsonl", _rows(100))
-    with Memory(config=Config(db_path=tmp_path / "m.db", max_input_bytes=1000), embedder=HashEmbedder()) as mem:
+    with open_memory(config=Config(db_path=tmp_path / "m.db", max_input_bytes=1000), embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="larger than 1,000 bytes .*max_input_bytes"):
             mem.ingest(path)
         assert mem.conn.execute("select count(*) from sources").fetchone()[0] == 0
@@ -255,7 +248,7 @@ def test_a_full_disk_stops_an_ingest_cleanly_and_a_rerun_completes_it(tmp_path):
     path = write_jsonl(tmp_path / "chat.jsonl", _rows(400))
     config = Config(db_path=tmp_path / "m.db", ingest_batch=50)
     with quota_disk() as disk:
-        with Memory(config=config, embedder=HashEmbedder()) as mem:
+        with open_memory(config=config, embedder=HashEmbedder()) as mem:
             mem.add("Cy", "stored before the disk filled", id="c1")
             disk.left = 300_000  # about half of what the ingest writes
             with pytest.raises(DiskFullError) as info:
@@ -350,7 +343,7 @@ def test_standard_input_and_zip_members_are_read_up_to_max_input_bytes(tmp_path)
         zf.writestr("big.jsonl", data)  # compresses far below the limit, unpacks above it
         zf.writestr("small.jsonl", json.dumps(_rows(1)[0]) + "\n")
     assert archive.stat().st_size < 1000 * 2
-    with Memory(config=Config(db_path=tmp_path / "m.db", max_input_bytes=1000), embedder=HashEmbedder()) as mem:
+    with open_memory(config=Config(db_path=tmp_path / "m.db", max_input_bytes=1000), embedder=HashEmbedder()) as mem:
         report = mem.ingest(archive)
     assert report.added == 1
     assert [r["path"] for r in report.not_read] == ["big.jsonl"]

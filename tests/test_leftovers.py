@@ -12,6 +12,7 @@ from localmem import Memory
 from localmem.store import leftovers
 
 from .fakes import HashEmbedder
+from .helpers import open_memory
 from .trials.forget_bytes import file_bytes
 
 SECRET = "the vault code is qzlv5w8r2t4y6u1 and nobody else knows it"
@@ -39,7 +40,7 @@ def _plant(path: Path, data: bytes) -> int:
 @pytest.fixture
 def store(tmp_path):
     path = tmp_path / "m.db"
-    with Memory(path, namespace="me", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="me", embedder=HashEmbedder()) as mem:
         for i in range(60):
             mem.add("Ann", f"note {i} about the garden, the weather and the neighbours' new fence")
         mem.add("Ann", SECRET)
@@ -48,9 +49,10 @@ def store(tmp_path):
     return path
 
 
+@pytest.mark.plain_only
 def test_a_copy_left_in_a_page_is_found_and_the_forget_writes_the_file_anew(store):
     _plant(store, b"\x81\x07" + SECRET.encode())  # a stale copy of the secret's cell
-    with Memory(store, namespace="me", embedder=HashEmbedder()) as mem:
+    with open_memory(store, namespace="me", embedder=HashEmbedder()) as mem:
         secret = next(h.id for h in mem.recent(5) if "vault" in h.text)
         done = mem.forget(ids=[secret])["file"]
         assert done["vacuumed"] is True and "unused room of pages" in done["vacuum_reason"]
@@ -59,13 +61,14 @@ def test_a_copy_left_in_a_page_is_found_and_the_forget_writes_the_file_anew(stor
 
 
 def test_without_a_copy_the_file_is_not_written_anew(store):
-    with Memory(store, namespace="me", embedder=HashEmbedder()) as mem:
+    with open_memory(store, namespace="me", embedder=HashEmbedder()) as mem:
         secret = next(h.id for h in mem.recent(5) if "vault" in h.text)
         done = mem.forget(ids=[secret])["file"]
         assert done["vacuumed"] is False and done["vacuum_reason"] is None
     assert b"qzlv5w8r2t4y6u1" not in file_bytes(store)
 
 
+@pytest.mark.plain_only
 def test_what_a_live_row_also_holds_or_was_never_deleted_does_not_count(store):
     gone = "a deleted message whose words are qzgone7h3k9 and nothing else"
     _plant(store, b"kept: a message that stays, then " + gone.encode()[33:43])

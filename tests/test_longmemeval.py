@@ -11,9 +11,9 @@ from localmem.benchmarks.longmemeval import (
     longmemeval_answers,
     render_markdown,
 )
-from localmem.config import Config
 
 from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import store_config
 from .test_evaluate import LONGMEMEVAL
 
 
@@ -39,7 +39,7 @@ def test_longmemeval_answers_each_item_in_its_namespace_at_its_date(tmp_path: Pa
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(LONGMEMEVAL))
     llm = ScriptedLLM(responder=_responder)
-    report = longmemeval_answers(path, Config(db_path=tmp_path / "e.db"), embedder=HashEmbedder(), llm=llm)
+    report = longmemeval_answers(path, store_config(db_path=tmp_path / "e.db"), embedder=HashEmbedder(), llm=llm)
     by_id = {d["question_id"]: d for d in report["details"]}
     assert by_id["q1"]["right"] == 1.0 and by_id["q1"]["now"] == "2023-06-01"
     assert by_id["q2"]["right"] == 0.0 and 0 < by_id["q2"]["f1"] < 1  # half the gold

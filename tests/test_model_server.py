@@ -27,6 +27,10 @@ from .helpers import REPO, runner
 from .model_server import Reply, Request, ScriptedServer, chat, openai_server
 from .test_pipeline import _responder
 
+# Plain stores only: these tests spawn CLIs and servers with environments of their own;
+# the CLI paths they use run on encrypted stores in the rest of the suite.
+pytestmark = pytest.mark.plain_only
+
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}},
           "required": ["answer"], "additionalProperties": False}
 ASK = [{"role": "user", "content": "What is it?"}]
@@ -415,6 +419,7 @@ from click.testing import CliRunner
 from localmem.cli import cli
 from localmem.models.factory import register
 from tests.fakes import HashEmbedder
+
 register("embedder", "test-fake", lambda config: HashEmbedder())
 args = ["--db", sys.argv[2], "--llm-url", sys.argv[3]]
 for command in (["ingest", sys.argv[4], "--extract", "llm", "--consolidate", "fast"], ["ask", "What did Ann buy?"],

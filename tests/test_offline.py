@@ -22,13 +22,7 @@ import pytest
 from localmem import Memory
 from localmem.config import Config
 
-from .helpers import (
-    REPO,
-    SAMPLE_CHAT,
-    NetworkUsed,
-    default_embedder_installed,
-    no_network,
-)
+from .helpers import NetworkUsed, REPO, SAMPLE_CHAT, default_embedder_installed, no_network, open_memory
 
 TINY = "smollm2-135m-instruct-q4_1"
 
@@ -124,7 +118,7 @@ def test_ingest_search_and_ask_open_no_socket(tmp_path):
     had_hub = "huggingface_hub" in sys.modules
     config = Config(db_path=tmp_path / "m.db", llm_model=TINY, n_threads=1, n_ctx=2048)
     with no_network() as attempts:
-        with Memory(config=config) as mem:
+        with open_memory(config=config) as mem:
             report = mem.ingest(SAMPLE_CHAT)
             assert report.added > 20
             hits = mem.search("Where did Priya move for her new job?")

@@ -7,13 +7,12 @@ import json
 
 import pytest
 
-from localmem import Memory
 from localmem.retrieval import vector_index
 from localmem.store import db
 from localmem.text.sentences import sentence_spans
 
 from .fakes import HashEmbedder
-from .helpers import count, write_jsonl
+from .helpers import count, open_memory, write_jsonl
 
 LONG = ("Work at the studio has been hectic all month. We finally repainted the front room. "
         "My cousin got noticed by fashion editors in Milan. The new students keep asking about "
@@ -38,7 +37,7 @@ def test_ingest_stores_parts_once_and_forget_removes_them(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", [
         {"speaker": "Gina", "text": LONG, "time": "2023-07-09T13:25:00"},
         {"speaker": "Jon", "text": "Wow, that is great news.", "time": "2023-07-09T13:26:00"}])
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
         conn = mem.conn
         parts = conn.execute("select m.speaker, substr(m.text, p.start + 1, p.end - p.start) "
@@ -58,7 +57,7 @@ def _ranked(mem, **kwargs):
 
 
 def _store_with_distractors(tmp_path):
-    mem = Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder())
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder())
     mem.add("Gina", LONG, time="2023-07-09T13:25:00")
     # short messages that share some of the question's words, and little else
     for i, text in enumerate(["Fashion editors in Milan", "My cousin noticed Milan", "Editors noticed fashion",
@@ -84,7 +83,7 @@ def test_the_part_path_at_scale_matches_the_exact_scan(tmp_path, monkeypatch):
 
 def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_path):
     path = tmp_path / "m.db"
-    with Memory(path, namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="t", embedder=HashEmbedder()) as mem:
         mem.add("Gina", LONG, time="2023-07-09T13:25:00")
         with mem.conn:  # as a store bound before migration 0008 looked
             mem.conn.execute("drop trigger vec_message_parts_gone")
@@ -92,7 +91,7 @@ def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_
             mem.conn.execute("drop table vec_part_codes")
             mem.conn.execute("delete from message_parts")
             mem.conn.execute("delete from vec_code_changes where name = 'parts'")
-    with Memory(path, namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="t", embedder=HashEmbedder()) as mem:
         assert db.has_vectors(mem.conn)
         assert count(mem.conn, "select count(*) from vec_message_parts") == 0
         assert mem.search(QUERY, channels=["vector"])  # whole-message vectors still work
@@ -125,7 +124,7 @@ def test_export_and_restore_keep_parts(tmp_path, vectors):
         records = [json.loads(line) for line in out.getvalue().splitlines()]
         assert any(r["type"] == "part" for r in records) is vectors
         (tmp_path / "e.jsonl").write_text(out.getvalue(), encoding="utf-8")
-        with Memory(tmp_path / "r.db", namespace="t", embedder=HashEmbedder()) as fresh:
+        with open_memory(tmp_path / "r.db", namespace="t", embedder=HashEmbedder()) as fresh:
             fresh.restore(tmp_path / "e.jsonl")
             assert count(fresh.conn, "select count(*) from message_parts") == 4
             assert count(fresh.conn, "select count(*) from vec_message_parts") == 4

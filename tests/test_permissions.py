@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from localmem import Memory
 from localmem.cli import cli
 
 from .fakes import HashEmbedder
-from .helpers import runner
+from .helpers import open_memory, runner
 
 
 def mode(path: Path) -> int:
@@ -30,7 +29,7 @@ def umask_022():
 
 def test_a_new_store_and_its_directories_are_owner_only(tmp_path, umask_022):
     path = tmp_path / "new" / "nested" / "m.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Ann", "a private note")
         wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
         assert wal.exists() and shm.exists()
@@ -43,7 +42,7 @@ def test_the_default_data_and_cache_directories_are_owner_only(tmp_path, umask_0
     monkeypatch.delenv("LOCALMEM_HOME")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    with Memory(embedder=HashEmbedder()) as mem:
+    with open_memory(embedder=HashEmbedder()) as mem:
         mem.add("Ann", "a private note")
         assert mem.path == tmp_path / "data" / "localmem" / "memory.db"
         assert oct(mode(mem.path.parent)) == "0o700" and oct(mode(mem.path)) == "0o600"
@@ -56,7 +55,7 @@ def test_the_default_data_and_cache_directories_are_owner_only(tmp_path, umask_0
 
 
 def test_localmem_home_is_created_owner_only(isolated_home, umask_022):
-    with Memory(embedder=HashEmbedder()) as mem:
+    with open_memory(embedder=HashEmbedder()) as mem:
         assert mem.path.parent == isolated_home
     assert oct(mode(isolated_home)) == "0o700"
 
@@ -64,7 +63,7 @@ def test_localmem_home_is_created_owner_only(isolated_home, umask_022):
 def test_an_export_is_owner_only(tmp_path, umask_022, use_models):
     use_models(embedder=HashEmbedder())
     db = tmp_path / "m.db"
-    with Memory(db, embedder=HashEmbedder()) as mem:
+    with open_memory(db, embedder=HashEmbedder()) as mem:
         mem.add("Ann", "a private note")
     out = tmp_path / "export.jsonl"
     out.write_text("an older file the user made\n")
@@ -76,9 +75,9 @@ def test_an_export_is_owner_only(tmp_path, umask_022, use_models):
 
 def test_an_existing_store_keeps_its_mode(tmp_path, umask_022):
     path = tmp_path / "shared.db"
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Ann", "shared on purpose")
     os.chmod(path, 0o640)
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         mem.add("Bob", "still shared")
         assert oct(mode(path)) == "0o640" and oct(mode(Path(f"{path}-wal"))) == "0o640"

@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from localmem import Memory
 from localmem.build.extract import (
     EpisodeMessage,
     annotate,
@@ -22,6 +21,7 @@ from localmem.config import Config
 from localmem.text.times import Span, resolve_phrase
 
 from .fakes import HashEmbedder, ScriptedLLM
+from .helpers import open_memory
 
 
 def _msgs(n, session="s1", start=dt.datetime(2023, 5, 8, 13, 0), gap_min=1):
@@ -148,7 +148,7 @@ def _transcript(tmp_path):
 
 def test_build_end_to_end_with_a_scripted_model(tmp_path):
     llm = ScriptedLLM(responder=_responder)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         report = mem.ingest(_transcript(tmp_path), extract="llm")
         build = report.build["t"]
         assert build["episodes"] == 2 and build["failed"] == 0
@@ -187,7 +187,7 @@ def test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text(tmp_path):
         return next(replies, None) or _responder(messages)
 
     llm = ScriptedLLM(responder=responder)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         report = mem.ingest(_transcript(tmp_path), extract="llm")
         assert report.build["t"]["failed"] == 1 and report.build["t"]["episodes"] == 1
         raw = mem.conn.execute("select raw from llm_calls where ok = 0").fetchone()[0]
@@ -219,7 +219,7 @@ def test_llm_detector_skips_short_windows_and_survives_garbage():
 _KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from localmem import Memory
+from tests.helpers import open_memory
 from localmem.config import Config
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.test_pipeline import _responder
@@ -228,7 +228,7 @@ def slow(messages):
     time.sleep(0.15)
     return _responder(messages)
 
-with Memory(sys.argv[2], namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=slow)) as mem:
+with open_memory(sys.argv[2], namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=slow)) as mem:
     mem.ingest(sys.argv[3], extract="llm")
 print("finished")
 """
@@ -259,7 +259,7 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
     at_kill = done_episodes()
     assert 3 <= at_kill < sessions
 
-    with Memory(db_path, namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
+    with open_memory(db_path, namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         report = mem.build()
         assert report.episodes == sessions - at_kill and report.failed == 0
         conn = mem.conn
@@ -307,7 +307,7 @@ def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
         return [0.1 if "lasagna" in p[-1]["content"].split("Fact:")[1] else 0.9 for p in prompts]
 
     llm = ScriptedLLM(responder=_responder, judge=judge)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         build = mem.ingest(_transcript(tmp_path), extract="llm").build["t"]
         assert build["units"] == {"gist": 4, "fact": 4}
         texts = [r[0] for r in mem.conn.execute("select text from units where kind = 'gist'")]
@@ -321,7 +321,7 @@ def test_verification_drops_facts_the_model_does_not_confirm(tmp_path):
         assert {r[0] for r in rows} == {verify_prompt.VERSION} and sum(r[1] for r in rows) == 5
         assert any(0.1 in json.loads(json.loads(r[2])[0]) for r in rows)
     off = ScriptedLLM(responder=_responder, judge=judge)
-    with Memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), llm=off,
+    with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), llm=off,
                 config=Config(verify_facts=0)) as mem:
         assert mem.ingest(_transcript(tmp_path), extract="llm").build["t"]["units"] == {"gist": 5, "fact": 5}
         assert off.judged == []
@@ -354,12 +354,12 @@ def test_entities_must_be_grounded_in_the_messages():
 
 def test_extract_none_segments_without_an_llm_and_a_later_flush_extracts(tmp_path):
     llm = ScriptedLLM(responder=_responder)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         report = mem.ingest(_transcript(tmp_path))  # --extract none: no model needed
         assert report.episodes == {"t": 2}  # the two sessions
         stages = mem.conn.execute("select stage, count(*) from units where kind='episode' group by 1").fetchall()
         assert stages == [("segmented", 2)]
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         built = mem.flush()
         assert built.episodes == 2
         assert [c for c in llm.calls if "Where do new episodes start?" in c[-1]["content"]] == []
@@ -400,7 +400,7 @@ def test_a_borderline_name_is_decided_by_the_model_in_one_call(tmp_path, match, 
     path = tmp_path / "chat.txt"
     path.write_text(_NAMESAKES.format(extra=" from Ohio"), encoding="utf-8")
     llm = ScriptedLLM(responder=_namesake_responder(match))
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         mem.ingest(path, extract="llm")
         asked = [c for c in llm.calls if c[-1]["content"].startswith("Case 0:")]
         assert len(asked) == 1  # only the second episode's John is in doubt
@@ -415,7 +415,7 @@ def test_shared_company_resolves_a_name_without_the_model(tmp_path):
     path = tmp_path / "chat.txt"
     path.write_text(_NAMESAKES.format(extra=" Acme"), encoding="utf-8")
     llm = ScriptedLLM(responder=_namesake_responder(-1))
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         mem.ingest(path, extract="llm")
         assert not [c for c in llm.calls if c[-1]["content"].startswith("Case 0:")]
         assert mem.conn.execute("select count(*) from entities where norm_name = 'john'").fetchone()[0] == 1
@@ -423,7 +423,7 @@ def test_shared_company_resolves_a_name_without_the_model(tmp_path):
 
 def test_an_events_gist_and_fact_are_one_search_hit(tmp_path):
     llm = ScriptedLLM(responder=_responder)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
         hits = mem.search("lasagna", k=20)
         units = [h for h in hits if h.kind in ("gist", "fact")]
@@ -450,13 +450,13 @@ def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_pat
     from localmem.build.formats import parse, read_input
 
     path = _transcript(tmp_path)
-    with Memory(tmp_path / "batch.db", namespace="t", embedder=HashEmbedder()) as batch:
+    with open_memory(tmp_path / "batch.db", namespace="t", embedder=HashEmbedder()) as batch:
         batch.ingest(path)
         batch_episodes = batch.conn.execute(
             "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
             "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id").fetchall()
     parsed = parse(path, read_input(path), None, None, 100_000)
-    with Memory(tmp_path / "stream.db", namespace="t", embedder=HashEmbedder()) as stream:
+    with open_memory(tmp_path / "stream.db", namespace="t", embedder=HashEmbedder()) as stream:
         for _ns, messages in parsed.groups:
             for m in messages:
                 stream.add(m.speaker, m.text, time=m.sent_at, conversation=m.conversation)

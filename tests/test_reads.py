@@ -17,7 +17,7 @@ from localmem import Memory
 from localmem.cli import cli
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import REPO, SAMPLE_CHAT, default_embedder_installed, runner
+from .helpers import REPO, SAMPLE_CHAT, default_embedder_installed, open_memory, runner
 from .test_pipeline import _responder as plausible_model
 
 
@@ -29,7 +29,7 @@ def tree(root: Path) -> dict[str, str]:
 
 def _build(db_path: Path, embedder=None) -> str:
     """A store with messages and built memory (episodes, gists, facts, entities); a unit id."""
-    with Memory(db_path, embedder=embedder, llm=ScriptedLLM(responder=plausible_model)) as mem:
+    with open_memory(db_path, embedder=embedder, llm=ScriptedLLM(responder=plausible_model)) as mem:
         mem.ingest(SAMPLE_CHAT, extract="llm")
         return f"u:{mem.conn.execute('select min(id) from units').fetchone()[0]}"
 

@@ -20,6 +20,8 @@ from localmem.errors import LocalmemError, ModelNotFoundError
 from localmem.models.backends.onnx_rerank import OnnxCrossEncoder
 from localmem.retrieval.rerank import date_prefixed, rerank_order
 
+from .helpers import open_memory
+
 WORDS = ("the a i we you she he it is was went to from in on at paris london trip "
          "cat dog bought new car when did where live may date 2023 05 08").split()
 DIM = 8
@@ -207,25 +209,24 @@ def test_rerank_order_is_stable_on_ties() -> None:
 def test_search_reranks_with_the_configured_cross_encoder(model_dir: Path, tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from localmem import Memory
     from localmem.config import Config
 
     from .fakes import HashEmbedder
 
     config = replace(Config(), rerank_model=model_dir / "ce1.onnx", rerank_tokenizer=model_dir / "tokenizer.json")
-    with Memory(tmp_path / "m.db", namespace="t", config=config, embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", config=config, embedder=HashEmbedder()) as mem:
         for text in PASSAGES:
             mem.add("Ann", text, time="2023-05-08T10:00:00")
         hits = mem.search(QUERY, k=3, channels=["vector", "bm25"])
         assert hits and all("rerank" in h.channels for h in hits)
         scores = [h.channels["rerank"]["score"] for h in hits]
         assert scores == sorted(scores, reverse=True)  # rerank order stands after fusion
-        plain = Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder())
+        plain = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder())
         try:
             assert all("rerank" not in h.channels for h in plain.search(QUERY, k=3))
         finally:
             plain.close()
     broken = replace(Config(), rerank_model=model_dir / "ce1.onnx")
-    with Memory(tmp_path / "m.db", namespace="t", config=broken, embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", config=broken, embedder=HashEmbedder()) as mem:
         with pytest.raises(LocalmemError, match="tokenizer.json"):
             mem.search(QUERY)

@@ -25,17 +25,7 @@ from localmem.store.queries import q, query_names, sql_dir
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder
-from .helpers import (
-    REPO,
-    SAMPLE_CHAT,
-    count,
-    read_count,
-    runner,
-    sigkill_when,
-    snapshot,
-    table_counts,
-    write_jsonl,
-)
+from .helpers import (REPO, SAMPLE_CHAT, count, open_memory, read_count, runner, sigkill_when, snapshot, table_counts, write_jsonl)
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -60,7 +50,7 @@ def export_text(mem: Memory, **kwargs) -> str:
 
 def other(mem: Memory, namespace: str, embedder=None) -> Memory:
     """Another handle on the same store, in another namespace."""
-    return Memory(mem.path, namespace=namespace, embedder=embedder or mem.embedder)
+    return open_memory(mem.path, namespace=namespace, embedder=embedder or mem.embedder)
 
 
 def add_units(mem: Memory, ns: str, message_ids: list[int]) -> dict[str, int]:
@@ -136,7 +126,7 @@ def test_reopen_applies_nothing_and_keeps_data(mem):
     mem.add("Ana", "kept across reopen")
     path = mem.path
     mem.close()
-    with Memory(path, namespace="test", embedder=HashEmbedder()) as again:
+    with open_memory(path, namespace="test", embedder=HashEmbedder()) as again:
         assert db.migrate(again.conn, str(path)) == []
         assert again.stats()["messages"] == 1
         assert again.conn.pragma("foreign_keys") == 1
@@ -180,7 +170,7 @@ def test_named_query_explains(bound_conn, name):
 
 
 def test_ddl_queries_run_on_a_scratch_store(tmp_path):
-    with Memory(tmp_path / "scratch.db", embedder=HashEmbedder()) as scratch:
+    with open_memory(tmp_path / "scratch.db", embedder=HashEmbedder()) as scratch:
         conn = scratch.conn
         conn.execute(q("vec_create").replace("{dim}", "8"))
         assert {"vec_messages", "vec_units"} <= tables(conn)
@@ -259,14 +249,14 @@ def test_resume_after_a_crash_between_batches(tmp_path):
         seen.append((done, total))
         raise RuntimeError("simulated crash")
 
-    with Memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
         with pytest.raises(RuntimeError, match="simulated crash"):
             mem.ingest(path, progress=crash)
         assert seen == [(2, 5)]
         assert mem.stats()["messages"] == 2 and mem.stats()["unfinished_sources"] == 1
         assert [s["status"] for s in mem.sources()] == ["loading"]
     progress = []
-    with Memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
         report = mem.ingest(path, progress=lambda d, t: progress.append((d, t)))
         assert (report.added, report.skipped) == (3, 2)
         assert progress == [(2, 5), (4, 5), (5, 5)]
@@ -278,7 +268,7 @@ def test_resume_after_a_crash_between_batches(tmp_path):
 _KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
-from localmem import Memory
+from tests.helpers import open_memory
 from localmem.config import Config
 from tests.fakes import HashEmbedder
 
@@ -287,7 +277,7 @@ class SlowEmbedder(HashEmbedder):
         time.sleep(0.05)
         return super().embed(texts)
 
-with Memory(sys.argv[2], namespace="kill", config=Config(ingest_batch=100),
+with open_memory(sys.argv[2], namespace="kill", config=Config(ingest_batch=100),
             embedder=SlowEmbedder()) as mem:
     mem.ingest(sys.argv[3])
 print("finished")
@@ -307,7 +297,7 @@ def test_sigkill_during_ingest_then_rerun(tmp_path):
     at_kill = _committed_messages(path)
     assert 200 <= at_kill < n and at_kill % 100 == 0  # whole batches only
 
-    with Memory(path, namespace="kill", config=Config(ingest_batch=500), embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="kill", config=Config(ingest_batch=500), embedder=HashEmbedder()) as mem:
         assert [s["status"] for s in mem.sources()] == ["loading"]
         report = mem.ingest(data)
         assert (report.added, report.skipped) == (n - at_kill, at_kill)
@@ -557,7 +547,7 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
     header = json.loads(first.splitlines()[0])
     assert header["namespaces"] == ["test", "tiny-1", "tiny-2"] and header["vectors"] is vectors
     fresh_embedder = HashEmbedder()
-    with Memory(tmp_path / "restored.db", namespace="test", embedder=fresh_embedder) as fresh:
+    with open_memory(tmp_path / "restored.db", namespace="test", embedder=fresh_embedder) as fresh:
         counts = fresh.restore(path)
         assert counts["message"] == 32 and counts["unit"] == 2 + 8 and counts["entity"] == 1  # + episodes
         assert ("vector" in counts) is vectors
@@ -580,7 +570,7 @@ def test_roundtrip_keeps_awkward_text(mem, tmp_path):
     first = export_text(mem)
     path = tmp_path / "export.jsonl"
     path.write_text(first, encoding="utf-8")
-    with Memory(tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
+    with open_memory(tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
         copy.restore(path)
         assert export_text(copy) == first
         stored = [r[0] for r in copy.conn.execute("select text from messages order by seq")]
@@ -600,7 +590,7 @@ def test_import_refuses_existing_namespace(populated, tmp_path):
 def test_import_into_a_store_with_other_namespaces_remaps_ids(populated, tmp_path, vectors):
     path = tmp_path / "export.jsonl"
     path.write_text(export_text(populated, namespaces=["test", "tiny-1"], vectors=vectors))
-    with Memory(tmp_path / "busy.db", namespace="mine", embedder=HashEmbedder()) as target:
+    with open_memory(tmp_path / "busy.db", namespace="mine", embedder=HashEmbedder()) as target:
         target.ingest(write_jsonl(tmp_path / "mine.jsonl", rows(40)))
         target.conn.execute("insert into units (ns, kind, text, created_at) values "
                             "('mine', 'gist', 'my own gist', '2024-01-01')")
@@ -650,7 +640,7 @@ def _without_ids(text: str) -> list[dict]:
 def test_import_vectors_from_another_embedder_is_refused(populated, tmp_path):
     path = tmp_path / "export.jsonl"
     path.write_text(export_text(populated, namespaces=["tiny-1"]))
-    with Memory(tmp_path / "other.db", namespace="x",
+    with open_memory(tmp_path / "other.db", namespace="x",
                 embedder=HashEmbedder(dim=16, model_id="other-model")) as target:
         target.add("Z", "bound to another model")
         before = export_text(target)
@@ -678,7 +668,7 @@ def test_a_broken_import_leaves_nothing_behind(populated, tmp_path):
     lines[last_message] = json.dumps(rec)
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    with Memory(tmp_path / "target.db", namespace="mine", embedder=HashEmbedder()) as target:
+    with open_memory(tmp_path / "target.db", namespace="mine", embedder=HashEmbedder()) as target:
         target.add("Z", "already here")
         before = snapshot(target.path)
         with pytest.raises(LocalmemError, match=f"line {last_message + 1}: cannot restore"):
@@ -767,7 +757,7 @@ def test_forget_source(mem, tmp_path):
 
 def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
     """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
-    with Memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
+    with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         other.add("Zoe", "mine, in another namespace")
         theirs = other.sources()[0]["id"]
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
@@ -823,7 +813,7 @@ def test_reembed_switches_embedder_and_dimension(populated):
     n_messages = count(populated.conn, "select count(*) from messages")
     populated.close()
     new = HashEmbedder(dim=32, model_id="hash-32")
-    with Memory(path, namespace="test", embedder=new) as mem:
+    with open_memory(path, namespace="test", embedder=new) as mem:
         with pytest.raises(EmbedderMismatchError, match="localmem reembed"):
             mem.search("Mochi")
         progress = []
@@ -848,7 +838,7 @@ def test_reembed_switches_embedder_and_dimension(populated):
         assert mem.search("Mochi")  # fused search works with the new vectors
         mem.add("Priya", "Mochi learned to open doors.")  # and new messages get the new vectors
         assert count(conn, "select count(*) from vec_messages") == n_messages + 1
-    with Memory(path, namespace="test", embedder=HashEmbedder()) as old:
+    with open_memory(path, namespace="test", embedder=HashEmbedder()) as old:
         with pytest.raises(EmbedderMismatchError):
             old.search("Mochi")
 

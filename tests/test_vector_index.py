@@ -6,18 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from localmem import Memory
 from localmem.retrieval import vector_index
-from localmem.store import db
 from localmem.store.queries import q
 
 from .fakes import HashEmbedder
+from .helpers import open_memory, store_connect
 
 DIM = 64
 
 
 def _store(tmp_path, n=400, seed=0):
-    mem = Memory(tmp_path / "v.db", namespace="t", embedder=HashEmbedder(dim=DIM))
+    mem = open_memory(tmp_path / "v.db", namespace="t", embedder=HashEmbedder(dim=DIM))
     mem.add("Ann", "hello")  # binds the embedder: vector tables and codes
     rng = np.random.default_rng(seed)
     vecs = rng.standard_normal((n, DIM)).astype(np.float32)
@@ -101,7 +100,7 @@ def test_stores_bound_before_the_codes_get_them_on_open(tmp_path):
     with mem.conn:
         mem.conn.execute("drop table vec_unit_codes; drop table vec_message_codes; drop table vec_code_changes")
     mem.close()
-    conn = db.connect(path)
+    conn = store_connect(path)
     try:
         assert conn.execute("select count(*) from vec_unit_codes").fetchone()[0] == 30
         assert conn.execute("select count(*) from vec_message_codes").fetchone()[0] == 1
@@ -145,11 +144,11 @@ def test_a_store_whose_codes_predate_int8_gets_them_on_open(tmp_path):
     mem, ids, vecs = _store(tmp_path)
     path = tmp_path / "v.db"
     mem.close()
-    conn = db.connect(path)
+    conn = store_connect(path)
     conn.execute("alter table vec_unit_codes drop column q8")
     conn.execute("alter table vec_message_codes drop column q8")
     conn.close()
-    with Memory(path, namespace="t", embedder=mem.embedder) as again:
+    with open_memory(path, namespace="t", embedder=mem.embedder) as again:
         total, filled = again.conn.execute("select count(*), count(q8) from vec_unit_codes").fetchone()
         assert total == filled == len(ids)
         blob = again.conn.execute("select q8 from vec_unit_codes where id = ?", (ids[5],)).fetchone()[0]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import Memory
-from ..config import DEFAULT_NAMESPACE, Config, home_dir, user_cache_dir
+from ..config import DEFAULT_NAMESPACE, Config, Key, home_dir, user_cache_dir
 from ..files import private_dir
 from ..models.protocols import Embedder
 
@@ -30,11 +30,11 @@ __all__ = [
 ]
 
 INGEST_COLUMNS: list[str] = [
-    "messages", "stored", "total_s", "embed_s", "msgs_per_s", "msgs_per_s_excl_embed",
+    "messages", "encrypted", "stored", "total_s", "embed_s", "msgs_per_s", "msgs_per_s_excl_embed",
     "db_mb", "peak_rss_mb",
 ]
 SEARCH_COLUMNS: list[str] = [
-    "messages", "queries", "k", "p50_ms", "p95_ms", "mean_ms", "vector_p50_ms", "bm25_p50_ms",
+    "messages", "encrypted", "queries", "k", "p50_ms", "p95_ms", "mean_ms", "vector_p50_ms", "bm25_p50_ms",
     "embed_p50_ms",
 ]
 
@@ -42,6 +42,8 @@ DEFAULT_SEED = 20240501
 QUERY_SEED = 777_001
 WARMUP_QUERIES = 5
 NAMESPACE = DEFAULT_NAMESPACE
+# The passphrase of the encrypted twin stores of ``compare_encrypted`` (synthetic data only).
+BENCH_KEY = Key("localmem bench passphrase", "the bench's own passphrase")
 _START = dt.datetime(2022, 1, 3, 8, 0, 0)
 
 # -- vocabulary ------------------------------------------------------------------------------
@@ -246,9 +248,20 @@ def default_workdir() -> Path:
     return (home_dir() or user_cache_dir()) / "bench"
 
 
-def store_path(workdir: Path, size: int) -> Path:
-    """The bench store for ``size`` messages: ``<workdir>/bench-<size>.db``."""
-    return workdir / f"bench-{size}.db"
+def store_path(workdir: Path, size: int, encrypted_twin: bool = False) -> Path:
+    """The bench store for ``size`` messages: ``<workdir>/bench-<size>.db`` (its encrypted twin:
+    ``bench-<size>-encrypted.db``)."""
+    return workdir / f"bench-{size}{'-encrypted' if encrypted_twin else ''}.db"
+
+
+def _variants(config: Config, compare_encrypted: bool) -> list[tuple[Config, Key | None, bool]]:
+    """(config, key, twin) per store a size is measured on: the store as the config opens it
+    (encrypted if it names a key); with ``compare_encrypted``, a plain one and an encrypted twin."""
+    cfg = _bench_config(config)
+    if not compare_encrypted:
+        return [(cfg, cfg.key(), False)]
+    plain = replace(cfg, key_env=None)
+    return [(plain, None, False), (plain, BENCH_KEY, True)]
 
 
 def _peak_rss_mb() -> float | None:
@@ -273,11 +286,11 @@ def _remove_store(path: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def _stored_messages(path: Path, config: Config, embedder: Embedder | None) -> int | None:
+def _stored_messages(path: Path, config: Config, embedder: Embedder | None, key: Key | None) -> int | None:
     """How many messages the bench namespace of the store at ``path`` holds (``None``: no store)."""
     if not path.is_file():
         return None
-    with Memory(path, namespace=NAMESPACE, config=config, embedder=embedder) as mem:
+    with Memory(path, namespace=NAMESPACE, config=config, embedder=embedder, key=key) as mem:
         return int(mem.stats()["messages"])
 
 
@@ -314,7 +327,8 @@ def _timed(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
 
 # -- benchmarks ------------------------------------------------------------------------------
 def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
-                 embedder: Embedder | None = None, seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
+                 embedder: Embedder | None = None, seed: int = DEFAULT_SEED,
+                 compare_encrypted: bool = False) -> list[dict[str, Any]]:
     """Ingest ``N`` synthetic messages into a fresh ``<workdir>/bench-<N>.db`` for each size.
 
     Only raw-message ingest is measured (``extract="none"``, whatever the config
@@ -324,37 +338,39 @@ def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
     embed, insert, index); ``embed_s`` is the part spent embedding. ``db_mb`` is
     the store file (plus any WAL) after closing; ``peak_rss_mb`` is this
     process's peak RSS so far (it never decreases across sizes). The stores are
-    kept for :func:`bench_search`.
+    kept for :func:`bench_search`. ``compare_encrypted``: each size is ingested twice,
+    into a plain store and into an encrypted twin (``bench-<N>-encrypted.db``), one after
+    the other; ``encrypted`` says which a row measured.
     """
     workdir = Path(workdir) if workdir is not None else default_workdir()
     private_dir(workdir)
-    cfg = _bench_config(config)
     rows = []
     for n in sizes:
-        path = store_path(workdir, n)
         data = workdir / f"bench-{n}.jsonl"
         write_jsonl(generate_messages(n, seed), data)
-        _remove_store(path)
-        with Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder) as mem:
-            embedder = mem.embedder
-            embedder.embed(["warm-up"])  # load the model and initialise the runtime first
-            t0 = time.perf_counter()
-            report = mem.ingest(data, format="jsonl", extract="none")  # raw messages only, no LLM
-            total = time.perf_counter() - t0
-            stored = mem.stats()["messages"]
-        rest = total - report.embed_seconds
-        rows.append({
-            "messages": n, "stored": stored, "total_s": round(total, 2),
-            "embed_s": round(report.embed_seconds, 2), "msgs_per_s": round(n / total, 1),
-            "msgs_per_s_excl_embed": round(n / rest, 1) if rest > 0 else None,
-            "db_mb": _file_mb(path), "peak_rss_mb": _peak_rss_mb(),
-        })
+        for cfg, key, twin in _variants(config, compare_encrypted):
+            path = store_path(workdir, n, twin)
+            _remove_store(path)
+            with Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder, key=key) as mem:
+                embedder = mem.embedder
+                embedder.embed(["warm-up"])  # load the model and initialise the runtime first
+                t0 = time.perf_counter()
+                report = mem.ingest(data, format="jsonl", extract="none")  # raw messages only, no LLM
+                total = time.perf_counter() - t0
+                stored = mem.stats()["messages"]
+            rest = total - report.embed_seconds
+            rows.append({
+                "messages": n, "encrypted": key is not None, "stored": stored, "total_s": round(total, 2),
+                "embed_s": round(report.embed_seconds, 2), "msgs_per_s": round(n / total, 1),
+                "msgs_per_s_excl_embed": round(n / rest, 1) if rest > 0 else None,
+                "db_mb": _file_mb(path), "peak_rss_mb": _peak_rss_mb(),
+            })
     return rows
 
 
 def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queries: int = 200,
                  k: int = 10, embedder: Embedder | None = None,
-                 seed: int = DEFAULT_SEED) -> list[dict[str, Any]]:
+                 seed: int = DEFAULT_SEED, compare_encrypted: bool = False) -> list[dict[str, Any]]:
     """Search latency on ``<workdir>/bench-<N>.db`` per size (built first if missing).
 
     After :data:`WARMUP_QUERIES` untimed searches, each of ``n_queries`` queries
@@ -363,34 +379,55 @@ def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queri
     vector channel only (``vector_p50_ms``, embedding included), the BM25 channel
     only (``bm25_p50_ms``, no embedding) and the query embedding alone
     (``embed_p50_ms``). Searches run in the namespace the bench ingested into.
+    ``compare_encrypted``: the plain store and its encrypted twin are both open and take turns
+    query by query, so a slower minute of the machine falls on both.
     """
     workdir = Path(workdir) if workdir is not None else default_workdir()
-    cfg = _bench_config(config)
     queries = generate_queries(WARMUP_QUERIES + n_queries)
     warmup, timed = queries[:WARMUP_QUERIES], queries[WARMUP_QUERIES:]
     rows = []
     for n in sizes:
-        path = store_path(workdir, n)
-        if _stored_messages(path, cfg, embedder) != n:  # missing, partial or another size
-            bench_ingest([n], workdir, config, embedder=embedder, seed=seed)
-        with Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder) as mem:
-            embedder = mem.embedder
-            rows.append(_search_row(mem, warmup, timed, k))
+        mems = []
+        try:
+            for cfg, key, twin in _variants(config, compare_encrypted):
+                path = store_path(workdir, n, twin)
+                if _stored_messages(path, cfg, embedder, key) != n:  # missing, partial or another size
+                    bench_ingest([n], workdir, config, embedder=embedder, seed=seed,
+                                 compare_encrypted=compare_encrypted)
+                mems.append(Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder, key=key))
+                embedder = mems[-1].embedder
+            rows += _search_rows(mems, warmup, timed, k)
+        finally:
+            for mem in mems:
+                mem.close()
     return rows
 
 
-def _search_row(mem: Memory, warmup: Sequence[str], timed: Sequence[str], k: int) -> dict[str, Any]:
-    """One :func:`bench_search` row for the open store ``mem``."""
-    model = mem.embedder
-    for query in warmup:
-        mem.search(query, k=k)
-    full = _timed(lambda query: mem.search(query, k=k), timed)
-    vector = _timed(lambda query: mem.search(query, k=k, channels=["vector"]), timed)
-    bm25 = _timed(lambda query: mem.search(query, k=k, channels=["bm25"]), timed)
+def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[str],
+                 k: int) -> list[dict[str, Any]]:
+    """One :func:`bench_search` row per open store in ``mems``, the stores taking turns."""
+    model = mems[0].embedder
+    for mem in mems:
+        for query in warmup:
+            mem.search(query, k=k)
+
+    def turns(search: Callable[[Memory, str], object]) -> list[list[float]]:
+        times: list[list[float]] = [[] for _ in mems]
+        for query in timed:
+            for i, mem in enumerate(mems):
+                times[i] += _timed(lambda q: search(mem, q), [query])
+        return times
+
+    full = turns(lambda mem, query: mem.search(query, k=k))
+    vector = turns(lambda mem, query: mem.search(query, k=k, channels=["vector"]))
+    bm25 = turns(lambda mem, query: mem.search(query, k=k, channels=["bm25"]))
     embed = _timed(lambda query: model.embed([query]), timed)
-    p50, p95, mean = _ms_stats(full)
-    return {
-        "messages": mem.stats()["messages"], "queries": len(timed), "k": k, "p50_ms": p50,
-        "p95_ms": p95, "mean_ms": mean, "vector_p50_ms": _ms_stats(vector)[0],
-        "bm25_p50_ms": _ms_stats(bm25)[0], "embed_p50_ms": _ms_stats(embed)[0],
-    }
+    rows = []
+    for i, mem in enumerate(mems):
+        p50, p95, mean = _ms_stats(full[i])
+        rows.append({
+            "messages": mem.stats()["messages"], "encrypted": mem.encrypted, "queries": len(timed), "k": k,
+            "p50_ms": p50, "p95_ms": p95, "mean_ms": mean, "vector_p50_ms": _ms_stats(vector[i])[0],
+            "bm25_p50_ms": _ms_stats(bm25[i])[0], "embed_p50_ms": _ms_stats(embed)[0],
+        })
+    return rows

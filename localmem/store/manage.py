@@ -17,7 +17,7 @@ from ..config import Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
-from . import db
+from . import cipher, db, purge
 from .queries import q
 
 
@@ -37,7 +37,8 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
         "namespace": ns, "messages": messages, "conversations": conversations, "sessions": sessions,
         "first_message_at": first, "last_message_at": last, "sources": sources,
         "unfinished_sources": unfinished, "units": units, "entities": entities, "links": links,
-        "db_path": str(path), "db_bytes": size, "schema_version": db.schema_version(conn),
+        "db_path": str(path), "db_bytes": size, "encrypted": cipher.file_state(path) == "encrypted",
+        "schema_version": db.schema_version(conn),
         "embedder": meta.get("embed_model_id"), "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
         "vector_index": index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
     }
@@ -96,6 +97,12 @@ def _integrity(conn: apsw.Connection) -> dict[str, Any]:
             "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?")}
 
 
+def _encryption(path: Path) -> str:
+    if cipher.file_state(path) != "encrypted":
+        return "not encrypted"
+    return f"encrypted ({cipher.CIPHER}, key from the passphrase by PBKDF2-HMAC-SHA256 x {cipher.KDF_ITER})"
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.backends import onnx_providers
@@ -112,6 +119,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         "numpy": np.__version__,
         "db": {"path": str(path), "schema_version": db.schema_version(conn),
                "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
+        "encryption": {"store": _encryption(path), **cipher.build()},
     }
     try:
         found = resolve_embedder(config)

@@ -25,10 +25,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from localmem import Memory
 from localmem.errors import LocalmemError
 
 from ..fakes import HashEmbedder
+from ..helpers import open_memory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def worker_add(path: str, tag: str, n: int, go: str) -> None:
     """Add ``n`` messages; print one JSON line: added, and each error with its duration."""
     errors: list[tuple[str, float]] = []
     added = 0
-    with Memory(path, namespace="c", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="c", embedder=HashEmbedder()) as mem:
         _wait_for(Path(go))
         for i in range(n):
             started = time.monotonic()
@@ -55,7 +55,7 @@ def worker_add(path: str, tag: str, n: int, go: str) -> None:
 
 
 def worker_ingest(path: str, file: str, go: str) -> None:
-    with Memory(path, namespace="bulk", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="bulk", embedder=HashEmbedder()) as mem:
         _wait_for(Path(go))
         try:
             report = mem.ingest(file)
@@ -67,7 +67,7 @@ def worker_ingest(path: str, file: str, go: str) -> None:
 def worker_create(path: str, go: str) -> None:
     _wait_for(Path(go))
     try:
-        with Memory(path, embedder=HashEmbedder()) as mem:
+        with open_memory(path, embedder=HashEmbedder()) as mem:
             mem.stats()
         print(json.dumps({"errors": []}))
     except Exception as exc:  # noqa: BLE001 - the trial counts every failure
@@ -99,7 +99,7 @@ def _summary(results: list[dict[str, Any]]) -> dict[str, Any]:
 def adds(root: Path, n: int, with_ingest: bool) -> dict[str, Any]:
     path = root / f"adds-{int(with_ingest)}.db"
     go = root / f"go-{int(with_ingest)}"
-    with Memory(path, namespace="c", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="c", embedder=HashEmbedder()) as mem:
         mem.add("Ann", "the first message")  # the store exists and is bound before the race
     procs = [_spawn("add", str(path), tag, str(n), str(go)) for tag in ("p1", "p2")]
     if with_ingest:
@@ -111,7 +111,7 @@ def adds(root: Path, n: int, with_ingest: bool) -> dict[str, Any]:
     started = time.monotonic()
     go.touch()
     results = _collect(procs)
-    with Memory(path, namespace="c", embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace="c", embedder=HashEmbedder()) as mem:
         stored = mem.conn.execute("select count(*) from messages where ns = 'c' and external_id like 'p%'").fetchone()[0]
         bulk_stored = mem.conn.execute("select count(*) from messages where ns = 'bulk'").fetchone()[0]
     out = {"attempted": 2 * n, "stored": stored, "seconds": round(time.monotonic() - started, 1), **_summary(results)}
@@ -133,7 +133,7 @@ def creates(root: Path, n: int) -> dict[str, Any]:
 
 def threads(root: Path, n: int) -> dict[str, Any]:
     errors: list[tuple[str, float]] = []
-    with Memory(root / "threads.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with open_memory(root / "threads.db", namespace="t", embedder=HashEmbedder()) as mem:
         mem.add("Ann", "the first message")
 
         def run(tag: str) -> None:
@@ -155,7 +155,7 @@ def threads(root: Path, n: int) -> dict[str, Any]:
 
 
 def after_close(root: Path) -> dict[str, Any]:
-    mem = Memory(root / "closed.db", embedder=HashEmbedder())
+    mem = open_memory(root / "closed.db", embedder=HashEmbedder())
     mem.close()
     out = {}
     for name, call in (("add", lambda: mem.add("Ann", "hi")), ("search", lambda: mem.search("hi")),

@@ -19,9 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from localmem import Memory
-
 from ..fakes import HashEmbedder, ScriptedLLM
+from ..helpers import open_memory
 
 GONE = "zqgonemark4417x9"  # the namespace's marker
 SOURCE = "zqsrcmark8203k7"  # the source's marker
@@ -121,7 +120,7 @@ def build(root: Path) -> tuple[Path, dict[str, Any]]:
     kept.write_text(lines(120, "kept", None, start=100), encoding="utf-8")
     gone = root / "gone.jsonl"
     gone.write_text(lines(80, "gone", GONE, start=500), encoding="utf-8")
-    with Memory(path, namespace="keep", embedder=emb, llm=llm) as mem:
+    with open_memory(path, namespace="keep", embedder=emb, llm=llm) as mem:
         mem.ingest(kept, extract="llm")
         mem.ingest(first, extract="llm")
         mem.ingest(appended, extract="llm")
@@ -164,7 +163,7 @@ def trial(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"messages": info["messages"], "gone_llm_calls": info["gone_llm_calls"]}
     out["before"] = {"namespace": present(path, GONE, info["gone_blobs"]),
                      "source": present(path, SOURCE, info["source_blobs"])}
-    with Memory(path, namespace="keep", embedder=DenseEmbedder(dim=DIM)) as mem:
+    with open_memory(path, namespace="keep", embedder=DenseEmbedder(dim=DIM)) as mem:
         mem.forget(namespace="gone")
         out["namespace_open"] = present(path, GONE, info["gone_blobs"])
         out["llm_calls_left"] = mem.conn.execute("select count(*) from llm_calls where ns = 'gone'").fetchone()[0]

@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localmem import Memory
-
 from ..fakes import HashEmbedder
+from ..helpers import open_memory
 
 WORDS = ("harbour ferry island morning coffee train station museum garden dinner friends weekend job "
          "office project deadline concert guitar painting school daughter son birthday cake hiking "
@@ -52,13 +51,13 @@ def trial(root: Path, size: int) -> dict[str, Any]:
     gone = _write(root / "gone.jsonl", tenth, 2 * size, "g")
     emb = HashEmbedder(dim=384)
     t0 = time.perf_counter()
-    with Memory(path, namespace="keep", embedder=emb) as mem:
+    with open_memory(path, namespace="keep", embedder=emb) as mem:
         mem.ingest(keep)
         mem.ingest(source)
         mem.ingest(gone, namespace="gone")
         source_id = mem.sources()[1]["id"]
     out: dict[str, Any] = {"messages": size, "ingest_s": round(time.perf_counter() - t0, 1), "bytes": _size(path)}
-    with Memory(path, namespace="keep", embedder=emb) as mem:
+    with open_memory(path, namespace="keep", embedder=emb) as mem:
         t0 = time.perf_counter()
         mem.forget(namespace="gone")
         out["forget_namespace_s"] = round(time.perf_counter() - t0, 3)

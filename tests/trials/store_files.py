@@ -28,9 +28,8 @@ from typing import Any
 
 import apsw
 
-from localmem import Memory
-
 from ..fakes import HashEmbedder
+from ..helpers import open_memory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,12 +45,12 @@ def _store(path: Path, n: int, namespace: str = "a", conversation: str = "c") ->
                    for i in range(n))
     src = path.with_suffix(".jsonl")
     src.write_text(rows, encoding="utf-8")
-    with Memory(path, namespace=namespace, embedder=HashEmbedder()) as mem:
+    with open_memory(path, namespace=namespace, embedder=HashEmbedder()) as mem:
         mem.ingest(src)
 
 
 def _messages(path: Path) -> dict[str, Any]:
-    with Memory(path, embedder=HashEmbedder()) as mem:
+    with open_memory(path, embedder=HashEmbedder()) as mem:
         out: dict[str, Any] = {row["namespace"]: row["messages"] for row in mem.namespaces()}
         if out:
             out["with_vectors"] = mem.conn.execute("select count(*) from vec_messages").fetchone()[0]
@@ -131,7 +130,7 @@ def permissions(root: Path) -> dict[str, Any]:
     old = os.umask(0o022)
     try:
         script = ("import sys; from localmem import Memory; from tests.fakes import HashEmbedder\n"
-                  "mem = Memory(embedder=HashEmbedder()); mem.add('Ann', 'a private note')\n"
+                  "mem = open_memory(embedder=HashEmbedder()); mem.add('Ann', 'a private note')\n"
                   "open(sys.argv[1], 'w').write(str(mem.path)); import time; time.sleep(3)\n")
         marker = root / "where.txt"
         proc = subprocess.Popen([sys.executable, "-c", script, str(marker)], cwd=REPO,

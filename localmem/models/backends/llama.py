@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -55,7 +56,13 @@ def machine_turn(lock: Path | None) -> Iterator[None]:
 
 
 class LlamaLLM:
-    """An :class:`~localmem.llm.LLM` backed by a GGUF file."""
+    """An :class:`~localmem.llm.LLM` backed by a GGUF file.
+
+    Safe to share between threads (an MCP server answers on one thread while its background
+    worker extracts on another): a llama.cpp context is not, so one call at a time holds it,
+    and the model loads once. Counting tokens reads only the vocabulary and needs no turn, so
+    a search never waits behind a long extraction call.
+    """
 
     def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
                  n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
@@ -75,8 +82,15 @@ class LlamaLLM:
         self._grammars: dict[str, Any] = {}
         self._prefixes = PrefixCache()
         self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
+        self._turn = threading.RLock()  # one call at a time in this process (machine_turn: across them)
 
     def _model(self) -> Any:
+        if self._llama is not None:
+            return self._llama
+        with self._turn:
+            return self._load()
+
+    def _load(self) -> Any:
         if self._llama is None:
             try:
                 llama_cpp = library("llama_cpp")
@@ -100,7 +114,7 @@ class LlamaLLM:
 
         llama = self._model()
         started = time.perf_counter()
-        with machine_turn(self.lock):
+        with self._turn, machine_turn(self.lock):
             tokens = self._prefill(messages)
             done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text,
                                        schema if self.jump_forward else None)
@@ -166,6 +180,10 @@ class LlamaLLM:
         ``gen_tokens`` greedy tokens after that prompt (end-of-text banned so the count is exact),
         timed as the whole call minus the measured prefill.
         """
+        with self._turn:
+            return self._measure_speed(prompt_tokens, gen_tokens, repeats)
+
+    def _measure_speed(self, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
         llama = self._model()
         text = ("Caroline told Melanie about the support group she went to on Friday, and Melanie "
                 "talked about painting a sunrise with her kids at the lake last summer. ") * 64
@@ -199,6 +217,10 @@ class LlamaLLM:
 
         Each prompt is prefilled only past the prefix it shares with the previous one.
         """
+        with self._turn:
+            return self._judge(prompts)
+
+    def _judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
         llama = self._model()
         yes, no = self._answer_tokens()
         out = Judged(p_yes=[])

@@ -8,6 +8,7 @@ sentence-transformers does for all-MiniLM-L6-v2.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -18,7 +19,13 @@ from . import library
 
 
 class OnnxEmbedder:
-    """An :class:`~localmem.embed.Embedder`; the model loads on first use."""
+    """An :class:`~localmem.embed.Embedder`; the model loads on first use.
+
+    Safe to share between threads (an MCP server's tool calls and its background extraction
+    use one embedder): a lock covers loading and each call, since counting tokens changes the
+    shared tokenizer's truncation for its duration. A call takes milliseconds, so the lock
+    never makes a caller wait long.
+    """
 
     def __init__(self, model_path: Path, tokenizer_path: Path, model_id: str,
                  max_tokens: int = 256, threads: int = 0) -> None:
@@ -32,14 +39,20 @@ class OnnxEmbedder:
         self._counter: Any = None
         self._inputs: set[str] = set()
         self._dim: int | None = None
+        self._lock = threading.RLock()
 
     def _load(self) -> None:
-        if self._session is None:
-            self._session, self._tokenizer, self._inputs = open_encoder(
-                self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "embedder")
+        with self._lock:
+            if self._session is None:
+                self._session, self._tokenizer, self._inputs = open_encoder(
+                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "embedder")
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this embedder's tokenizer, without its truncation."""
+        with self._lock:
+            return self._count_tokens(text)
+
+    def _count_tokens(self, text: str) -> int:
         if self._tokenizer is not None:  # loaded to embed: count with it (a second load costs ~25 ms)
             truncation = self._tokenizer.truncation
             self._tokenizer.no_truncation()
@@ -60,6 +73,10 @@ class OnnxEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         self._load()
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)

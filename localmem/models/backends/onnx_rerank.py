@@ -10,6 +10,7 @@ query and each passage are encoded as one pair; a single logit becomes
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,7 +21,8 @@ from .onnx_embed import open_encoder
 
 
 class OnnxCrossEncoder:
-    """A :class:`~localmem.rerank.Reranker`; the model loads on first use."""
+    """A :class:`~localmem.rerank.Reranker`; the model loads on first use. Safe to share
+    between threads (a lock covers loading and each call)."""
 
     def __init__(self, model_path: Path, tokenizer_path: Path, model_id: str, *,
                  max_tokens: int = 512, threads: int = 0) -> None:
@@ -32,14 +34,20 @@ class OnnxCrossEncoder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: set[str] = set()
+        self._lock = threading.RLock()
 
     def _load(self) -> None:
-        if self._session is None:
-            self._session, self._tokenizer, self._inputs = open_encoder(
-                self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "cross-encoder")
+        with self._lock:
+            if self._session is None:
+                self._session, self._tokenizer, self._inputs = open_encoder(
+                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "cross-encoder")
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance of each passage to ``query``: a float32 array in (0, 1)."""
+        with self._lock:
+            return self._score(query, passages)
+
+    def _score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         self._load()
         if not passages:
             return np.zeros(0, dtype=np.float32)

@@ -1,0 +1,57 @@
+"""Test-only plugin for a spawned ``localmem mcp``: on PYTHONPATH, Python imports it at start-up,
+and it registers scripted models as the "test-fake" backends (selected with
+LOCALMEM_EMBED_BACKEND / LOCALMEM_LLM_BACKEND=test-fake), the way tests/conftest.py's
+``use_models`` does in-process.
+
+- LOCALMEM_TEST_NOISE=1: the models write to stdout when built and called, with print() and
+  straight to file descriptor 1 (as llama.cpp's C code would), to show that none of it reaches
+  the protocol stream.
+- LOCALMEM_TEST_LLM_LOG=PATH: every LLM call appends a line to PATH as it starts: its kind
+  ("answer" or "build") and the server's process id.
+- LOCALMEM_TEST_BLOCK=PATH: the LLM waits until PATH exists before it answers.
+"""
+
+import os
+import time
+
+from localmem.models.factory import register
+from localmem.prompts import answer
+from tests.fakes import HashEmbedder, ScriptedLLM
+
+
+def _noise(what: str) -> None:
+    if os.environ.get("LOCALMEM_TEST_NOISE"):
+        print(f"NOISE: print() from {what}")
+        os.write(1, f"NOISE: fd 1 from {what}\n".encode())
+
+
+def _responder(messages):
+    from tests.test_pipeline import _responder as build_responder
+
+    kind = "answer" if messages[0]["content"] == answer.SYSTEM else "build"
+    if os.environ.get("LOCALMEM_TEST_LLM_LOG"):
+        with open(os.environ["LOCALMEM_TEST_LLM_LOG"], "a", encoding="utf-8") as fh:
+            fh.write(f"{kind} {os.getpid()}\n")
+    while os.environ.get("LOCALMEM_TEST_BLOCK") and not os.path.exists(os.environ["LOCALMEM_TEST_BLOCK"]):
+        time.sleep(0.05)
+    _noise(f"the LLM ({kind})")
+    if kind == "build":
+        return build_responder(messages)
+    # The answer: the words of the first evidence item ("[1] 8 May 2023 - Ann: I moved to Oslo").
+    first = next(line for line in messages[-1]["content"].splitlines() if line.startswith("[1]"))
+    said = first.split(" - ", 1)[1].split(": ", 1)[-1]
+    return {"answer": said[:answer.MAX_ANSWER_CHARS], "supports": [1], "confidence": 0.9}
+
+
+def _llm(config):
+    _noise("building the LLM")
+    return ScriptedLLM(responder=_responder)
+
+
+def _embedder(config):
+    _noise("building the embedder")
+    return HashEmbedder()
+
+
+register("llm", "test-fake", _llm)
+register("embedder", "test-fake", _embedder)
