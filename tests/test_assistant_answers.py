@@ -258,11 +258,13 @@ def test_the_details_reach_the_json_output(tmp_path, use_models):
     assert json.loads(done.stdout)["details"]["check"]["p_yes"] == 0.5
 
 
-def test_dates_module_counts_whole_units(tmp_path):
+def test_dates_module_counts_whole_units():
     from localmem.answer.dates import DateQuestion, work_out
 
     hits = [Hit(id="m:1", kind="message", text="user: We adopted Pilchard today.", score=1.0, channels={}, time="2024-02-29T10:00"),
             Hit(id="m:2", kind="message", text="user: I started the new job today.", score=1.0, channels={}, time="2025-02-28T10:00")]
     worked = work_out(DateQuestion("between", "years", ("adopted Pilchard", "started the new job")), hits,
                       dt.date(2025, 3, 1))
-    assert worked is not None and worked.answer.startswith("0 years")  # 29 Feb 2024 + 1 year is 1 Mar 2025
+    # 29 February to 28 February of the next year is one whole year (times.years_between)
+    assert worked is not None and worked.answer.startswith("1 year (29 February 2024 to 28 February 2025)")
+    assert worked.arithmetic == "28 February 2025 − 29 February 2024 = 365 days = 1 whole years"
