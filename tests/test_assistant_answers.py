@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,12 +193,14 @@ def test_a_refusal_is_not_turned_into_a_count(tmp_path):
 # -- the answer check -------------------------------------------------------------------------
 
 def _judge(p_by_line: dict[str, float], default: float = 0.02):
-    """P(yes) by the message the check's prompt holds (the first needle found)."""
+    """P(yes) by the evidence lines the check asks about (its item numbers, read back from the
+    answer prompt it continues): the P of the first needle found in them."""
     def judge(prompts):
         out = []
         for prompt in prompts:
-            text = prompt[-1]["content"].split("\nQuestion:")[0]
-            out.append(next((p for needle, p in p_by_line.items() if needle in text), default))
+            lines = {int(m.group(1)): m.group(2) for m in re.finditer(r"^\[(\d+)\] (.*)$", prompt[1]["content"], re.M)}
+            asked = " ".join(lines[int(n)] for n in re.findall(r"\[(\d+)\]", prompt[-1]["content"]))
+            out.append(next((p for needle, p in p_by_line.items() if needle in asked), default))
         return out
     return judge
 
@@ -212,8 +215,10 @@ def test_an_answer_its_citations_state_passes_the_check(tmp_path):
     check = result.details["check"]
     assert check["passed"] and check["p_yes"] == 0.9 and check["version"] == check_prompt.VERSION
     assert "check" in result.timings
-    prompt = llm.judged[0]
-    assert prompt[0]["content"] == check_prompt.SYSTEM and "Answer: Severn Rail" in prompt[-1]["content"]
+    prompt = llm.judged[0]  # the answer's conversation, continued: the evidence is a reused prefix
+    assert prompt[:2] == llm.calls[0][:2] and prompt[2]["role"] == "assistant"
+    assert json.loads(prompt[2]["content"])["answer"] == "Severn Rail"
+    assert prompt[3]["content"].startswith("Check your answer. Does item [") and '"Severn Rail"' in prompt[3]["content"]
 
 
 def test_a_failed_check_tries_another_item_and_cites_it(tmp_path):

@@ -225,7 +225,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     lines = [evidence_line(h, dates, names) for h in evidence]
     who = (user_name or speakers.user, speakers.assistant) if chat else None
     started = time.perf_counter()
-    result = complete_structured(llm, prompt.build(question, lines, day, who),
+    messages = prompt.build(question, lines, day, who)
+    result = complete_structured(llm, messages,
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)
@@ -261,7 +262,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
             out.details["dates"] = {**worked.to_dict(), "model_answer": out.answer}
             out.answer = worked.answer
         elif verify > 0 and isinstance(llm, Judge):
-            check(llm, out, lines, verify)
+            check(llm, out, messages, data, verify)
     if out.refused:
         out.supports = []
     out.citations = _renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
@@ -272,22 +273,23 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
 CHECK_ALTERNATIVES = 2
 
 
-def check(llm: Judge, out: Answer, lines: Sequence[str], threshold: float) -> None:
-    """The answer check: the model's P(yes) that the items ``out`` cites (``lines``, numbered
-    as the evidence) state its answer. Under ``threshold``, the uncited items sharing most
-    words with the question and answer are tried in turn (one prompt each, one batch); the
-    first that passes becomes the support, and without one the answer is refused. What was
-    tried is kept in ``out.details["check"]``; ``out.timings["check"]`` is its cost."""
+def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: dict[str, Any],
+          threshold: float) -> None:
+    """The answer check: the model's P(yes) that the items ``out`` cites state its answer,
+    asked as the next turn of the answer's conversation (``messages``, then the model's
+    ``reply``). Under ``threshold``, the uncited items sharing most words with the question and
+    answer are asked about (one prompt each, in one batch); the first that passes becomes
+    the support, and without one the answer is refused. What was tried is kept in
+    ``out.details["check"]``; ``out.timings["check"]`` is its cost."""
     started = time.perf_counter()
-    cited = [lines[n - 1] for n in out.supports] or list(lines)
-    others = _alternatives(out, lines)
-    prompts = [check_prompt.build(cited, out.question, out.answer)]
-    prompts += [check_prompt.build([lines[n - 1]], out.question, out.answer) for n in others]
-    judged = llm.judge(prompts)
-    p_cited, p_others = judged.p_yes[0], judged.p_yes[1:]
+    judged = llm.judge([check_prompt.build(messages, reply, out.supports, out.answer)])
+    p_cited = judged.p_yes[0]
     report: dict[str, Any] = {"version": check_prompt.VERSION, "threshold": threshold, "p_yes": round(p_cited, 4),
-                              "passed": p_cited >= threshold}
+                              "passed": p_cited >= threshold, "prefilled": judged.prefilled}
     if not report["passed"]:
+        others = _alternatives(out)
+        p_others = llm.judge([check_prompt.build(messages, reply, [n], out.answer) for n in others]).p_yes \
+            if others else []
         report["tried"] = [{"item": n, "p_yes": round(p, 4)} for n, p in zip(others, p_others)]
         passing = [n for n, p in zip(others, p_others) if p >= threshold]
         if passing:
@@ -300,10 +302,9 @@ def check(llm: Judge, out: Answer, lines: Sequence[str], threshold: float) -> No
     out.timings["check"] = round(time.perf_counter() - started, 3)
 
 
-def _alternatives(out: Answer, lines: Sequence[str]) -> list[int]:
+def _alternatives(out: Answer) -> list[int]:
     """The uncited items (1-based) sharing most words with the question and answer, best first:
-    those an answer the cited items do not state may rest on instead. Only computed when the
-    check fails, but built up front so that every prompt goes in one batch."""
+    those an answer the cited items do not state may rest on instead."""
     cited = set(out.supports)
     pool = [h for n, h in enumerate(out.evidence, 1) if n not in cited]
     words = {stem(w) for w in content_words(f"{out.question} {out.answer}")}
