@@ -225,7 +225,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     lines = [evidence_line(h, dates, names) for h in evidence]
     who = (user_name or speakers.user, speakers.assistant) if chat else None
     started = time.perf_counter()
-    messages = prompt.build(question, lines, day, who)
+    asked_dates = date_rules.classify(question)
+    messages = prompt.build(question, lines, day, who, dated=asked_dates is not None)
     result = complete_structured(llm, messages,
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
@@ -255,9 +256,8 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         # trials of tests/trials/forgery.py). What the model said is kept in ``unsupported``.
         out.refused, out.refusal, out.unsupported, out.answer = True, "no citation", text, prompt.REFUSAL
     if not out.refused:
-        asked = date_rules.classify(question)
-        worked = date_rules.work_out(asked, [evidence[n - 1] for n in out.supports], today) \
-            if asked is not None else None
+        worked = date_rules.work_out(asked_dates, [evidence[n - 1] for n in out.supports], today) \
+            if asked_dates is not None else None
         if worked is not None:  # the model picked the events; the rules count
             out.details["dates"] = {**worked.to_dict(), "model_answer": out.answer}
             out.answer = worked.answer

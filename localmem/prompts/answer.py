@@ -65,15 +65,22 @@ Question: Where is Noor moving in June?
 {{"answer": "{REFUSAL}", "supports": [], "confidence": 0.8}}"""
 
 
+# After a question whose count or order the rules work out (answer.dates): the model, which
+# otherwise refuses because no item states the number, only has to find the events.
+DATES_HINT = "(Answer with the dates of the events it names; the counting is done for you.)"
+
+
 def build(question: str, items: Sequence[str], today: str | None,
-          chat: tuple[str, str] | None = None) -> list[dict[str, str]]:
+          chat: tuple[str, str] | None = None, dated: bool = False) -> list[dict[str, str]]:
     """``items``: one line per piece of evidence, already dated and in time order. ``chat``:
-    the (user, assistant) names when the items are a chat between a user and an assistant."""
+    the (user, assistant) names when the items are a chat between a user and an assistant.
+    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it)."""
     numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
+    hint = f" {DATES_HINT}" if dated else ""
     if chat is not None:
         user, assistant = (item_text(name) for name in chat)
         head += (f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
                  f'"you" means {assistant}, the assistant.\n')
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}"}]
+            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"}]
