@@ -126,11 +126,11 @@ def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
     import io
     import json
 
-    from localmem import Memory
     from localmem.benchmarks import bench_memory
     from localmem.store import transfer
 
     from .fakes import HashEmbedder
+    from .helpers import open_memory
 
     out = io.StringIO()
     bench_memory._write_export(out, 40, "hash-embedder", 64, seed=1)
@@ -142,7 +142,7 @@ def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
     assert by_type["unit_source"]["unit_id"].startswith("u:") and by_type["link"]["src_id"].startswith("u:")
     path = tmp_path / "synthetic.jsonl"
     path.write_text(out.getvalue(), encoding="utf-8")
-    with Memory(tmp_path / "m.db", namespace="other", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", namespace="other", embedder=HashEmbedder()) as mem:
         counts = mem.restore(path)
         assert "unchecked" not in counts and counts["unit"] == 40 + 4
         again = io.StringIO()

@@ -23,7 +23,8 @@ from localmem.config import MAX_JSON_DEPTH, Config
 from localmem.errors import DiskFullError, InputError, InvalidTextError
 
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import (REPO, assert_one_line_error, default_embedder_installed, open_memory, runner, snapshot, write_jsonl)
+from .helpers import (REPO, STORE_KEY_VAR, assert_one_line_error, default_embedder_installed, open_memory, runner,
+                      snapshot, write_jsonl)
 
 HALF_EMOJI = "\ud83d"  # the first half of 😀's UTF-16 pair, as an export that cut it writes it
 
@@ -160,8 +161,12 @@ def test_json_nested_as_deep_as_allowed_is_stored_and_exported(mem, tmp_path):
 # -- files that are not regular files, files too large -------------------------------------------------
 
 def _cli(args: list[str], env_home: Path, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALMEM_")}
-    env.update(LOCALMEM_HOME=str(env_home), PYTHONPATH=str(REPO))
+    # A --stores=encrypted run's key settings pass: the CLI opens the same encrypted stores.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LOCALMEM_") or k in ("LOCALMEM_KEY_ENV", STORE_KEY_VAR)}
+    # What the suite runs with comes first (the cipher build of apsw, in an encrypted run).
+    env.update(LOCALMEM_HOME=str(env_home),
+               PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p))
     return subprocess.run([sys.executable, "-m", "localmem", *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
 
