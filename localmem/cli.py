@@ -589,14 +589,20 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 @click.option("--questions", "questions_file", type=click.Path(path_type=Path),
               help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
+@click.option("--user-name", help="Your name: in a chat between you and an assistant, evidence and answers "
+                                  "say it instead of 'user' (setting user_name). Env: LOCALMEM_USER_NAME.")
 @_filter_options
 @json_option
 @click.pass_obj
 def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool, now: str | None,
         max_tokens: int | None, channels: str | None, questions_file: Path | None, show_evidence: bool,
-        since: str | None, until: str | None, speaker: str | None, in_conversation: str | None,
-        meta: tuple[str, ...], as_json: bool) -> None:
+        user_name: str | None, since: str | None, until: str | None, speaker: str | None,
+        in_conversation: str | None, meta: tuple[str, ...], as_json: bool) -> None:
     """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
+    if user_name is not None:
+        from dataclasses import replace
+
+        state.config = replace(state.config, user_name=user_name.strip() or None)
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
     filters = _filters(since, until, speaker, in_conversation, meta)
     if max_tokens is not None and max_tokens < 1:

@@ -97,6 +97,16 @@ DEFAULT_ASK_CHECK = True
 # date: "yesterday [7 May 2023]", "last week [the week before 9 June 2023]" (times.with_dates).
 # The 1.5B model mostly answered with the message's own date instead of counting back.
 DEFAULT_ASK_DATES = True
+# A message longer than this (the model's tokens) is given to the model as its sentences that
+# match the question, with their neighbours (answer.excerpts); 0 shows every message whole.
+DEFAULT_ASK_LONG_TOKENS = 80
+# Before a fast-mode answer is returned, the model's P(yes) that the cited evidence states it
+# (a yes/no judge, nothing generated); under this, other evidence items are tried as its
+# support, and without one that passes the answer is refused. 0 turns the check off.
+DEFAULT_ASK_VERIFY = 0.1
+# A question about the present ("now", "currently", "these days", "where do I work?") gets the
+# newest of its this-many best hits first (search and ask); 0 keeps the ranking as it is.
+DEFAULT_PRESENT_FIRST = 5
 DEFAULT_CONSOLIDATE = "off"
 DEFAULT_EXTRACT = "none"
 # Import: a time that names its zone (epoch seconds in ChatGPT and Slack exports, "Z" in Claude's,
@@ -196,6 +206,12 @@ class Config:
     ask_focus: bool = DEFAULT_ASK_FOCUS
     ask_check: bool = DEFAULT_ASK_CHECK
     ask_dates: bool = DEFAULT_ASK_DATES
+    ask_long_tokens: int = DEFAULT_ASK_LONG_TOKENS
+    ask_verify: float = DEFAULT_ASK_VERIFY
+    present_first: int = DEFAULT_PRESENT_FIRST
+    # The user's name in a user–assistant chat: evidence and answers say it instead of "user",
+    # and the user goes by it in questions ("Where does Sam work?" as well as "Where do I work?").
+    user_name: str | None = None
     consolidate: str = DEFAULT_CONSOLIDATE
     verify_facts: float = DEFAULT_VERIFY_FACTS  # yes/no check of each fact; 0: off
     rerank_model: Path | None = None  # a cross-encoder ONNX file; None: no reranking

@@ -483,7 +483,7 @@ class Memory:
             raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
         return replace(base, k=k, budget=max(budget or self.config.channel_budget, k), rrf_k=self.config.rrf_k,
                        channels=chosen, promote=base.promote if promote is None else promote,
-                       rerank=rerank, now=now)
+                       rerank=rerank, now=now, present_first=self.config.present_first)
 
     def _search_batch(self, queries: list[str], params: "SearchParams", bound: bool) -> Iterator[list["Hit"]]:
         from .build.embedding import embed_batched
@@ -554,7 +554,7 @@ class Memory:
         today = self._today(now)
         if mode == "agentic":
             return self._ask_agentic(question, today, steps, trace, started, on_text)
-        speakers = checks.speakers(self.conn, self.namespace)
+        speakers = checks.speakers(self.conn, self.namespace, self.config.user_name)
         params = replace(self.search_params(k or self.config.ask_candidates, channels=channels, promote=promote,
                                             recipe=recipe, now=today), filters=filters)
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
@@ -566,10 +566,17 @@ class Memory:
         searched = time.perf_counter() - started
         llm = self.llm if hits else None  # nothing found: refuse without loading a model
         # Loaded first, so the evidence the model reads is counted by its own tokenizer.
-        hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, self.token_counter()[0])
+        count = self.token_counter()[0]
+        if self.config.ask_long_tokens and hits:
+            from .answer import excerpts
+
+            query_vec = self.embedder.embed([question])[0] if db.has_vectors(self.conn) else None
+            hits = excerpts.shorten(self.conn, hits, query_vec, count, self.config.ask_long_tokens)
+        hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         result = answer_mod.answer(self.conn, llm if hits else None, question, hits, today, on_text,
                                    speakers if self.config.ask_check else {}, pool,
-                                   dates=self.config.ask_dates)
+                                   dates=self.config.ask_dates, user_name=self.config.user_name,
+                                   verify=self.config.ask_verify)
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
@@ -587,9 +594,10 @@ class Memory:
         today = self._today(now)
         llm = self.llm if evidence else None
         kept = answer_mod.fit_context(list(evidence), self.config.n_ctx, self.token_counter()[0], question)
-        speakers = checks.speakers(self.conn, self.namespace) if self.config.ask_check else {}
+        speakers = checks.speakers(self.conn, self.namespace, self.config.user_name) if self.config.ask_check else {}
         result = answer_mod.answer(self.conn, llm, question, kept, today, on_text, speakers,
-                                   dates=self.config.ask_dates)
+                                   dates=self.config.ask_dates, user_name=self.config.user_name,
+                                   verify=self.config.ask_verify)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
@@ -614,7 +622,8 @@ class Memory:
             params = self.search_params(k, channels=channels, now=today)
             return next(iter(self._search_batch([query], params, bound)))
 
-        tools = agentic.Tools(self.conn, self.namespace, retrieve, speakers(self.conn, self.namespace))
+        tools = agentic.Tools(self.conn, self.namespace, retrieve,
+                              speakers(self.conn, self.namespace, self.config.user_name))
         result = agentic.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text,
                              dates=self.config.ask_dates)
         result.timings["total"] = round(time.perf_counter() - started, 3)

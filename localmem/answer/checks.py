@@ -22,10 +22,45 @@ if TYPE_CHECKING:
 Names = Mapping[str, Sequence[str]]  # a speaker -> the names they go by, their own first
 
 
+class Speakers(dict):
+    """The speakers of a namespace and the names they go by (a :data:`Names`); in a chat
+    between a user and an assistant (messages with the roles ``user`` and ``assistant``, as in
+    ChatGPT, Claude and chat JSON exports), also which speaker is which: there a question in the
+    first person ("where do I work?") is about the user, and one asking what "you" said or
+    suggested is about the assistant."""
+
+    def __init__(self, names: Names, user: str | None = None, assistant: str | None = None) -> None:
+        super().__init__({speaker: list(n) for speaker, n in names.items()})
+        self.user = user if user in self else None
+        self.assistant = assistant if assistant in self else None
+
+    @property
+    def chat(self) -> bool:
+        """Whether this is a user–assistant chat."""
+        return self.user is not None and self.assistant is not None
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've)\b", re.I)
+# "you" as the one who said or did something: what the assistant said, suggested, recommended.
+_YOU_SAID = re.compile(r"\b(?:did|do|have|had|would|could|can|will|were) you\b"
+                       r"|\byou (?:said|suggested|recommended|told|mentioned|gave|proposed|advised|named|wrote|"
+                       r"listed|shared|explained|calculated|thought)\b"
+                       r"|\byour (?:suggestion|recommendation|advice|answer|idea|tip|list|plan)s?\b", re.I)
+
+
 def person_asked(question: str, speakers: Names) -> str | None:
-    """The one speaker ``question`` names, or ``None`` (it names none of them, or several)."""
+    """The one speaker ``question`` is about: the one it names; in a user–assistant chat, the
+    assistant when it asks what "you" said or suggested, else the user when it speaks in the
+    first person; ``None`` when it names none of them, or several."""
     named = [s for s, names in speakers.items() if _names(question, names)]
-    return named[0] if len(named) == 1 else None
+    if named:
+        return named[0] if len(named) == 1 else None
+    if isinstance(speakers, Speakers) and speakers.chat:
+        if _YOU_SAID.search(question):
+            return speakers.assistant
+        if _FIRST_PERSON.search(question):
+            return speakers.user
+    return None
 
 
 def _names(text: str, names: Sequence[str]) -> bool:
@@ -70,13 +105,21 @@ def only_asks(text: str) -> bool:
     return bool(said) and all(s.endswith("?") and _YOU.search(s) for s in said)
 
 
-def about(hit: Hit, who: str, names: Sequence[str]) -> bool:
+def about(hit: Hit, who: str, names: Sequence[str], chat: bool = False) -> bool:
     """Whether ``hit`` is by or about ``who``: a message they wrote (unless it only asks the
     listener about themselves) or one naming them (not only addressing them), a unit whose
-    text names them."""
+    text names them. In a user–assistant chat (``chat``) the other party's message that says
+    "you" is about them too ("So your new job at Northwind starts Monday")."""
     if hit.kind == "message":
-        return said_by_or_about(hit.sources[0].speaker if hit.sources else "", _words(hit), who, names)
+        speaker = hit.sources[0].speaker if hit.sources else ""
+        if chat and speaker.lower() != who.lower() and _YOU.search(_words(hit)):
+            return True
+        return said_by_or_about(speaker, _words(hit), who, names)
     return _names(hit.text, names)
+
+
+def _chat(speakers: Names) -> bool:
+    return isinstance(speakers, Speakers) and speakers.chat
 
 
 def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) -> bool:
@@ -95,7 +138,14 @@ def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
     the other's words answers with them.
     """
     who = person_asked(question, speakers)
-    return list(hits) if who is None else [h for h in hits if about(h, who, speakers[who])]
+    if who is None:
+        return list(hits)
+    kept = [h for h in hits if about(h, who, speakers[who], _chat(speakers))]
+    if _chat(speakers):
+        # Their own words first: the user's "I've got three of them" before the assistant's
+        # restatement of it; what the assistant itself said before what the user said of it.
+        kept = sorted(kept, key=lambda h: not (h.sources and h.sources[0].speaker == who))
+    return kept
 
 
 def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation],
@@ -119,7 +169,7 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
     asked = {stem(w) for w in content_words(question)} | _all_names(speakers)
     best = best_matching(({stem(w) for w in content_words(reply)} - asked), pool)
     if best:
-        return not any(about(h, who, names) for h in best)
+        return not any(about(h, who, names, _chat(speakers)) for h in best)
     if not cited:
         return False
     return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
@@ -152,7 +202,7 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     best = best_matching(words, pool)
     if not best:
         return False
-    return not any(about(h, who, names) or _asks_listener(h, who, words) for h in best)
+    return not any(about(h, who, names, _chat(speakers)) or _asks_listener(h, who, words) for h in best)
 
 
 def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
@@ -181,11 +231,19 @@ def _all_names(speakers: Names) -> set[str]:
     return {stem(n.lower()) for names in speakers.values() for n in names}
 
 
-def speakers(conn: Any, ns: str) -> dict[str, list[str]]:
+def speakers(conn: Any, ns: str, user_name: str | None = None) -> Speakers:
     """The namespace's speakers, each with the names they go by (their own first, then the
-    aliases of the person entity with their name: "Mel" for Melanie)."""
+    aliases of the person entity with their name: "Mel" for Melanie), and, when its messages
+    have the roles ``user`` and ``assistant``, which speaker is which (``user_name``: the
+    user's own name, which the user then also goes by)."""
     out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.execute(q("namespace_speakers"), {"ns": ns})}
     for speaker, alias in conn.execute(q("namespace_speaker_aliases"), {"ns": ns}):
         if alias.lower() not in (n.lower() for n in out[speaker]):
             out[speaker].append(alias)
-    return out
+    roles: dict[str, str] = {}
+    for speaker, role in conn.execute(q("namespace_speaker_roles"), {"ns": ns}):
+        roles.setdefault(role, speaker)  # the speaker who said most in that role
+    user = roles.get("user")
+    if user is not None and user_name and user_name.lower() not in (n.lower() for n in out[user]):
+        out[user].append(user_name)
+    return Speakers(out, user, roles.get("assistant"))

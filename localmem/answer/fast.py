@@ -16,16 +16,19 @@ import json
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from ..models.protocols import LLM
+from ..models.protocols import LLM, Judge
 from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
+from ..prompts import check as check_prompt
 from ..prompts import item_text
 from ..retrieval.search import Hit, hydrate
 from ..store.queries import q
 from ..text.times import absolute, day_text, with_dates
-from .checks import Names, about_someone_else, asks_about_someone_else
+from ..text.words import content_words, stem
+from . import dates as date_rules
+from .checks import Names, Speakers, about_someone_else, asks_about_someone_else, best_matching
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -64,6 +67,10 @@ class Answer:
     unsupported: str | None = None  # what the model answered without citing a valid item (not given)
     prompt_version: str = prompt.VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
+    # How the answer was worked out beyond the model's reply: "dates" (a date question counted
+    # by rules: the events, the arithmetic, the model's own answer), "check" (the answer check:
+    # P(yes), the threshold, what was tried and the answer before a refusal).
+    details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON: cited messages and evidence named by their printed ids (``m:12``, ``u:45``)."""
@@ -84,16 +91,22 @@ def format_date(iso: str | None) -> str:
     return day_text(day)
 
 
-def evidence_line(hit: Hit, dates: bool = False) -> str:
+def evidence_line(hit: Hit, dates: bool = False, names: Mapping[str, str] | None = None) -> str:
     """One dated line per hit (a message hit's text already starts with its speaker);
-    ``dates``: a message's relative times are followed by the dates they mean."""
-    return f"{format_date(hit.time)} - {evidence_text(hit, dates)}"
+    ``dates``: a message's relative times are followed by the dates they mean; ``names``: a
+    speaker shown by another name (the user's own name instead of "user")."""
+    return f"{format_date(hit.time)} - {evidence_text(hit, dates, names)}"
 
 
-def evidence_text(hit: Hit, dates: bool = False) -> str:
+def evidence_text(hit: Hit, dates: bool = False, names: Mapping[str, str] | None = None) -> str:
     """A hit's text on one line, marked when a newer unit replaced it."""
     replaced = " (no longer true: replaced later)" if hit.superseded_by else ""
-    text = item_text(hit.text)  # before the dates are added: their brackets are the only ones
+    text = hit.text
+    if names and hit.kind == "message" and hit.sources and hit.sources[0].speaker in names:
+        speaker = hit.sources[0].speaker
+        if text.startswith(f"{speaker}: "):
+            text = f"{names[speaker]}: {text[len(speaker) + 2:]}"
+    text = item_text(text)  # before the dates are added: their brackets are the only ones
     said_on = _said_on([hit]) if dates else None
     if said_on is not None:
         text = with_dates(text, said_on)
@@ -175,7 +188,8 @@ def is_refusal(text: str) -> bool:
 
 def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
            on_text: Callable[[str], None] | None = None, speakers: Names | None = None,
-           pool: Sequence[Hit] = (), dates: bool = False) -> Answer:
+           pool: Sequence[Hit] = (), dates: bool = False, user_name: str | None = None,
+           verify: float = 0.0) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
     No evidence means a refusal without calling the model. ``on_text`` receives the answer
@@ -185,9 +199,15 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     or focused on one person): a question about one of them that only someone else's
     messages answer is refused without calling the model (:func:`asks_about_someone_else`),
     and an answer must rest on something they said or something said about them
-    (:func:`about_someone_else`). ``dates``: the relative times in messages are followed by
-    the dates they mean (:func:`times.with_dates`), and the answer's own relative times are
-    given as dates (:func:`times.absolute`).
+    (:func:`about_someone_else`); in a user–assistant chat (:class:`Speakers`) the prompt
+    says who "I" and "you" are, and ``user_name`` is shown instead of the user's speaker
+    label. ``dates``: the relative times in messages are followed by the dates they mean
+    (:func:`times.with_dates`), and the answer's own relative times are given as dates
+    (:func:`times.absolute`). A date question ("how many days ago", "which came first") is
+    counted by :mod:`answer.dates` from the items the model cites, not by the model.
+    ``verify``: the least P(yes) the model may give that the cited items state the answer
+    (:func:`check`); 0 skips the check, and so does a model without the :class:`Judge`
+    capability.
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
@@ -200,8 +220,14 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     if speakers and asks_about_someone_else(question, found, speakers):
         out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
         return out
+    chat = isinstance(speakers, Speakers) and speakers.chat
+    names = {speakers.user: user_name} if chat and user_name and speakers.user != user_name else None
+    lines = [evidence_line(h, dates, names) for h in evidence]
+    who = (user_name or speakers.user, speakers.assistant) if chat else None
     started = time.perf_counter()
-    result = complete_structured(llm, prompt.build(question, [evidence_line(h, dates) for h in evidence], day),
+    asked_dates = date_rules.classify(question)
+    messages = prompt.build(question, lines, day, who, dated=asked_dates is not None)
+    result = complete_structured(llm, messages,
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)
     out.timings["answer"] = round(time.perf_counter() - started, 3)
@@ -224,13 +250,73 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
     if not out.refused and about_someone_else(question, text, found, out.citations, speakers or {}):
         out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
-        out.supports, out.citations = [], []
     elif not out.refused and not out.citations:
         # An answer that names no item it rests on is not given: nothing shows where it came
         # from (the model's own knowledge, or a message imitating a reply, as in the forgery
         # trials of tests/trials/forgery.py). What the model said is kept in ``unsupported``.
         out.refused, out.refusal, out.unsupported, out.answer = True, "no citation", text, prompt.REFUSAL
+    if not out.refused:
+        worked = date_rules.work_out(asked_dates, [evidence[n - 1] for n in out.supports], today) \
+            if asked_dates is not None else None
+        if worked is not None:  # the model picked the events; the rules count
+            out.details["dates"] = {**worked.to_dict(), "model_answer": out.answer}
+            out.answer = worked.answer
+        elif verify > 0 and isinstance(llm, Judge):
+            check(llm, out, messages, data, verify)
+    if out.refused:
+        out.supports = []
+    out.citations = _renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
     return out
+
+
+# When the cited items fail the check, at most this many other items are tried as the support.
+CHECK_ALTERNATIVES = 2
+
+
+def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: dict[str, Any],
+          threshold: float) -> None:
+    """The answer check: the model's P(yes) that the items ``out`` cites state its answer,
+    asked as the next turn of the answer's conversation (``messages``, then the model's
+    ``reply``). Under ``threshold``, the uncited items sharing most words with the question and
+    answer are asked about (one prompt each, in one batch); the first that passes becomes
+    the support, and without one the answer is refused. What was tried is kept in
+    ``out.details["check"]``; ``out.timings["check"]`` is its cost."""
+    started = time.perf_counter()
+    judged = llm.judge([check_prompt.build(messages, reply, out.supports, out.answer)])
+    p_cited = judged.p_yes[0]
+    report: dict[str, Any] = {"version": check_prompt.VERSION, "threshold": threshold, "p_yes": round(p_cited, 4),
+                              "passed": p_cited >= threshold, "prefilled": judged.prefilled}
+    if not report["passed"]:
+        others = _alternatives(out)
+        p_others = llm.judge([check_prompt.build(messages, reply, [n], out.answer) for n in others]).p_yes \
+            if others else []
+        report["tried"] = [{"item": n, "p_yes": round(p, 4)} for n, p in zip(others, p_others)]
+        passing = [n for n, p in zip(others, p_others) if p >= threshold]
+        if passing:
+            report["passed"], report["support"] = True, passing[0]
+            out.supports = [passing[0]]
+        else:
+            report["answer_before"] = out.answer
+            out.refused, out.refusal, out.answer = True, "unchecked", prompt.REFUSAL
+    out.details["check"] = report
+    out.timings["check"] = round(time.perf_counter() - started, 3)
+
+
+def _alternatives(out: Answer) -> list[int]:
+    """The uncited items (1-based) sharing most words with the question and answer, best first:
+    those an answer the cited items do not state may rest on instead."""
+    cited = set(out.supports)
+    pool = [h for n, h in enumerate(out.evidence, 1) if n not in cited]
+    words = {stem(w) for w in content_words(f"{out.question} {out.answer}")}
+    best = best_matching(words, pool)[:CHECK_ALTERNATIVES]
+    return [out.evidence.index(h) + 1 for h in best]
+
+
+def _renamed(found: list[Citation], names: Mapping[str, str] | None) -> list[Citation]:
+    if names:
+        for c in found:
+            c.speaker = names.get(c.speaker, c.speaker)
+    return found
 
 
 def _said_on(hits: Sequence[Hit]) -> dt.date | None:

@@ -146,6 +146,7 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
                 "citations": sorted(cited), "seconds": result.timings.get("total", 0.0),
                 "prompt_tokens": result.tokens.get("prompt", 0),
                 "completion_tokens": result.tokens.get("completion", 0), "error": result.error,
+                "timings": result.timings, "details": result.details,
                 "evidence_recall": round(sum(e in cited for e in item.evidence) / len(item.evidence), 4)
                 if item.evidence else None,
                 **score(item.category, result.answer, item.gold, result.refused)}

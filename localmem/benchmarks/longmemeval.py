@@ -119,6 +119,7 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
                            "citations": [c.external_id for c in result.citations],
                            "seconds": result.timings.get("total", 0.0),
                            "prompt_tokens": result.tokens.get("prompt", 0), "error": result.error,
+                           "timings": result.timings, "details": result.details,
                            **score(item, result.answer, result.refused)}
             if progress:
                 progress(done, len(items))

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-VERSION = "answer-v4"
+from . import item_text
+
+VERSION = "answer-v5"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -44,6 +46,7 @@ Rules:
 - Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
 - Every item starts with its date. A relative time may be followed by the date it means in brackets, "yesterday [7 May 2023]": answer a "when" question with what the brackets say. Otherwise count from the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
 - Answer about the person the question names. What someone else did or said is not an answer.
+- When items disagree, the later item replaces the earlier one: for how things are now, answer from the latest item; for how they were before, from the earlier one.
 - If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
 - "supports": the numbers of the items your answer rests on.
 - "confidence": from 0 to 1, how sure you are that the items say it.
@@ -62,9 +65,22 @@ Question: Where is Noor moving in June?
 {{"answer": "{REFUSAL}", "supports": [], "confidence": 0.8}}"""
 
 
-def build(question: str, items: Sequence[str], today: str | None) -> list[dict[str, str]]:
-    """``items``: one line per piece of evidence, already dated and in time order."""
+# After a question whose count or order the rules work out (answer.dates): the model, which
+# otherwise refuses because no item states the number, only has to find the events.
+DATES_HINT = "(Answer with the dates of the events it names; the counting is done for you.)"
+
+
+def build(question: str, items: Sequence[str], today: str | None,
+          chat: tuple[str, str] | None = None, dated: bool = False) -> list[dict[str, str]]:
+    """``items``: one line per piece of evidence, already dated and in time order. ``chat``:
+    the (user, assistant) names when the items are a chat between a user and an assistant.
+    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it)."""
     numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
+    hint = f" {DATES_HINT}" if dated else ""
+    if chat is not None:
+        user, assistant = (item_text(name) for name in chat)
+        head += (f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
+                 f'"you" means {assistant}, the assistant.\n')
     return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}"}]
+            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"}]

@@ -195,3 +195,30 @@ def parse_query_time(query: str, now: dt.date) -> Range | None:
         phrase, span = found[0]
         return Range(span.start, span.end, phrase)
     return None
+
+
+# A question about how things are now: a word that says so, or the present tense in the first
+# person ("where do I work?", "what's my job title?"). "Before", "used to" and the like ask
+# about an earlier state, and a time the question names is the temporal channel's business.
+_NOW_WORDS = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|"
+                        r"any ?more|still|lately|latest|most recent)\b", re.I)
+_PRESENT_FIRST_PERSON = re.compile(r"\b(?:do|does|am|are|is)(?: \w+)? (?:i|we|my|our)\b"
+                                   r"|\b(?:what|where|who|which|how)(?:'s| is| are) (?:my|our)\b"
+                                   r"|\b(?:i|we) (?:have|own|live|work|drive|drink|eat|use)\b", re.I)
+_EARLIER = re.compile(r"\b(?:before|previous(?:ly)?|used to|formerly|former|earlier|prior|first|originally|"
+                      r"ago|did|was|were|had)\b", re.I)
+
+
+def asks_present(query: str, now: dt.date | None = None) -> bool:
+    """Whether ``query`` asks how things are now (its answer is the newest statement on the
+    subject), by rules: "now", "currently", "these days"..., or the first-person present tense;
+    not when it asks about an earlier state ("before", "used to", the past tense) or names a
+    time of its own."""
+    if _EARLIER.search(query) and not _NOW_WORDS.search(query):
+        return False
+    if re.search(r"\b(?:before|previous(?:ly)?|used to|formerly|former|prior)\b", query, re.I):
+        return False
+    if now is not None and parse_query_time(query, now) is not None:
+        return False
+    return bool(_NOW_WORDS.search(query) or _PRESENT_FIRST_PERSON.search(query))
+

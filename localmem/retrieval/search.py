@@ -20,7 +20,7 @@ from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
 from . import vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
-from .query_time import Range
+from .query_time import Range, asks_present
 
 MAX_FTS_TERMS = 32
 
@@ -132,6 +132,7 @@ class SearchParams:
     units: bool = True  # built memory (episodes, gists, facts, knowledge) takes part, not only messages
     parts: bool = True  # a message also ranks by its nearest sentence vector (message_parts)
     filters: Filters | None = None  # only messages (and units resting on them) that pass
+    present_first: int = 0  # a question about the present gets the newest of this many top hits first
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
@@ -267,6 +268,8 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
         out = _promoted(conn, ns, query, query_vec, when, out)
+    if params.present_first and asks_present(query, params.now):
+        out = newest_first(out, params.present_first, query)
     return mark_supersession(conn, out, allowed.keeps_id if allowed is not None else None)
 
 
@@ -302,6 +305,33 @@ def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[st
         score[("u", unit_id)] = max(score[("m", m)] for m in messages) - 1e-9
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def newest_first(hits: list[Hit], top: int, query: str | None = None) -> list[Hit]:
+    """``hits`` with the dated ones among the first ``top`` that are on the query's subject put
+    newest first, in the places they held (the others, and everything after ``top``, stay where
+    they were). For a question about the present: where two statements on the subject disagree,
+    the newer one holds, and a token budget filled in rank order keeps it. On the subject: the
+    hit shares a content word with ``query``, or its vector similarity is within 10% of the
+    best among them (a new job need not repeat the word "work"); without ``query``, every
+    dated hit counts."""
+    head = hits[:top]
+    places = [i for i, h in enumerate(head) if h.time and (query is None or _on_subject(h, head, query))]
+    dated = sorted((head[i] for i in places), key=lambda h: h.time or "", reverse=True)
+    for i, hit in zip(places, dated):
+        head[i] = hit
+    return head + hits[top:]
+
+
+def _on_subject(hit: Hit, head: Sequence[Hit], query: str) -> bool:
+    from ..text.words import content_words, stem
+
+    asked = {stem(w) for w in content_words(query)}
+    if asked & {stem(w) for w in content_words(hit.text)}:
+        return True
+    best = max((h.channels.get("vector", {}).get("score", 0.0) for h in head), default=0.0)
+    mine = hit.channels.get("vector", {}).get("score", 0.0)
+    return best > 0 and mine >= 0.9 * best
 
 
 def _reranked(reranker: Any, query: str, hits: list[Hit], top: int) -> list[Hit]:

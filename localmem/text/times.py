@@ -361,3 +361,46 @@ def absolute(answer: str, said_on: dt.date | None) -> str:
     if said_on is not None and _PHRASE.fullmatch(bare) and not re.search(r"(?:ago|later|from now)$", bare, re.I):
         return anchored(bare, said_on) or text
     return text
+
+
+# -- counting between dates (what "how many days/weeks/months ago" means) ---------------------
+
+def _last_day_of_month(day: dt.date) -> bool:
+    return (day + dt.timedelta(days=1)).month != day.month
+
+
+def months_between(start: dt.date, end: dt.date) -> int:
+    """Whole calendar months from ``start`` to ``end`` (``end`` ≥ ``start``): 31 January →
+    29 February is one month (the end of a shorter month completes it), 15 March → 14 April
+    is none."""
+    if end < start:
+        return -months_between(end, start)
+    months = (end.year - start.year) * 12 + end.month - start.month
+    if end.day < start.day and not _last_day_of_month(end):
+        months -= 1
+    return months
+
+
+def years_between(start: dt.date, end: dt.date) -> int:
+    """Whole years from ``start`` to ``end``: 29 February 2020 → 28 February 2021 is one
+    (the month's last day completes it), as an age counts birthdays."""
+    return months_between(start, end) // 12 if end >= start else -years_between(end, start)
+
+
+def weeks_between(start: dt.date, end: dt.date) -> int:
+    """Whole weeks from ``start`` to ``end`` (20 days is 2 weeks: people count full weeks)."""
+    days = (end - start).days
+    return days // 7 if days >= 0 else -((-days) // 7)
+
+
+def count_between(start: dt.date, end: dt.date, unit: str) -> int:
+    """Whole ``unit``s ("days", "weeks", "months", "years") from ``start`` to ``end``."""
+    if unit == "days":
+        return (end - start).days
+    if unit == "weeks":
+        return weeks_between(start, end)
+    if unit == "months":
+        return months_between(start, end)
+    if unit == "years":
+        return years_between(start, end)
+    raise ValueError(f"unknown unit {unit!r}")

@@ -51,6 +51,11 @@ SELECT doc FROM units_fts_vocab WHERE term = :term;
 -- name: namespace_speakers
 SELECT DISTINCT speaker FROM messages WHERE ns = :ns;
 
+-- name: namespace_speaker_roles
+-- Who speaks as the user and as the assistant in :ns (a chat export), most messages first.
+SELECT speaker, role FROM messages WHERE ns = :ns AND role IN ('user', 'assistant')
+GROUP BY speaker, role ORDER BY count(*) DESC;
+
 -- name: namespace_speaker_aliases
 -- The aliases of each speaker of :ns that is a person entity by that name ("Mel" for "Melanie").
 SELECT DISTINCT s.speaker, a.alias
@@ -63,6 +68,15 @@ ORDER BY s.speaker, a.alias;
 -- name: namespace_messages_latest
 -- The :n latest messages of :ns, newest first.
 SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC LIMIT :n;
+
+-- name: parts_with_codes
+-- The sentence parts of the messages :ids (a JSON array), with their int8 vectors (for excerpts).
+SELECT p.message_id, p.start, p."end", c.q8
+FROM json_each(:ids) AS j
+JOIN message_parts AS p ON p.message_id = j.value
+JOIN vec_part_codes AS c ON c.id = p.id
+WHERE c.q8 IS NOT NULL
+ORDER BY p.message_id, p.start;
 
 -- name: filter_messages
 -- Messages of :ns that pass every filter given (NULL: not filtered): speaker (any case),

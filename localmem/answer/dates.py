@@ -1,0 +1,210 @@
+"""Date questions worked out by rules, not by the model.
+
+A 1.5B model reads dates well and counts them badly: asked "how many days after we adopted
+Pilchard did I start my new job?", it names the right two messages and then guesses the number.
+So for questions that count or order dates, the model only picks which evidence it rests on (its
+``supports``), and the rules here do the rest:
+
+- ``ago``: "how many days / weeks / months / years ago …", "how long ago …", "how long has it
+  been since …": from the event's day to ``now``;
+- ``between``: "how many days between X and Y", "how long after X did Y", "how many days had we
+  had X when Y": between the two events' days;
+- ``order``: "which came first, X or Y?": the option whose event is earlier;
+- ``age``: "how old was I when X": from a birth date the evidence states to the event's day.
+
+An event's day is the day a dated phrase in its sentence names ("yesterday", "last Friday",
+"on 15 April"), read against the day the message was said, else the day it was said. Each
+question event is matched to the evidence sentence that shares most of its words. The working
+is kept in :class:`Worked` and shown in the answer's details.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..retrieval.search import Hit
+from ..text.times import count_between, day_text, find_time_phrases, parse_timestamp
+from ..text.words import content_words, stem
+
+UNITS = ("days", "weeks", "months", "years")
+_HOW_MANY = r"how (?:many (?P<unit>days?|weeks?|months?|years?)|long)"
+
+
+@dataclass(frozen=True)
+class DateQuestion:
+    """What a date question asks: ``kind``, the unit it counts in (``None``: choose one), and
+    the phrases naming its events (one for ``ago`` and ``age``, two for ``between``/``order``)."""
+
+    kind: str
+    unit: str | None
+    events: tuple[str, ...]
+
+
+@dataclass
+class Event:
+    """A dated sentence of the evidence."""
+
+    day: dt.date
+    text: str
+    hit_id: str
+
+
+@dataclass
+class Worked:
+    """A date answer and how it was worked out."""
+
+    answer: str
+    kind: str
+    unit: str | None
+    events: list[dict[str, str]] = field(default_factory=list)  # the matched events: day, text, id
+    arithmetic: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rule": self.kind, "unit": self.unit, "events": self.events, "arithmetic": self.arithmetic}
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("age", re.compile(r"\bhow old (?:was|were|am|is) \w+ when (?P<a>.+)", re.I)),
+    ("order", re.compile(r"\bwhich (?:happened|came|was|did \w+ (?:do|get|have)) (?:first|earlier)\b"
+                         r"[\s:,-]*(?:,? ?(?:the )?)?(?P<a>.+?),? or (?P<b>.+)", re.I)),
+    ("order", re.compile(r"\bdid (?P<a>.+?) (?:happen |come )?before (?P<b>.+)", re.I)),
+    ("between", re.compile(rf"\b{_HOW_MANY} (?:were there |passed |went by |elapsed |was it |is it )?between "
+                           r"(?P<a>.+?) and (?P<b>.+)", re.I)),
+    ("between", re.compile(rf"\b{_HOW_MANY} (?:after|before) (?P<a>.+?) (?:did|was|were|had|have|do) (?P<b>.+)",
+                           re.I)),
+    ("between", re.compile(rf"\b{_HOW_MANY} had \w+ (?:had|been|known|lived) (?P<a>.+?) when (?P<b>.+)", re.I)),
+    ("ago", re.compile(rf"\b{_HOW_MANY} ago (?:did|was|were|had|have|do) (?P<a>.+)", re.I)),
+    ("ago", re.compile(rf"\b{_HOW_MANY} (?:has it been|is it|have \w+ \w+) since (?P<a>.+)", re.I)),
+]
+
+
+def classify(question: str) -> DateQuestion | None:
+    """The date question ``question`` asks, or ``None`` when it is not one these rules count."""
+    for kind, pattern in _PATTERNS:
+        found = pattern.search(question)
+        if found:
+            groups = found.groupdict()
+            events = tuple(_clean(groups[g]) for g in ("a", "b") if groups.get(g))
+            return DateQuestion(kind, _unit(groups.get("unit")), events)
+    return None
+
+
+def _unit(word: str | None) -> str | None:
+    if not word:
+        return None
+    word = word.lower()
+    return word if word.endswith("s") else word + "s"
+
+
+def _clean(phrase: str) -> str:
+    return phrase.strip(" ?.!,:;\"'")
+
+
+def events_of(hits: Sequence[Hit]) -> list[Event]:
+    """Every dated sentence of ``hits``: for each sentence, the day a dated phrase in it names
+    (read against the day the message was said), else the day it was said."""
+    out: list[Event] = []
+    for hit in hits:
+        said = _said_day(hit)
+        if said is None:
+            continue
+        for sentence in re.findall(r"[^.!?\n]+[.!?]*", hit.text):
+            days = [span.start for _phrase, span in find_time_phrases(sentence, said) if span.precision == "day"]
+            out.append(Event(days[0] if days else said, sentence.strip(), hit.id))
+    return out
+
+
+def _said_day(hit: Hit) -> dt.date | None:
+    if not hit.time:
+        return None
+    try:
+        return dt.date.fromisoformat(hit.time[:10])
+    except ValueError:
+        return None
+
+
+def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
+    """The index of the event sharing most (stemmed) content words with ``phrase``, if any."""
+    wanted = {stem(w) for w in content_words(phrase)}
+    best, best_score = None, 0
+    for index, event in enumerate(events):
+        if index in taken:
+            continue
+        score = len(wanted & {stem(w) for w in content_words(event.text)})
+        if score > best_score:
+            best, best_score = index, score
+    return best
+
+
+def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None) -> Worked | None:
+    """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
+    on) and ``now``; ``None`` when the events or their days cannot be found."""
+    events = events_of(evidence)
+    taken: set[int] = set()
+    matched: list[Event] = []
+    for phrase in question.events:
+        index = _match(phrase, events, taken)
+        if index is None:
+            return None
+        taken.add(index)
+        matched.append(events[index])
+    if question.kind == "ago":
+        return None if now is None or not matched else _counted(question, matched[0].day, now, matched, "ago")
+    if question.kind == "between" and len(matched) == 2:
+        first, second = sorted(matched, key=lambda e: e.day)
+        return _counted(question, first.day, second.day, matched, "between")
+    if question.kind == "order" and len(matched) == 2:
+        a, b = matched
+        if a.day == b.day:
+            return None
+        earlier, later = (0, 1) if a.day < b.day else (1, 0)
+        answer = (f"{question.events[earlier]} ({day_text(matched[earlier].day)}; {question.events[later]} "
+                  f"was on {day_text(matched[later].day)})")
+        return Worked(answer, "order", None, _shown(matched),
+                      f"{day_text(matched[earlier].day)} is before {day_text(matched[later].day)}")
+    if question.kind == "age":
+        born = _birth(evidence)
+        if born is None or not matched:
+            return None
+        years = count_between(born, matched[0].day, "years")
+        return Worked(f"{years} years old", "age", "years", _shown(matched),
+                      f"from birth on {day_text(born)} to {day_text(matched[0].day)}: {years} whole years")
+    return None
+
+
+def _counted(question: DateQuestion, start: dt.date, end: dt.date, matched: Sequence[Event],
+             kind: str) -> Worked:
+    unit = question.unit or _natural_unit(start, end)
+    count = count_between(start, end, unit)
+    shown = unit[:-1] if count == 1 else unit
+    answer = f"{count} {shown} ({day_text(start)} to {day_text(end)})"
+    return Worked(answer, kind, unit, _shown(matched),
+                  f"{day_text(end)} − {day_text(start)} = {(end - start).days} days = {count} whole {unit}")
+
+
+def _natural_unit(start: dt.date, end: dt.date) -> str:
+    """The unit people answer "how long" in: days under two months, then months, then years."""
+    days = (end - start).days
+    return "days" if days < 60 else "months" if days < 730 else "years"
+
+
+def _shown(events: Sequence[Event]) -> list[dict[str, str]]:
+    return [{"day": e.day.isoformat(), "text": e.text, "id": e.hit_id} for e in events]
+
+
+_BORN = re.compile(r"\bborn (?:on |in )?(?P<when>[^.,;!?]+)", re.I)
+
+
+def _birth(hits: Sequence[Hit]) -> dt.date | None:
+    for hit in hits:
+        for found in _BORN.finditer(hit.text):
+            try:
+                when = parse_timestamp(found.group("when").strip())
+            except ValueError:
+                continue
+            if when:
+                return dt.date.fromisoformat(when[:10])
+    return None

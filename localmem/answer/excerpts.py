@@ -1,0 +1,95 @@
+"""Long messages are read, not truncated: the sentences of a long message that match the
+question, with their neighbours.
+
+Real assistant histories have turns of 2,000 to 5,000 characters. Whole, three of them fill the
+320-token evidence budget; cut at the budget, the sentence that answers may be gone. A message
+longer than :data:`LONG_TOKENS` is shown instead as the sentences whose vectors (its
+``message_parts``, embedded at ingest) are nearest the question, each with the sentence before
+and after it, joined by "…", still under the message's date and speaker. Messages without
+part vectors (a store made before they existed) stay whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..retrieval.search import Hit
+from ..store.queries import q
+
+# A message longer than this (in the model's tokens) is shown as an excerpt: a quarter of the
+# default 320-token evidence budget.
+LONG_TOKENS = 80
+NEIGHBOURS = 1  # sentences kept on each side of a matching one
+CLOSE = 0.05  # other sentences within this cosine of the best one are kept too
+MAX_MATCHES = 3
+_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|\n|$)")
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of ``text``'s sentences (and lines)."""
+    spans = []
+    for found in _SENTENCE.finditer(text):
+        piece = found.group(0)
+        if piece.strip():
+            start = found.start() + len(piece) - len(piece.lstrip())
+            spans.append((start, start + len(piece.strip())))
+    return spans
+
+
+def shorten(conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None,
+            count: Callable[[str], int], long_tokens: int = LONG_TOKENS) -> list[Hit]:
+    """``hits`` with each long message replaced by its excerpt (see the module docstring)."""
+    if query_vec is None:
+        return list(hits)
+    long = {int(h.id[2:]): h for h in hits if h.kind == "message" and count(h.text) > long_tokens}
+    if not long:
+        return list(hits)
+    parts: dict[int, list[tuple[int, int, float]]] = {}
+    for message_id, start, end, code in conn.execute(q("parts_with_codes"), {"ids": json.dumps(list(long))}):
+        vec = np.frombuffer(code, dtype=np.int8).astype(np.float32)
+        norm = float(np.linalg.norm(vec)) or 1.0
+        parts.setdefault(message_id, []).append((start, end, float(vec @ query_vec) / norm))
+    out = []
+    for hit in hits:
+        message_id = int(hit.id[2:]) if hit.kind == "message" else None
+        if message_id in long and parts.get(message_id):
+            hit = replace(hit, text=excerpt(hit, parts[message_id]))
+        out.append(hit)
+    return out
+
+
+def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
+    """The excerpt of a message hit whose sentence parts score ``(start, end, cosine)``: the
+    best-matching parts and those close to it, each with its neighbours."""
+    speaker = hit.sources[0].speaker if hit.sources else ""
+    prefix = f"{speaker}: " if speaker and hit.text.startswith(f"{speaker}: ") else ""
+    body = hit.text[len(prefix):]
+    spans = sentences(body)
+    if len(spans) < 2:
+        return hit.text
+    best = max(score for _s, _e, score in parts)
+    chosen = sorted(parts, key=lambda p: -p[2])[:MAX_MATCHES]
+    keep: set[int] = set()
+    for start, _end, score in chosen:
+        if score < best - CLOSE:
+            continue
+        index = next((i for i, (s, e) in enumerate(spans) if s <= start < e), None)
+        if index is None:
+            continue
+        keep.update(range(max(0, index - NEIGHBOURS), min(len(spans), index + NEIGHBOURS + 1)))
+    if not keep:
+        return hit.text
+    pieces, previous = [], None
+    for index in sorted(keep):
+        if previous is None and index > 0 or previous is not None and index != previous + 1:
+            pieces.append("…")
+        pieces.append(body[spans[index][0]:spans[index][1]])
+        previous = index
+    if previous is not None and previous < len(spans) - 1:
+        pieces.append("…")
+    return prefix + " ".join(pieces)
