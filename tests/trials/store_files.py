@@ -130,7 +130,7 @@ def permissions(root: Path) -> dict[str, Any]:
     old = os.umask(0o022)
     try:
         script = ("import sys; from localmem import Memory; from tests.fakes import HashEmbedder\n"
-                  "mem = open_memory(embedder=HashEmbedder()); mem.add('Ann', 'a private note')\n"
+                  "mem = Memory(embedder=HashEmbedder()); mem.add('Ann', 'a private note')\n"
                   "open(sys.argv[1], 'w').write(str(mem.path)); import time; time.sleep(3)\n")
         marker = root / "where.txt"
         proc = subprocess.Popen([sys.executable, "-c", script, str(marker)], cwd=REPO,
