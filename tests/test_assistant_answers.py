@@ -226,7 +226,7 @@ def test_an_answer_its_citations_state_passes_the_check(tmp_path):
     llm = ScriptedLLM(responder=lambda m: {"answer": "Severn Rail", "supports": _numbers(m, "First day"),
                                            "confidence": 0.8},
                       judge=_judge({"First day": 0.9}))
-    with _dated(tmp_path, llm) as mem:
+    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
         result = mem.ask("Where did I start my new job?")
     assert result.answer == "Severn Rail" and not result.refused
     check = result.details["check"]
@@ -242,7 +242,7 @@ def test_a_failed_check_tries_another_item_and_cites_it(tmp_path):
     llm = ScriptedLLM(responder=lambda m: {"answer": "Severn Rail offered me the job",
                                            "supports": _numbers(m, "adopted"), "confidence": 0.8},
                       judge=_judge({"offered": 0.8}))
-    with _dated(tmp_path, llm) as mem:
+    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
         result = mem.ask("Which company offered me the job?")
     assert not result.refused and result.details["check"]["passed"]
     assert [c.text for c in result.citations] == ["Severn Rail offered me the job this morning."]
@@ -253,7 +253,7 @@ def test_a_failed_check_with_nothing_better_refuses_and_keeps_the_answer_it_had(
     llm = ScriptedLLM(responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"),
                                            "confidence": 0.8},
                       judge=_judge({}))
-    with _dated(tmp_path, llm) as mem:
+    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
         result = mem.ask("Which city did we adopt Pilchard in?")
     assert result.refused and result.answer == answer_prompt.REFUSAL and result.refusal == "unchecked"
     assert result.details["check"]["answer_before"] == "Bristol" and not result.citations
@@ -268,7 +268,17 @@ def test_the_check_can_be_turned_off(tmp_path):
     assert result.answer == "Bristol" and "check" not in result.details and not llm.judged
 
 
-def test_the_details_reach_the_json_output(tmp_path, use_models):
+def test_the_check_is_off_by_default(tmp_path):
+    llm = ScriptedLLM(responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"),
+                                           "confidence": 0.8},
+                      judge=_judge({}))
+    with _dated(tmp_path, llm) as mem:
+        result = mem.ask("Which city did we adopt Pilchard in?")
+    assert result.answer == "Bristol" and "check" not in result.details and not llm.judged
+
+
+def test_the_details_reach_the_json_output(tmp_path, use_models, monkeypatch):
+    monkeypatch.setenv("LOCALMEM_ASK_VERIFY", "0.1")
     llm = ScriptedLLM(responder=lambda m: {"answer": "Severn Rail", "supports": [1], "confidence": 0.8},
                       judge=_judge({}, default=0.5))
     use_models(embedder=HashEmbedder(), llm=llm)
