@@ -18,12 +18,11 @@ the dates after relative times, both written here: a message cannot open a new i
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 from . import item_text
 
-VERSION = "answer-v6"
+VERSION = "answer-v5"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -81,35 +80,7 @@ def build(question: str, items: Sequence[str], today: str | None,
     hint = f" {DATES_HINT}" if dated else ""
     if chat is not None:
         user, assistant = (item_text(name) for name in chat)
-        head += f"The items are a chat between {user}, the user, who asks the question, and {assistant}, an AI assistant.\n"
-        question = third_person(question, user, assistant)
+        head += (f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
+                 f'"you" means {assistant}, the assistant.\n')
     return [{"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"}]
-
-
-# A first-person question in a user-assistant chat, said of the two by name: the 1.5B model,
-# told in a line that "I" means the user, still refused "What feeding ratio did you suggest for my
-# sourdough starter?" with the assistant's "Use a 1:5:5 ratio" in front of it. Verb forms that
-# follow the pronoun are put in the third person; anything else is left as asked.
-_VERBS = {"am": "is", "are": "is", "do": "does", "have": "has", "were": "was"}
-_FIRST = {"i": "{u}", "me": "{u}", "myself": "{u}", "we": "{u}", "us": "{u}", "ourselves": "{u}",
-          "my": "{u}'s", "mine": "{u}'s", "our": "{u}'s", "ours": "{u}'s",
-          "i'm": "{u} is", "i've": "{u} has", "i'd": "{u} would", "i'll": "{u} will",
-          "we're": "{u} is", "we've": "{u} has", "we'd": "{u} would", "we'll": "{u} will",
-          "you": "{a}", "yourself": "{a}", "your": "{a}'s", "yours": "{a}'s",
-          "you're": "{a} is", "you've": "{a} has", "you'd": "{a} would", "you'll": "{a} will"}
-_PRONOUN = re.compile(r"\b(?:(am|are|do|have|were)\s+)?(i'm|i've|i'd|i'll|we're|we've|we'd|we'll|you're|"
-                      r"you've|you'd|you'll|myself|ourselves|yourself|mine|ours|yours|my|our|your|"
-                      r"me|us|we|you|i)\b(?!')", re.IGNORECASE)
-
-
-def third_person(question: str, user: str, assistant: str) -> str:
-    """``question`` with "I", "my", "we"... as ``user`` and "you", "your"... as ``assistant``:
-    "Where do I work now?" -> "Where does Sam work now?"."""
-    def said(found: re.Match[str]) -> str:
-        verb, word = found.group(1), found.group(2).replace("\u2019", "'").lower()
-        name = _FIRST[word].format(u=user, a=assistant)
-        if verb is None or word not in ("i", "we", "you"):  # "do my kids..." keeps its verb
-            return f"{verb} {name}" if verb else name
-        return f"{_VERBS[verb.lower()] if verb[0].islower() else _VERBS[verb.lower()].capitalize()} {name}"
-    return _PRONOUN.sub(said, question.replace("\u2019", "'"))
