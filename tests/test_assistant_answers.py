@@ -242,20 +242,12 @@ def test_a_failed_check_with_nothing_better_refuses_and_keeps_the_answer_it_had(
     assert result.details["check"]["answer_before"] == "Bristol" and not result.citations
 
 
-def test_the_check_can_be_turned_off(tmp_path):
+@pytest.mark.parametrize("config", [{"ask_verify": 0.0}, {}], ids=["turned off", "off by default"])
+def test_the_check_can_be_turned_off(tmp_path, config):
     llm = ScriptedLLM(responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"),
                                            "confidence": 0.8},
                       judge=_judge({}))
-    with _dated(tmp_path, llm, ask_verify=0.0) as mem:
-        result = mem.ask("Which city did we adopt Pilchard in?")
-    assert result.answer == "Bristol" and "check" not in result.details and not llm.judged
-
-
-def test_the_check_is_off_by_default(tmp_path):
-    llm = ScriptedLLM(responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"),
-                                           "confidence": 0.8},
-                      judge=_judge({}))
-    with _dated(tmp_path, llm) as mem:
+    with _dated(tmp_path, llm, **config) as mem:
         result = mem.ask("Which city did we adopt Pilchard in?")
     assert result.answer == "Bristol" and "check" not in result.details and not llm.judged
 
