@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -53,7 +52,10 @@ def cipher_version() -> str | None:
     return getattr(apsw, "mc_version", None)
 
 
-def _dist(name: str) -> str | None:
+def dist_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, or ``None``."""
+    from importlib import metadata  # ~15 ms: only doctor and a failed open need it
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -62,7 +64,7 @@ def _dist(name: str) -> str | None:
 
 def build() -> dict[str, Any]:
     """Which apsw build Python loads, and which of the two packages are installed (for doctor)."""
-    plain, cipher = _dist("apsw"), _dist("apsw-sqlite3mc")
+    plain, cipher = dist_version("apsw"), dist_version("apsw-sqlite3mc")
     report: dict[str, Any] = {"loaded": "cipher" if cipher_version() else "plain",
                               "sqlite3mc": cipher_version(), "apsw": plain, "apsw-sqlite3mc": cipher}
     if cipher and not cipher_version():
@@ -76,7 +78,7 @@ def require_cipher(why: str) -> None:
     """Raise :class:`CipherBuildMissingError` unless the cipher build is the one loaded."""
     if cipher_version() is None:
         detail = (" (apsw was installed over apsw-sqlite3mc: both install the module 'apsw')"
-                  if _dist("apsw-sqlite3mc") else "")
+                  if dist_version("apsw-sqlite3mc") else "")
         raise CipherBuildMissingError(why, detail)
 
 

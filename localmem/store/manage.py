@@ -5,19 +5,16 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 import apsw
-import numpy as np
 
-from ..build import ingest
 from ..config import Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
-from . import cipher, db, purge
+from . import cipher, db
 from .queries import q
 
 
@@ -70,6 +67,8 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         if progress:
             progress(done, total)
 
+    from ..build import ingest  # lazily: a search needs this module, not the ingest stage
+
     m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
     with conn:
         db.unbind_embedder(conn)
@@ -78,13 +77,6 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         ingest.store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
     return {"embedder": embedder.model_id, "dim": embedder.dim, "messages": len(messages),
             "parts": parts, "units": len(units)}
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def _integrity(conn: apsw.Connection) -> dict[str, Any]:
@@ -111,12 +103,12 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
-        "localmem": _version("localmem"), "python": sys.version.split()[0],
+        "localmem": cipher.dist_version("localmem"), "python": sys.version.split()[0],
         "platform": platform.platform(), "apsw": apsw.apsw_version(),
         "sqlite": apsw.sqlite_lib_version(), "fts5": fts5,
         "sqlite_vec": conn.execute("select vec_version()").fetchone()[0],
-        "onnxruntime": _version("onnxruntime"), "tokenizers": _version("tokenizers"),
-        "numpy": np.__version__,
+        "onnxruntime": cipher.dist_version("onnxruntime"), "tokenizers": cipher.dist_version("tokenizers"),
+        "numpy": cipher.dist_version("numpy"),
         "db": {"path": str(path), "schema_version": db.schema_version(conn),
                "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
         "encryption": {"store": _encryption(path), **cipher.build()},
