@@ -50,3 +50,25 @@ def test_longmemeval_answers_each_item_in_its_namespace_at_its_date(tmp_path: Pa
     assert "Rex" in q1_prompt and "Oslo" not in q1_prompt
     assert "Today is 1 June 2023" in q1_prompt or "1 June 2023" in q1_prompt
     assert "| **all** | 3 |" in render_markdown(report)
+
+
+def test_items_with_the_same_haystack_share_one_namespace_built_once(tmp_path: Path):
+    # q1 asked again over the same sessions (has_answer marks differ), and q2 over its own.
+    again = json.loads(json.dumps(LONGMEMEVAL[0]))
+    again.update(question_id="q1-again", question="What is my dog's breed?")
+    again["haystack_sessions"][0][0]["has_answer"] = True
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([LONGMEMEVAL[0], again, LONGMEMEVAL[1]]))
+    llm = ScriptedLLM(responder=_responder)
+    config = store_config(db_path=tmp_path / "e.db")
+    report = longmemeval_answers(path, config, embedder=HashEmbedder(), llm=llm)
+    assert [d["right"] for d in report["details"]] == [1.0, 1.0, 0.0]
+    from localmem import Memory
+
+    with Memory(tmp_path / "e.db", config=config, embedder=HashEmbedder()) as mem:
+        names = {n["namespace"]: n["messages"] for n in mem.namespaces()}
+    assert names == {"q1": 4, "q2": 3}  # q1-again read q1's store; nothing was stored twice
+    # Each question still saw only its own haystack.
+    for call in llm.calls:
+        prompt = call[-1]["content"]
+        assert not ("Rex" in prompt and "Oslo" in prompt)

@@ -1,7 +1,11 @@
 """End-to-end evaluation on LongMemEval's official JSON format: answer every item and score it.
 
-Each item's haystack goes into its own namespace (named by its ``question_id``), in time order
-with the session dates, and the question is asked with "now" at its ``question_date``. An
+Each haystack goes into its own namespace, in time order with the session dates, and the
+question is asked with "now" at its ``question_date``. Items whose haystacks hold the same
+sessions (the same ids, dates and turns; ``has_answer`` marks aside) share one namespace, named
+by the ``question_id`` of the first of them: the store is the same either way, and it is built
+once, which is what makes ``--extract llm`` affordable on a set that asks many questions of one
+history (our assistant set: 51 items, 2 histories). LongMemEval's own items each differ. An
 item whose id ends in ``_abs`` is an abstention item: refusing it is right, answering it wrong.
 
 LongMemEval's own scorer asks GPT-4o whether an answer is right; offline, each answer is scored
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import re
 import statistics
 import tempfile
@@ -109,11 +114,15 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
     with Memory(db_path, config=config, embedder=embedder, llm=llm) as mem, \
             tempfile.TemporaryDirectory(prefix="localmem-eval-") as tmp:
         model = mem.llm.model_id
+        namespaces: dict[str, str] = {}  # a haystack's key -> its namespace
         for done, ((index, raw), item) in enumerate(zip(picked, items), 1):
-            haystack = Path(tmp) / f"item-{index + 1}.jsonl"
-            haystack.write_text(evaluate._haystack_jsonl(path, index, raw), encoding="utf-8")
-            ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=item.question_id).seconds
-            mem.namespace = item.question_id
+            key = _haystack_key(raw)
+            if key not in namespaces:
+                namespaces[key] = item.question_id
+                haystack = Path(tmp) / f"item-{index + 1}.jsonl"
+                haystack.write_text(evaluate._haystack_jsonl(path, index, raw), encoding="utf-8")
+                ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=item.question_id).seconds
+            mem.namespace = namespaces[key]
             result = chosen.answer(mem, item.question, item.now, mode)
             item.result = {"answer": result.answer, "refused": result.refused, "refusal": result.refusal,
                            "citations": [c.external_id for c in result.citations],
@@ -142,6 +151,14 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
                      "gold": i.gold, "now": i.now.isoformat() if i.now else None, "abstention": i.abstention,
                      **i.result} for i in items],
     }
+
+
+def _haystack_key(raw: dict[str, Any]) -> str:
+    """What an item's haystack holds (session ids, dates, roles and texts), as a digest."""
+    sessions = [[[t.get("role"), t.get("content")] if isinstance(t, dict) else t for t in session]
+                if isinstance(session, list) else session for session in raw.get("haystack_sessions") or []]
+    held = [raw.get("haystack_session_ids"), raw.get("haystack_dates"), sessions]
+    return hashlib.sha256(json.dumps(held, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _item(path: Path, index: int, raw: dict[str, Any]) -> _Item:
