@@ -72,3 +72,18 @@ def test_items_with_the_same_haystack_share_one_namespace_built_once(tmp_path: P
     for call in llm.calls:
         prompt = call[-1]["content"]
         assert not ("Rex" in prompt and "Oslo" in prompt)
+
+
+def test_a_shared_haystack_keeps_its_namespace_whichever_questions_are_asked(tmp_path: Path):
+    again = json.loads(json.dumps(LONGMEMEVAL[0]))
+    again.update(question_id="q1-again")
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([LONGMEMEVAL[0], again]))
+    config = store_config(db_path=tmp_path / "e.db")
+    report = longmemeval_answers(path, config, questions=["q1-again"], embedder=HashEmbedder(),
+                                 llm=ScriptedLLM(responder=_responder))
+    assert report["details"][0]["right"] == 1.0
+    from localmem import Memory
+
+    with Memory(tmp_path / "e.db", config=config, embedder=HashEmbedder()) as mem:
+        assert [n["namespace"] for n in mem.namespaces()] == ["q1"]

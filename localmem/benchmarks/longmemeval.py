@@ -3,7 +3,7 @@
 Each haystack goes into its own namespace, in time order with the session dates, and the
 question is asked with "now" at its ``question_date``. Items whose haystacks hold the same
 sessions (the same ids, dates and turns; ``has_answer`` marks aside) share one namespace, named
-by the ``question_id`` of the first of them: the store is the same either way, and it is built
+by the ``question_id`` of the first of them in the file: the store is the same either way, and it is built
 once, which is what makes ``--extract llm`` affordable on a set that asks many questions of one
 history (our assistant set: 51 items, 2 histories). LongMemEval's own items each differ. An
 item whose id ends in ``_abs`` is an abstention item: refusing it is right, answering it wrong.
@@ -114,15 +114,21 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
     with Memory(db_path, config=config, embedder=embedder, llm=llm) as mem, \
             tempfile.TemporaryDirectory(prefix="localmem-eval-") as tmp:
         model = mem.llm.model_id
-        namespaces: dict[str, str] = {}  # a haystack's key -> its namespace
+        # A haystack's namespace is named by the file's first item holding it, whichever items
+        # were picked, so that a later run over other --questions finds the store built.
+        first: dict[str, int] = {}
+        for index, raw in enumerate(raw_items):
+            first.setdefault(_haystack_key(raw), index)
+        loaded: set[str] = set()
         for done, ((index, raw), item) in enumerate(zip(picked, items), 1):
-            key = _haystack_key(raw)
-            if key not in namespaces:
-                namespaces[key] = item.question_id
-                haystack = Path(tmp) / f"item-{index + 1}.jsonl"
-                haystack.write_text(evaluate._haystack_jsonl(path, index, raw), encoding="utf-8")
-                ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=item.question_id).seconds
-            mem.namespace = namespaces[key]
+            owner = first[_haystack_key(raw)]
+            namespace = str(raw_items[owner]["question_id"])
+            if namespace not in loaded:
+                loaded.add(namespace)
+                haystack = Path(tmp) / f"item-{owner + 1}.jsonl"
+                haystack.write_text(evaluate._haystack_jsonl(path, owner, raw_items[owner]), encoding="utf-8")
+                ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=namespace).seconds
+            mem.namespace = namespace
             result = chosen.answer(mem, item.question, item.now, mode)
             item.result = {"answer": result.answer, "refused": result.refused, "refusal": result.refusal,
                            "citations": [c.external_id for c in result.citations],
