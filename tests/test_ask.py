@@ -268,6 +268,27 @@ def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
     assert not about_someone_else("Where did Melanie move?", "Berlin", hits, [], SPEAKERS)
 
 
+def test_an_answer_from_what_its_writer_told_the_listener_is_about_the_listener():
+    from localmem.answer.checks import about_someone_else, focus, tells_listener
+
+    congrats = _message("a", "Caroline", "Congrats, Mel! That's awesome news about the fashion internship. "
+                                         "So stoked for you.")
+    glad = _message("b", "Caroline", "Glad your son is okay, Melanie. Family's everything.")
+    own_news = _message("c", "Caroline", "Just started doing aerial yoga, it's great. Have you tried it?")
+    mine = _message("d", "Caroline", "You know what? I got a fashion internship too!")
+    assert tells_listener(congrats, "Caroline") and tells_listener(glad, "Caroline")
+    assert not tells_listener(own_news, "Caroline")  # "you" only in a question: her own news
+    assert not tells_listener(mine, "Caroline")  # she says "I": about herself
+    assert not tells_listener(congrats, "Melanie")  # someone else's message: not this rule's
+    assert about_someone_else("What internship did Caroline get?", "a fashion internship", [congrats], [], SPEAKERS)
+    assert about_someone_else("How is Caroline's son after the accident?", "okay", [glad], [], SPEAKERS)
+    assert not about_someone_else("What class did Caroline start?", "aerial yoga", [own_news], [], SPEAKERS)
+    assert not about_someone_else("What internship did Caroline get?", "a fashion internship",
+                                  [congrats, mine], [], SPEAKERS)
+    # The evidence keeps such messages: a question about the listener may rest on them.
+    assert [h.id for h in focus("What internship did Caroline get?", [congrats], SPEAKERS)] == ["a"]
+
+
 def test_focus_can_be_turned_off(tmp_path):
     from dataclasses import replace
 

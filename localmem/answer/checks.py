@@ -166,10 +166,11 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
     if who is None:
         return False
     names = speakers[who]
+    chat = _chat(speakers)
     asked = {stem(w) for w in content_words(question)} | _all_names(speakers)
     best = best_matching(({stem(w) for w in content_words(reply)} - asked), pool)
     if best:
-        return not any(about(h, who, names, _chat(speakers)) for h in best)
+        return not any(about(h, who, names, chat) and (chat or not tells_listener(h, who)) for h in best)
     if not cited:
         return False
     return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
@@ -203,6 +204,25 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     if not best:
         return False
     return not any(about(h, who, names, _chat(speakers)) or _asks_listener(h, who, words) for h in best)
+
+
+_I = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.I)
+
+
+def tells_listener(hit: Hit, who: str) -> bool:
+    """Whether a message by ``who`` speaks of the listener's life, not its writer's: it tells
+    "you" something (a statement, not a question, says "you" or "your") and never says "I",
+    "me" or "my" ("Congrats, Gina! That's awesome news about the fashion internship. So
+    stoked for you.", "Glad your son is okay, Melanie."). A reply whose words come from such
+    a message is about the listener. ("Just started doing aerial yoga, it's great. Have you
+    tried any?" is the writer's own news: its "you" is only in a question.) Only the reply
+    is checked this way: the evidence keeps these messages, since a question about the
+    listener may rest on them."""
+    if hit.kind != "message" or not hit.sources or hit.sources[0].speaker.lower() != who.lower():
+        return False
+    text = _words(hit)
+    return not _I.search(text) and any(_YOU.search(s) and not s.strip().endswith("?")
+                                       for s in _SENTENCE.findall(text))
 
 
 def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
