@@ -1,9 +1,9 @@
 """Long messages are read, not truncated: the sentences of a long message that match the
 question, with their neighbours.
 
-Real assistant histories have turns of 2,000 to 5,000 characters. Whole, three of them fill the
-320-token evidence budget; cut at the budget, the sentence that answers may be gone. A message
-longer than :data:`LONG_TOKENS` is shown instead as the sentences whose vectors (its
+Real assistant histories have turns of 2,000 to 5,000 characters. Whole, one of them fills the
+default evidence budget; cut at the budget, the sentence that answers may be gone. A message
+longer than ``long_tokens`` (``Config.ask_long_tokens``) is shown instead as the sentences whose vectors (its
 ``message_parts``, embedded at ingest) are nearest the question, each with the sentence before
 and after it, joined by "…", still under the message's date and speaker. Messages without
 part vectors (a store made before they existed) stay whole.
@@ -21,9 +21,6 @@ import numpy as np
 from ..retrieval.search import Hit
 from ..store.queries import q
 
-# A message longer than this (in the model's tokens) is shown as an excerpt: a quarter of the
-# default 320-token evidence budget.
-LONG_TOKENS = 80
 NEIGHBOURS = 1  # sentences kept on each side of a matching one
 CLOSE = 0.05  # other sentences within this cosine of the best one are kept too
 MAX_MATCHES = 3
@@ -42,7 +39,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
 
 
 def shorten(conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None,
-            count: Callable[[str], int], long_tokens: int = LONG_TOKENS) -> list[Hit]:
+            count: Callable[[str], int], long_tokens: int) -> list[Hit]:
     """``hits`` with each long message replaced by its excerpt (see the module docstring)."""
     if query_vec is None:
         return list(hits)
