@@ -3,9 +3,9 @@ question, with their neighbours.
 
 Real assistant histories have turns of 2,000 to 5,000 characters. Whole, one of them fills the
 default evidence budget; cut at the budget, the sentence that answers may be gone. A message
-longer than ``long_tokens`` (``Config.ask_long_tokens``) is shown instead as the sentences whose vectors (its
-``message_parts``, embedded at ingest) are nearest the question, each with the sentence before
-and after it, joined by "…", still under the message's date and speaker. Messages without
+longer than ``long_tokens`` (``Config.ask_long_tokens``) is shown instead as the sentences
+whose vectors (its ``message_parts``, embedded at ingest) are nearest the question, each with
+the sentence before and after it, joined by "…", still under the message's date and speaker. Messages without
 part vectors (a store made before they existed) stay whole.
 """
 

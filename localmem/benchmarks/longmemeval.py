@@ -3,9 +3,10 @@
 Each haystack goes into its own namespace, in time order with the session dates, and the
 question is asked with "now" at its ``question_date``. Items whose haystacks hold the same
 sessions (the same ids, dates and turns; ``has_answer`` marks aside) share one namespace, named
-by the ``question_id`` of the first of them in the file: the store is the same either way, and it is built
-once, which is what makes ``--extract llm`` affordable on a set that asks many questions of one
-history (our assistant set: 51 items, 2 histories). LongMemEval's own items each differ. An
+by the ``question_id`` of the first of them in the file: the store is the same either way, and
+it is built once, which is what makes ``--extract llm`` affordable on a set that asks many
+questions of one history (our assistant set: 51 items, 2 histories). LongMemEval's own items
+each differ. An
 item whose id ends in ``_abs`` is an abstention item: refusing it is right, answering it wrong.
 
 LongMemEval's own scorer asks GPT-4o whether an answer is right; offline, each answer is scored
@@ -116,12 +117,13 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
         model = mem.llm.model_id
         # A haystack's namespace is named by the file's first item holding it, whichever items
         # were picked, so that a later run over other --questions finds the store built.
+        keys = [_haystack_key(raw) for raw in raw_items]
         first: dict[str, int] = {}
-        for index, raw in enumerate(raw_items):
-            first.setdefault(_haystack_key(raw), index)
+        for index, key in enumerate(keys):
+            first.setdefault(key, index)
         loaded: set[str] = set()
         for done, ((index, raw), item) in enumerate(zip(picked, items), 1):
-            owner = first[_haystack_key(raw)]
+            owner = first[keys[index]]
             namespace = str(raw_items[owner]["question_id"])
             if namespace not in loaded:
                 loaded.add(namespace)
