@@ -63,6 +63,14 @@ def test_a_refusal_cites_nothing(tmp_path):
     assert "Today is 1 June 2023." in llm.calls[0][-1]["content"]
 
 
+def test_a_number_alone_is_an_answer_not_a_refusal(tmp_path):
+    # It was taken for an empty reply once: "2021" and "3" were refused with the answer cited.
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "2022", "supports": [1], "confidence": 0.9})
+    with _memory(tmp_path, llm) as mem:
+        result = mem.ask("What year did Melanie paint the lake sunrise?", now="2023-06-01")
+    assert not result.refused and result.answer == "2022" and result.citations
+
+
 def test_an_invalid_reply_after_the_repair_is_a_refusal_with_the_error_kept(tmp_path):
     llm = ScriptedLLM(replies=["{not json", '{"answer": ""}'])
     with _memory(tmp_path, llm) as mem:
@@ -100,6 +108,8 @@ def test_the_evidence_budget_bounds_what_the_model_sees(tmp_path):
 def test_refusal_phrases():
     assert is_refusal("Not in memory.") and is_refusal("No information available")
     assert is_refusal("") and not is_refusal("Lisbon")
+    # A number alone is an answer (a year, a count, a ratio), not an empty reply.
+    assert not any(is_refusal(a) for a in ("2021", "3", "1:5:5", "£215")) and is_refusal(" . ")
 
 
 def test_evidence_lines_carry_the_date_and_speaker(tmp_path):

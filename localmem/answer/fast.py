@@ -181,7 +181,9 @@ def fit_context(hits: Sequence[Hit], n_ctx: int, count: Callable[[str], int], qu
 
 
 def is_refusal(text: str) -> bool:
-    said = re.sub(r"[^a-z ]", " ", text.lower())
+    """Whether the model's answer ``text`` says it does not know. Digits count as an answer:
+    "2021", "3" and "1:5:5" are answers, not empty replies."""
+    said = re.sub(r"[^a-z0-9 ]", " ", text.lower())
     said = " ".join(said.split())
     return not said or any(phrase in said for phrase in _REFUSALS)
 
