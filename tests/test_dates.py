@@ -65,6 +65,17 @@ def test_order_names_the_earlier_option():
     assert worked is not None and worked.answer.startswith("getting engaged (8 June 2024")
 
 
+def test_an_event_on_a_day_said_with_its_month_counts_from_that_day():
+    # Said on 26 March and 25 February: the start date and the ride are ahead of the message.
+    hits = [_hit(1, "2024-01-22T10:00:00", "user: We adopted a cat today, his name is Pilchard!"),
+            _hit(2, "2024-03-26T12:50:00", "user: They offered me the job! My start date is Monday 15 April.")]
+    worked = work_out(classify("How many days after we adopted Pilchard did I start my new job?"), hits, None)
+    assert worked is not None and worked.answer.startswith("84 days (22 January 2024 to 15 April 2024)")
+    ride = [_hit(3, "2024-02-25T09:00:00", "user: I've signed up for the Mendip Spring Sportive on 24 March.")]
+    worked = work_out(classify("How many weeks ago did I ride the Mendip Spring Sportive?"), ride, dt.date(2024, 9, 24))
+    assert worked is not None and worked.answer.startswith("26 weeks (24 March 2024 to 24 September 2024)")
+
+
 def test_nothing_matching_means_no_worked_answer():
     hits = [_hit(1, "2024-06-30T20:00:00", "user: I like tea.")]
     assert work_out(classify("How many days after the wedding did we move?"), hits, None) is None

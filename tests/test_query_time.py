@@ -26,6 +26,8 @@ NOW = dt.date(2023, 10, 22)
     ("What did we do at Thanksgiving?", "2022-11-24", "2022-11-24"),
     ("What did Ann read in the summer of 2022?", "2022-06-01", "2022-08-31"),
     ("in December", "2022-12-01", "2022-12-31"),  # the most recent December
+    ("What did I do on 30 December?", "2022-12-30", "2022-12-30"),  # a question looks back
+    ("What happened on Friday, 20 October?", "2023-10-20", "2023-10-20"),
 ])
 def test_ranges(query, start, end):
     found = parse_query_time(query, NOW)
@@ -91,6 +93,34 @@ def test_with_dates_follows_each_relative_time_with_what_it_means():
         "I went to a support group yesterday [7 May 2023]! Last week [the week before 8 May 2023] too. "
         "I may go again in May 2024.")
     assert with_dates("Nothing relative here.", SAID_ON) == "Nothing relative here."
+
+
+@pytest.mark.parametrize("text, said_on, day", [
+    ("My start date is Monday 15 April.", "2024-03-26", "2024-04-15"),  # a plan: the coming April
+    ("I started at Severn Rail on 15 April.", "2024-04-18", "2024-04-15"),
+    ("Signed up for the sportive on 24 March!", "2024-02-25", "2024-03-24"),
+    ("We bought it on Thursday, February 15.", "2024-02-20", "2024-02-15"),
+    ("Booked for the 3rd of January.", "2023-12-20", "2024-01-03"),  # across the new year
+    ("Back on December 28th.", "2024-01-05", "2023-12-28"),
+    ("The lease was signed on January 12, 2023.", "2024-02-20", "2023-01-12"),  # a year said is kept
+    ("Born on 29 February 2024.", "2024-06-01", "2024-02-29"),
+])
+def test_a_day_with_its_month_is_that_day_in_the_year_nearest_the_message(text, said_on, day):
+    from localmem.text.times import find_time_phrases
+
+    found = find_time_phrases(text, dt.date.fromisoformat(said_on))
+    assert [span.start.isoformat() for _phrase, span in found] == [day]
+    assert found[0][1].precision == "day"
+
+
+def test_a_day_with_its_month_is_followed_by_its_year_only_when_none_is_said():
+    from localmem.text.times import with_dates
+
+    said = dt.date(2024, 3, 26)
+    assert with_dates("My start date is Monday 15 April.", said) == \
+        "My start date is Monday 15 April [15 April 2024]."
+    assert with_dates("It opened on 15 April 2023.", said) == "It opened on 15 April 2023."
+    assert with_dates("I may 3D-print it, or 31 April.", said) == "I may 3D-print it, or 31 April."
 
 
 @pytest.mark.parametrize("answer, meaning", [

@@ -50,6 +50,7 @@ class Event:
     day: dt.date
     text: str
     hit_id: str
+    stated: bool = False  # the sentence names its day ("on 15 April", "yesterday")
 
 
 @dataclass
@@ -113,7 +114,7 @@ def events_of(hits: Sequence[Hit]) -> list[Event]:
             continue
         for sentence in re.findall(r"[^.!?\n]+[.!?]*", hit.text):
             days = [span.start for _phrase, span in find_time_phrases(sentence, said) if span.precision == "day"]
-            out.append(Event(days[0] if days else said, sentence.strip(), hit.id))
+            out.append(Event(days[0] if days else said, sentence.strip(), hit.id, bool(days)))
     return out
 
 
@@ -127,14 +128,17 @@ def _said_day(hit: Hit) -> dt.date | None:
 
 
 def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
-    """The index of the event sharing most (stemmed) content words with ``phrase``, if any."""
+    """The index of the event sharing most (stemmed) content words with ``phrase``, if any; of
+    those sharing as many, the first that names its own day: it pins the event down ("My start
+    date is Monday 15 April" over "They offered me the job!" for "start my new job")."""
     wanted = {stem(w) for w in content_words(phrase)}
-    best, best_score = None, 0
+    best, best_score = None, (0, False)
     for index, event in enumerate(events):
         if index in taken:
             continue
-        score = len(wanted & {stem(w) for w in content_words(event.text)})
-        if score > best_score:
+        shared = len(wanted & {stem(w) for w in content_words(event.text)})
+        score = (shared, event.stated)
+        if shared and score > best_score:
             best, best_score = index, score
     return best
 

@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from ..text.times import _MONTHS, Span, find_time_phrases, resolve_phrase
+from ..text.times import _MONTHS, DAY_MONTH, Span, day_and_month, find_time_phrases, resolve_phrase
 
 EARLIEST = dt.date(1, 1, 1)
 LATEST = dt.date(9999, 12, 31)
@@ -75,10 +75,6 @@ def _holiday(name: str, year: int) -> dt.date:
     return dt.date(year, 7, 4)  # independence day / the fourth of july
 
 
-def _most_recent_year(month: int, day: int, now: dt.date) -> int:
-    return now.year if (month, day) <= (now.month, now.day) else now.year - 1
-
-
 def _month_range(year: int, month: int) -> tuple[dt.date, dt.date]:
     end = dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)
     return dt.date(year, month, 1), end
@@ -120,17 +116,9 @@ def _point(text: str, now: dt.date) -> tuple[dt.date, dt.date] | None:
     if m:
         which, name, year = m.groups()
         return _season(name, int(year) if year else None, which, now)
-    m = re.fullmatch(rf"(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH}),? ?(\d{{4}})?", text) or \
-        re.fullmatch(rf"({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?,? ?(\d{{4}})?", text)
-    if m:
-        a, b, year = m.groups()
-        day_s, month_s = (a, b) if a.isdigit() else (b, a)
-        month, day = _MONTHS[month_s], int(day_s)
-        try:
-            date = dt.date(int(year) if year else _most_recent_year(month, day, now), month, day)
-        except ValueError:
-            return None
-        return date, date
+    if re.fullmatch(DAY_MONTH, text, re.I):
+        date = day_and_month(text, now, nearest=False)
+        return (date, date) if date else None
     m = re.fullmatch(rf"({_MONTH}),? (\d{{4}})", text)
     if m:
         return _month_range(int(m.group(2)), _MONTHS[m.group(1)])
@@ -148,8 +136,7 @@ def _point(text: str, now: dt.date) -> tuple[dt.date, dt.date] | None:
 # Expressions tried in this order; each group(1) is handed to _point.
 _POINT = (rf"(?:the )?(?:(?:week|day|month) (?:before|after) )?(?:{_HOLIDAY})(?:,? \d{{4}})?"
           rf"|(?:the )?(?:(?:last|this|next|past) )?(?:{_SEASON})(?: (?:of )?\d{{4}})?"
-          rf"|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTH})(?:,? \d{{4}})?"
-          rf"|(?:{_MONTH}) \d{{1,2}}(?:st|nd|rd|th)?(?:,? \d{{4}})?"
+          rf"|{DAY_MONTH}"
           rf"|(?:{_MONTH})(?:,? \d{{4}})?"
           r"|\d{4}")
 _BETWEEN = re.compile(rf"\b(?:between|from) ({_POINT}) (?:and|to|until) ({_POINT})\b", re.I)

@@ -220,6 +220,9 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
             start = day - dt.timedelta(days=day.weekday())
             return Span(start, start + dt.timedelta(days=6), "week")
         return Span(day, day, "day")
+    day = day_and_month(text.removeprefix("on "), ref, nearest=True)
+    if day is not None:
+        return Span(day, day, "day")
     match = re.fullmatch(r"(?:in |on |during )?(?:(early|mid|late) )?(" + "|".join(
         m for m in _MONTHS if len(m) > 3 or m in ("may",)) + r")(?:,? (\d{4}))?", text)
     if match:
@@ -257,26 +260,68 @@ def parse_date_value(value: str) -> Span | None:
 _COUNT = r"(?:a couple of|a few|couple of|several|an|a|one|two|three|four|five|six|seven|eight|nine|ten|\d+)"
 _DAY_NAMES = "|".join(_WEEKDAYS + sorted(_WEEKDAY_ABBR, key=len, reverse=True))
 _MONTH_NAMES = "|".join(m for m in _MONTHS if len(m) > 3 or m == "may")
+# A day written with its month, either way round, a weekday and a year optional: "15 April",
+# "Monday 15 April", "the 3rd of May", "April 15th, 2024", "Thursday, February 15".
+DAY_MONTH = (rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
+             rf"|(?:(?:{_DAY_NAMES}),? )?(?:{_MONTH_NAMES}) \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?")
+_DAY_MONTH_PARTS = re.compile(rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_NAMES})"
+                              rf"|({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?),? ?(\d{{4}})?", re.IGNORECASE)
+
+
+def day_and_month(text: str, ref: dt.date, nearest: bool) -> dt.date | None:
+    """The day ``text`` names when it is a day with its month (:data:`DAY_MONTH`), else ``None``.
+
+    Without a year: ``nearest`` takes the year that puts the day nearest ``ref``, as a message
+    means it ("I start on 15 April", said on 26 March 2024, is 15 April 2024; "I started on
+    15 April", said on 18 April, too); otherwise the most recent one up to ``ref``, as a
+    question about the past means it.
+    """
+    match = _DAY_MONTH_PARTS.fullmatch(text.strip().lower())
+    if not match:
+        return None
+    day_s, month_s = (match.group(1), match.group(2)) if match.group(1) else (match.group(4), match.group(3))
+    month, day = _MONTHS[month_s], int(day_s)
+    years = [int(match.group(5))] if match.group(5) else [ref.year - 1, ref.year, ref.year + 1]
+    candidates = []
+    for year in years:
+        try:
+            candidates.append(dt.date(year, month, day))
+        except ValueError:
+            continue  # 31 April, or 29 February outside a leap year
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    if nearest:
+        return min(candidates, key=lambda d: (abs((d - ref).days), d > ref))
+    past = [d for d in candidates if d <= ref]
+    return max(past) if past else min(candidates)
 _PHRASE = re.compile(
     r"\b(?:"
     r"(?:the )?day (?:before yesterday|after tomorrow)|yesterday|today|tonight|tomorrow|last night"
     r"|(?:this|last|past|previous|next) (?:week(?:end)?|month|year)"
     rf"|(?:last|this|next) (?:{_DAY_NAMES})\b"
     rf"|{_COUNT} (?:day|weekend|week|month|year)s? (?:ago|later|from now)"
+    rf"|{DAY_MONTH}"
     rf"|(?:in |during )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
     r"|in \d{4}"
     r")\b", re.IGNORECASE)
 
 
+def _the_verb_may(phrase: str) -> bool:
+    return phrase.lower() == "may" or phrase.startswith("may ")
+
+
 def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
     """The time phrases in ``text`` that :func:`resolve_phrase` understands, with their spans.
 
-    "may" is only a month when a year or "in" goes with it ("I may go" is not May).
+    "may" is only a month when a year or "in" goes with it ("I may go" is not May), or a day
+    after it when it is written "May" ("I may 3D-print it" is not 3 May).
     """
     found = []
     for match in _PHRASE.finditer(text):
         phrase = match.group(0)
-        if phrase.lower() == "may":
+        if _the_verb_may(phrase):
             continue
         span = resolve_phrase(phrase, ref)
         if span is not None:
@@ -306,6 +351,9 @@ def anchored(phrase: str, ref: dt.date) -> str | None:
     if span is None or re.fullmatch(rf"(?:in |during |on )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
                                     r"|(?:in |during )?\d{4}", text):
         return None
+    if _DAY_MONTH_PARTS.fullmatch(text.removeprefix("on ")):
+        # A day with its month is written as it is, with the year it means when none is said.
+        return None if re.search(r"\d{4}", text) else day_text(span.start)
     weekday = _RELATIVE_DAY.fullmatch(text)
     if weekday:
         name = span.start.strftime("%A")
@@ -332,7 +380,7 @@ def with_dates(text: str, ref: dt.date) -> str:
     brackets: "I went to a support group yesterday [7 May 2023]"."""
     out, last = [], 0
     for match in _PHRASE.finditer(text):
-        if match.group(0).lower() == "may":
+        if _the_verb_may(match.group(0)):
             continue
         meaning = anchored(match.group(0), ref)
         if meaning:
