@@ -174,6 +174,16 @@ def test_a_days_between_question_is_counted_by_the_rules_from_the_cited_items(tm
     assert "check" not in result.details  # the rules are the check
 
 
+def test_an_event_the_model_left_uncited_is_counted_and_cited(tmp_path):
+    def responder(messages):  # cites the adoption only
+        return {"answer": "about 3 months", "supports": _numbers(messages, "adopted"), "confidence": 0.7}
+
+    with _dated(tmp_path, ScriptedLLM(responder=responder)) as mem:
+        result = mem.ask("How many days after we adopted Pilchard did I start my new job?", now="2024-09-24")
+    assert result.answer.startswith("84 days") and not result.refused
+    assert [c.text for c in result.citations] == [DATED[0][2], DATED[2][2]]
+
+
 def test_a_weeks_ago_question_counts_from_now(tmp_path):
     def responder(messages):
         return {"answer": "a while ago", "supports": _numbers(messages, "offered"), "confidence": 0.7}

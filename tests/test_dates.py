@@ -76,6 +76,16 @@ def test_an_event_on_a_day_said_with_its_month_counts_from_that_day():
     assert worked is not None and worked.answer.startswith("26 weeks (24 March 2024 to 24 September 2024)")
 
 
+def test_an_event_the_model_did_not_cite_is_looked_for_in_the_rest_of_the_evidence():
+    cited = [_hit(1, "2024-01-22T10:00:00", "user: We adopted a cat today, his name is Pilchard!")]
+    rest = [_hit(2, "2024-03-02T10:00:00", "user: I like tea."),
+            _hit(3, "2024-04-16T08:00:00", "user: I started my new job yesterday at Severn Rail.")]
+    question = classify("How many days after we adopted Pilchard did I start my new job?")
+    assert work_out(question, cited, None) is None
+    worked = work_out(question, cited, None, rest)
+    assert worked is not None and worked.answer.startswith("84 days") and [e["id"] for e in worked.events] == ["m:1", "m:3"]
+
+
 def test_nothing_matching_means_no_worked_answer():
     hits = [_hit(1, "2024-06-30T20:00:00", "user: I like tea.")]
     assert work_out(classify("How many days after the wedding did we move?"), hits, None) is None

@@ -143,16 +143,24 @@ def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
     return best
 
 
-def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None) -> Worked | None:
+def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None,
+             others: Sequence[Hit] = ()) -> Worked | None:
     """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
-    on) and ``now``; ``None`` when the events or their days cannot be found."""
+    on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
+    sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
+    saw): the model often cites one of the two events a question names."""
     events = events_of(evidence)
+    spare = events_of(others)
     taken: set[int] = set()
     matched: list[Event] = []
     for phrase in question.events:
         index = _match(phrase, events, taken)
         if index is None:
-            return None
+            index = _match(phrase, spare, set())
+            if index is None:
+                return None
+            events.append(spare.pop(index))
+            index = len(events) - 1
         taken.add(index)
         matched.append(events[index])
     if question.kind == "ago":

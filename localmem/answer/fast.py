@@ -258,11 +258,14 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         # trials of tests/trials/forgery.py). What the model said is kept in ``unsupported``.
         out.refused, out.refusal, out.unsupported, out.answer = True, "no citation", text, prompt.REFUSAL
     if not out.refused:
-        worked = date_rules.work_out(asked_dates, [evidence[n - 1] for n in out.supports], today) \
+        worked = date_rules.work_out(asked_dates, [evidence[n - 1] for n in out.supports], today,
+                                     [h for n, h in enumerate(evidence, 1) if n not in out.supports]) \
             if asked_dates is not None else None
         if worked is not None:  # the model picked the events; the rules count
             out.details["dates"] = {**worked.to_dict(), "model_answer": out.answer}
             out.answer = worked.answer
+            counted = {e["id"] for e in worked.events}  # an event found outside what was cited is cited too
+            out.supports = sorted({*out.supports, *(n for n, h in enumerate(evidence, 1) if h.id in counted)})
         elif verify > 0 and isinstance(llm, Judge):
             check(llm, out, messages, data, verify)
     if out.refused:
