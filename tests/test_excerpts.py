@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from localmem.answer.excerpts import excerpt, sentences, shorten
+from localmem.answer.excerpts import excerpt, shorten
 from localmem.retrieval.search import Hit, HitSource
+from localmem.text.sentences import spans
 
 from .fakes import HashEmbedder
 
@@ -19,8 +20,19 @@ def _hit(text: str, mid: int = 7) -> Hit:
 
 
 def test_sentences_cut_at_stops_and_lines():
-    assert [LONG[s:e] for s, e in sentences(LONG)][:2] == [
+    assert [LONG[s:e] for s, e in spans(LONG)][:2] == [
         "Thanks for the detailed maintenance plan.", "I clean the chains every two weeks in summer."]
+    # A point inside a number ends nothing: excerpts once showed "0. 5%" and "4. 5 to 5. 5".
+    text = "Replace it at 0.5% wear.\nAim for pH 4.5 to 5.5, and it costs £7.50! Really?"
+    assert [text[s:e] for s, e in spans(text)] == [
+        "Replace it at 0.5% wear.", "Aim for pH 4.5 to 5.5, and it costs £7.50!", "Really?"]
+
+
+def test_an_excerpt_keeps_a_decimal_whole():
+    text = ("Chains wear slowly. Use a chain checker every month. Replace the chain at 0.5% wear on an "
+            "11-speed drivetrain. Cassettes last longer than chains. Clean it after rain.")
+    start = text.index("Replace")
+    assert "at 0.5% wear on an 11-speed" in excerpt(_hit(text), [(start, start + 40, 0.9), (0, 19, 0.1)])
 
 
 def test_excerpt_keeps_the_matching_sentence_and_its_neighbours():

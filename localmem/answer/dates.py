@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..retrieval.search import Hit
+from ..text import sentences
 from ..text.times import count_between, day_text, find_time_phrases, parse_timestamp
 from ..text.words import content_words, stem
 
@@ -112,7 +113,7 @@ def events_of(hits: Sequence[Hit]) -> list[Event]:
         said = _said_day(hit)
         if said is None:
             continue
-        for sentence in re.findall(r"[^.!?\n]+[.!?]*", hit.text):
+        for sentence in sentences.split(hit.text):
             days = [span.start for _phrase, span in find_time_phrases(sentence, said) if span.precision == "day"]
             out.append(Event(days[0] if days else said, sentence.strip(), hit.id, bool(days)))
     return out

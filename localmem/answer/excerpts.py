@@ -12,7 +12,6 @@ part vectors (a store made before they existed) stay whole.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -20,23 +19,11 @@ import numpy as np
 
 from ..retrieval.search import Hit
 from ..store.queries import q
+from ..text.sentences import spans as sentence_spans
 
 NEIGHBOURS = 1  # sentences kept on each side of a matching one
 CLOSE = 0.05  # other sentences within this cosine of the best one are kept too
 MAX_MATCHES = 3
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|\n|$)")
-
-
-def sentences(text: str) -> list[tuple[int, int]]:
-    """The ``(start, end)`` spans of ``text``'s sentences (and lines)."""
-    spans = []
-    for found in _SENTENCE.finditer(text):
-        piece = found.group(0)
-        if piece.strip():
-            start = found.start() + len(piece) - len(piece.lstrip())
-            spans.append((start, start + len(piece.strip())))
-    return spans
-
 
 def shorten(conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None,
             count: Callable[[str], int], long_tokens: int) -> list[Hit]:
@@ -66,7 +53,7 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
     speaker = hit.sources[0].speaker if hit.sources else ""
     prefix = f"{speaker}: " if speaker and hit.text.startswith(f"{speaker}: ") else ""
     body = hit.text[len(prefix):]
-    spans = sentences(body)
+    spans = sentence_spans(body)
     if len(spans) < 2:
         return hit.text
     best = max(score for _s, _e, score in parts)
