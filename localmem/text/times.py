@@ -296,6 +296,8 @@ def day_and_month(text: str, ref: dt.date, nearest: bool) -> dt.date | None:
         return min(candidates, key=lambda d: (abs((d - ref).days), d > ref))
     past = [d for d in candidates if d <= ref]
     return max(past) if past else min(candidates)
+
+
 _PHRASE = re.compile(
     r"\b(?:"
     r"(?:the )?day (?:before yesterday|after tomorrow)|yesterday|today|tonight|tomorrow|last night"
