@@ -86,6 +86,14 @@ def test_an_event_the_model_did_not_cite_is_looked_for_in_the_rest_of_the_eviden
     assert worked is not None and worked.answer.startswith("84 days") and [e["id"] for e in worked.events] == ["m:1", "m:3"]
 
 
+def test_an_event_said_to_the_year_is_counted_in_years_and_shown_as_said():
+    hits = [_hit(1, "2023-10-22T10:00:00", "user: My 18th birthday was ten years ago, what a party.")]
+    worked = work_out(classify("How long ago was my 18th birthday?"), hits, dt.date(2023, 10, 22))
+    assert worked is not None and worked.answer == "10 years (2013 to 22 October 2023)"
+    # Days cannot be counted from a year: no worked answer rather than a false one.
+    assert work_out(classify("How many days ago was my 18th birthday?"), hits, dt.date(2023, 10, 22)) is None
+
+
 def test_nothing_matching_means_no_worked_answer():
     hits = [_hit(1, "2024-06-30T20:00:00", "user: I like tea.")]
     assert work_out(classify("How many days after the wedding did we move?"), hits, None) is None

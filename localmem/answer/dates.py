@@ -51,7 +51,8 @@ class Event:
     day: dt.date
     text: str
     hit_id: str
-    stated: bool = False  # the sentence names its day ("on 15 April", "yesterday")
+    stated: bool = False  # the sentence names its time ("on 15 April", "yesterday", "last year")
+    precision: str = "day"  # of a time named: "day", "week", "month" or "year" (``day`` is its start)
 
 
 @dataclass
@@ -107,16 +108,34 @@ def _clean(phrase: str) -> str:
 
 def events_of(hits: Sequence[Hit]) -> list[Event]:
     """Every dated sentence of ``hits``: for each sentence, the day a dated phrase in it names
-    (read against the day the message was said), else the day it was said."""
+    (read against the day the message was said), else the start of the week, month or year one
+    names ("ten years ago", "last June"), else the day it was said."""
     out: list[Event] = []
     for hit in hits:
         said = _said_day(hit)
         if said is None:
             continue
         for sentence in sentences.split(hit.text):
-            days = [span.start for _phrase, span in find_time_phrases(sentence, said) if span.precision == "day"]
-            out.append(Event(days[0] if days else said, sentence.strip(), hit.id, bool(days)))
+            spans = [span for _phrase, span in find_time_phrases(sentence, said)]
+            span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
+            out.append(Event(span.start if span else said, sentence.strip(), hit.id, span is not None,
+                             span.precision if span else "day"))
     return out
+
+
+def _when(event: Event) -> str:
+    """An event's time as precisely as it was said: "15 April 2024", "June 2022", "2013"."""
+    if event.precision == "year":
+        return str(event.day.year)
+    if event.precision == "month":
+        return event.day.strftime("%B %Y")
+    if event.precision == "week":
+        return f"the week of {day_text(event.day)}"
+    return day_text(event.day)
+
+
+# The finest unit a count may be given in from an event said to this precision.
+_FINEST = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
 
 
 def _said_day(hit: Hit) -> dt.date | None:
@@ -165,19 +184,21 @@ def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | Non
         taken.add(index)
         matched.append(events[index])
     if question.kind == "ago":
-        return None if now is None or not matched else _counted(question, matched[0].day, now, matched, "ago")
+        if now is None or not matched:
+            return None
+        return _counted(question, matched[0], Event(now, "now", "", True), matched, "ago")
     if question.kind == "between" and len(matched) == 2:
         first, second = sorted(matched, key=lambda e: e.day)
-        return _counted(question, first.day, second.day, matched, "between")
+        return _counted(question, first, second, matched, "between")
     if question.kind == "order" and len(matched) == 2:
         a, b = matched
-        if a.day == b.day:
-            return None
+        if a.day == b.day or a.precision != b.precision and a.day.year == b.day.year:
+            return None  # the same day, or "in June" against "on 3 June": not told apart
         earlier, later = (0, 1) if a.day < b.day else (1, 0)
-        answer = (f"{question.events[earlier]} ({day_text(matched[earlier].day)}; {question.events[later]} "
-                  f"was on {day_text(matched[later].day)})")
+        answer = (f"{question.events[earlier]} ({_when(matched[earlier])}; {question.events[later]} "
+                  f"was on {_when(matched[later])})")
         return Worked(answer, "order", None, _shown(matched),
-                      f"{day_text(matched[earlier].day)} is before {day_text(matched[later].day)}")
+                      f"{_when(matched[earlier])} is before {_when(matched[later])}")
     if question.kind == "age":
         born = _birth(evidence)
         if born is None or not matched:
@@ -188,12 +209,18 @@ def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | Non
     return None
 
 
-def _counted(question: DateQuestion, start: dt.date, end: dt.date, matched: Sequence[Event],
-             kind: str) -> Worked:
-    unit = question.unit or _natural_unit(start, end)
+def _counted(question: DateQuestion, first: Event, last: Event, matched: Sequence[Event],
+             kind: str) -> Worked | None:
+    """The count from ``first`` to ``last``; ``None`` when the unit asked is finer than either
+    was said in ("how many days ago" of something said to have been "last year")."""
+    start, end = first.day, last.day
+    coarsest = max(UNITS.index(_FINEST[e.precision]) for e in (first, last))
+    unit = question.unit or UNITS[max(UNITS.index(_natural_unit(start, end)), coarsest)]
+    if any(UNITS.index(unit) < UNITS.index(_FINEST[e.precision]) for e in (first, last)):
+        return None
     count = count_between(start, end, unit)
     shown = unit[:-1] if count == 1 else unit
-    answer = f"{count} {shown} ({day_text(start)} to {day_text(end)})"
+    answer = f"{count} {shown} ({_when(first)} to {_when(last)})"
     return Worked(answer, kind, unit, _shown(matched),
                   f"{day_text(end)} − {day_text(start)} = {(end - start).days} days = {count} whole {unit}")
 
