@@ -23,7 +23,6 @@ from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
 from ..prompts import check as check_prompt
 from ..prompts import item_text
-from ..retrieval.query_time import asks_present
 from ..retrieval.search import Hit, hydrate
 from ..store.queries import q
 from ..text.times import absolute, day_text, with_dates
@@ -229,8 +228,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     who = (user_name or speakers.user, speakers.assistant) if chat else None
     started = time.perf_counter()
     asked_dates = date_rules.classify(question)
-    messages = prompt.build(question, lines, day, who, dated=asked_dates is not None,
-                            present=asks_present(question, today))
+    messages = prompt.build(question, lines, day, who, dated=asked_dates is not None)
     result = complete_structured(llm, messages,
                                  prompt.SCHEMA, prompt.MAX_TOKENS,
                                  on_text=JsonFieldStream("answer", on_text) if on_text else None)

@@ -11,8 +11,6 @@ else than the person asked about (LoCoMo's adversarial questions swap the speake
 Everything static (rules and worked examples with made-up people, none of whom appear in
 the shipped sample chat) comes first, so llama.cpp reuses it across questions.
 
-v6: a question about the present is followed by :data:`PRESENT_HINT`.
-
 v4: an item's text is given on one line with its own brackets and braces as parentheses
 (:func:`localmem.prompts.item_text`), so the only square brackets are the item numbers and
 the dates after relative times, both written here: a message cannot open a new item.
@@ -24,7 +22,7 @@ from typing import Any, Sequence
 
 from . import item_text
 
-VERSION = "answer-v6"
+VERSION = "answer-v5"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -72,23 +70,14 @@ Question: Where is Noor moving in June?
 DATES_HINT = "(Answer with the dates of the events it names; the counting is done for you.)"
 
 
-# After a question about how things are now (query_time.asks_present): the rule above, said
-# again next to the question, where the 1.5B model reads it (with it only in the rules, 3 of
-# its 6 wrong answers to the assistant dev half's 10 knowledge-update questions were the older
-# value: the old employer, car and job title).
-PRESENT_HINT = "(It asks how things are now: if the items changed over time, answer from the latest.)"
-
-
 def build(question: str, items: Sequence[str], today: str | None,
-          chat: tuple[str, str] | None = None, dated: bool = False,
-          present: bool = False) -> list[dict[str, str]]:
+          chat: tuple[str, str] | None = None, dated: bool = False) -> list[dict[str, str]]:
     """``items``: one line per piece of evidence, already dated and in time order. ``chat``:
     the (user, assistant) names when the items are a chat between a user and an assistant.
-    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it);
-    ``present``: it asks how things are now (:data:`PRESENT_HINT` follows it)."""
+    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it)."""
     numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
-    hint = f" {DATES_HINT}" if dated else f" {PRESENT_HINT}" if present else ""
+    hint = f" {DATES_HINT}" if dated else ""
     if chat is not None:
         user, assistant = (item_text(name) for name in chat)
         head += (f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
