@@ -84,11 +84,6 @@ DEFAULT_VERIFY_FACTS = 0.6
 # 80, with F1 44.4 against 45.5: a message's matching sentences carry most of what it adds.
 DEFAULT_ASK_CANDIDATES = 30
 DEFAULT_ASK_MAX_TOKENS = 200
-# A question that gathers across the history ("how many times have I…", "in total", "so far",
-# query_time.gathers) gets this evidence budget instead: its answer rests on several messages.
-# On the assistant dev half, 400 tokens put 86% of the gold messages of its counting questions
-# in view against 69% at 200. 0 keeps ask_max_tokens for every question.
-DEFAULT_ASK_GATHER_TOKENS = 400
 # What fast-mode answers read: "messages" shows each gist or fact as the messages it rests
 # on (the model answers in the speakers' own words), "units" shows the units' text.
 DEFAULT_ASK_EVIDENCE = "messages"
@@ -213,7 +208,6 @@ class Config:
     flash_attn: bool = False
     ask_candidates: int = DEFAULT_ASK_CANDIDATES
     ask_max_tokens: int = DEFAULT_ASK_MAX_TOKENS
-    ask_gather_tokens: int = DEFAULT_ASK_GATHER_TOKENS
     ask_evidence: str = DEFAULT_ASK_EVIDENCE
     ask_focus: bool = DEFAULT_ASK_FOCUS
     ask_check: bool = DEFAULT_ASK_CHECK

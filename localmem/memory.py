@@ -572,7 +572,7 @@ class Memory:
 
             query_vec = self.embedder.embed([question])[0] if db.has_vectors(self.conn) else None
             hits = excerpts.shorten(self.conn, hits, query_vec, count, self.config.ask_long_tokens)
-        hits = fit_budget(hits, max_tokens or self._evidence_budget(question), count)
+        hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         result = answer_mod.answer(self.conn, llm if hits else None, question, hits, today, on_text,
                                    speakers if self.config.ask_check else {}, pool,
                                    dates=self.config.ask_dates, user_name=self.config.user_name,
@@ -580,14 +580,6 @@ class Memory:
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
-
-    def _evidence_budget(self, question: str) -> int:
-        """The evidence tokens for ``question``: ``ask_gather_tokens`` for one that gathers its
-        answer from several messages (:func:`query_time.gathers`), else ``ask_max_tokens``."""
-        from .retrieval.query_time import gathers
-
-        gather = self.config.ask_gather_tokens
-        return gather if gather and gathers(question) else self.config.ask_max_tokens
 
     def answer(self, question: str, evidence: Sequence["Hit"], *, now: dt.date | str | None = None,
                on_text: Callable[[str], None] | None = None) -> "Answer":

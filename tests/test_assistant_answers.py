@@ -15,7 +15,7 @@ from localmem import Config
 from localmem.cli import cli
 from localmem.prompts import answer as answer_prompt
 from localmem.prompts import check as check_prompt
-from localmem.retrieval.query_time import asks_present, gathers
+from localmem.retrieval.query_time import asks_present
 from localmem.retrieval.search import Hit, newest_first
 
 from .fakes import HashEmbedder, ScriptedLLM
@@ -134,46 +134,6 @@ def test_the_cli_takes_the_user_name(tmp_path, use_models):
                                  "--json"])
     assert done.exit_code == 0, done.output
     assert "Sam is the user asking" in llm.calls[-1][-1]["content"]
-
-
-# -- questions that gather from several messages ------------------------------------------------
-
-@pytest.mark.parametrize("question, expected", [
-    ("How many bikes do I have at the moment?", True),
-    ("How many times have I flown back to Tucson since the move?", True),
-    ("How much have I spent altogether on the lock and the panniers?", True),
-    ("What's the total distance of the rides I've done this year?", True),
-    ("How many books have I finished so far?", True),
-    ("How many days after we adopted Pilchard did I start my new job?", False),  # a date question
-    ("How many weeks ago did I ride the sportive?", False),
-    ("How long have I lived in Lisbon?", False),
-    ("Where do I work now?", False),
-])
-def test_a_question_that_gathers_from_several_messages_is_told_apart(question, expected):
-    assert gathers(question) is expected
-
-
-def test_a_gathering_question_gets_the_larger_evidence_budget(tmp_path):
-    lines = {}
-
-    def responder(messages):
-        lines[messages[-1]["content"].rsplit("Question: ", 1)[-1]] = len(_items(messages))
-        return {"answer": "not in memory", "supports": [], "confidence": 0.5}
-
-    llm = ScriptedLLM(responder=responder)
-    with open_memory(tmp_path / "m.db", namespace="me", embedder=HashEmbedder(), llm=llm,
-                     config=Config(ask_max_tokens=30, ask_gather_tokens=200)) as mem:
-        mem.ingest(_history(tmp_path / "chat.jsonl"))
-        mem.ask("What do I drink in the morning?")
-        mem.ask("How many times have I switched my morning drink so far?")
-        mem.config = Config(ask_max_tokens=30, ask_gather_tokens=0)
-        mem.ask("How many mornings did I drink tea?")
-    few, many, off = lines.values()
-    assert few < many and off == few, lines
-
-
-def _items(messages: list[dict]) -> list[str]:
-    return [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
 
 
 # -- dates worked out by rules ------------------------------------------------------------------

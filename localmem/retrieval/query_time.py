@@ -209,16 +209,3 @@ def asks_present(query: str, now: dt.date | None = None) -> bool:
         return False
     return bool(_NOW_WORDS.search(query) or _PRESENT_FIRST_PERSON.search(query))
 
-
-
-# A question whose answer is gathered from several messages: a count or a sum of things ("how
-# many bikes do I have?", "how much have I spent altogether?"), or a word that says so.
-_GATHER_WORDS = re.compile(r"\b(?:in total|total|altogether|all together|in all|so far|combined)\b", re.I)
-_HOW_MANY = re.compile(r"\bhow (?:many|much)\b(?! (?:days?|weeks?|months?|years?|hours?|minutes?|time)\b)", re.I)
-
-
-def gathers(query: str) -> bool:
-    """Whether ``query`` gathers its answer from several messages, by rules: "how many" or "how
-    much" not counting time ("how many days…" is a date question, :mod:`answer.dates`), or
-    "in total", "altogether", "so far"..."""
-    return bool(_GATHER_WORDS.search(query) or _HOW_MANY.search(query))
