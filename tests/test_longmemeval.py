@@ -24,6 +24,8 @@ def test_contains_reads_the_gold_answer_as_people_write_it():
     assert contains("Rome and Oslo", "Oslo and Rome")  # every gold word, in any order
     assert not contains("Oslo", "Oslo and Rome")
     assert not contains("not in memory", "beagle")
+    assert contains("£7,500", "About £7,500 (around half of the budget)")  # a hedge is not content
+    assert not contains("£7,000", "About £7,500")
 
 
 def _responder(messages):

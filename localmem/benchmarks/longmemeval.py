@@ -15,7 +15,8 @@ by rules instead, and both are reported:
 - ``contains``: the answer holds the gold answer: after normalising both (LoCoMo's rules:
   lower case, no punctuation, no a/an/the/and, number words as digits), the gold's words in
   order, or all of its (Porter-stemmed) words anywhere in the answer. A gold answer's
-  parenthesised working ("84 days (22 January to 15 April 2024)") is left out first.
+  parenthesised working ("84 days (22 January to 15 April 2024)") is left out first, and so is
+  a leading "about", "around", "roughly" or "approximately" ("About £7,500": "£7,500" is right).
 - ``f1``: token F1 against the gold answer, the same normalisation (LoCoMo's metric).
 
 Both are approximate: a right answer in other words ("a month" for "31 days") counts as wrong,
@@ -48,6 +49,7 @@ _NUMBERS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty".split())}
 _WORKING = re.compile(r"\s*\([^)]*\)")
+_HEDGE = re.compile(r"^(?:about|around|roughly|approximately)\s+", re.I)
 
 
 @dataclass
@@ -65,9 +67,15 @@ def _numbers_as_digits(text: str) -> str:
     return " ".join(_NUMBERS.get(word, word) for word in text.split())
 
 
+def _core(gold: str) -> str:
+    """The gold answer without its parenthesised working and a leading "about" or "around"."""
+    core = _WORKING.sub("", gold).strip() or gold
+    return _HEDGE.sub("", core) or core
+
+
 def contains(answer: str, gold: str) -> bool:
     """Whether ``answer`` holds ``gold`` (see the module docstring)."""
-    core = _WORKING.sub("", gold).strip() or gold
+    core = _core(gold)
     said, wanted = _numbers_as_digits(normalise(answer)), _numbers_as_digits(normalise(core))
     if not wanted:
         return False
@@ -81,7 +89,7 @@ def score(item: _Item, answer: str, refused: bool) -> dict[str, float]:
         return {"right": float(refused), "f1": float(refused)}
     if refused:
         return {"right": 0.0, "f1": 0.0}
-    core = _WORKING.sub("", item.gold).strip() or item.gold
+    core = _core(item.gold)
     return {"right": float(contains(answer, item.gold)),
             "f1": round(f1_score(_numbers_as_digits(normalise(answer)), _numbers_as_digits(normalise(core))), 4)}
 
