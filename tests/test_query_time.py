@@ -113,6 +113,19 @@ def test_a_day_with_its_month_is_that_day_in_the_year_nearest_the_message(text, 
     assert found[0][1].precision == "day"
 
 
+def test_on_a_weekday_is_the_last_one_or_in_a_sentence_about_the_future_the_coming_one():
+    from localmem.text.times import find_time_phrases, with_dates
+
+    said = dt.date(2024, 2, 20)  # a Tuesday
+    text = "Then on Thursday we bought a Subaru! We're flying out on Saturday. I'll call on Mon."
+    assert [(p, span.start.isoformat()) for p, span in find_time_phrases(text, said)] == [
+        ("on Thursday", "2024-02-15"), ("on Saturday", "2024-02-24"), ("on Mon", "2024-02-26")]
+    assert with_dates("Then on Thursday we bought a Subaru.", said) == \
+        "Then on Thursday [the Thursday before 20 February 2024] we bought a Subaru."
+    # With its date, the weekday is part of the date.
+    assert with_dates("It starts on Monday 15 April.", said) == "It starts on Monday 15 April [15 April 2024]."
+
+
 def test_a_day_with_its_month_is_followed_by_its_year_only_when_none_is_said():
     from localmem.text.times import with_dates
 

@@ -303,6 +303,7 @@ _PHRASE = re.compile(
     r"(?:the )?day (?:before yesterday|after tomorrow)|yesterday|today|tonight|tomorrow|last night"
     r"|(?:this|last|past|previous|next) (?:week(?:end)?|month|year)"
     rf"|(?:last|this|next) (?:{_DAY_NAMES})\b"
+    rf"|on (?:{_DAY_NAMES})\b(?!,? (?:the )?\d|,? (?:{_MONTH_NAMES})\b)"
     rf"|{_COUNT} (?:day|weekend|week|month|year)s? (?:ago|later|from now)"
     rf"|{DAY_MONTH}"
     rf"|(?:in |during )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
@@ -314,18 +315,37 @@ def _the_verb_may(phrase: str) -> bool:
     return phrase.lower() == "may" or phrase.startswith("may ")
 
 
+# A sentence about what is still to come: "on Thursday" in it is the coming Thursday.
+_AHEAD = re.compile(r"\b(?:will|won't|shall|going to|gonna|plan(?:ning)? to|hoping to|about to|can't wait)\b"
+                    r"|'ll\b|\b(?:i'm|i am|we're|we are|he's|she's|they're) \w+ing\b", re.IGNORECASE)
+_SENTENCE_BOUNDS = re.compile(r"[.!?\n]")
+
+
+def _meant(match: re.Match[str], text: str) -> str:
+    """The phrase ``match`` found, as :func:`resolve_phrase` should read it: "on Thursday" is the
+    most recent Thursday, or the coming one ("next Thursday") in a sentence about what is still
+    to come ("We're flying out on Thursday")."""
+    phrase = match.group(0)
+    if not phrase.lower().startswith("on "):
+        return phrase
+    start = max((m.end() for m in _SENTENCE_BOUNDS.finditer(text, 0, match.start())), default=0)
+    end = next((m.start() for m in _SENTENCE_BOUNDS.finditer(text, match.end())), len(text))
+    return "next " + phrase[3:] if _AHEAD.search(text[start:end]) else phrase
+
+
 def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
     """The time phrases in ``text`` that :func:`resolve_phrase` understands, with their spans.
 
     "may" is only a month when a year or "in" goes with it ("I may go" is not May), or a day
-    after it when it is written "May" ("I may 3D-print it" is not 3 May).
+    after it when it is written "May" ("I may 3D-print it" is not 3 May). "on Thursday" is the
+    most recent one, or the coming one in a sentence about the future (:func:`_meant`).
     """
     found = []
     for match in _PHRASE.finditer(text):
         phrase = match.group(0)
         if _the_verb_may(phrase):
             continue
-        span = resolve_phrase(phrase, ref)
+        span = resolve_phrase(_meant(match, text), ref)
         if span is not None:
             found.append((phrase, span))
     return found
@@ -384,7 +404,7 @@ def with_dates(text: str, ref: dt.date) -> str:
     for match in _PHRASE.finditer(text):
         if _the_verb_may(match.group(0)):
             continue
-        meaning = anchored(match.group(0), ref)
+        meaning = anchored(_meant(match, text), ref)
         if meaning:
             out += [text[last:match.end()], f" [{meaning}]"]
             last = match.end()
