@@ -26,6 +26,9 @@ def test_contains_reads_the_gold_answer_as_people_write_it():
     assert not contains("not in memory", "beagle")
     assert contains("£7,500", "About £7,500 (around half of the budget)")  # a hedge is not content
     assert not contains("£7,000", "About £7,500")
+    # A number is read with its unit: the words of "13 days" are in this answer, not the count.
+    assert not contains("2 days (11 August 2024 to 13 August 2024)", "13 days (11 August to 24 August 2024)")
+    assert contains("13 July 2024", "July 13, 2024") and not contains("13 July 2023", "July 13, 2024")
 
 
 def _responder(messages):

@@ -13,8 +13,8 @@ LongMemEval's own scorer asks GPT-4o whether an answer is right; offline, each a
 by rules instead, and both are reported:
 
 - ``contains``: the answer holds the gold answer: after normalising both (LoCoMo's rules:
-  lower case, no punctuation, no a/an/the/and, number words as digits), the gold's words in
-  order, or all of its (Porter-stemmed) words anywhere in the answer. A gold answer's
+  lower case, no punctuation, no a/an/the/and, number words as digits, dates day first), the gold's words in
+  order, or, when it has no digits, all of its (Porter-stemmed) words anywhere in the answer. A gold answer's
   parenthesised working ("84 days (22 January to 15 April 2024)") is left out first, and so is
   a leading "about", "around", "roughly" or "approximately" ("About £7,500": "£7,500" is right).
 - ``f1``: token F1 against the gold answer, the same normalisation (LoCoMo's metric).
@@ -63,8 +63,13 @@ class _Item:
     result: dict[str, Any] = field(default_factory=dict)
 
 
+_MONTH_FIRST = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|"
+                          r"december) (\d{1,2}) (\d{4})\b")
+
+
 def _numbers_as_digits(text: str) -> str:
-    return " ".join(_NUMBERS.get(word, word) for word in text.split())
+    """Number words as digits, and a date written month first ("july 13 2024") day first."""
+    return _MONTH_FIRST.sub(r"\2 \1 \3", " ".join(_NUMBERS.get(word, word) for word in text.split()))
 
 
 def _core(gold: str) -> str:
@@ -81,7 +86,8 @@ def contains(answer: str, gold: str) -> bool:
         return False
     if re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", said):
         return True
-    return set(tokens(wanted)) <= set(tokens(said))
+    # Words in any order, but not numbers: "2 days (11 to 13 August)" does not hold "13 days".
+    return not re.search(r"\d", wanted) and set(tokens(wanted)) <= set(tokens(said))
 
 
 def score(item: _Item, answer: str, refused: bool) -> dict[str, float]:
