@@ -13,8 +13,9 @@ LongMemEval's own scorer asks GPT-4o whether an answer is right; offline, each a
 by rules instead, and both are reported:
 
 - ``contains``: the answer holds the gold answer: after normalising both (LoCoMo's rules:
-  lower case, no punctuation, no a/an/the/and, number words as digits, dates day first), the gold's words in
-  order, or, when it has no digits, all of its (Porter-stemmed) words anywhere in the answer. A gold answer's
+  lower case, no punctuation, no a/an/the/and, number words as digits; and dates day first),
+  the gold's words in order, or, when it has no digits, all of its (Porter-stemmed) words
+  anywhere in the answer ("2 days (11 to 13 August)" does not hold "13 days"). A gold answer's
   parenthesised working ("84 days (22 January to 15 April 2024)") is left out first, and so is
   a leading "about", "around", "roughly" or "approximately" ("About £7,500": "£7,500" is right).
 - ``f1``: token F1 against the gold answer, the same normalisation (LoCoMo's metric).
