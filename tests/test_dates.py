@@ -26,6 +26,9 @@ def _hit(i: int, when: str, text: str) -> Hit:
     ("How many days had we had Mango when we moved to Portland?", "between", "days",
      ("Mango", "we moved to Portland")),
     ("Where do I work now?", None, None, None),
+    ("Did the move happen before the wedding?", "order", None, ("the move", "the wedding")),
+    ("Where did Dana live before York?", None, None, None),  # asks for a place, not an order
+    ("Which company did I work for before my current job?", None, None, None),
     ("On what date was my hybrid stolen?", None, None, None),
 ])
 def test_classify(question, kind, unit, events):

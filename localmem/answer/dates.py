@@ -73,7 +73,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("age", re.compile(r"\bhow old (?:was|were|am|is) \w+ when (?P<a>.+)", re.I)),
     ("order", re.compile(r"\bwhich (?:happened|came|was|did \w+ (?:do|get|have)) (?:first|earlier)\b"
                          r"[\s:,-]*(?:,? ?(?:the )?)?(?P<a>.+?),? or (?P<b>.+)", re.I)),
-    ("order", re.compile(r"\bdid (?P<a>.+?) (?:happen |come )?before (?P<b>.+)", re.I)),
+    # Only a yes/no question: "Where did Dana live before York?" asks for a place.
+    ("order", re.compile(r"^\s*did (?P<a>.+?) (?:happen |come )?before (?P<b>.+)", re.I)),
     ("between", re.compile(rf"\b{_HOW_MANY} (?:were there |passed |went by |elapsed |was it |is it )?between "
                            r"(?P<a>.+?) and (?P<b>.+)", re.I)),
     ("between", re.compile(rf"\b{_HOW_MANY} (?:after|before) (?P<a>.+?) (?:did|was|were|had|have|do) (?P<b>.+)",
