@@ -171,12 +171,13 @@ def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | Non
     sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
     saw): the model often cites one of the two events a question names."""
     events = events_of(evidence)
-    spare = events_of(others)
+    spare: list[Event] | None = None  # read only when an event is not among the cited items
     taken: set[int] = set()
     matched: list[Event] = []
     for phrase in question.events:
         index = _match(phrase, events, taken)
         if index is None:
+            spare = events_of(others) if spare is None else spare
             index = _match(phrase, spare, set())
             if index is None:
                 return None
