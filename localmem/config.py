@@ -61,7 +61,14 @@ MCP_HEARTBEAT_SECONDS = 2.0
 # ...and streams the answer text in progress messages at most this often.
 MCP_TEXT_EVERY_SECONDS = 0.25
 DEFAULT_CHANNEL_BUDGET = 50
-RRF_K = 60
+# Reciprocal rank fusion's k. The usual 60 flattens ranks in lists of 50: a message 24th in
+# both channels (1/84 + 1/88) beat the one BM25 ranked first (1/61), and the evidence budget
+# then read the weak pair. With 2, a channel's first few hits lead and agreement still counts.
+# LoCoMo dev split (385 answerable questions, no LLM): a gold message read for 70.9% of them
+# at 60, 73.2% at 10, 75.1% at 2; the assistant dev half: 80.7% → 82.6%. Answered by the 1.5B
+# model: LoCoMo dev F1 45.5 → 46.3 (conv-26/30/41: 44.0/49.1/45.0 → 47.1/48.8/44.2); the
+# assistant dev half 23 → 25 of 51.
+RRF_K = 2
 DEFAULT_EMBED_BATCH = 32
 DEFAULT_EMBED_MAX_TOKENS = 256
 DEFAULT_INGEST_BATCH = 256

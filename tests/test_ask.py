@@ -260,6 +260,21 @@ def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else()
     assert not about_someone_else("Does Caroline run?", "Yes", pool, [], SPEAKERS)
 
 
+def test_a_name_after_an_opening_interjection_only_addresses_the_listener():
+    from localmem.answer.checks import about_someone_else, names_not_only_addressing
+
+    news = _message("a", "Caroline", "Woohoo Melanie! I passed the adoption agency interviews last Friday!")
+    # Caroline's own news, told to Melanie: an answer from it is not about Melanie.
+    assert about_someone_else("What is Melanie excited about in her adoption process?",
+                              "passing the adoption agency interviews", [news], [], SPEAKERS)
+    assert not about_someone_else("What is Caroline excited about in her adoption process?",
+                                  "passing the adoption agency interviews", [news], [], SPEAKERS)
+    for addressed in ("Yay Mel, congrats!", " Whoa Melanie! That's huge.", "Ahh Melanie, thanks"):
+        assert not names_not_only_addressing(addressed, ["Melanie", "Mel"])
+    for named in ("I met Melanie at the park", "Melanie got a cat!", "Told Melanie about it", "So Melanie ran"):
+        assert names_not_only_addressing(named, ["Melanie", "Mel"])
+
+
 def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
     from localmem.answer.checks import about_someone_else, focus, only_asks
 

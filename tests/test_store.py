@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from localmem import Memory
+from localmem import Config, Memory
 from localmem.build.embedding import to_blob, unit_text
 from localmem.cli import cli
 from localmem.config import Config
@@ -404,6 +404,18 @@ def test_rrf_single_list_ties_and_k():
     assert fused[0][0] == ("m", 2)
 
 
+def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
+    # Lists of 50 (the channel budget): a message one channel ranks first, against one that both
+    # rank 24th. With k=60 the weak pair wins (1/84 + 1/84 > 1/61); with the default it does not.
+    filler_a = [("m", 100 + i) for i in range(23)]
+    filler_b = [("m", 200 + i) for i in range(23)]
+    rankings = {"bm25": [("m", 1)] + filler_a[1:] + [("m", 2)], "vector": filler_b + [("m", 2)]}
+    assert [key for key, _, _ in rrf(rankings, k=60)].index(("m", 2)) < \
+        [key for key, _, _ in rrf(rankings, k=60)].index(("m", 1))
+    order = [key for key, _, _ in rrf(rankings, k=Config().rrf_k)]
+    assert order.index(("m", 1)) < order.index(("m", 2))
+
+
 def test_hit_structure(mem):
     mem.ingest(LOCOMO, namespace="test")
     hits = mem.search("Biscuit puppy beagle", k=5)
@@ -417,7 +429,7 @@ def test_hit_structure(mem):
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
         for chan in d["channels"].values():
             assert set(chan) == {"rank", "score"} and chan["rank"] >= 1
-        assert d["score"] == pytest.approx(sum(1 / (60 + c["rank"]) for c in d["channels"].values()),
+        assert d["score"] == pytest.approx(sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()),
                                            abs=1e-6)
         (src,) = d["sources"]
         assert set(src) == {"id", "external_id", "conversation", "session", "speaker", "sent_at"}

@@ -67,8 +67,11 @@ def _names(text: str, names: Sequence[str]) -> bool:
     return any(re.search(rf"\b{re.escape(n)}\b", text, re.I) for n in names if n)
 
 
-# "Thanks, Mel!", "Hey Caroline," -- a name that only addresses the listener says nothing about them.
-_GREETING = re.compile(r"(?:^|[,.!?]|\b(?:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|aw+))\s*$", re.I)
+# "Thanks, Mel!", "Hey Caroline,", "Woohoo Melanie!" -- a name that only addresses the listener
+# says nothing about them: one after a greeting, after punctuation, or after the first word of
+# the message (an interjection no list can hold: "Yay", "Whoa", "Ahh").
+_GREETING = re.compile(r"(?:^|^\s*[\w']+|[,.!?]|\b(?:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|aw+))\s*$",
+                       re.I)
 
 
 def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:

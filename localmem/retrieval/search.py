@@ -118,7 +118,7 @@ def rrf(rankings: dict[str, Sequence[Key]], k: int = 60) -> list[tuple[Key, floa
 class SearchParams:
     k: int = 10
     budget: int = 50
-    rrf_k: int = 60
+    rrf_k: int = 60  # the usual k; Memory's searches (baselines too) pass Config.rrf_k
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
     promote: bool = False  # CAST episodic promotion of the fused candidates
