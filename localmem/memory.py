@@ -494,7 +494,7 @@ class Memory:
         if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
             embedder = self.embedder
             db.check_embedder(self.conn, embedder.model_id, embedder.dim)
-            vectors = embed_batched(embedder, queries, self.config.embed_batch)
+            vectors = embed_batched(embedder, self._vector_texts(queries, params), self.config.embed_batch)
         reranker = None
         if params.rerank == "llm":
             reranker = self.models.llm_reranker()
@@ -502,6 +502,18 @@ class Memory:
             reranker = self.reranker
         for query, vec in zip(queries, vectors):
             yield search.search(self.conn, self.namespace, query, vec, params, reranker)
+
+    def _vector_texts(self, queries: Sequence[str], params: "SearchParams") -> list[str]:
+        """What the vector channels embed for ``queries``: without the speakers' names, unless
+        the search recipe says otherwise (see :mod:`localmem.retrieval.query_text`)."""
+        if not params.without_speakers:
+            return list(queries)
+        from .answer.checks import speakers
+        from .retrieval.query_text import speaker_names, without_names
+
+        known = speakers(self.conn, self.namespace, self.config.user_name)
+        names = speaker_names(name for aliases in known.values() for name in aliases)
+        return [without_names(query, names) for query in queries]
 
     def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
@@ -570,7 +582,8 @@ class Memory:
         if self.config.ask_long_tokens and hits:
             from .answer import excerpts
 
-            query_vec = self.embedder.embed([question])[0] if db.has_vectors(self.conn) else None
+            query_vec = (self.embedder.embed(self._vector_texts([question], params))[0]
+                         if db.has_vectors(self.conn) else None)
             hits = excerpts.shorten(self.conn, hits, query_vec, count, self.config.ask_long_tokens)
         hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
         result = answer_mod.answer(self.conn, llm if hits else None, question, hits, today, on_text,

@@ -20,7 +20,8 @@ from typing import Callable
 from .. import Answer, Config, Memory, SearchParams
 from ..config import EVAL_SYSTEMS
 
-RAW_TURNS = SearchParams(channels=("vector", "bm25"), units=False, parts=False, promote=False)
+RAW_TURNS = SearchParams(channels=("vector", "bm25"), units=False, parts=False, promote=False,
+                         without_speakers=False)  # plain RAG embeds the question as asked
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,8 @@ class SearchParams:
     parts: bool = True  # a message also ranks by its nearest sentence vector (message_parts)
     filters: Filters | None = None  # only messages (and units resting on them) that pass
     present_first: int = 0  # a question about the present gets the newest of this many top hits first
+    # The vector channels embed the query without the namespace's speaker names (query_text).
+    without_speakers: bool = True
 
 
 def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
