@@ -136,7 +136,7 @@ async def _flow(client, progress: list | None = None) -> None:
     await client.call_tool("remember", {"text": "Porto is three hours by train from Lisbon.", "speaker": "Sam",
                                         "time": "2024-03-03T09:00"})
 
-    found = await client.call_tool("search", {"query": "Where did Priya move?", "k": 5})
+    found = await client.call_tool("search", {"query": "Where did Priya move for the job?", "k": 5})
     assert not found.is_error, _text(found)
     hits = found.structured_content["hits"]
     assert hits[0]["id"] == mid and hits[0]["sources"][0]["message_id"] == mid
