@@ -34,26 +34,54 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .answer.fast import Answer, Citation
-    from .build.ingest import IngestReport
     from .config import Config, Key
     from .memory import AddedMessage, Memory
-    from .retrieval.search import Hit, HitSource, SearchParams
+    from .pipeline.ingest import IngestReport
+    from .retrieval.search import SearchParams
+    from .types import Answer, Citation, Hit, HitSource
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Memory": "memory", "AddedMessage": "memory", "Config": "config", "Key": "config",
-    "Hit": "retrieval.search", "HitSource": "retrieval.search", "SearchParams": "retrieval.search",
-    "Answer": "answer.fast", "Citation": "answer.fast", "IngestReport": "build.ingest",
+    "Memory": "memory",
+    "AddedMessage": "memory",
+    "Config": "config",
+    "Key": "config",
+    "Hit": "types",
+    "HitSource": "types",
+    "SearchParams": "retrieval.search",
+    "Answer": "types",
+    "Citation": "types",
+    "IngestReport": "pipeline.ingest",
 }
 
 __all__ = [
-    "Memory", "Config", "Key", "SearchParams", "Hit", "HitSource", "Answer", "Citation", "IngestReport",
-    "AddedMessage", "LocalmemError", "ConfigError", "EmbedderMismatchError", "InputError",
-    "MissingDependencyError", "ModelNotFoundError", "ModelServerError", "NotALocalmemStoreError",
-    "NotFoundError", "SchemaTooNewError", "StoreCorruptError", "StoreLockedError", "UnknownFormatError",
-    "StoreKeyError", "CipherBuildMissingError", "__version__",
+    "Memory",
+    "Config",
+    "Key",
+    "SearchParams",
+    "Hit",
+    "HitSource",
+    "Answer",
+    "Citation",
+    "IngestReport",
+    "AddedMessage",
+    "LocalmemError",
+    "ConfigError",
+    "EmbedderMismatchError",
+    "InputError",
+    "MissingDependencyError",
+    "ModelNotFoundError",
+    "ModelServerError",
+    "NotALocalmemStoreError",
+    "NotFoundError",
+    "SchemaTooNewError",
+    "StoreCorruptError",
+    "StoreLockedError",
+    "UnknownFormatError",
+    "StoreKeyError",
+    "CipherBuildMissingError",
+    "__version__",
 ]
 
 

@@ -46,7 +46,7 @@ class _Group(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         args = _hoist_global_options(self, ctx, list(args))
-        ctx.meta[_JSON_ERRORS] = "--json" in (args[:args.index("--")] if "--" in args else args)
+        ctx.meta[_JSON_ERRORS] = "--json" in (args[: args.index("--")] if "--" in args else args)
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -68,17 +68,32 @@ class _Group(click.Group):
                 raise
             _fail(ctx, as_json, exc.to_dict(), f"error: {exc}")
         except KeyboardInterrupt:
-            _fail(ctx, as_json, {"error": "interrupted", "code": "interrupted",
-                                 "hint": "the store is consistent; re-run the command to finish",
-                                 "exit_code": EXIT_INTERRUPTED},
-                  "interrupted: the store is consistent; re-run the command to finish")
+            _fail(
+                ctx,
+                as_json,
+                {
+                    "error": "interrupted",
+                    "code": "interrupted",
+                    "hint": "the store is consistent; re-run the command to finish",
+                    "exit_code": EXIT_INTERRUPTED,
+                },
+                "interrupted: the store is consistent; re-run the command to finish",
+            )
         except click.ClickException as exc:  # a usage error: click's own text, or JSON
             if not as_json:
                 raise
             command = ctx.invoked_subcommand or ""
-            _fail(ctx, True, {"error": exc.format_message(), "code": "usage",
-                              "hint": f"see 'localmem {command} --help'".replace("  ", " "),
-                              "exit_code": exc.exit_code}, "")
+            _fail(
+                ctx,
+                True,
+                {
+                    "error": exc.format_message(),
+                    "code": "usage",
+                    "hint": f"see 'localmem {command} --help'".replace("  ", " "),
+                    "exit_code": exc.exit_code,
+                },
+                "",
+            )
         except (click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:  # output piped into `head` and the like
@@ -89,14 +104,29 @@ class _Group(click.Group):
                 raise
             if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
                 # Python keeps an argument's bytes that are not UTF-8 as lone surrogates.
-                _fail(ctx, as_json, {"error": "an argument is not valid UTF-8 text, so it cannot be stored or "
-                                              "looked up", "code": "invalid_text", "hint": "retype it in UTF-8",
-                                     "exit_code": InvalidTextError.exit_code},
-                      "error: an argument is not valid UTF-8 text, so it cannot be stored or looked up; "
-                      "retype it in UTF-8")
-            _fail(ctx, as_json, {"error": f"unexpected {type(exc).__name__}: {exc}", "code": "unexpected",
-                                 "hint": "run with --debug for details", "exit_code": 1},
-                  f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)")
+                _fail(
+                    ctx,
+                    as_json,
+                    {
+                        "error": "an argument is not valid UTF-8 text, so it cannot be stored or looked up",
+                        "code": "invalid_text",
+                        "hint": "retype it in UTF-8",
+                        "exit_code": InvalidTextError.exit_code,
+                    },
+                    "error: an argument is not valid UTF-8 text, so it cannot be stored or looked up; "
+                    "retype it in UTF-8",
+                )
+            _fail(
+                ctx,
+                as_json,
+                {
+                    "error": f"unexpected {type(exc).__name__}: {exc}",
+                    "code": "unexpected",
+                    "hint": "run with --debug for details",
+                    "exit_code": 1,
+                },
+                f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
+            )
 
 
 _JSON_ERRORS = "localmem.json_errors"
@@ -116,9 +146,14 @@ def _hoist_global_options(group: click.Group, ctx: click.Context, args: list[str
     """``args`` with the group's options that follow the command moved before it, so that
     ``localmem stats --db X`` means ``localmem --db X stats``. An option the command defines
     itself stays with the command (``forget --namespace NS``); nothing after ``--`` moves."""
+
     def options(command: click.Command) -> dict[str, click.Option]:
-        return {name: p for p in command.get_params(ctx) if isinstance(p, click.Option)
-                for name in (*p.opts, *p.secondary_opts)}
+        return {
+            name: p
+            for p in command.get_params(ctx)
+            if isinstance(p, click.Option)
+            for name in (*p.opts, *p.secondary_opts)
+        }
 
     def takes_value(option: click.Option, token: str) -> bool:
         return not option.is_flag and not option.count and "=" not in token
@@ -220,8 +255,9 @@ def _print_json(data: Any, indent: int | None = 2) -> None:
 
 
 @contextmanager
-def _progress(state: _State, label: str,
-              next_labels: tuple[str, ...] = ()) -> Iterator[Callable[[int, int], None] | None]:
+def _progress(
+    state: _State, label: str, next_labels: tuple[str, ...] = ()
+) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar with ETA on stderr, only on a terminal and without --quiet.
 
     A call whose ``done`` falls back below the bar's position starts the next phase
@@ -253,43 +289,92 @@ def _progress(state: _State, label: str,
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 workers_option = click.option(
-    "--workers", type=int, help="With a model server (--llm-url): episodes extracted at once; the in-process "
-                                f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.")
+    "--workers",
+    type=int,
+    help="With a model server (--llm-url): episodes extracted at once; the in-process "
+    f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.",
+)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", "db_path", type=click.Path(path_type=Path),
-              help="The store file (default: memory.db in the user data dir). Env: LOCALMEM_DB_PATH.")
-@click.option("--namespace", "-n",
-              help=f"Namespace to work in (default: '{DEFAULTS.namespace}'). Env: LOCALMEM_NAMESPACE.")
-@click.option("--embed-model", type=click.Path(path_type=Path),
-              help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.")
-@click.option("--embed-tokenizer", type=click.Path(path_type=Path),
-              help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.")
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path),
+    help="The store file (default: memory.db in the user data dir). Env: LOCALMEM_DB_PATH.",
+)
+@click.option(
+    "--namespace", "-n", help=f"Namespace to work in (default: '{DEFAULTS.namespace}'). Env: LOCALMEM_NAMESPACE."
+)
+@click.option(
+    "--embed-model",
+    type=click.Path(path_type=Path),
+    help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.",
+)
+@click.option(
+    "--embed-tokenizer",
+    type=click.Path(path_type=Path),
+    help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.",
+)
 @click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
-@click.option("--llm-url", help="Use the model server at this OpenAI-compatible URL instead of the in-process "
-                                "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.")
-@click.option("--llm-name", help="The model the server is asked for (needed when it serves several). "
-                                 "Env: LOCALMEM_LLM_NAME.")
-@click.option("--rerank-model", type=click.Path(path_type=Path),
-              help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.")
-@click.option("--rerank-tokenizer", type=click.Path(path_type=Path),
-              help="tokenizer.json of the cross-encoder. Env: LOCALMEM_RERANK_TOKENIZER.")
-@click.option("--key-env", metavar="VAR",
-              help="The environment variable holding the passphrase of an encrypted store (the "
-                   "passphrase itself is never an argument). Env: LOCALMEM_KEY_ENV.")
+@click.option(
+    "--llm-url",
+    help="Use the model server at this OpenAI-compatible URL instead of the in-process "
+    "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.",
+)
+@click.option(
+    "--llm-name", help="The model the server is asked for (needed when it serves several). Env: LOCALMEM_LLM_NAME."
+)
+@click.option(
+    "--rerank-model",
+    type=click.Path(path_type=Path),
+    help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.",
+)
+@click.option(
+    "--rerank-tokenizer",
+    type=click.Path(path_type=Path),
+    help="tokenizer.json of the cross-encoder. Env: LOCALMEM_RERANK_TOKENIZER.",
+)
+@click.option(
+    "--key-env",
+    metavar="VAR",
+    help="The environment variable holding the passphrase of an encrypted store (the "
+    "passphrase itself is never an argument). Env: LOCALMEM_KEY_ENV.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="localmem")
 @click.pass_context
-def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_model: Path | None,
-        embed_tokenizer: Path | None, llm_model: str | None, llm_url: str | None, llm_name: str | None,
-        rerank_model: Path | None, rerank_tokenizer: Path | None, key_env: str | None, quiet: bool, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    db_path: Path | None,
+    namespace: str | None,
+    embed_model: Path | None,
+    embed_tokenizer: Path | None,
+    llm_model: str | None,
+    llm_url: str | None,
+    llm_name: str | None,
+    rerank_model: Path | None,
+    rerank_tokenizer: Path | None,
+    key_env: str | None,
+    quiet: bool,
+    debug: bool,
+) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
-    config = Config.load({"db_path": db_path, "namespace": namespace, "embed_model": embed_model,
-                          "embed_tokenizer": embed_tokenizer, "llm_model": llm_model, "llm_url": llm_url,
-                          "llm_name": llm_name, "rerank_model": rerank_model,
-                          "rerank_tokenizer": rerank_tokenizer, "key_env": key_env})
+    config = Config.load(
+        {
+            "db_path": db_path,
+            "namespace": namespace,
+            "embed_model": embed_model,
+            "embed_tokenizer": embed_tokenizer,
+            "llm_model": llm_model,
+            "llm_url": llm_url,
+            "llm_name": llm_name,
+            "rerank_model": rerank_model,
+            "rerank_tokenizer": rerank_tokenizer,
+            "key_env": key_env,
+        }
+    )
     state = _State(config, quiet)
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
@@ -297,24 +382,46 @@ def cli(ctx: click.Context, db_path: Path | None, namespace: str | None, embed_m
 
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", metavar=f"[{'|'.join(FORMATS)}]",
-              help="Input format (default: detected; in a folder, forced on every file).")
+@click.option(
+    "--format",
+    "fmt",
+    metavar=f"[{'|'.join(FORMATS)}]",
+    help="Input format (default: detected; in a folder, forced on every file).",
+)
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
-@click.option("--date-order", type=click.Choice(DATE_ORDERS[1:]),
-              help="How WhatsApp dates such as 01/02/2024 are read; without it each file decides, "
-                   "and the report says what was assumed when it cannot. Env: LOCALMEM_DATE_ORDER.")
-@click.option("--extract", type=click.Choice(EXTRACT_MODES),
-              help="'none' stores and indexes raw messages only; 'llm' also builds episodes, facts and "
-                   f"entities with the local LLM. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
-@click.option("--consolidate", type=click.Choice(CONSOLIDATE_MODES),
-              help="With --extract llm: learn lasting knowledge about people episode by episode "
-                   "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
-                   f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.")
+@click.option(
+    "--date-order",
+    type=click.Choice(DATE_ORDERS[1:]),
+    help="How WhatsApp dates such as 01/02/2024 are read; without it each file decides, "
+    "and the report says what was assumed when it cannot. Env: LOCALMEM_DATE_ORDER.",
+)
+@click.option(
+    "--extract",
+    type=click.Choice(EXTRACT_MODES),
+    help="'none' stores and indexes raw messages only; 'llm' also builds episodes, facts and "
+    f"entities with the local LLM. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
+)
+@click.option(
+    "--consolidate",
+    type=click.Choice(CONSOLIDATE_MODES),
+    help="With --extract llm: learn lasting knowledge about people episode by episode "
+    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
+    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.",
+)
 @workers_option
 @json_option
 @click.pass_obj
-def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None, date_order: str | None,
-           extract: str | None, consolidate: str | None, workers: int | None, as_json: bool) -> None:
+def ingest(
+    state: _State,
+    file: Path,
+    fmt: str | None,
+    conversation: str | None,
+    date_order: str | None,
+    extract: str | None,
+    consolidate: str | None,
+    workers: int | None,
+    as_json: bool,
+) -> None:
     """Store the messages of FILE: a ChatGPT or Claude.ai export, a WhatsApp chat, a Slack export,
     a Discord channel (DiscordChatExporter JSON), notes, LoCoMo JSON, JSONL, chat JSON or a text
     transcript. A folder or .zip is read file by file; '-' reads standard input.
@@ -324,9 +431,17 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     """
     forced = state.config.namespace if state.namespace_given else None
     with _progress(state, f"ingesting {file.name or file}", ("extracting episodes",)) as progress:
-        report = state.memory("write").ingest(file, format=fmt, conversation=conversation, namespace=forced,
-                                              extract=extract, consolidate=consolidate, date_order=date_order,
-                                              progress=progress, workers=workers)
+        report = state.memory("write").ingest(
+            file,
+            format=fmt,
+            conversation=conversation,
+            namespace=forced,
+            extract=extract,
+            consolidate=consolidate,
+            date_order=date_order,
+            progress=progress,
+            workers=workers,
+        )
     if as_json:
         _print_json(report.to_dict())
         return
@@ -347,8 +462,9 @@ def ingest(state: _State, file: Path, fmt: str | None, conversation: str | None,
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
     for ns, count in report.episodes.items():
         if count:
-            click.echo(f"{ns}: {count} episodes segmented without an LLM (extracted by a later "
-                       "'localmem flush' with a model)")
+            click.echo(
+                f"{ns}: {count} episodes segmented without an LLM (extracted by a later 'localmem flush' with a model)"
+            )
     for ns, build in (report.build or {}).items():
         _echo_build(ns, build)
 
@@ -381,29 +497,41 @@ def _echo_not_read(not_read: list[dict[str, Any]], limit: int = 10) -> None:
         kinds: dict[str, int] = {}
         for item in others[limit:]:
             kinds[item["why"]] = kinds.get(item["why"], 0) + 1
-        click.echo(f"  … and {len(others) - limit} more (" + ", ".join(
-            f"{n} {why}" for why, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:4]) + ")")
+        click.echo(
+            f"  … and {len(others) - limit} more ("
+            + ", ".join(f"{n} {why}" for why, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:4])
+            + ")"
+        )
 
 
 def _echo_build(ns: str, build: dict[str, Any]) -> None:
     units = ", ".join(f"{v} {k}s" for k, v in build["units"].items()) or "no units"
     links = ", ".join(f"{v} {k}" for k, v in build["links"].items()) or "none"
-    click.echo(f"{ns}: {build['episodes']} episodes extracted ({build['failed']} failed): {units}; "
-               f"{build['entities']} new entities; links: {links}")
+    click.echo(
+        f"{ns}: {build['episodes']} episodes extracted ({build['failed']} failed): {units}; "
+        f"{build['entities']} new entities; links: {links}"
+    )
     for row in build["llm"]:
-        click.echo(f"  {row['stage']}: {row['calls']} LLM calls, {row['prompt_tokens']} prompt + "
-                   f"{row['completion_tokens']} generated tokens, {row['seconds']:.0f}s, "
-                   f"{row['failures']} invalid after repair")
+        click.echo(
+            f"  {row['stage']}: {row['calls']} LLM calls, {row['prompt_tokens']} prompt + "
+            f"{row['completion_tokens']} generated tokens, {row['seconds']:.0f}s, "
+            f"{row['failures']} invalid after repair"
+        )
     if build.get("consolidation"):
         _echo_consolidation(build["consolidation"])
-    click.echo("  time: " + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items())
-               + (f" ({build['workers']} episodes at once)" if build.get("workers", 1) > 1 else ""))
+    click.echo(
+        "  time: "
+        + ", ".join(f"{k} {v:.1f}s" for k, v in build["seconds"].items())
+        + (f" ({build['workers']} episodes at once)" if build.get("workers", 1) > 1 else "")
+    )
 
 
 def _echo_consolidation(done: dict[str, Any]) -> None:
-    click.echo(f"  consolidation: {done['episodes']} episodes ({done['failed']} failed): {done['added']} "
-               f"knowledge statements added, {done['reinforced']} repeated (a source added), "
-               f"{done['superseded']} replacing an older one, {done['dropped']} dropped; {done['seconds']:.1f}s")
+    click.echo(
+        f"  consolidation: {done['episodes']} episodes ({done['failed']} failed): {done['added']} "
+        f"knowledge statements added, {done['reinforced']} repeated (a source added), "
+        f"{done['superseded']} replacing an older one, {done['dropped']} dropped; {done['seconds']:.1f}s"
+    )
 
 
 @cli.command()
@@ -413,23 +541,39 @@ def _echo_consolidation(done: dict[str, Any]) -> None:
 @click.option("--role", help="user / assistant / system …")
 @click.option("--conversation", help=f"Conversation name (default: '{DEFAULT_CONVERSATION}').")
 @click.option("--id", "external_id", help="Your id for the message (makes re-adding a no-op).")
-@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE",
-              help="Metadata stored with the message (repeatable); search and ask filter on it.")
+@click.option(
+    "--meta",
+    "meta",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata stored with the message (repeatable); search and ask filter on it.",
+)
 @json_option
 @click.pass_obj
-def add(state: _State, speaker: str, text: str, when: str | None, role: str | None,
-        conversation: str | None, external_id: str | None, meta: tuple[str, ...], as_json: bool) -> None:
+def add(
+    state: _State,
+    speaker: str,
+    text: str,
+    when: str | None,
+    role: str | None,
+    conversation: str | None,
+    external_id: str | None,
+    meta: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Append one message said by SPEAKER; it is searchable at once.
 
     Each conversation's added messages are a source of their own ('forget --conversation C'
     or 'forget --source ID' forgets one chat)."""
-    added = state.memory("write").add(speaker, text, time=when, role=role, conversation=conversation,
-                                      id=external_id, meta=_meta(meta))
+    added = state.memory("write").add(
+        speaker, text, time=when, role=role, conversation=conversation, id=external_id, meta=_meta(meta)
+    )
     if as_json:
         _print_json(added.to_dict())
     else:
-        click.echo(f"{'added' if added.added else 'already stored'}: {added.ref} "
-                   f"({added.conversation}/{added.external_id})")
+        click.echo(
+            f"{'added' if added.added else 'already stored'}: {added.ref} ({added.conversation}/{added.external_id})"
+        )
 
 
 @cli.command()
@@ -460,22 +604,29 @@ def _meta(pairs: tuple[str, ...]) -> dict[str, str] | None:
 
 def _filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--since, --until, --speaker, --conversation, --meta: what search and ask look among."""
-    for option in reversed([
-        click.option("--since", help="Only what was said at or after this date or time."),
-        click.option("--until", help="Only what was said until this date (all of it) or time."),
-        click.option("--speaker", help="Only what this speaker said (any case)."),
-        click.option("--conversation", "in_conversation", help="Only this conversation."),
-        click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE",
-                     help="Only messages whose metadata has this value (repeatable: all must)."),
-    ]):
+    for option in reversed(
+        [
+            click.option("--since", help="Only what was said at or after this date or time."),
+            click.option("--until", help="Only what was said until this date (all of it) or time."),
+            click.option("--speaker", help="Only what this speaker said (any case)."),
+            click.option("--conversation", "in_conversation", help="Only this conversation."),
+            click.option(
+                "--meta",
+                "meta",
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="Only messages whose metadata has this value (repeatable: all must).",
+            ),
+        ]
+    ):
         command = option(command)
     return command
 
 
-def _filters(since: str | None, until: str | None, speaker: str | None, in_conversation: str | None,
-             meta: tuple[str, ...]) -> dict[str, Any]:
-    return {"since": since, "until": until, "speaker": speaker, "conversation": in_conversation,
-            "meta": _meta(meta)}
+def _filters(
+    since: str | None, until: str | None, speaker: str | None, in_conversation: str | None, meta: tuple[str, ...]
+) -> dict[str, Any]:
+    return {"since": since, "until": until, "speaker": speaker, "conversation": in_conversation, "meta": _meta(meta)}
 
 
 def _format_hit(rank: int, hit: Any) -> str:
@@ -483,23 +634,27 @@ def _format_hit(rank: int, hit: Any) -> str:
     where = f" {src.conversation}/{src.external_id}" if src else ""
     when = f" {hit.time[:16].replace('T', ' ')}" if hit.time else ""
     chans = " · ".join(f"{name} #{c['rank']}" for name, c in hit.channels.items())
-    notes = ([f"replaced by {hit.superseded_by}"] if hit.superseded_by else []) + \
-        ([f"replaces {', '.join(hit.supersedes)}"] if hit.supersedes else [])
+    notes = ([f"replaced by {hit.superseded_by}"] if hit.superseded_by else []) + (
+        [f"replaces {', '.join(hit.supersedes)}"] if hit.supersedes else []
+    )
     note = f" [{'; '.join(notes)}]" if notes else ""
     return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans}){note}\n    {hit.text}"
 
 
 def _print_step(step: Any) -> None:
     args = ", ".join(f"{k}={v!r}" for k, v in step.args.items() if v not in (None, "", False))
-    click.echo(f"step {step.number}: {step.tool}({args}) -> {len(step.results)} result(s)"
-               + (f"; {step.note}" if step.note else ""), err=True)
+    click.echo(
+        f"step {step.number}: {step.tool}({args}) -> {len(step.results)} result(s)"
+        + (f"; {step.note}" if step.note else ""),
+        err=True,
+    )
     for line in step.results:
         click.echo(f"    {_clip(line, 150)}", err=True)
 
 
 def _clip(text: str, width: int) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[:width - 1] + "…"
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _read_queries(path: Path) -> Iterator[str]:
@@ -532,22 +687,50 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.argument("query", required=False)
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Number of hits.")
 @click.option("--budget", type=int, help=f"Candidates each channel produces (default: {DEFAULTS.channel_budget}).")
-@click.option("--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} "
-                                 f"(default: {','.join(CHANNELS)}).")
+@click.option(
+    "--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} (default: {','.join(CHANNELS)})."
+)
 @click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
-@click.option("--rerank", type=click.Choice(RERANK_MODES), default=RERANK_MODES[0], show_default=True,
-              help="auto: the configured cross-encoder, if any; llm: the local LLM judges the top 20 (slow).")
-@click.option("--max-tokens", type=int, default=DEFAULT_SEARCH_MAX_TOKENS, show_default=True,
-              help="Keep whole hits in rank order while their text fits (counted with the embedder's tokenizer, or the LLM's once it is loaded).")
-@click.option("--queries", "queries_file", type=click.Path(path_type=Path),
-              help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.")
+@click.option(
+    "--rerank",
+    type=click.Choice(RERANK_MODES),
+    default=RERANK_MODES[0],
+    show_default=True,
+    help="auto: the configured cross-encoder, if any; llm: the local LLM judges the top 20 (slow).",
+)
+@click.option(
+    "--max-tokens",
+    type=int,
+    default=DEFAULT_SEARCH_MAX_TOKENS,
+    show_default=True,
+    help="Keep whole hits in rank order while their text fits (counted with the embedder's tokenizer, or the LLM's once it is loaded).",
+)
+@click.option(
+    "--queries",
+    "queries_file",
+    type=click.Path(path_type=Path),
+    help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.",
+)
 @_filter_options
 @json_option
 @click.pass_obj
-def search(state: _State, query: str | None, k: int, budget: int | None, channels: str | None,
-           promote: bool, rerank: str, max_tokens: int, queries_file: Path | None, since: str | None,
-           until: str | None, speaker: str | None, in_conversation: str | None, meta: tuple[str, ...],
-           as_json: bool) -> None:
+def search(
+    state: _State,
+    query: str | None,
+    k: int,
+    budget: int | None,
+    channels: str | None,
+    promote: bool,
+    rerank: str,
+    max_tokens: int,
+    queries_file: Path | None,
+    since: str | None,
+    until: str | None,
+    speaker: str | None,
+    in_conversation: str | None,
+    meta: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM).
 
     Every hit has its id (m:ID a message, u:ID a unit) for 'show', 'forget' and 'correct'."""
@@ -556,16 +739,19 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
     mem = state.memory("read")
     if queries_file is not None:
         queries = list(_read_queries(queries_file))
-        for q_text, hits in zip(queries, mem.search_many(queries, k=k, budget=budget, channels=chosen,
-                                                         promote=promote, rerank=rerank, **filters)):
+        for q_text, hits in zip(
+            queries,
+            mem.search_many(queries, k=k, budget=budget, channels=chosen, promote=promote, rerank=rerank, **filters),
+        ):
             _print_json({"query": q_text, "hits": [h.to_dict() for h in hits]}, indent=None)
         return
     if not query or not query.strip():
         raise click.UsageError("give a QUERY or --queries FILE")
     if max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    hits = mem.search(query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens,
-                      rerank=rerank, **filters)
+    hits = mem.search(
+        query, k=k, budget=budget, channels=chosen, promote=promote, max_tokens=max_tokens, rerank=rerank, **filters
+    )
     if as_json:
         _print_json({"query": query, "hits": [h.to_dict() for h in hits]})
     elif not hits:
@@ -576,28 +762,56 @@ def search(state: _State, query: str | None, k: int, budget: int | None, channel
 
 @cli.command()
 @click.argument("question", required=False)
-@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
-              help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).")
-@click.option("--steps", default=DEFAULT_AGENT_STEPS, show_default=True,
-              help="Agentic mode: at most this many tool calls.")
+@click.option(
+    "--mode",
+    type=click.Choice(ASK_MODES),
+    default=ASK_MODES[0],
+    show_default=True,
+    help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).",
+)
+@click.option(
+    "--steps", default=DEFAULT_AGENT_STEPS, show_default=True, help="Agentic mode: at most this many tool calls."
+)
 @click.option("--trace", is_flag=True, help="Agentic mode: print every step on stderr.")
 @click.option("--now", help="The date relative questions count from (default: the latest message time).")
-@click.option("--max-tokens", type=int,
-              help=f"Evidence tokens given to the model (default: {DEFAULTS.ask_max_tokens}).")
-@click.option("--channels",
-              help=f"Search channels (default: {','.join(CHANNELS)}); see `localmem search --help`.")
-@click.option("--questions", "questions_file", type=click.Path(path_type=Path),
-              help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.")
+@click.option(
+    "--max-tokens", type=int, help=f"Evidence tokens given to the model (default: {DEFAULTS.ask_max_tokens})."
+)
+@click.option("--channels", help=f"Search channels (default: {','.join(CHANNELS)}); see `localmem search --help`.")
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(path_type=Path),
+    help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.",
+)
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
-@click.option("--user-name", help="Your name: in a chat between you and an assistant, evidence and answers "
-                                  "say it instead of 'user' (setting user_name). Env: LOCALMEM_USER_NAME.")
+@click.option(
+    "--user-name",
+    help="Your name: in a chat between you and an assistant, evidence and answers "
+    "say it instead of 'user' (setting user_name). Env: LOCALMEM_USER_NAME.",
+)
 @_filter_options
 @json_option
 @click.pass_obj
-def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool, now: str | None,
-        max_tokens: int | None, channels: str | None, questions_file: Path | None, show_evidence: bool,
-        user_name: str | None, since: str | None, until: str | None, speaker: str | None,
-        in_conversation: str | None, meta: tuple[str, ...], as_json: bool) -> None:
+def ask(
+    state: _State,
+    question: str | None,
+    mode: str,
+    steps: int,
+    trace: bool,
+    now: str | None,
+    max_tokens: int | None,
+    channels: str | None,
+    questions_file: Path | None,
+    show_evidence: bool,
+    user_name: str | None,
+    since: str | None,
+    until: str | None,
+    speaker: str | None,
+    in_conversation: str | None,
+    meta: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
     if user_name is not None:
         from dataclasses import replace
@@ -611,8 +825,9 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
     show = _print_step if trace else None
     if questions_file is not None:
         for text in _read_queries(questions_file):
-            result = mem.ask(text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
-                             trace=show, **filters)
+            result = mem.ask(
+                text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps, trace=show, **filters
+            )
             click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
         return
     if not question or not question.strip():
@@ -623,8 +838,17 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         streamed.append(piece)
         click.echo(piece, nl=False)
 
-    result = mem.ask(question, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps,
-                     trace=show, on_text=None if as_json else stream, **filters)
+    result = mem.ask(
+        question,
+        mode=mode,
+        now=now,
+        max_tokens=max_tokens,
+        channels=chosen,
+        steps=steps,
+        trace=show,
+        on_text=None if as_json else stream,
+        **filters,
+    )
     if as_json:
         _print_json(result.to_dict())
         return
@@ -638,8 +862,10 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
     else:
         click.echo(final)
     for c in result.citations:
-        click.echo(f"  [m:{c.message_id}] {c.conversation}/{c.external_id} {c.speaker}, "
-                   f"{(c.time or '')[:16].replace('T', ' ')}: {_clip(c.text, 160)}")
+        click.echo(
+            f"  [m:{c.message_id}] {c.conversation}/{c.external_id} {c.speaker}, "
+            f"{(c.time or '')[:16].replace('T', ' ')}: {_clip(c.text, 160)}"
+        )
     if show_evidence:
         from .answer.fast import evidence_line
 
@@ -647,8 +873,11 @@ def ask(state: _State, question: str | None, mode: str, steps: int, trace: bool,
         for i, hit in enumerate(result.evidence, 1):
             click.echo(f"  {i}. {_clip(evidence_line(hit, mem.config.ask_dates), 160)}")
     took = result.timings.get("total", 0.0)
-    click.echo(f"({took:.1f} s; {result.tokens.get('prompt', 0)} prompt + "
-               f"{result.tokens.get('completion', 0)} generated tokens)", err=True)
+    click.echo(
+        f"({took:.1f} s; {result.tokens.get('prompt', 0)} prompt + "
+        f"{result.tokens.get('completion', 0)} generated tokens)",
+        err=True,
+    )
 
 
 @cli.command()
@@ -688,8 +917,10 @@ def namespaces(state: _State, as_json: bool) -> None:
     else:
         for r in rows:
             span = f"  {r['first_message_at'] or ''} … {r['last_message_at'] or ''}"
-            click.echo(f"{r['namespace']}: {r['messages']} messages in {r['conversations']} "
-                       f"conversation(s), {r['units']} units{span}")
+            click.echo(
+                f"{r['namespace']}: {r['messages']} messages in {r['conversations']} "
+                f"conversation(s), {r['units']} units{span}"
+            )
 
 
 @cli.command()
@@ -721,9 +952,12 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 
 @cli.command(name="import")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--force", is_flag=True,
-              help="Import a file whose trailer is missing or does not match (an export made before "
-                   "localmem wrote one), with a warning.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Import a file whose trailer is missing or does not match (an export made before "
+    "localmem wrote one), with a warning.",
+)
 @json_option
 @click.pass_obj
 def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
@@ -731,8 +965,7 @@ def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
     counts = state.memory("write").restore(file, force=force)
     unchecked = counts.pop("unchecked", None)
     if unchecked:
-        click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)",
-                   err=True)
+        click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)", err=True)
     if as_json:
         _print_json({"imported": counts, **({"unchecked": unchecked} if unchecked else {})})
     else:
@@ -743,17 +976,27 @@ def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
 @click.argument("items", nargs=-1, metavar="[m:ID|u:ID]...")
 @click.option("--conversation", help="Forget this conversation (of the namespace worked in).")
 @click.option("--before", help="Forget the messages said before this date or time.")
-@click.option("--match", "match_text", metavar="TEXT",
-              help="Forget the messages and units whose text contains TEXT (any case).")
+@click.option(
+    "--match", "match_text", metavar="TEXT", help="Forget the messages and units whose text contains TEXT (any case)."
+)
 @click.option("--source", "source_id", type=int, help="Forget this source (its id in 'stats --sources').")
-@click.option("--namespace", "target_ns",
-              help="Forget this whole namespace; with another target, the namespace to work in.")
+@click.option(
+    "--namespace", "target_ns", help="Forget this whole namespace; with another target, the namespace to work in."
+)
 @click.option("--yes", is_flag=True, help="Really delete (otherwise only list what would go).")
 @json_option
 @click.pass_obj
-def forget(state: _State, items: tuple[str, ...], conversation: str | None, before: str | None,
-           match_text: str | None, source_id: int | None, target_ns: str | None, yes: bool,
-           as_json: bool) -> None:
+def forget(
+    state: _State,
+    items: tuple[str, ...],
+    conversation: str | None,
+    before: str | None,
+    match_text: str | None,
+    source_id: int | None,
+    target_ns: str | None,
+    yes: bool,
+    as_json: bool,
+) -> None:
     """Delete exactly one target, with what rests only on it, and clear it from the file.
 
     The target: memory ids (m:ID messages, u:ID units), --conversation, --before, --match,
@@ -761,16 +1004,26 @@ def forget(state: _State, items: tuple[str, ...], conversation: str | None, befo
     messages goes too; one that also rests on other messages stays, with those. Without --yes
     nothing is deleted: it lists what would go, and exits 0.
     """
-    given = {name: value for name, value in (("ids", list(items) or None), ("conversation", conversation),
-                                             ("before", before), ("match", match_text), ("source_id", source_id))
-             if value is not None}
+    given = {
+        name: value
+        for name, value in (
+            ("ids", list(items) or None),
+            ("conversation", conversation),
+            ("before", before),
+            ("match", match_text),
+            ("source_id", source_id),
+        )
+        if value is not None
+    }
     if target_ns is not None and not given:
         given = {"namespace": target_ns}
     elif target_ns is not None:
         state.use_namespace(target_ns)
     if len(given) != 1:
-        raise click.UsageError("pass exactly one of: ids (m:ID u:ID ...), --conversation C, --before DATE, "
-                               "--match TEXT, --source ID, --namespace NS")
+        raise click.UsageError(
+            "pass exactly one of: ids (m:ID u:ID ...), --conversation C, --before DATE, "
+            "--match TEXT, --source ID, --namespace NS"
+        )
     mem = state.memory("open" if "namespace" in given else "read")
     result = mem.forget(**given, dry_run=not yes)
     target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
@@ -788,8 +1041,10 @@ def _echo_forget(result: dict[str, Any], yes: bool) -> None:
         if result[kind]:
             click.echo(f"  {kind}: {_id_list(result[kind])}")
     if result["kept_units"]:
-        click.echo(f"  kept (they also rest on other messages; their text may repeat what went): "
-                   f"{_id_list(result['kept_units'])}")
+        click.echo(
+            f"  kept (they also rest on other messages; their text may repeat what went): "
+            f"{_id_list(result['kept_units'])}"
+        )
     if not yes:
         click.echo("nothing was deleted; re-run with --yes to delete")
     elif result["file"] and result["file"]["vacuumed"]:
@@ -799,9 +1054,11 @@ def _echo_forget(result: dict[str, Any], yes: bool) -> None:
 def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
     """What a forget says when another connection kept the WAL from being emptied."""
     if scrubbed is not None and not scrubbed["wal_emptied"]:
-        click.echo("warning: another connection is still reading this store, so its write-ahead log "
-                   "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
-                   err=True)
+        click.echo(
+            "warning: another connection is still reading this store, so its write-ahead log "
+            "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
+            err=True,
+        )
 
 
 def _id_list(ids: list[Any], most: int = 20) -> str:
@@ -818,11 +1075,16 @@ def vacuum(state: _State, as_json: bool) -> None:
     if as_json:
         _print_json(result)
     else:
-        click.echo(f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
-                   f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s")
+        click.echo(
+            f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
+            f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s"
+        )
     if not result["wal_emptied"]:
-        click.echo("warning: another connection is still reading this store; its write-ahead log "
-                   "could not be emptied: run 'localmem vacuum' again once it is done", err=True)
+        click.echo(
+            "warning: another connection is still reading this store; its write-ahead log "
+            "could not be emptied: run 'localmem vacuum' again once it is done",
+            err=True,
+        )
 
 
 @cli.command()
@@ -835,8 +1097,10 @@ def reembed(state: _State, as_json: bool) -> None:
     if as_json:
         _print_json(result)
     else:
-        click.echo(f"re-embedded {result['messages']} messages and {result['units']} units "
-                   f"with {result['embedder']} (dim {result['dim']})")
+        click.echo(
+            f"re-embedded {result['messages']} messages and {result['units']} units "
+            f"with {result['embedder']} (dim {result['dim']})"
+        )
 
 
 @cli.command()
@@ -849,8 +1113,11 @@ def doctor(state: _State, as_json: bool) -> None:
     # in-memory store.
     report = state.memory("open" if path.exists() else "none").doctor()
     if not path.exists():
-        report["db"] = {"path": str(path), "exists": False,
-                        "note": "no store yet; 'localmem ingest' or 'localmem add' creates it"}
+        report["db"] = {
+            "path": str(path),
+            "exists": False,
+            "note": "no store yet; 'localmem ingest' or 'localmem add' creates it",
+        }
     if as_json:
         _print_json(report)
         return
@@ -875,8 +1142,10 @@ def _echo_key_change(report: dict[str, Any], as_json: bool, done: str) -> None:
     if as_json:
         _print_json(report)
     else:
-        click.echo(f"{report['path']}: {done} ({report['rows']} rows in {report['tables']} tables checked; "
-                   f"{report['bytes_before']:,} -> {report['bytes_after']:,} bytes, {report['seconds']:.1f} s)")
+        click.echo(
+            f"{report['path']}: {done} ({report['rows']} rows in {report['tables']} tables checked; "
+            f"{report['bytes_before']:,} -> {report['bytes_after']:,} bytes, {report['seconds']:.1f} s)"
+        )
 
 
 def _phases(state: _State) -> Callable[[str], None] | None:
@@ -886,9 +1155,12 @@ def _phases(state: _State) -> Callable[[str], None] | None:
 
 
 @cli.command()
-@click.option("--new-key-env", metavar="VAR",
-              help="The environment variable holding the passphrase to encrypt with (default: the one "
-                   "--key-env / LOCALMEM_KEY_ENV names).")
+@click.option(
+    "--new-key-env",
+    metavar="VAR",
+    help="The environment variable holding the passphrase to encrypt with (default: the one "
+    "--key-env / LOCALMEM_KEY_ENV names).",
+)
 @json_option
 @click.pass_obj
 def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
@@ -902,8 +1174,10 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
     try:
         mem = state.memory("open", keyless=True)
     except KeyRequiredError:
-        raise LocalmemError(f"{state.config.resolved_db_path()} is already encrypted; change its "
-                            "passphrase with 'localmem rekey --new-key-env VAR'") from None
+        raise LocalmemError(
+            f"{state.config.resolved_db_path()} is already encrypted; change its "
+            "passphrase with 'localmem rekey --new-key-env VAR'"
+        ) from None
     _echo_key_change(mem.encrypt(key, _phases(state)), as_json, "encrypted")
 
 
@@ -941,8 +1215,13 @@ def flush(state: _State, workers: int | None, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--mode", type=click.Choice(CONSOLIDATE_MODES[1:]), default=CONSOLIDATE_MODES[1], show_default=True,
-              help="fast: one LLM call per episode; full: predict, then calibrate (two).")
+@click.option(
+    "--mode",
+    type=click.Choice(CONSOLIDATE_MODES[1:]),
+    default=CONSOLIDATE_MODES[1],
+    show_default=True,
+    help="fast: one LLM call per episode; full: predict, then calibrate (two).",
+)
 @json_option
 @click.pass_obj
 def consolidate(state: _State, mode: str, as_json: bool) -> None:
@@ -957,8 +1236,11 @@ def consolidate(state: _State, mode: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("name")
-@click.option("--summary", is_flag=True,
-              help="Also a few sentences written by the model (kept, and rewritten when knowledge changes).")
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Also a few sentences written by the model (kept, and rewritten when knowledge changes).",
+)
 @json_option
 @click.pass_obj
 def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
@@ -999,8 +1281,7 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
         return
     for r in rows:
         when = (r["start"] or "")[:16].replace("T", " ")
-        click.echo(f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} "
-                   f"({r['messages']} messages)")
+        click.echo(f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} ({r['messages']} messages)")
 
 
 @cli.command()
@@ -1010,8 +1291,7 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
 @click.option("--limit", default=DEFAULT_LIST_LIMIT, show_default=True, help="At most this many rows.")
 @json_option
 @click.pass_obj
-def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int,
-          as_json: bool) -> None:
+def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int, as_json: bool) -> None:
     """Facts (subject – predicate – object) with their times."""
     rows = state.memory("read").facts(entity=entity, start=start, end=end, limit=limit)
     if as_json:
@@ -1068,8 +1348,9 @@ def _echo_message(m: dict[str, Any]) -> None:
 
 def _echo_unit(unit: dict[str, Any]) -> None:
     click.echo(f"{unit['id']} [{unit['kind']}] {unit['title'] or ''}\n  {unit['text']}")
-    click.echo(f"  time: {unit['occurred_start']} .. {unit['occurred_end']} ({unit['precision']}), "
-               f"said {unit['mentioned_at']}")
+    click.echo(
+        f"  time: {unit['occurred_start']} .. {unit['occurred_end']} ({unit['precision']}), said {unit['mentioned_at']}"
+    )
     for src in unit["sources"]:
         click.echo(f"  source {src['id']} {src['sent_at']} {src['speaker']}: {src['text']}")
     for ent in unit["entities"]:
@@ -1091,8 +1372,10 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
         _print_json(rows)
         return
     for r in rows:
-        click.echo(f"{r['id']} ({r['role']}): {r['status']}, {r['size'] / 1e6:.0f} MB, "
-                   f"checksum {r['checksum']}\n    {r['path'] or r['install']}")
+        click.echo(
+            f"{r['id']} ({r['role']}): {r['status']}, {r['size'] / 1e6:.0f} MB, "
+            f"checksum {r['checksum']}\n    {r['path'] or r['install']}"
+        )
 
 
 def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
@@ -1107,32 +1390,46 @@ def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
         if not 1 <= port <= 65535:
             raise ValueError
     except ValueError:
-        raise ConfigError(f"--http {value}: expected HOST:PORT with a port from 1 to 65535, "
-                          "such as 127.0.0.1:8765") from None
+        raise ConfigError(
+            f"--http {value}: expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8765"
+        ) from None
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         loopback = False  # a host name other than localhost may resolve to any address
     if not loopback and not allow_remote:
-        raise ConfigError(f"--http {value}: {host} is not a loopback address, and the server has no "
-                          "authentication (whoever reaches it can read and delete this memory); use "
-                          f"127.0.0.1:{port}, or add --allow-remote if you mean it")
+        raise ConfigError(
+            f"--http {value}: {host} is not a loopback address, and the server has no "
+            "authentication (whoever reaches it can read and delete this memory); use "
+            f"127.0.0.1:{port}, or add --allow-remote if you mean it"
+        )
     return host, port
 
 
 @cli.command(name="mcp")
-@click.option("--http", "http_address", metavar="HOST:PORT",
-              help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a loopback address "
-                   "such as 127.0.0.1:8765, unless --allow-remote).")
-@click.option("--allow-remote", is_flag=True,
-              help="Allow --http on an address other machines can reach (there is no authentication).")
-@click.option("--extract", type=click.Choice(EXTRACT_MODES),
-              help="'llm': episodes closed by remember are extracted with the local LLM in the background "
-                   f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.")
+@click.option(
+    "--http",
+    "http_address",
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (a loopback address "
+    "such as 127.0.0.1:8765, unless --allow-remote).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow --http on an address other machines can reach (there is no authentication).",
+)
+@click.option(
+    "--extract",
+    type=click.Choice(EXTRACT_MODES),
+    help="'llm': episodes closed by remember are extracted with the local LLM in the background "
+    f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
+)
 @click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
 @click.pass_context
-def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None,
-                log_file: Path | None) -> None:
+def mcp_command(
+    ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None, log_file: Path | None
+) -> None:
     """Serve this store and namespace to MCP assistants (Claude Desktop, Cursor, VS Code, Claude
     Code...): tools remember, search, ask, profile, recent, forget, stats. Stdio by default."""
     state: _State = ctx.obj
@@ -1145,8 +1442,9 @@ def mcp_command(ctx: click.Context, http_address: str | None, allow_remote: bool
         raise
     if extract:
         state.config = replace(state.config, extract=extract)
-    mcp_server.serve(state.memory("write"), http=address, log_file=log_file,
-                     debug=bool(ctx.find_root().params.get("debug")))
+    mcp_server.serve(
+        state.memory("write"), http=address, log_file=log_file, debug=bool(ctx.find_root().params.get("debug"))
+    )
 
 
 @cli.group()
@@ -1156,9 +1454,14 @@ def bench() -> None:
 
 @bench.command(name="ingest")
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live (kept for 'bench search').")
-@click.option("--compare-encrypted", is_flag=True,
-              help="Measure each size on a plain store and on an encrypted twin (needs localmem[encrypt]).")
+@click.option(
+    "--workdir", type=click.Path(path_type=Path), help="Where the bench stores live (kept for 'bench search')."
+)
+@click.option(
+    "--compare-encrypted",
+    is_flag=True,
+    help="Measure each size on a plain store and on an encrypted twin (needs localmem[encrypt]).",
+)
 @json_option
 @click.pass_obj
 def bench_ingest(state: _State, sizes: str, workdir: Path | None, compare_encrypted: bool, as_json: bool) -> None:
@@ -1174,17 +1477,22 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, compare_encryp
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Hits per query.")
-@click.option("--compare-encrypted", is_flag=True,
-              help="Search a plain store and its encrypted twin, taking turns query by query.")
+@click.option(
+    "--compare-encrypted",
+    is_flag=True,
+    help="Search a plain store and its encrypted twin, taking turns query by query.",
+)
 @json_option
 @click.pass_obj
-def bench_search(state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int,
-                 compare_encrypted: bool, as_json: bool) -> None:
+def bench_search(
+    state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int, compare_encrypted: bool, as_json: bool
+) -> None:
     """Search latency p50/p95 (query embedding included) per store size."""
     from .benchmarks import bench as bench_mod
 
-    rows = bench_mod.bench_search(_sizes(sizes), workdir, state.config, n_queries=n_queries, k=k,
-                                  compare_encrypted=compare_encrypted)
+    rows = bench_mod.bench_search(
+        _sizes(sizes), workdir, state.config, n_queries=n_queries, k=k, compare_encrypted=compare_encrypted
+    )
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
 
 
@@ -1261,30 +1569,59 @@ def eval_() -> None:
 @eval_.command(name="locomo")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
-@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
-              help="The ask mode answering the questions (without --retrieval-only).")
-@click.option("--system", type=click.Choice(EVAL_SYSTEMS), default=EVAL_SYSTEMS[0],
-              show_default=True,
-              help="localmem: the memory as built; raw-hybrid: whole raw turns by vector + BM25, same model "
-                   "and budget (with --retrieval-only: the raw-turn hybrid recall); full-context: the "
-                   "newest turns that fit the model's context window.")
-@click.option("--ask-filters", is_flag=True,
-              help="Give a baseline system localmem's focus on the person asked, its someone-else "
-                   "check and the dates after relative times (plain by default).")
+@click.option(
+    "--mode",
+    type=click.Choice(ASK_MODES),
+    default=ASK_MODES[0],
+    show_default=True,
+    help="The ask mode answering the questions (without --retrieval-only).",
+)
+@click.option(
+    "--system",
+    type=click.Choice(EVAL_SYSTEMS),
+    default=EVAL_SYSTEMS[0],
+    show_default=True,
+    help="localmem: the memory as built; raw-hybrid: whole raw turns by vector + BM25, same model "
+    "and budget (with --retrieval-only: the raw-turn hybrid recall); full-context: the "
+    "newest turns that fit the model's context window.",
+)
+@click.option(
+    "--ask-filters",
+    is_flag=True,
+    help="Give a baseline system localmem's focus on the person asked, its someone-else "
+    "check and the dates after relative times (plain by default).",
+)
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
 @click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
 @click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
-@click.option("--rerank", type=click.Choice(RERANK_MODES), default=RERANK_MODES[0], show_default=True,
-              help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.")
+@click.option(
+    "--rerank",
+    type=click.Choice(RERANK_MODES),
+    default=RERANK_MODES[0],
+    show_default=True,
+    help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.",
+)
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
 @json_option
 @click.pass_obj
-def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, system: str,
-                ask_filters: bool, ks: str, conversations: str | None, limit: int | None,
-                channels: str | None, promote: bool, rerank: str, out_dir: Path | None,
-                as_json: bool) -> None:
+def eval_locomo(
+    state: _State,
+    file: Path,
+    retrieval_only: bool,
+    mode: str,
+    system: str,
+    ask_filters: bool,
+    ks: str,
+    conversations: str | None,
+    limit: int | None,
+    channels: str | None,
+    promote: bool,
+    rerank: str,
+    out_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace.
 
     Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
@@ -1294,20 +1631,35 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
     chosen = [c.strip() for c in conversations.split(",")] if conversations else None
     if retrieval_only:
         if system == "full-context":
-            raise LocalmemError("--system full-context retrieves nothing; with --retrieval-only use "
-                                "localmem or raw-hybrid")
+            raise LocalmemError(
+                "--system full-context retrieves nothing; with --retrieval-only use localmem or raw-hybrid"
+            )
         report = evaluate.locomo_retrieval(
-            file, state.config, ks=_sizes(ks), conversations=chosen, limit=limit,
+            file,
+            state.config,
+            ks=_sizes(ks),
+            conversations=chosen,
+            limit=limit,
             channels=[c.strip() for c in channels.split(",")] if channels else None,
-            promote=promote, rerank=rerank, raw=system == "raw-hybrid")
+            promote=promote,
+            rerank=rerank,
+            raw=system == "raw-hybrid",
+        )
         write, render = evaluate.write_report, evaluate.render_markdown
     else:
         from .benchmarks import answers as eval_answers
 
         with _progress(state, "answering") as progress:
-            report = eval_answers.locomo_answers(file, state.config, conversations=chosen, limit=limit,
-                                                 mode=mode, system=system, ask_filters=ask_filters,
-                                                 progress=progress)
+            report = eval_answers.locomo_answers(
+                file,
+                state.config,
+                conversations=chosen,
+                limit=limit,
+                mode=mode,
+                system=system,
+                ask_filters=ask_filters,
+                progress=progress,
+            )
         write, render = eval_answers.write_report, eval_answers.render_markdown
     if out_dir is not None:
         write(report, out_dir)
@@ -1319,18 +1671,37 @@ def eval_locomo(state: _State, file: Path, retrieval_only: bool, mode: str, syst
 
 @eval_.command(name="longmemeval")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--mode", type=click.Choice(ASK_MODES), default=ASK_MODES[0], show_default=True,
-              help="The ask mode answering the questions.")
-@click.option("--system", type=click.Choice(EVAL_SYSTEMS), default=EVAL_SYSTEMS[0], show_default=True,
-              help="localmem, or a plain baseline with the same model (see `eval locomo --help`).")
+@click.option(
+    "--mode",
+    type=click.Choice(ASK_MODES),
+    default=ASK_MODES[0],
+    show_default=True,
+    help="The ask mode answering the questions.",
+)
+@click.option(
+    "--system",
+    type=click.Choice(EVAL_SYSTEMS),
+    default=EVAL_SYSTEMS[0],
+    show_default=True,
+    help="localmem, or a plain baseline with the same model (see `eval locomo --help`).",
+)
 @click.option("--ask-filters", is_flag=True, help="Give a baseline system localmem's answer-side filters.")
 @click.option("--questions", help="Comma-separated question_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many items.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write answers.json and answers.md here.")
 @json_option
 @click.pass_obj
-def eval_longmemeval(state: _State, file: Path, mode: str, system: str, ask_filters: bool,
-                     questions: str | None, limit: int | None, out_dir: Path | None, as_json: bool) -> None:
+def eval_longmemeval(
+    state: _State,
+    file: Path,
+    mode: str,
+    system: str,
+    ask_filters: bool,
+    questions: str | None,
+    limit: int | None,
+    out_dir: Path | None,
+    as_json: bool,
+) -> None:
     """Answer every item of a LongMemEval JSON file, each haystack in its own namespace, "now" at
     its question date; scored by whether the answer contains the gold answer, and token F1
     (an abstention item is right when refused). For retrieval recall, use `eval locomo FILE
@@ -1339,8 +1710,16 @@ def eval_longmemeval(state: _State, file: Path, mode: str, system: str, ask_filt
 
     chosen = [c.strip() for c in questions.split(",")] if questions else None
     with _progress(state, "answering") as progress:
-        report = longmemeval.longmemeval_answers(file, state.config, questions=chosen, limit=limit, mode=mode,
-                                                 system=system, ask_filters=ask_filters, progress=progress)
+        report = longmemeval.longmemeval_answers(
+            file,
+            state.config,
+            questions=chosen,
+            limit=limit,
+            mode=mode,
+            system=system,
+            ask_filters=ask_filters,
+            progress=progress,
+        )
     if out_dir is not None:
         longmemeval.write_report(report, out_dir)
     if as_json:

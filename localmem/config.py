@@ -9,6 +9,7 @@ default.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import sys
@@ -29,10 +30,9 @@ EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, f
 CONSOLIDATE_MODES = ("off", "fast", "full")
 ASK_MODES = ("fast", "agentic")
 RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
-# Input formats (localmem.build.formats detects them; --format forces one). "slack" reads an
+# Input formats (localmem.importers.formats detects them; --format forces one). "slack" reads an
 # export folder or .zip; a folder or .zip of anything else is read file by file.
-FORMATS = ("locomo", "jsonl", "chat", "text", "chatgpt", "claude", "whatsapp", "slack", "discord",
-           "notes")
+FORMATS = ("locomo", "jsonl", "chat", "text", "chatgpt", "claude", "whatsapp", "slack", "discord", "notes")
 # How a WhatsApp export's "01/02/2024" is read: decided per file from the values when "auto".
 DATE_ORDERS = ("auto", "day-first", "month-first")
 EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
@@ -49,6 +49,9 @@ DEFAULT_AGENT_STEPS = 4  # agentic ask: at most this many tool calls
 MAX_AGENT_STEPS = 10
 DEFAULT_LIST_LIMIT = 1000  # episodes, facts, entities: rows listed
 DEFAULT_RECENT = 20  # Memory.recent and the MCP tool: the latest messages returned
+# Below this many vectors of a kind a search scans them all exactly; above it, it first ranks
+# binary codes (localmem.retrieval.vector_index), and `stats` reports which.
+EXACT_BELOW = 20_000
 
 # -- `localmem mcp` (localmem.mcp_server) ----------------------------------------------------
 MCP_SERVER_NAME = "localmem"
@@ -252,8 +255,12 @@ class Config:
         return dict(self.origins).get(name, "default")
 
     @classmethod
-    def load(cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-             config_file: Path | None = None) -> "Config":
+    def load(
+        cls,
+        overrides: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        config_file: Path | None = None,
+    ) -> "Config":
         """Build a config from flags (``overrides``), ``LOCALMEM_*`` env vars and the config file."""
         env = os.environ if env is None else env
         path = config_file if config_file is not None else config_file_path()
@@ -306,16 +313,19 @@ def read_key(var: str, env: Mapping[str, str] | None = None) -> Key:
     value = (os.environ if env is None else env).get(var)
     if not value:
         said = "is empty" if value == "" else "is not set"
-        raise ConfigError(f"the key environment variable {var} {said}; export {var} with the store's "
-                          "passphrase (--key-env and LOCALMEM_KEY_ENV name the variable, never the passphrase)")
+        raise ConfigError(
+            f"the key environment variable {var} {said}; export {var} with the store's "
+            "passphrase (--key-env and LOCALMEM_KEY_ENV name the variable, never the passphrase)"
+        )
     return Key(value, f"the passphrase in ${var}")
 
 
 def _check_var_name(var: str) -> None:
     # Not echoed: a passphrase given by mistake where the variable's name goes must not be printed.
     if not isinstance(var, str) or not _ENV_NAME.fullmatch(var):
-        raise ConfigError("key_env must be the name of an environment variable (letters, digits and _), "
-                          "not the passphrase itself")
+        raise ConfigError(
+            "key_env must be the name of an environment variable (letters, digits and _), not the passphrase itself"
+        )
 
 
 def as_key(key: "str | Key | None") -> Key | None:
@@ -353,8 +363,6 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
     if name == "date_order" and str(value) not in DATE_ORDERS:
         raise ConfigError(f"setting date_order must be one of {', '.join(DATE_ORDERS)}, got {value!r}")
     if name == "timezone":
-        from .text.times import zone
-
         try:
             zone(str(value))
         except ValueError as exc:
@@ -362,8 +370,10 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
     if name == "llm_url":
         url = str(value).strip().rstrip("/")
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"setting llm_url must be an http:// or https:// URL (the server's "
-                              f"OpenAI-compatible base, e.g. http://127.0.0.1:11434/v1), got {value!r}")
+            raise ConfigError(
+                f"setting llm_url must be an http:// or https:// URL (the server's "
+                f"OpenAI-compatible base, e.g. http://127.0.0.1:11434/v1), got {value!r}"
+            )
         return url
     if name == "llm_workers" and _coerce("n", 0, value) < 1:
         raise ConfigError(f"setting llm_workers must be at least 1, got {value!r}")
@@ -389,3 +399,18 @@ def _coerce(name: str, default: Any, value: Any) -> Any:
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"setting {name} must be a number, got {value!r}") from exc
     return str(value) if isinstance(default, str) or default is None else value
+
+
+def zone(name: str) -> dt.tzinfo | None:
+    """The time zone a setting names: ``"local"`` (this machine's, ``None``), ``"UTC"`` or an
+    IANA name such as ``"Europe/Berlin"``; raises ``ValueError`` for an unknown name."""
+    if name.lower() == "local":
+        return None
+    if name.upper() in ("UTC", "Z"):
+        return dt.timezone.utc
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown time zone {name!r} (use 'local', 'UTC' or a name such as 'Europe/Berlin')") from exc

@@ -16,9 +16,11 @@ from typing import Any
 
 # What a hint starts with, in messages raised with the hint joined by "; " (most raise sites
 # say "…; see 'localmem namespaces'"): the last such "; " splits the message from its hint.
-_HINT = re.compile(r"; (?=(?:see|run|use|pass|give|wait|configure|upgrade|forget|check|install|reinstall|"
-                   r"re-run|set|try|available|choose|add|ingest|restore|import|point|with|is it|"
-                   r"roles)\b)")
+_HINT = re.compile(
+    r"; (?=(?:see|run|use|pass|give|wait|configure|upgrade|forget|check|install|reinstall|"
+    r"re-run|set|try|available|choose|add|ingest|restore|import|point|with|is it|"
+    r"roles)\b)"
+)
 
 
 def split_hint(text: str) -> tuple[str, str | None]:
@@ -28,7 +30,7 @@ def split_hint(text: str) -> tuple[str, str | None]:
     if not found:
         return text, None
     at = found[-1]
-    return text[:at.start()], text[at.end():]
+    return text[: at.start()], text[at.end() :]
 
 
 class LocalmemError(Exception):
@@ -63,8 +65,7 @@ class InputError(LocalmemError):
         self.where = where
         loc = f"{self.path}:{where}" if where else self.path
         what, hint = split_hint(problem)
-        super().__init__(f"{loc}: {what} (nothing was stored)", hint,
-                         line=f"{loc}: {problem} (nothing was stored)")
+        super().__init__(f"{loc}: {what} (nothing was stored)", hint, line=f"{loc}: {problem} (nothing was stored)")
 
 
 class InvalidTextError(LocalmemError):
@@ -79,7 +80,8 @@ class InvalidTextError(LocalmemError):
         super().__init__(
             f"{what} is not valid Unicode text (a lone surrogate, U+{ord(text[at]):04X}, at character "
             f"{at + 1}: half of an emoji, or bytes that are not UTF-8); nothing was stored",
-            "fix the text and try again")
+            "fix the text and try again",
+        )
 
 
 class UnknownFormatError(InputError):
@@ -95,7 +97,8 @@ class SchemaTooNewError(LocalmemError):
     def __init__(self, path: str, found: int, supported: int) -> None:
         super().__init__(
             f"{path} has schema version {found}, but this localmem supports up to {supported}",
-            "upgrade localmem (pip install -U localmem) to open it. The file was not touched.")
+            "upgrade localmem (pip install -U localmem) to open it. The file was not touched.",
+        )
 
 
 class NotALocalmemStoreError(LocalmemError):
@@ -112,12 +115,15 @@ class StoreLockedError(LocalmemError):
     code = "store_locked"
 
     def __init__(self, path: str, timeout_ms: int = 5000, cause: str | None = None) -> None:
-        why = cause or (f"another connection (another process, or another Memory in this one) held "
-                        f"its write lock for the whole {timeout_ms / 1000:g} s this call may wait "
-                        f"(busy_timeout_ms)")
-        super().__init__(f"{path} is busy: {why}",
-                         "retry when that writer is done, or give it longer with busy_timeout_ms. "
-                         "Nothing was changed.")
+        why = cause or (
+            f"another connection (another process, or another Memory in this one) held "
+            f"its write lock for the whole {timeout_ms / 1000:g} s this call may wait "
+            f"(busy_timeout_ms)"
+        )
+        super().__init__(
+            f"{path} is busy: {why}",
+            "retry when that writer is done, or give it longer with busy_timeout_ms. Nothing was changed.",
+        )
 
 
 class StoreInUseError(StoreLockedError):
@@ -127,9 +133,11 @@ class StoreInUseError(StoreLockedError):
 
     def __init__(self, path: str) -> None:
         LocalmemError.__init__(
-            self, f"{path} is open in another connection (an MCP server, an ingest, another Memory): "
+            self,
+            f"{path} is open in another connection (an MCP server, an ingest, another Memory): "
             "encrypt, rekey and decrypt need the store to themselves; nothing was changed",
-            "close the other connections and run the command again")
+            "close the other connections and run the command again",
+        )
 
 
 class StoreCorruptError(LocalmemError):
@@ -140,8 +148,10 @@ class StoreCorruptError(LocalmemError):
 
     def __init__(self, path: str, detail: str) -> None:
         what = f"{path} is damaged ({detail}); nothing was written to it"
-        hint = (f"Restore it from an export (localmem --db NEW.db import EXPORT.jsonl), or save what is "
-                f"readable with 'sqlite3 {path} .recover > rescued.sql'")
+        hint = (
+            f"Restore it from an export (localmem --db NEW.db import EXPORT.jsonl), or save what is "
+            f"readable with 'sqlite3 {path} .recover > rescued.sql'"
+        )
         super().__init__(what, hint, line=f"{what}. {hint}")
 
 
@@ -155,7 +165,9 @@ class DiskFullError(LocalmemError):
     def __init__(self, path: str, done: str = "") -> None:
         super().__init__(
             f"the disk holding {path} is full; the write in progress was rolled back and what was "
-            f"stored before it is intact{done}", "free some space and run the command again")
+            f"stored before it is intact{done}",
+            "free some space and run the command again",
+        )
 
 
 class EmbedderMismatchError(LocalmemError):
@@ -167,13 +179,16 @@ class EmbedderMismatchError(LocalmemError):
             f"this store was embedded with {stored_id} (dim {stored_dim}) but the configured "
             f"embedder is {given_id}{dim}",
             "configure the original embedder, or switch the store to the new one with "
-            "'localmem reembed' (re-embeds every message and unit).")
+            "'localmem reembed' (re-embeds every message and unit).",
+        )
 
 
 class ModelNotFoundError(LocalmemError):
     exit_code = 4
     code = "model_not_found"
-    default_hint = "'localmem models' lists the models and where they are; 'localmem doctor' shows which one each role uses"
+    default_hint = (
+        "'localmem models' lists the models and where they are; 'localmem doctor' shows which one each role uses"
+    )
 
 
 class ModelServerError(LocalmemError):
@@ -189,16 +204,16 @@ class MissingDependencyError(LocalmemError):
     code = "missing_dependency"
 
     def __init__(self, module: str, extra: str) -> None:
-        super().__init__(f"the Python package '{module}' is not installed",
-                         f"run: pip install 'localmem[{extra}]'")
+        super().__init__(f"the Python package '{module}' is not installed", f"run: pip install 'localmem[{extra}]'")
 
 
 class QueryNotFoundError(LocalmemError):
     code = "internal"
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"no named SQL query '{name}' in localmem's sql/queries (a packaging bug)",
-                         "reinstall localmem")
+        super().__init__(
+            f"no named SQL query '{name}' in localmem's sql/queries (a packaging bug)", "reinstall localmem"
+        )
 
 
 class NotFoundError(LocalmemError):
@@ -214,9 +229,10 @@ class StoreNotFoundError(NotFoundError):
     code = "no_store"
 
     def __init__(self, path: str | Path) -> None:
-        super().__init__(f"no store at {path}",
-                         "check the --db path (or LOCALMEM_DB_PATH); 'localmem ingest' or 'localmem add' "
-                         "creates a store")
+        super().__init__(
+            f"no store at {path}",
+            "check the --db path (or LOCALMEM_DB_PATH); 'localmem ingest' or 'localmem add' creates a store",
+        )
 
 
 class UnknownNamespaceError(NotFoundError):
@@ -226,17 +242,20 @@ class UnknownNamespaceError(NotFoundError):
 
     def __init__(self, namespace: str, known: list[str], path: str | Path) -> None:
         listed = ", ".join(known[:20]) + (f" … ({len(known)} in all)" if len(known) > 20 else "")
-        super().__init__(f"no namespace '{namespace}' in {path}",
-                         f"pass one of: {listed}" if known else
-                         "the store is empty; 'localmem ingest' or 'localmem add' fills it")
+        super().__init__(
+            f"no namespace '{namespace}' in {path}",
+            f"pass one of: {listed}" if known else "the store is empty; 'localmem ingest' or 'localmem add' fills it",
+        )
         self.known = known
 
 
 class ConfigError(LocalmemError):
     exit_code = 2
     code = "config"
-    default_hint = ("fix that setting where it was given (config file, LOCALMEM_ environment variable or "
-                    "option); README lists every setting")
+    default_hint = (
+        "fix that setting where it was given (config file, LOCALMEM_ environment variable or "
+        "option); README lists every setting"
+    )
 
 
 class StoreKeyError(LocalmemError):
@@ -252,7 +271,8 @@ class WrongKeyError(StoreKeyError):
     def __init__(self, path: str, source: str) -> None:
         super().__init__(
             f"{path} is encrypted and {source} does not open it; the file was not touched",
-            "give the passphrase it was encrypted with")
+            "give the passphrase it was encrypted with",
+        )
 
 
 class KeyRequiredError(StoreKeyError):
@@ -260,14 +280,16 @@ class KeyRequiredError(StoreKeyError):
         super().__init__(
             f"{path} is encrypted; the file was not touched",
             "name the environment variable that holds its passphrase with --key-env VAR (or "
-            "LOCALMEM_KEY_ENV, or key_env in the config file)")
+            "LOCALMEM_KEY_ENV, or key_env in the config file)",
+        )
 
 
 class NotEncryptedError(StoreKeyError):
     def __init__(self, path: str, source: str) -> None:
         super().__init__(
             f"{path} is not encrypted, yet a key was given ({source}); the file was not touched",
-            "open it without one, or encrypt it with 'localmem encrypt'")
+            "open it without one, or encrypt it with 'localmem encrypt'",
+        )
 
 
 class CipherBuildMissingError(LocalmemError):
@@ -278,5 +300,6 @@ class CipherBuildMissingError(LocalmemError):
 
     def __init__(self, why: str, detail: str = "") -> None:
         super().__init__(
-            f"{why} needs the cipher build of apsw (apsw-sqlite3mc), but Python loads the plain "
-            f"build{detail}", "run: pip install --force-reinstall --no-deps apsw-sqlite3mc")
+            f"{why} needs the cipher build of apsw (apsw-sqlite3mc), but Python loads the plain build{detail}",
+            "run: pip install --force-reinstall --no-deps apsw-sqlite3mc",
+        )

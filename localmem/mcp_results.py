@@ -118,6 +118,7 @@ class StatsOut(BaseModel):
 
 # -- from localmem's results to the models ---------------------------------------------------
 
+
 def ref(prefix: str, value: int | str) -> str:
     """The printed id (``m:12``, ``u:3``) of a row id, or of an id already printed."""
     text = str(value)
@@ -125,35 +126,76 @@ def ref(prefix: str, value: int | str) -> str:
 
 
 def hit_out(hit: Any) -> HitOut:
-    return HitOut(id=hit.id, kind=hit.kind, text=hit.text, time=hit.time, score=round(float(hit.score), 6),
-                  sources=[Source(message_id=ref("m:", s.message_id), external_id=s.external_id,
-                                  conversation=s.conversation, speaker=s.speaker, time=s.sent_at)
-                           for s in hit.sources],
-                  superseded_by=hit.superseded_by)
+    return HitOut(
+        id=hit.id,
+        kind=hit.kind,
+        text=hit.text,
+        time=hit.time,
+        score=round(float(hit.score), 6),
+        sources=[
+            Source(
+                message_id=ref("m:", s.message_id),
+                external_id=s.external_id,
+                conversation=s.conversation,
+                speaker=s.speaker,
+                time=s.sent_at,
+            )
+            for s in hit.sources
+        ],
+        superseded_by=hit.superseded_by,
+    )
 
 
 def ask_out(result: Any) -> AskOut:
-    return AskOut(question=result.question, answer=result.answer, refused=result.refused,
-                  refusal=result.refusal, confidence=result.confidence,
-                  citations=[Citation(id=ref("m:", c.message_id), external_id=c.external_id,
-                                      conversation=c.conversation, speaker=c.speaker, time=c.time,
-                                      text=c.text) for c in result.citations],
-                  seconds=result.timings.get("total", 0.0))
+    return AskOut(
+        question=result.question,
+        answer=result.answer,
+        refused=result.refused,
+        refusal=result.refusal,
+        confidence=result.confidence,
+        citations=[
+            Citation(
+                id=ref("m:", c.message_id),
+                external_id=c.external_id,
+                conversation=c.conversation,
+                speaker=c.speaker,
+                time=c.time,
+                text=c.text,
+            )
+            for c in result.citations
+        ],
+        seconds=result.timings.get("total", 0.0),
+    )
 
 
 def profile_out(prof: Any) -> ProfileOut:
     return ProfileOut(
-        name=prof.name, type=prof.type, aliases=list(prof.aliases),
-        timeline=[Appearance(episode=ref("u:", a.episode_id), title=a.title, time=a.time, role=a.role)
-                  for a in prof.episodes],
-        knowledge={aspect: [Statement(id=ref("u:", s.unit_id), text=s.text, time=s.time, sources=list(s.sources),
-                                      current=s.current,
-                                      superseded_by=ref("u:", s.superseded_by) if s.superseded_by else None,
-                                      until=s.until) for s in statements]
-                   for aspect, statements in prof.knowledge.items()})
+        name=prof.name,
+        type=prof.type,
+        aliases=list(prof.aliases),
+        timeline=[
+            Appearance(episode=ref("u:", a.episode_id), title=a.title, time=a.time, role=a.role) for a in prof.episodes
+        ],
+        knowledge={
+            aspect: [
+                Statement(
+                    id=ref("u:", s.unit_id),
+                    text=s.text,
+                    time=s.time,
+                    sources=list(s.sources),
+                    current=s.current,
+                    superseded_by=ref("u:", s.superseded_by) if s.superseded_by else None,
+                    until=s.until,
+                )
+                for s in statements
+            ]
+            for aspect, statements in prof.knowledge.items()
+        },
+    )
 
 
 # -- the text the model reads -----------------------------------------------------------------
+
 
 def quoted(text: str) -> str:
     """A stored text as one JSON string literal: it cannot break out of its line."""
@@ -197,15 +239,22 @@ def ask_text(out: AskOut) -> str:
 
 def profile_text(out: ProfileOut) -> str:
     also = [a for a in out.aliases if a.lower() != out.name.lower()]
-    lines = [f"{quoted(out.name)} ({out.type})" + (f", also called {', '.join(map(quoted, also))}" if also else "")
-             + f"; {DATA_NOTE}.", f"Timeline: {len(out.timeline)} episode(s)"]
+    lines = [
+        f"{quoted(out.name)} ({out.type})"
+        + (f", also called {', '.join(map(quoted, also))}" if also else "")
+        + f"; {DATA_NOTE}.",
+        f"Timeline: {len(out.timeline)} episode(s)",
+    ]
     lines += [f"- {a.episode} {_when(a.time)[:10]} {a.role}: {quoted(a.title or '')}" for a in out.timeline]
     if not out.knowledge:
         lines.append("Knowledge: none yet (memory learns it with --consolidate).")
     for aspect, statements in out.knowledge.items():
         lines.append(f"Knowledge, {aspect}:")
-        lines += [f"- {s.id} {_when(s.time)[:10]} {quoted(s.text)}"
-                  + ("" if s.current else f" (replaced by {s.superseded_by})") for s in statements]
+        lines += [
+            f"- {s.id} {_when(s.time)[:10]} {quoted(s.text)}"
+            + ("" if s.current else f" (replaced by {s.superseded_by})")
+            for s in statements
+        ]
     return "\n".join(lines)
 
 
@@ -222,13 +271,17 @@ def forget_text(out: ForgetOut) -> str:
 
     parts = [f"{n} {kind}" for kind, n in out.counts.items() if n]
     lines = [f"Deleted {', '.join(parts) if parts else 'nothing'}."]
-    for label, values, prefix in (("messages", out.messages, "m:"), ("units", out.units, "u:"),
-                                  ("sources", out.sources, "")):
+    for label, values, prefix in (
+        ("messages", out.messages, "m:"),
+        ("units", out.units, "u:"),
+        ("sources", out.sources, ""),
+    ):
         if values:
             lines.append(f"{label}: {ids(values, prefix)}")
     return "\n".join(lines)
 
 
 def stats_text(out: StatsOut) -> str:
-    return "\n".join(f"{key}: {json.dumps(value, ensure_ascii=False, default=str)}"
-                     for key, value in out.model_dump().items())
+    return "\n".join(
+        f"{key}: {json.dumps(value, ensure_ascii=False, default=str)}" for key, value in out.model_dump().items()
+    )

@@ -40,15 +40,15 @@ from .text.files import has_surrogates, without_surrogates
 if TYPE_CHECKING:
     import apsw
 
-    from .answer.fast import Answer
     from .answer.profile import Profile
-    from .build.consolidate import Report as ConsolidationReport
-    from .build.ingest import IngestReport
-    from .build.pipeline import BuildReport
-    from .build.worker import BuildWorker
     from .models.protocols import LLM, Embedder, Reranker
+    from .pipeline.consolidate import Report as ConsolidationReport
+    from .pipeline.ingest import IngestReport
+    from .pipeline.pipeline import ExtractionReport
+    from .pipeline.worker import ExtractionWorker
     from .retrieval.filters import Filters
-    from .retrieval.search import Hit, SearchParams
+    from .retrieval.search import SearchParams
+    from .types import Answer, Hit
 
 __all__ = ["Memory", "AddedMessage"]
 
@@ -73,8 +73,13 @@ class AddedMessage:
         return f"m:{self.id}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.ref, "external_id": self.external_id, "conversation": self.conversation,
-                "added": self.added, "replaces": f"m:{self.replaces}" if self.replaces is not None else None}
+        return {
+            "id": self.ref,
+            "external_id": self.external_id,
+            "conversation": self.conversation,
+            "added": self.added,
+            "replaces": f"m:{self.replaces}" if self.replaces is not None else None,
+        }
 
 
 def _one_at_a_time(cls: type) -> type:
@@ -93,6 +98,7 @@ def _serial(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(self: "Memory", *args: Any, **kwargs: Any) -> Any:
         with self._lock, self._locked():
             return fn(self, *args, **kwargs)
+
     return call
 
 
@@ -107,6 +113,7 @@ def _serial_generator(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterato
                 except StopIteration:
                     return
             yield item
+
     return call
 
 
@@ -137,10 +144,19 @@ class Memory:
     config's ``key_env`` names is read. Encryption needs ``pip install 'localmem[encrypt]'``.
     """
 
-    def __init__(self, path: str | Path | None = None, namespace: str | None = None, *,
-                 config: Config | None = None, embedder: "Embedder | None" = None,
-                 llm: "LLM | None" = None, reranker: "Reranker | None" = None,
-                 models: Models | None = None, create: bool = True, key: str | Key | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        namespace: str | None = None,
+        *,
+        config: Config | None = None,
+        embedder: "Embedder | None" = None,
+        llm: "LLM | None" = None,
+        reranker: "Reranker | None" = None,
+        models: Models | None = None,
+        create: bool = True,
+        key: str | Key | None = None,
+    ) -> None:
         from .store import db
 
         cfg = config or Config()
@@ -162,7 +178,7 @@ class Memory:
         self._lock = threading.RLock()
         self._key = as_key(key) if key is not None else cfg.key()
         self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms, key=self._key)
-        self._worker: "BuildWorker | None" = None
+        self._worker: "ExtractionWorker | None" = None
 
     # -- lifecycle -------------------------------------------------------------
     @property
@@ -215,10 +231,19 @@ class Memory:
         return db.store_errors(str(self.path), self.config.busy_timeout_ms)
 
     # -- ingest ------------------------------------------------------------------
-    def ingest(self, path: str | Path, *, format: str | None = None, conversation: str | None = None,
-               namespace: str | None = None, extract: str | None = None, consolidate: str | None = None,
-               date_order: str | None = None, progress: Progress | None = None,
-               workers: int | None = None) -> "IngestReport":
+    def ingest(
+        self,
+        path: str | Path,
+        *,
+        format: str | None = None,
+        conversation: str | None = None,
+        namespace: str | None = None,
+        extract: str | None = None,
+        consolidate: str | None = None,
+        date_order: str | None = None,
+        progress: Progress | None = None,
+        workers: int | None = None,
+    ) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input. Formats: ChatGPT,
         Claude.ai, WhatsApp, Slack, Discord (DiscordChatExporter), notes, LoCoMo JSON, JSONL,
@@ -232,7 +257,8 @@ class Memory:
         the config). ``workers``: episodes extracted at once against a model server (default
         ``llm_workers``).
         """
-        from .build import formats, ingest
+        from .importers import formats
+        from .pipeline import ingest
 
         extract = _choice("--extract", extract or self.config.extract, EXTRACT_MODES)
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
@@ -260,28 +286,44 @@ class Memory:
         if extract == "llm":
             _ = self.llm.model_id  # resolve the model before anything is written
         report = ingest.store_parsed(
-            self.conn, embedder, parsed, namespace=namespace or self.namespace,
-            force_namespace=namespace is not None, batch=self.config.ingest_batch,
-            embed_batch=self.config.embed_batch, progress=step)
+            self.conn,
+            embedder,
+            parsed,
+            namespace=namespace or self.namespace,
+            force_namespace=namespace is not None,
+            batch=self.config.ingest_batch,
+            embed_batch=self.config.embed_batch,
+            progress=step,
+        )
         if extract == "llm":
-            report.build = {nsr.namespace: self.build(namespace=nsr.namespace, progress=progress,
-                                                      consolidate=consolidate, workers=workers).to_dict()
-                            for nsr in report.namespaces}
+            report.build = {
+                nsr.namespace: self.extract(
+                    namespace=nsr.namespace, progress=progress, consolidate=consolidate, workers=workers
+                ).to_dict()
+                for nsr in report.namespaces
+            }
         else:
-            report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace)
-                               for nsr in report.namespaces}
+            report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace) for nsr in report.namespaces}
         return report
 
     def segment_without_llm(self, namespace: str | None = None, *, final: bool = True) -> int:
         """Close episodes by time gaps and drops in embedding similarity (no LLM); their
         extraction waits for a later ``build`` with a model. Returns the episodes closed."""
-        from .build import pipeline
+        from .pipeline import pipeline
 
-        return pipeline.segment_without_llm(self.conn, self.embedder, namespace or self.namespace,
-                                            self._locked, final=final)
+        return pipeline.segment_without_llm(
+            self.conn, self.embedder, namespace or self.namespace, self._locked, final=final
+        )
 
-    def build(self, *, namespace: str | None = None, final: bool = True, progress: Progress | None = None,
-              consolidate: str | None = None, workers: int | None = None) -> "BuildReport":
+    def extract(
+        self,
+        *,
+        namespace: str | None = None,
+        final: bool = True,
+        progress: Progress | None = None,
+        consolidate: str | None = None,
+        workers: int | None = None,
+    ) -> "ExtractionReport":
         """Segment unassigned messages into episodes, extract each closed episode, then
         consolidate them (``consolidate``: "off", "fast", "full"; default from the config).
 
@@ -290,31 +332,49 @@ class Memory:
         ``workers``: episodes extracted at once against a model server (default
         ``llm_workers``; the in-process model takes one call at a time).
         """
-        from .build import pipeline
+        from .pipeline import pipeline
 
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
         workers = self.config.llm_workers if workers is None else workers
         if workers < 1:
             raise LocalmemError(f"--workers must be at least 1, got {workers}")
-        return pipeline.build(self.conn, self.llm, self.embedder, namespace or self.namespace, self._locked,
-                              final=final, consolidate=consolidate, verify=self.config.verify_facts,
-                              progress=progress, workers=workers)
+        return pipeline.extract_episodes(
+            self.conn,
+            self.llm,
+            self.embedder,
+            namespace or self.namespace,
+            self._locked,
+            final=final,
+            consolidate=consolidate,
+            verify=self.config.verify_facts,
+            progress=progress,
+            workers=workers,
+        )
 
-    def consolidate(self, *, namespace: str | None = None, mode: str = "fast",
-                    progress: Progress | None = None) -> "ConsolidationReport":
+    def consolidate(
+        self, *, namespace: str | None = None, mode: str = "fast", progress: Progress | None = None
+    ) -> "ConsolidationReport":
         """Predict–calibrate every extracted episode not consolidated yet, oldest first:
         lasting knowledge about people as ``knowledge`` units, changes as ``supersedes`` links.
         ``mode``: "fast" (one call per episode) or "full" (predict, then calibrate)."""
-        from .build import pipeline
+        from .pipeline import pipeline
 
         mode = _choice("--consolidate", mode, CONSOLIDATE_MODES)
         if mode == "off":
             raise LocalmemError("consolidate needs a mode: fast or full")
         ns = namespace or self.namespace
         llm = self.llm
-        return pipeline.consolidate_namespace(self.conn, llm, self.embedder, ns, mode,
-                                              pipeline.CallLog(self.conn, ns, llm.model_id), self._locked,
-                                              progress, self.config.verify_facts)
+        return pipeline.consolidate_namespace(
+            self.conn,
+            llm,
+            self.embedder,
+            ns,
+            mode,
+            pipeline.CallLog(self.conn, ns, llm.model_id),
+            self._locked,
+            progress,
+            self.config.verify_facts,
+        )
 
     def extract_in_background(self) -> None:
         """With ``extract="llm"``: from now on, episodes that :meth:`add` closes are extracted by
@@ -323,20 +383,27 @@ class Memory:
         with this Memory's models; :meth:`close` flushes (closes the open episode and extracts
         it) and waits. A process killed mid-extraction loses nothing: an episode is stored in
         one transaction, and the next build (the next ``add``, or ``localmem flush``) redoes it."""
-        from .build.worker import BuildWorker
+        from .pipeline.worker import ExtractionWorker
 
         if self.config.extract != "llm":
             raise LocalmemError("background extraction needs extract = llm (--extract llm)")
         if self._worker is None:
-            self._worker = BuildWorker(lambda: Memory(config=self.config, models=self.models, key=self._key))
+            self._worker = ExtractionWorker(lambda: Memory(config=self.config, models=self.models, key=self._key))
 
-    def flush(self, progress: Progress | None = None, workers: int | None = None) -> "BuildReport":
+    def flush(self, progress: Progress | None = None, workers: int | None = None) -> "ExtractionReport":
         """Close every open episode buffer and extract what was closed (streaming use)."""
-        return self.build(final=True, progress=progress, workers=workers)
+        return self.extract(final=True, progress=progress, workers=workers)
 
-    def add(self, speaker: str, text: str, time: str | dt.datetime | None = None,
-            role: str | None = None, conversation: str | None = None,
-            id: str | None = None, meta: dict[str, Any] | None = None) -> AddedMessage:
+    def add(
+        self,
+        speaker: str,
+        text: str,
+        time: str | dt.datetime | None = None,
+        role: str | None = None,
+        conversation: str | None = None,
+        id: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> AddedMessage:
         """Append one message; it is searchable when this returns.
 
         ``time`` defaults to now (local time). A message whose ``id`` is already
@@ -346,7 +413,8 @@ class Memory:
         ``extract="llm"`` an episode this message closes is extracted here, or by the background
         thread after :meth:`extract_in_background`.
         """
-        from .build import formats, ingest
+        from .importers import formats
+        from .pipeline import ingest
         from .retrieval.filters import check_meta
         from .text.times import parse_timestamp, to_iso
 
@@ -354,8 +422,13 @@ class Memory:
             raise LocalmemError("add() needs a non-empty speaker")
         if not isinstance(text, str):
             raise LocalmemError("add() needs the message text as a string")
-        for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role),
-                            ("the conversation name", conversation), ("the message id", id)):
+        for what, value in (
+            ("the speaker", speaker),
+            ("the message text", text),
+            ("the role", role),
+            ("the conversation name", conversation),
+            ("the message id", id),
+        ):
             _storable(what, value)
         self._check_text(text)
         stored_meta = dict(check_meta(meta)) if meta else None
@@ -365,11 +438,17 @@ class Memory:
         except ValueError as exc:
             raise LocalmemError(f"add(): {exc}") from exc
         message = formats.MessageIn(
-            conversation=conversation or DEFAULT_CONVERSATION, session="", seq=0, external_id=id or "",
-            speaker=speaker.strip(), text=text, role=role, sent_at=sent_at,
-            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role})
-        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message,
-                                               stored_meta)
+            conversation=conversation or DEFAULT_CONVERSATION,
+            session="",
+            seq=0,
+            external_id=id or "",
+            speaker=speaker.strip(),
+            text=text,
+            role=role,
+            sent_at=sent_at,
+            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role},
+        )
+        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message, stored_meta)
         if added:
             self._after_add()
         return AddedMessage(message_id, message.external_id, message.conversation, added)
@@ -378,22 +457,23 @@ class Memory:
         if self.config.extract == "llm" and self._worker is not None:
             self._worker.wake()  # segments and extracts in its own thread
         elif self.config.extract == "llm":
-            self.build(final=False)  # closes and extracts an episode only at a boundary or the cap
+            self.extract(final=False)  # closes and extracts an episode only at a boundary or the cap
         else:
             self.segment_without_llm(final=False)  # as a batch ingest would, minus the open buffer
 
     def _check_text(self, text: str) -> None:
         _storable("the message text", text)
         if len(text) > self.config.max_message_chars:
-            raise LocalmemError(f"the message has {len(text):,} characters, over the limit of "
-                                f"{self.config.max_message_chars:,}")
+            raise LocalmemError(
+                f"the message has {len(text):,} characters, over the limit of {self.config.max_message_chars:,}"
+            )
 
     def correct(self, item: str, text: str) -> AddedMessage:
         """Store ``text`` as a new message replacing message ``item`` (``m:ID``; when it was
         corrected before, its newest correction is the one replaced). The old message stays,
         marked replaced; search and ask show the correction first. The correction takes the
         old message's place: speaker, role, time, conversation, metadata and source."""
-        from .build import ingest
+        from .pipeline import ingest
         from .store.refs import number
 
         message_id = number(item, "m")
@@ -402,18 +482,31 @@ class Memory:
         self._check_text(text)
         done = ingest.correct_message(self.conn, self.embedder, self.namespace, message_id, text)
         if done is None:
-            raise NotFoundError(f"no message {item.strip()} in namespace '{self.namespace}'",
-                                "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)")
+            raise NotFoundError(
+                f"no message {item.strip()} in namespace '{self.namespace}'",
+                "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)",
+            )
         self._after_add()
         return AddedMessage(done.id, done.external_id, done.conversation, True, done.replaces)
 
     # -- search ------------------------------------------------------------------
-    def search(self, query: str, *, k: int = DEFAULT_K, budget: int | None = None,
-               channels: Sequence[str] | None = None, promote: bool | None = None,
-               max_tokens: int | None = None, rerank: str | None = None,
-               recipe: "SearchParams | None" = None, since: When = None, until: When = None,
-               speaker: str | None = None, conversation: str | None = None,
-               meta: dict[str, Any] | None = None) -> list["Hit"]:
+    def search(
+        self,
+        query: str,
+        *,
+        k: int = DEFAULT_K,
+        budget: int | None = None,
+        channels: Sequence[str] | None = None,
+        promote: bool | None = None,
+        max_tokens: int | None = None,
+        rerank: str | None = None,
+        recipe: "SearchParams | None" = None,
+        since: When = None,
+        until: When = None,
+        speaker: str | None = None,
+        conversation: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> list["Hit"]:
         """The ``k`` best hits for ``query`` in this namespace (no LLM involved).
 
         Filters: only messages said ``since`` .. ``until`` (inclusive; a date or a time), by
@@ -429,19 +522,45 @@ class Memory:
         """
         from .retrieval.search import fit_budget
 
-        hits = next(iter(self.search_many([query], k=k, budget=budget, channels=channels, promote=promote,
-                                          rerank=rerank, recipe=recipe, since=since, until=until,
-                                          speaker=speaker, conversation=conversation, meta=meta)))
+        hits = next(
+            iter(
+                self.search_many(
+                    [query],
+                    k=k,
+                    budget=budget,
+                    channels=channels,
+                    promote=promote,
+                    rerank=rerank,
+                    recipe=recipe,
+                    since=since,
+                    until=until,
+                    speaker=speaker,
+                    conversation=conversation,
+                    meta=meta,
+                )
+            )
+        )
         if max_tokens is not None:
             hits = fit_budget(hits, max_tokens, self.token_counter()[0])
         return hits
 
-    def search_many(self, queries: Iterable[str], *, k: int = DEFAULT_K, budget: int | None = None,
-                    channels: Sequence[str] | None = None, batch: int = 64,
-                    promote: bool | None = None, rerank: str | None = None,
-                    recipe: "SearchParams | None" = None, since: When = None, until: When = None,
-                    speaker: str | None = None, conversation: str | None = None,
-                    meta: dict[str, Any] | None = None) -> Iterator[list["Hit"]]:
+    def search_many(
+        self,
+        queries: Iterable[str],
+        *,
+        k: int = DEFAULT_K,
+        budget: int | None = None,
+        channels: Sequence[str] | None = None,
+        batch: int = 64,
+        promote: bool | None = None,
+        rerank: str | None = None,
+        recipe: "SearchParams | None" = None,
+        since: When = None,
+        until: When = None,
+        speaker: str | None = None,
+        conversation: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Iterator[list["Hit"]]:
         """Search many queries in one process, embedding them in batches; yields per query.
 
         ``rerank``: "auto" (the default) uses the configured cross-encoder if any, "none" keeps
@@ -450,8 +569,10 @@ class Memory:
         """
         from .store import db
 
-        params = replace(self.search_params(k, budget, channels, promote, rerank, recipe=recipe),
-                         filters=_filters(since, until, speaker, conversation, meta))
+        params = replace(
+            self.search_params(k, budget, channels, promote, rerank, recipe=recipe),
+            filters=_filters(since, until, speaker, conversation, meta),
+        )
         bound = db.has_vectors(self.conn)
         pending: list[str] = []
         for query in queries:
@@ -462,10 +583,17 @@ class Memory:
         if pending:
             yield from self._search_batch(pending, params, bound)
 
-    def search_params(self, k: int = DEFAULT_K, budget: int | None = None,
-                      channels: Sequence[str] | None = None, promote: bool | None = None,
-                      rerank: str | None = None, *, recipe: "SearchParams | None" = None,
-                      now: dt.date | None = None) -> "SearchParams":
+    def search_params(
+        self,
+        k: int = DEFAULT_K,
+        budget: int | None = None,
+        channels: Sequence[str] | None = None,
+        promote: bool | None = None,
+        rerank: str | None = None,
+        *,
+        recipe: "SearchParams | None" = None,
+        now: dt.date | None = None,
+    ) -> "SearchParams":
         """The checked search parameters: ``recipe`` (default: the default search) with these
         sizes, and ``channels``, ``promote`` and ``rerank`` where given."""
         from .retrieval.search import SearchParams
@@ -474,19 +602,28 @@ class Memory:
         chosen = tuple(channels) if channels else base.channels
         unknown = set(chosen) - set(ALL_CHANNELS)
         if unknown:
-            raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}; "
-                                f"available: {', '.join(ALL_CHANNELS)}")
+            raise LocalmemError(
+                f"unknown channel(s) {', '.join(sorted(unknown))}; available: {', '.join(ALL_CHANNELS)}"
+            )
         if k < 1:
             raise LocalmemError("k must be at least 1")
         rerank = rerank or base.rerank
         if rerank not in RERANK_MODES:
             raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
-        return replace(base, k=k, budget=max(budget or self.config.channel_budget, k), rrf_k=self.config.rrf_k,
-                       channels=chosen, promote=base.promote if promote is None else promote,
-                       rerank=rerank, now=now, present_first=self.config.present_first)
+        return replace(
+            base,
+            k=k,
+            budget=max(budget or self.config.channel_budget, k),
+            rrf_k=self.config.rrf_k,
+            channels=chosen,
+            promote=base.promote if promote is None else promote,
+            rerank=rerank,
+            now=now,
+            present_first=self.config.present_first,
+        )
 
     def _search_batch(self, queries: list[str], params: "SearchParams", bound: bool) -> Iterator[list["Hit"]]:
-        from .build.embedding import embed_batched
+        from .models.embedding import embed_batched
         from .retrieval import search
         from .store import db
 
@@ -508,8 +645,8 @@ class Memory:
         the search recipe says otherwise (see :mod:`localmem.retrieval.query_text`)."""
         if not params.without_speakers:
             return list(queries)
-        from .answer.checks import speakers
         from .retrieval.query_text import speaker_names, without_names
+        from .retrieval.speakers import speakers
 
         known = speakers(self.conn, self.namespace, self.config.user_name)
         names = speaker_names(name for aliases in known.values() for name in aliases)
@@ -524,14 +661,26 @@ class Memory:
         return latest_messages(self.conn, self.namespace, n)
 
     # -- answers -----------------------------------------------------------------
-    def ask(self, question: str, *, mode: str = "fast", now: dt.date | str | None = None,
-            k: int | None = None, max_tokens: int | None = None,
-            channels: Sequence[str] | None = None, promote: bool | None = None,
-            recipe: "SearchParams | None" = None, steps: int = DEFAULT_AGENT_STEPS,
-            trace: Callable[[Any], None] | None = None,
-            on_text: Callable[[str], None] | None = None, since: When = None, until: When = None,
-            speaker: str | None = None, conversation: str | None = None,
-            meta: dict[str, Any] | None = None) -> "Answer":
+    def ask(
+        self,
+        question: str,
+        *,
+        mode: str = "fast",
+        now: dt.date | str | None = None,
+        k: int | None = None,
+        max_tokens: int | None = None,
+        channels: Sequence[str] | None = None,
+        promote: bool | None = None,
+        recipe: "SearchParams | None" = None,
+        steps: int = DEFAULT_AGENT_STEPS,
+        trace: Callable[[Any], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        since: When = None,
+        until: When = None,
+        speaker: str | None = None,
+        conversation: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> "Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
         or refuse (``refused=True``, answer "not in memory") when the memory does not say.
 
@@ -551,6 +700,7 @@ class Memory:
         from .answer import checks
         from .answer import fast as answer_mod
         from .retrieval.search import fit_budget
+        from .retrieval.speakers import speakers as speakers_of
         from .store import db
 
         if mode not in ASK_MODES:
@@ -560,15 +710,21 @@ class Memory:
         question = _question(question)
         filters = _filters(since, until, speaker, conversation, meta)
         if filters is not None and mode == "agentic":
-            raise LocalmemError("filters (since, until, speaker, conversation, meta) work with ask's fast mode",
-                                "use --mode fast, or leave the filters out")
+            raise LocalmemError(
+                "filters (since, until, speaker, conversation, meta) work with ask's fast mode",
+                "use --mode fast, or leave the filters out",
+            )
         started = time.perf_counter()
         today = self._today(now)
         if mode == "agentic":
             return self._ask_agentic(question, today, steps, trace, started, on_text)
-        speakers = checks.speakers(self.conn, self.namespace, self.config.user_name)
-        params = replace(self.search_params(k or self.config.ask_candidates, channels=channels, promote=promote,
-                                            recipe=recipe, now=today), filters=filters)
+        speakers = speakers_of(self.conn, self.namespace, self.config.user_name)
+        params = replace(
+            self.search_params(
+                k or self.config.ask_candidates, channels=channels, promote=promote, recipe=recipe, now=today
+            ),
+            filters=filters,
+        )
         hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
         if self.config.ask_evidence == "messages":
             hits = answer_mod.as_messages(self.conn, hits)
@@ -582,35 +738,60 @@ class Memory:
         if self.config.ask_long_tokens and hits:
             from .answer import excerpts
 
-            query_vec = (self.embedder.embed(self._vector_texts([question], params))[0]
-                         if db.has_vectors(self.conn) else None)
+            query_vec = (
+                self.embedder.embed(self._vector_texts([question], params))[0] if db.has_vectors(self.conn) else None
+            )
             hits = excerpts.shorten(self.conn, hits, query_vec, count, self.config.ask_long_tokens)
         hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
-        result = answer_mod.answer(self.conn, llm if hits else None, question, hits, today, on_text,
-                                   speakers if self.config.ask_check else {}, pool,
-                                   dates=self.config.ask_dates, user_name=self.config.user_name,
-                                   verify=self.config.ask_verify)
+        result = answer_mod.answer(
+            self.conn,
+            llm if hits else None,
+            question,
+            hits,
+            today,
+            on_text,
+            speakers if self.config.ask_check else {},
+            pool,
+            dates=self.config.ask_dates,
+            user_name=self.config.user_name,
+            verify=self.config.ask_verify,
+        )
         result.timings["search"] = round(searched, 3)
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
-    def answer(self, question: str, evidence: Sequence["Hit"], *, now: dt.date | str | None = None,
-               on_text: Callable[[str], None] | None = None) -> "Answer":
+    def answer(
+        self,
+        question: str,
+        evidence: Sequence["Hit"],
+        *,
+        now: dt.date | str | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> "Answer":
         """Answer ``question`` from exactly ``evidence`` (no search, no focus): what :meth:`ask`
         does after its search, for callers that choose the evidence themselves. Evidence that
         does not fit the model's context window is left out, oldest first."""
-        from .answer import checks
         from .answer import fast as answer_mod
+        from .retrieval.speakers import speakers as speakers_of
 
         question = _question(question)
         started = time.perf_counter()
         today = self._today(now)
         llm = self.llm if evidence else None
         kept = answer_mod.fit_context(list(evidence), self.config.n_ctx, self.token_counter()[0], question)
-        speakers = checks.speakers(self.conn, self.namespace, self.config.user_name) if self.config.ask_check else {}
-        result = answer_mod.answer(self.conn, llm, question, kept, today, on_text, speakers,
-                                   dates=self.config.ask_dates, user_name=self.config.user_name,
-                                   verify=self.config.ask_verify)
+        speakers = speakers_of(self.conn, self.namespace, self.config.user_name) if self.config.ask_check else {}
+        result = answer_mod.answer(
+            self.conn,
+            llm,
+            question,
+            kept,
+            today,
+            on_text,
+            speakers,
+            dates=self.config.ask_dates,
+            user_name=self.config.user_name,
+            verify=self.config.ask_verify,
+        )
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
@@ -623,10 +804,17 @@ class Memory:
             raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
         return today or latest_time(self.conn, self.namespace)
 
-    def _ask_agentic(self, question: str, today: dt.date, steps: int, trace: Callable[[Any], None] | None,
-                     started: float, on_text: Callable[[str], None] | None) -> "Answer":
+    def _ask_agentic(
+        self,
+        question: str,
+        today: dt.date,
+        steps: int,
+        trace: Callable[[Any], None] | None,
+        started: float,
+        on_text: Callable[[str], None] | None,
+    ) -> "Answer":
         from .answer import agentic
-        from .answer.checks import speakers
+        from .retrieval.speakers import speakers
         from .store import db
 
         bound = db.has_vectors(self.conn)
@@ -635,10 +823,12 @@ class Memory:
             params = self.search_params(k, channels=channels, now=today)
             return next(iter(self._search_batch([query], params, bound)))
 
-        tools = agentic.Tools(self.conn, self.namespace, retrieve,
-                              speakers(self.conn, self.namespace, self.config.user_name))
-        result = agentic.run(tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text,
-                             dates=self.config.ask_dates)
+        tools = agentic.Tools(
+            self.conn, self.namespace, retrieve, speakers(self.conn, self.namespace, self.config.user_name)
+        )
+        result = agentic.run(
+            tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text, dates=self.config.ask_dates
+        )
         result.timings["total"] = round(time.perf_counter() - started, 3)
         return result
 
@@ -683,10 +873,17 @@ class Memory:
 
         manage.require_namespace(self.conn, self.namespace, DEFAULT_NAMESPACE, self.path)
 
-    def forget(self, *, namespace: str | None = None, source_id: int | None = None,
-               ids: Sequence[str] | None = None, conversation: str | None = None,
-               before: When = None, match: str | None = None,
-               dry_run: bool = False) -> dict[str, Any]:
+    def forget(
+        self,
+        *,
+        namespace: str | None = None,
+        source_id: int | None = None,
+        ids: Sequence[str] | None = None,
+        conversation: str | None = None,
+        before: When = None,
+        match: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
         """Delete exactly one target, with what rests only on it, so that none of it is left in
         the store's file (its WAL included).
 
@@ -707,13 +904,23 @@ class Memory:
         from .store import forget as forget_mod
         from .store.refs import parse
 
-        given = [name for name, value in (("namespace", namespace), ("source_id", source_id), ("ids", ids),
-                                          ("conversation", conversation), ("before", before), ("match", match))
-                 if value is not None]
+        given = [
+            name
+            for name, value in (
+                ("namespace", namespace),
+                ("source_id", source_id),
+                ("ids", ids),
+                ("conversation", conversation),
+                ("before", before),
+                ("match", match),
+            )
+            if value is not None
+        ]
         if len(given) != 1:
-            raise LocalmemError(f"forget needs exactly one target, got {len(given)}"
-                                + (f" ({', '.join(given)})" if given else ""),
-                                "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace")
+            raise LocalmemError(
+                f"forget needs exactly one target, got {len(given)}" + (f" ({', '.join(given)})" if given else ""),
+                "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace",
+            )
         if isinstance(ids, str):
             ids = [ids]
         parsed = [parse(item) for item in ids or []]
@@ -722,14 +929,22 @@ class Memory:
         if match is not None and (not isinstance(match, str) or not match.strip()):
             raise LocalmemError("forget --match needs some text")
         if source_id is not None and (not isinstance(source_id, int) or isinstance(source_id, bool)):
-            raise LocalmemError(f"forget() needs source_id as a number, not {source_id!r}",
-                                "see 'localmem stats --sources'")
+            raise LocalmemError(
+                f"forget() needs source_id as a number, not {source_id!r}", "see 'localmem stats --sources'"
+            )
         return forget_mod.forget(
-            self.conn, self.path, self.namespace, namespace=namespace, source_id=source_id,
+            self.conn,
+            self.path,
+            self.namespace,
+            namespace=namespace,
+            source_id=source_id,
             messages=[n for kind, n in parsed if kind == "m"] if ids is not None else None,
             units=[n for kind, n in parsed if kind == "u"] if ids is not None else None,
-            conversation=conversation, before=day_or_time(before, "--before"),
-            match=match.strip() if match is not None else None, dry_run=dry_run)
+            conversation=conversation,
+            before=day_or_time(before, "--before"),
+            match=match.strip() if match is not None else None,
+            dry_run=dry_run,
+        )
 
     def vacuum(self) -> dict[str, Any]:
         """Compact the store: merge the full-text indexes, rewrite the file without its free
@@ -744,8 +959,7 @@ class Memory:
 
         return manage.sources(self.conn, self.namespace)
 
-    def export(self, out: IO[str], *, namespaces: Sequence[str] | None = None,
-               vectors: bool = True) -> dict[str, int]:
+    def export(self, out: IO[str], *, namespaces: Sequence[str] | None = None, vectors: bool = True) -> dict[str, int]:
         """Write the store (or some namespaces) as JSONL that :meth:`restore` reads back exactly."""
         from .store import transfer
 
@@ -821,8 +1035,14 @@ class Memory:
 
         return browse.episodes(self.conn, self.namespace, limit)
 
-    def facts(self, *, entity: str | None = None, start: str | None = None, end: str | None = None,
-              limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+    def facts(
+        self,
+        *,
+        entity: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        limit: int = DEFAULT_LIST_LIMIT,
+    ) -> list[dict[str, Any]]:
         """Facts in time order, optionally about ``entity`` and within ``start``..``end`` (ISO)."""
         from .store import browse
 
@@ -852,8 +1072,9 @@ def _choice(what: str, value: str, choices: Sequence[str]) -> str:
     return value
 
 
-def _filters(since: Any, until: Any, speaker: str | None, conversation: str | None,
-             meta: dict[str, Any] | None) -> "Filters | None":
+def _filters(
+    since: Any, until: Any, speaker: str | None, conversation: str | None, meta: dict[str, Any] | None
+) -> "Filters | None":
     from .retrieval.filters import make_filters
 
     return make_filters(since=since, until=until, speaker=speaker, conversation=conversation, meta=meta)

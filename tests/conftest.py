@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from .fakes import HashEmbedder
-from .helpers import STORE_KEY_VAR, default_embedder_installed, open_memory
+from tests.fakes import HashEmbedder
+from tests.helpers import STORE_KEY_VAR, default_embedder_installed, open_memory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORE_KINDS = ("plain", "encrypted")
@@ -15,9 +15,11 @@ TEST_PASSPHRASE = "test store passphrase \u00e9\u00e8 7c1f"  # not ASCII: the ke
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--stores", default="plain",
+        "--stores",
+        default="plain",
         help="comma-separated kinds of store every test opens: plain, encrypted (needs the cipher "
-             "build of apsw: pip install 'localmem[encrypt]'); both gives each test once per kind")
+        "build of apsw: pip install 'localmem[encrypt]'); both gives each test once per kind",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -25,8 +27,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     unknown = set(kinds) - set(STORE_KINDS)
     if unknown:
         raise pytest.UsageError(f"--stores: unknown kind(s) {', '.join(sorted(unknown))}")
-    if (kinds != ["plain"] and "store_kind" in metafunc.fixturenames
-            and metafunc.definition.get_closest_marker("own_keys") is None):
+    if (
+        kinds != ["plain"]
+        and "store_kind" in metafunc.fixturenames
+        and metafunc.definition.get_closest_marker("own_keys") is None
+    ):
         metafunc.parametrize("store_kind", kinds, indirect=True)
 
 
@@ -49,8 +54,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture(autouse=True)
-def store_kind(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Path,
-               monkeypatch: pytest.MonkeyPatch):
+def store_kind(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The kind of store this test runs on (pytest --stores). Encrypted: every store the test
     opens through the CLI, ``mem`` or ``helpers.open_memory`` (in this process or a subprocess)
     is keyed with one passphrase, and afterwards no plain store may be left in ``tmp_path``."""
@@ -68,8 +72,9 @@ def store_kind(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Pa
     monkeypatch.setenv("LOCALMEM_KEY_ENV", STORE_KEY_VAR)
     yield kind
     if request.node.get_closest_marker("plain_stores") is None:
-        plain = [str(p.relative_to(tmp_path)) for p in sorted(tmp_path.rglob("*.db"))
-                 if cipher.file_state(p) == "plain"]
+        plain = [
+            str(p.relative_to(tmp_path)) for p in sorted(tmp_path.rglob("*.db")) if cipher.file_state(p) == "plain"
+        ]
         assert not plain, f"an encrypted run left plain stores (open them with helpers.open_memory): {plain}"
 
 
@@ -80,8 +85,11 @@ def use_models(monkeypatch: pytest.MonkeyPatch):
     from localmem.models.factory import register
 
     undo: list = []
-    settings = {"embedder": "LOCALMEM_EMBED_BACKEND", "llm": "LOCALMEM_LLM_BACKEND",
-                "reranker": "LOCALMEM_RERANK_BACKEND"}
+    settings = {
+        "embedder": "LOCALMEM_EMBED_BACKEND",
+        "llm": "LOCALMEM_LLM_BACKEND",
+        "reranker": "LOCALMEM_RERANK_BACKEND",
+    }
 
     def use(*, embedder=None, llm=None, reranker=None) -> None:
         for role, fake in (("embedder", embedder), ("llm", llm), ("reranker", reranker)):
@@ -103,7 +111,6 @@ def embedder() -> HashEmbedder:
 def mem(tmp_path: Path, embedder: HashEmbedder):
     with open_memory(tmp_path / "m.db", namespace="test", embedder=embedder) as memory:
         yield memory
-
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -80,7 +80,7 @@ class ScriptedLLM:
         text = reply if isinstance(reply, str) else json.dumps(reply)
         if on_text is not None:  # streamed in small pieces, as a model would
             for i in range(0, len(text), 3):
-                on_text(text[i:i + 3])
+                on_text(text[i : i + 3])
         prompt_tokens = sum(len(m["content"].split()) for m in messages)
         return Completion(text=text, prompt_tokens=prompt_tokens, completion_tokens=len(text.split()))
 

@@ -15,8 +15,7 @@ from click.testing import CliRunner
 
 from localmem import Memory
 from localmem.store import db
-
-from .fakes import HashEmbedder
+from tests.fakes import HashEmbedder
 
 if TYPE_CHECKING:
     from localmem.config import Config, Key
@@ -108,7 +107,6 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
 def old_store(path: Path, version: int) -> apsw.Connection:
     """A store as the localmem whose last migration was ``version`` left it (no application id
     before 0009), open on a plain connection with sqlite-vec loaded, for the caller to fill."""
-    import apsw
 
     from localmem.store.queries import migrations
 
@@ -127,8 +125,19 @@ def count(conn, sql: str, *args: Any) -> int:
 
 def table_counts(conn) -> dict[str, int]:
     """Rows in every table that holds data, FTS and vector indexes included."""
-    tables = ["sources", "messages", "units", "unit_sources", "entities", "entity_aliases",
-              "mentions", "links", "messages_fts", "units_fts", "message_parts"]
+    tables = [
+        "sources",
+        "messages",
+        "units",
+        "unit_sources",
+        "entities",
+        "entity_aliases",
+        "mentions",
+        "links",
+        "messages_fts",
+        "units_fts",
+        "message_parts",
+    ]
     if db.has_vectors(conn):
         tables += ["vec_messages", "vec_units", "vec_message_parts", "vec_part_codes"]
     return {t: count(conn, f"select count(*) from {t}") for t in tables}
@@ -143,9 +152,13 @@ def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
     with open_memory(db_path, embedder=HashEmbedder(), **({"key": key} if key else {})) as mem:
         buf = io.StringIO()
         mem.export(buf)
-        return {"export": buf.getvalue(), "meta": db.all_meta(mem.conn),
-                "counts": table_counts(mem.conn), "namespaces": mem.namespaces(),
-                "schema": db.schema_version(mem.conn)}
+        return {
+            "export": buf.getvalue(),
+            "meta": db.all_meta(mem.conn),
+            "counts": table_counts(mem.conn),
+            "namespaces": mem.namespaces(),
+            "schema": db.schema_version(mem.conn),
+        }
 
 
 def assert_one_line_error(result, code: int | None = None) -> str:

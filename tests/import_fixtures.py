@@ -36,30 +36,62 @@ class Expected:
 
 EXPECTED = {
     "chatgpt": Expected(
-        "chatgpt", 14, ("assistant", "user"), "2024-03-02T18:05:10+00:00", "2024-03-10T08:02:10+00:00",
+        "chatgpt",
+        14,
+        ("assistant", "user"),
+        "2024-03-02T18:05:10+00:00",
+        "2024-03-10T08:02:10+00:00",
         "3 messages on an edited and a regenerated branch; 7 system, custom-instruction, tool, "
-        "tool-call and reasoning messages; chat.html, user.json, message_feedback.json"),
+        "tool-call and reasoning messages; chat.html, user.json, message_feedback.json",
+    ),
     "claude": Expected(
-        "claude", 8, ("assistant", "user"), "2024-04-06T09:12:45+00:00", "2024-04-08T20:03:04+00:00",
-        "2 messages of an edited branch; thinking, tool_use and tool_result blocks; users.json, projects.json"),
+        "claude",
+        8,
+        ("assistant", "user"),
+        "2024-04-06T09:12:45+00:00",
+        "2024-04-08T20:03:04+00:00",
+        "2 messages of an edited branch; thinking, tool_use and tool_result blocks; users.json, projects.json",
+    ),
     "whatsapp-android": Expected(
-        "whatsapp/WhatsApp Chat with Book club.txt", 8, ("+44 7700 900123", "Priya Nair", "Tom Becker"),
-        "2024-02-14T19:05:00", "2024-03-01T18:31:00",
-        "6 system lines (encryption, created, added, joined, subject, left), 1 deleted message"),
+        "whatsapp/WhatsApp Chat with Book club.txt",
+        8,
+        ("+44 7700 900123", "Priya Nair", "Tom Becker"),
+        "2024-02-14T19:05:00",
+        "2024-03-01T18:31:00",
+        "6 system lines (encryption, created, added, joined, subject, left), 1 deleted message",
+    ),
     "whatsapp-ios": Expected(
-        "WhatsApp Chat - Sam Okafor.zip", 8, ("Alex Rivera", "Sam Okafor"), "2024-01-09T20:14:03",
-        "2024-02-03T11:06:10", "the encryption notice, a missed call, a deleted message"),
+        "WhatsApp Chat - Sam Okafor.zip",
+        8,
+        ("Alex Rivera", "Sam Okafor"),
+        "2024-01-09T20:14:03",
+        "2024-02-03T11:06:10",
+        "the encryption notice, a missed call, a deleted message",
+    ),
     "slack": Expected(
-        "slack-export.zip", 12, ("Maya K", "Priya Nair", "Standup Bot", "Tom Becker"),
-        "2024-03-04T10:10:00+00:00", "2024-03-06T08:01:40+00:00",
-        "a join, a topic change, a deleted thread parent (its reply is kept)"),
+        "slack-export.zip",
+        12,
+        ("Maya K", "Priya Nair", "Standup Bot", "Tom Becker"),
+        "2024-03-04T10:10:00+00:00",
+        "2024-03-06T08:01:40+00:00",
+        "a join, a topic change, a deleted thread parent (its reply is kept)",
+    ),
     "discord": Expected(
-        "discord/Tiny Garden Club - Text Channels - general [1184735003339472942].json", 6,
-        ("GardenBot", "Lena", "Oskar"), "2024-05-01T16:02:10+00:00", "2024-05-02T05:15:00+00:00",
-        "a join and a pin notification"),
+        "discord/Tiny Garden Club - Text Channels - general [1184735003339472942].json",
+        6,
+        ("GardenBot", "Lena", "Oskar"),
+        "2024-05-01T16:02:10+00:00",
+        "2024-05-02T05:15:00+00:00",
+        "a join and a pin notification",
+    ),
     "notes": Expected(
-        "notes", 8, ("Nonna Lucia", "me"), "2023-08-15T00:00:00", "2024-04-20T00:00:00",
-        "garden.md (941 characters) is 5 messages, one per heading; a .png and .obsidian/ are not read"),
+        "notes",
+        8,
+        ("Nonna Lucia", "me"),
+        "2023-08-15T00:00:00",
+        "2024-04-20T00:00:00",
+        "garden.md (941 characters) is 5 messages, one per heading; a .png and .obsidian/ are not read",
+    ),
 }
 
 
@@ -88,9 +120,12 @@ def stored(db_path: Path, namespace: str) -> tuple[int, tuple[str, ...], str, st
     conn = raw_connection(db_path, flags=apsw.SQLITE_OPEN_READONLY)
     try:
         count, first, last = conn.execute(
-            "SELECT count(*), min(sent_at), max(sent_at) FROM messages WHERE ns = ?", (namespace,)).fetchone()
-        speakers = tuple(r[0] for r in conn.execute(
-            "SELECT DISTINCT speaker FROM messages WHERE ns = ? ORDER BY speaker", (namespace,)))
+            "SELECT count(*), min(sent_at), max(sent_at) FROM messages WHERE ns = ?", (namespace,)
+        ).fetchone()
+        speakers = tuple(
+            r[0]
+            for r in conn.execute("SELECT DISTINCT speaker FROM messages WHERE ns = ? ORDER BY speaker", (namespace,))
+        )
     finally:
         conn.close()
     return count, speakers, first, last
@@ -112,13 +147,16 @@ def measure(workdir: Path, embedder=None) -> list[tuple[str, Expected, tuple, di
 
 
 def table(rows) -> str:
-    out = ["| fixture | messages in file / stored | speakers in file / stored | time range in file | "
-           "time range stored |", "|---|---|---|---|---|"]
+    out = [
+        "| fixture | messages in file / stored | speakers in file / stored | time range in file | time range stored |",
+        "|---|---|---|---|---|",
+    ]
     for name, exp, (count, speakers, first, last), _ in rows:
         said = ", ".join(exp.speakers)
         got = "same" if speakers == exp.speakers else ", ".join(speakers)
-        out.append(f"| {name} | {exp.messages} / {count} | {said} / {got} | {exp.first} … {exp.last} | "
-                   f"{first} … {last} |")
+        out.append(
+            f"| {name} | {exp.messages} / {count} | {said} / {got} | {exp.first} … {exp.last} | {first} … {last} |"
+        )
     return "\n".join(out)
 
 

@@ -86,8 +86,13 @@ class ScriptedServer:
                     self.close_connection = True
                     return
                 body = reply.body
-                data = (json.dumps(body).encode() if isinstance(body, (dict, list)) else
-                        body.encode() if isinstance(body, str) else body or b"")
+                data = (
+                    json.dumps(body).encode()
+                    if isinstance(body, (dict, list))
+                    else body.encode()
+                    if isinstance(body, str)
+                    else body or b""
+                )
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(data)))
@@ -121,21 +126,39 @@ class ScriptedServer:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
 
-def chat(text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5,
-         logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def chat(
+    text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5, logprobs: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A chat completion whose reply is ``text`` (with ``top_logprobs`` when given)."""
-    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                              "finish_reason": "stop", "logprobs": None}
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": text},
+        "finish_reason": "stop",
+        "logprobs": None,
+    }
     if logprobs is not None:
         choice["logprobs"] = {"content": [{"token": text, "logprob": -0.1, "top_logprobs": logprobs}]}
-    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "m", "choices": [choice],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
 
 
-def openai_server(responder: Callable[[list[dict[str, str]]], Any], *, models: tuple[str, ...] = ("tiny",),
-                  tokenize: str | None = "llama-server", judge: Callable[[list[dict[str, str]]], float] | None = None,
-                  delay: float = 0.0) -> ScriptedServer:
+def openai_server(
+    responder: Callable[[list[dict[str, str]]], Any],
+    *,
+    models: tuple[str, ...] = ("tiny",),
+    tokenize: str | None = "llama-server",
+    judge: Callable[[list[dict[str, str]]], float] | None = None,
+    delay: float = 0.0,
+) -> ScriptedServer:
     """A server answering chats with ``responder(messages)`` (a dict is sent as JSON text) and
     yes/no questions (``max_tokens`` 1) with log probabilities giving P(yes) = ``judge(messages)``
     (0.9 by default); ``tokenize``: "llama-server", "vllm", "llama-cpp-python" or None."""
@@ -148,14 +171,17 @@ def openai_server(responder: Callable[[list[dict[str, str]]], Any], *, models: t
             body = request.body
             if body.get("max_tokens") == 1 and body.get("logprobs"):
                 p = judge(body["messages"]) if judge else 0.9
-                top = [{"token": "Yes", "logprob": math.log(max(p, 1e-9))},
-                       {"token": "No", "logprob": math.log(max(1 - p, 1e-9))}]
+                top = [
+                    {"token": "Yes", "logprob": math.log(max(p, 1e-9))},
+                    {"token": "No", "logprob": math.log(max(1 - p, 1e-9))},
+                ]
                 return Reply(body=chat("Yes" if p >= 0.5 else "No", logprobs=top), delay=delay)
             reply = responder(body["messages"])
             text = reply if isinstance(reply, str) else json.dumps(reply)
             if body.get("stream"):
-                events = [{"choices": [{"index": 0, "delta": {"content": text[i:i + 4]}}]}
-                          for i in range(0, len(text), 4)]
+                events = [
+                    {"choices": [{"index": 0, "delta": {"content": text[i : i + 4]}}]} for i in range(0, len(text), 4)
+                ]
                 return Reply(events=events, delay=delay)
             return Reply(body=chat(text, completion_tokens=len(text.split())), delay=delay)
         words = lambda text: [w for w in str(text).split() if w]  # noqa: E731

@@ -12,8 +12,17 @@ import localmem
 
 PACKAGE = Path(localmem.__file__).parent
 # The public API (see localmem/__init__.py): what evaluation and benchmark code may import.
-PUBLIC = {"localmem", "localmem.config", "localmem.errors", "localmem.files", "localmem.models.protocols",
-          "localmem.text", "localmem.text.files", "localmem.text.times", "localmem.text.words"}
+PUBLIC = {
+    "localmem",
+    "localmem.config",
+    "localmem.errors",
+    "localmem.files",
+    "localmem.models.protocols",
+    "localmem.text",
+    "localmem.text.files",
+    "localmem.text.times",
+    "localmem.text.words",
+}
 
 
 def _imports(path: Path) -> set[str]:
@@ -41,11 +50,12 @@ def test_evaluation_and_benchmarks_use_only_the_public_api():
 
 
 def test_importing_localmem_loads_no_heavy_module():
-    code = ("import sys, json, localmem; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('numpy', 'apsw', 'onnxruntime', 'llama_cpp', 'tokenizers', 'click') or m.startswith('localmem.'))))")
-    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                       check=True).stdout)
+    code = (
+        "import sys, json, localmem; "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numpy', 'apsw', 'onnxruntime', 'llama_cpp', 'tokenizers', 'click') or m.startswith('localmem.'))))"
+    )
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert loaded == ["localmem.errors"]
 
 

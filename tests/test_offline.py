@@ -18,17 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from localmem import Memory
 from localmem.config import Config
-
-from .helpers import (NetworkUsed, REPO, SAMPLE_CHAT, default_embedder_installed, no_network, open_memory,
-                      tiny_llm_installed)
+from tests.helpers import (
+    REPO,
+    SAMPLE_CHAT,
+    NetworkUsed,
+    default_embedder_installed,
+    no_network,
+    open_memory,
+    tiny_llm_installed,
+)
 
 TINY = "smollm2-135m-instruct-q4_1"
 
 
-
 # -- the guard itself ----------------------------------------------------------------------------
+
 
 def test_the_guard_refuses_every_network_socket_and_allows_unix_ones():
     with no_network() as attempts:
@@ -74,18 +79,25 @@ def test_the_guard_with_loopback_allows_this_machine_only():
 
 # -- the environment the backends set ------------------------------------------------------------
 
+
 def _python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("ORT_", "HF_", "LOCALMEM_"))}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "HF_", "LOCALMEM_"))}
     clean["PYTHONPATH"] = str(REPO)
-    return subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True,
-                          env={**clean, **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        capture_output=True,
+        text=True,
+        env={**clean, **(env or {})},
+        timeout=120,
+    )
 
 
 def test_a_model_library_is_imported_with_telemetry_and_downloads_off():
-    code = ("import os, sys; from localmem.models.backends import library; library('tokenizers'); "
-            "print(os.environ['ORT_DISABLE_TELEMETRY'], os.environ['HF_HUB_OFFLINE'], "
-            "os.environ['HF_HUB_DISABLE_TELEMETRY'], 'huggingface_hub' in sys.modules)")
+    code = (
+        "import os, sys; from localmem.models.backends import library; library('tokenizers'); "
+        "print(os.environ['ORT_DISABLE_TELEMETRY'], os.environ['HF_HUB_OFFLINE'], "
+        "os.environ['HF_HUB_DISABLE_TELEMETRY'], 'huggingface_hub' in sys.modules)"
+    )
     assert _python(code).stdout.split() == ["1", "1", "1", "False"]
     # An application's own hub setting is kept; telemetry is off whatever it says.
     done = _python(code, {"HF_HUB_OFFLINE": "0", "ORT_DISABLE_TELEMETRY": "0"})
@@ -93,8 +105,10 @@ def test_a_model_library_is_imported_with_telemetry_and_downloads_off():
 
 
 def test_onnxruntime_imported_earlier_with_telemetry_is_reported():
-    code = ("import onnxruntime; from localmem.models.backends import library; library('onnxruntime'); "
-            "library('onnxruntime')")
+    code = (
+        "import onnxruntime; from localmem.models.backends import library; library('onnxruntime'); "
+        "library('onnxruntime')"
+    )
     done = _python(code)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("RuntimeWarning: onnxruntime was imported before localmem") == 1, done.stderr
@@ -103,6 +117,7 @@ def test_onnxruntime_imported_earlier_with_telemetry_is_reported():
 
 
 # -- the real models, in process -----------------------------------------------------------------
+
 
 @pytest.mark.models
 def test_ingest_search_and_ask_open_no_socket(tmp_path):
@@ -146,25 +161,51 @@ def test_the_cli_opens_no_network_socket_and_writes_nothing_outside_its_home(tmp
     home = tmp_path / "user"  # a fresh $HOME: onnxruntime wrote its device id under ~/.cache
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "HF_", "LOCALMEM_", "XDG_"))}
-    env.update(HOME=str(home), LOCALMEM_HOME=str(home / "localmem"), LOCALMEM_N_THREADS="1",
-               LOCALMEM_N_CTX="2048", PYTHONPATH=str(REPO))
+    env.update(
+        HOME=str(home),
+        LOCALMEM_HOME=str(home / "localmem"),
+        LOCALMEM_N_THREADS="1",
+        LOCALMEM_N_CTX="2048",
+        PYTHONPATH=str(REPO),
+    )
     commands = [["ingest", str(SAMPLE_CHAT)], ["search", "Where did Priya move?"]]
     if tiny_llm_installed():
         commands.append(["--llm-model", TINY, "ask", "Where did Priya move?", "--max-tokens", "64"])
     for i, args in enumerate(commands):
         trace = tmp_path / f"trace-{i}.txt"
-        done = subprocess.run(["strace", "-f", "-e", "trace=network", "-o", str(trace),
-                               sys.executable, "-X", "importtime", "-m", "localmem", *args],
-                              capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(
+            [
+                "strace",
+                "-f",
+                "-e",
+                "trace=network",
+                "-o",
+                str(trace),
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "localmem",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         if i == 0 and done.returncode != 0 and "ptrace" in done.stderr:
             pytest.skip(f"strace cannot trace here: {done.stderr.strip()[:200]}")
         assert done.returncode == 0, done.stderr[-2000:]
         assert _network_sockets(trace) == [], args
         # Top-level packages imported by importlib are not logged, their submodules are.
-        imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines()
-                    if line.startswith("import time:")}
+        imported = {
+            line.split("|")[-1].strip().split(".")[0]
+            for line in done.stderr.splitlines()
+            if line.startswith("import time:")
+        }
         assert "onnxruntime" in imported or args[0] != "ingest"  # the trace covered the real embedder
         assert "huggingface_hub" not in imported, args
-    written = sorted(str(p.relative_to(home)) for p in home.rglob("*")
-                     if p.is_file() and not p.is_relative_to(home / "localmem"))
+    written = sorted(
+        str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and not p.is_relative_to(home / "localmem")
+    )
     assert written == []

@@ -16,6 +16,7 @@ Sources (plain text, written by hand):
 An item's ``answer_session_ids`` are the sessions holding a turn with one of its tags, and
 those turns (only) get ``"has_answer": true``. Python 3.11 stdlib only.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,8 +28,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SRC = HERE / "src"
 SPLITS = {"dev": ["h1", "h2"], "test": ["h3", "h4"]}
-TYPES = {"single-session-user", "single-session-assistant", "single-session-preference",
-         "multi-session", "knowledge-update", "temporal-reasoning"}
+TYPES = {
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
+}
 DATE_RE = re.compile(r"^(\d{4})/(\d{2})/(\d{2}) \((\w{3})\) (\d{2}):(\d{2})$")
 
 
@@ -54,8 +61,7 @@ def read_history(name: str) -> tuple[dict, list[dict]]:
             meta[key] = value.strip()
         elif line.startswith("==="):
             sid, _, date = line[3:].partition("|")
-            sessions.append({"id": sid.strip(), "date": date.strip(), "turns": [],
-                             "when": parse_date(date, where)})
+            sessions.append({"id": sid.strip(), "date": date.strip(), "turns": [], "when": parse_date(date, where)})
             turn = None
         elif line.startswith(">>>"):
             m = re.match(r"^>>> (user|assistant)\s*(?:\{([^}]*)\})?\s*$", line)
@@ -137,21 +143,25 @@ def build_history(name: str, quiet: bool = False) -> list[dict]:
             run_check(check, q["A"], where)
         haystack = []
         for s in sessions:
-            haystack.append([{"role": t["role"], "content": t["content"],
-                              **({"has_answer": True} if t["tags"] & tags else {})}
-                             for t in s["turns"]])
-        out.append({
-            "question_id": f"asst-{name}-{q['id']}",
-            "question_type": q["type"],
-            "question": q["Q"],
-            "answer": q["A"],
-            "question_date": qdate,
-            "haystack_session_ids": [s["id"] for s in sessions],
-            "haystack_dates": [s["date"] for s in sessions],
-            "haystack_sessions": haystack,
-            "answer_session_ids": [s["id"] for s in sessions
-                                   if any(t["tags"] & tags for t in s["turns"])],
-        })
+            haystack.append(
+                [
+                    {"role": t["role"], "content": t["content"], **({"has_answer": True} if t["tags"] & tags else {})}
+                    for t in s["turns"]
+                ]
+            )
+        out.append(
+            {
+                "question_id": f"asst-{name}-{q['id']}",
+                "question_type": q["type"],
+                "question": q["Q"],
+                "answer": q["A"],
+                "question_date": qdate,
+                "haystack_session_ids": [s["id"] for s in sessions],
+                "haystack_dates": [s["date"] for s in sessions],
+                "haystack_sessions": haystack,
+                "answer_session_ids": [s["id"] for s in sessions if any(t["tags"] & tags for t in s["turns"])],
+            }
+        )
     if (unused := all_tags - used) and not quiet:
         print(f"{name}: note, tags never asked about: {sorted(unused)}")
     return out
@@ -160,8 +170,7 @@ def build_history(name: str, quiet: bool = False) -> list[dict]:
 def main() -> None:
     for split, names in SPLITS.items():
         items = [item for name in names for item in build_history(name)]
-        (HERE / f"{split}.json").write_text(json.dumps(items, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        (HERE / f"{split}.json").write_text(json.dumps(items, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{split}.json: {len(items)} items")
 
 

@@ -5,6 +5,7 @@
 Python 3.11 stdlib only. Exits non-zero on the first list of problems. Also checks that
 dev.json and test.json are what build.py makes from src/ (so the JSON is never hand-edited).
 """
+
 from __future__ import annotations
 
 import collections
@@ -16,10 +17,25 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FILES = {"dev": HERE / "dev.json", "test": HERE / "test.json"}
-KEYS = ["question_id", "question_type", "question", "answer", "question_date",
-        "haystack_session_ids", "haystack_dates", "haystack_sessions", "answer_session_ids"]
-TYPES = ["single-session-user", "single-session-assistant", "single-session-preference",
-         "multi-session", "knowledge-update", "temporal-reasoning"]
+KEYS = [
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+]
+TYPES = [
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
+]
 DATE_RE = re.compile(r"^(\d{4})/(\d{2})/(\d{2}) \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d{2}):(\d{2})$")
 LONG = (2000, 5000)
 
@@ -58,8 +74,13 @@ def check_item(item: object, where: str) -> None:
     if item["question_type"] not in TYPES:
         bad(where, f"unknown question_type {item['question_type']!r}")
     ids, dates, sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
-    if not (isinstance(ids, list) and isinstance(dates, list) and isinstance(sessions, list)
-            and len(ids) == len(dates) == len(sessions) and ids):
+    if not (
+        isinstance(ids, list)
+        and isinstance(dates, list)
+        and isinstance(sessions, list)
+        and len(ids) == len(dates) == len(sessions)
+        and ids
+    ):
         return bad(where, "haystack_session_ids, haystack_dates and haystack_sessions differ in length")
     if len(set(ids)) != len(ids):
         bad(where, "duplicate haystack session ids")
@@ -82,8 +103,12 @@ def check_item(item: object, where: str) -> None:
             continue
         for ti, turn in enumerate(session):
             tw = f"{where} {ids[si]}[{ti}]"
-            if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant") \
-                    or not isinstance(turn.get("content"), str) or not turn["content"].strip():
+            if (
+                not isinstance(turn, dict)
+                or turn.get("role") not in ("user", "assistant")
+                or not isinstance(turn.get("content"), str)
+                or not turn["content"].strip()
+            ):
                 bad(tw, "a turn needs role user/assistant and non-empty content")
                 continue
             if ti and turn["role"] == session[ti - 1].get("role"):
@@ -104,8 +129,10 @@ def check_item(item: object, where: str) -> None:
         if not evidence_sessions:
             bad(where, "no turn with has_answer: true")
         if evidence_sessions != set(answer_ids):
-            bad(where, f"answer_session_ids {answer_ids} do not match the has_answer sessions "
-                       f"{sorted(evidence_sessions)}")
+            bad(
+                where,
+                f"answer_session_ids {answer_ids} do not match the has_answer sessions {sorted(evidence_sessions)}",
+            )
         if "not in the history" in item["answer"]:
             bad(where, "a non-abstention answer says 'not in the history'")
     if "?" not in item["question"]:
@@ -142,9 +169,9 @@ def main() -> None:
     for name, items in histories.items():
         first = items[0]
         for it in items[1:]:
-            if any(it[k] != first[k] for k in ("haystack_session_ids", "haystack_dates")) or \
-                    [[{"role": t["role"], "content": t["content"]} for t in s] for s in it["haystack_sessions"]] != \
-                    [[{"role": t["role"], "content": t["content"]} for t in s] for s in first["haystack_sessions"]]:
+            if any(it[k] != first[k] for k in ("haystack_session_ids", "haystack_dates")) or [
+                [{"role": t["role"], "content": t["content"]} for t in s] for s in it["haystack_sessions"]
+            ] != [[{"role": t["role"], "content": t["content"]} for t in s] for s in first["haystack_sessions"]]:
                 problems.append(f"{it['question_id']}: haystack differs from the rest of history {name}")
     split_of = {history_of(it): split for split, data in splits.items() for it in data}
     if {h for h, s in split_of.items() if s == "dev"} & {h for h, s in split_of.items() if s == "test"}:
@@ -157,6 +184,7 @@ def main() -> None:
     # The JSON must be exactly what build.py makes from src/.
     sys.path.insert(0, str(HERE))
     import build  # noqa: E402
+
     for split, names in build.SPLITS.items():
         rebuilt = [item for name in names for item in build.build_history(name, quiet=True)]
         if rebuilt != splits[split]:
@@ -175,20 +203,30 @@ def main() -> None:
                 chars += len(turn["content"])
                 long_turns += LONG[0] <= len(turn["content"]) <= LONG[1]
     columns = [t for t in TYPES if any(it["question_type"] == t for it in all_items)]
-    short = {"single-session-user": "ss-user", "single-session-assistant": "ss-asst",
-             "single-session-preference": "ss-pref", "multi-session": "multi",
-             "knowledge-update": "k-update", "temporal-reasoning": "temporal"}
+    short = {
+        "single-session-user": "ss-user",
+        "single-session-assistant": "ss-asst",
+        "single-session-preference": "ss-pref",
+        "multi-session": "multi",
+        "knowledge-update": "k-update",
+        "temporal-reasoning": "temporal",
+    }
     print(f"{'split':<6}{'hist':>5}" + "".join(f"{short[t]:>10}" for t in columns) + f"{'(abs)':>8}{'total':>7}")
     for split, data in splits.items():
         counts = collections.Counter(it["question_type"] for it in data if not it["question_id"].endswith("_abs"))
         n_abs = sum(it["question_id"].endswith("_abs") for it in data)
-        print(f"{split:<6}{len({history_of(it) for it in data}):>5}" + "".join(f"{counts[t]:>10}" for t in columns)
-              + f"{n_abs:>8}{len(data):>7}")
+        print(
+            f"{split:<6}{len({history_of(it) for it in data}):>5}"
+            + "".join(f"{counts[t]:>10}" for t in columns)
+            + f"{n_abs:>8}{len(data):>7}"
+        )
     n_abs = sum(q.endswith("_abs") for q in qids)
-    print(f"{len(all_items)} questions ({n_abs} abstention, {100 * n_abs / len(all_items):.0f}%), "
-          f"{len(histories)} histories, "
-          f"{sum(len(items[0]['haystack_sessions']) for items in histories.values())} sessions, "
-          f"{chars:,} characters of dialogue, {long_turns} turns of {LONG[0]:,}-{LONG[1]:,} characters")
+    print(
+        f"{len(all_items)} questions ({n_abs} abstention, {100 * n_abs / len(all_items):.0f}%), "
+        f"{len(histories)} histories, "
+        f"{sum(len(items[0]['haystack_sessions']) for items in histories.values())} sessions, "
+        f"{chars:,} characters of dialogue, {long_turns} turns of {LONG[0]:,}-{LONG[1]:,} characters"
+    )
     if long_turns < 8:
         sys.exit("want at least 8 long turns")
     print("ok")

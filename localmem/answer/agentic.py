@@ -14,12 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..build.resolve import normalise
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import agent as prompt
-from ..retrieval.search import Hit, hydrate, mark_supersession
+from ..retrieval.search import hydrate, mark_supersession
 from ..store.queries import q
+from ..text.names import normalise
+from ..types import Hit
 from . import fast as answer_mod
 
 RESULTS_PER_STEP = 6
@@ -50,9 +51,16 @@ class Tools:
     speakers: answer_mod.Names = field(default_factory=dict)
 
 
-def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int = 4,
-        trace: Callable[[Step], None] | None = None,
-        on_text: Callable[[str], None] | None = None, dates: bool = False) -> answer_mod.Answer:
+def run(
+    tools: Tools,
+    llm: LLM,
+    question: str,
+    today: dt.date | None,
+    steps: int = 4,
+    trace: Callable[[Step], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    dates: bool = False,
+) -> answer_mod.Answer:
     """Answer ``question`` with at most ``steps`` tool calls chosen by the model (``dates``:
     as :func:`answer.answer`'s)."""
     started = time.perf_counter()
@@ -66,9 +74,15 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
     if trace:
         trace(current)
     for number in range(1, steps + 1):
-        messages = prompt.build(question, day, [answer_mod.evidence_line(h, dates) for h in kept],
-                                [answer_mod.evidence_line(h, dates) for h in results], _describe(current),
-                                number, steps)
+        messages = prompt.render(
+            question,
+            day,
+            [answer_mod.evidence_line(h, dates) for h in kept],
+            [answer_mod.evidence_line(h, dates) for h in results],
+            _describe(current),
+            number,
+            steps,
+        )
         reply = complete_structured(llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS)
         calls += reply.calls
         tokens["prompt"] += reply.prompt_tokens
@@ -91,8 +105,9 @@ def run(tools: Tools, llm: LLM, question: str, today: dt.date | None, steps: int
         if trace:
             trace(current)
     # Nothing kept means nothing judged useful: the answer call is skipped and it is a refusal.
-    out = answer_mod.answer(tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers,
-                            dates=dates)
+    out = answer_mod.answer(
+        tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers, dates=dates
+    )
     out.mode = "agentic"
     out.calls += calls
     out.tokens = {k: tokens[k] + out.tokens.get(k, 0) for k in tokens}
@@ -133,8 +148,7 @@ def _call(tools: Tools, step: Step, kept: Sequence[Hit]) -> list[Hit]:
     return hits
 
 
-def _entity_units(tools: Tools, args: dict[str, Any], start: str | None, end: str | None,
-                  step: Step) -> list[Hit]:
+def _entity_units(tools: Tools, args: dict[str, Any], start: str | None, end: str | None, step: Step) -> list[Hit]:
     name = normalise(args.get("entity") or "")
     if not name:
         step.note = "no entity named"
@@ -166,8 +180,9 @@ def _personal_knowledge(tools: Tools, args: dict[str, Any], step: Step) -> list[
     if aspect is None or aspect not in {a for a, _n in aspects}:
         step.note = "aspects: " + ", ".join(f"{a} ({n})" for a, n in aspects)
         aspect = None
-    rows = tools.conn.execute(q("agent_person_knowledge"), {**params, "aspect": aspect,
-                                                            "limit": RESULTS_PER_STEP}).fetchall()
+    rows = tools.conn.execute(
+        q("agent_person_knowledge"), {**params, "aspect": aspect, "limit": RESULTS_PER_STEP}
+    ).fetchall()
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return mark_supersession(tools.conn, [found[("u", r[0])] for r in rows if ("u", r[0]) in found])
 
@@ -186,7 +201,7 @@ def _episode_context(tools: Tools, item: Any, kept: Sequence[Hit], step: Step) -
     keys += [(k, int(i)) for k, i in tools.conn.execute(q("agent_episode_neighbours"), {"id": episode})]
     keys += [("m", int(r[0])) for r in tools.conn.execute(q("agent_episode_messages"), {"id": episode})]
     found = hydrate(tools.conn, keys)
-    return [found[k] for k in keys if k in found][:RESULTS_PER_STEP * 2]
+    return [found[k] for k in keys if k in found][: RESULTS_PER_STEP * 2]
 
 
 def _date(value: Any) -> str | None:

@@ -10,42 +10,20 @@ the evidence and the reply; they call no model.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Sequence
 
-from ..retrieval.search import Hit
-from ..store.queries import q
 from ..text.words import content_words, stem
-
-if TYPE_CHECKING:
-    from .fast import Citation
-
-Names = Mapping[str, Sequence[str]]  # a speaker -> the names they go by, their own first
-
-
-class Speakers(dict):
-    """The speakers of a namespace and the names they go by (a :data:`Names`); in a chat
-    between a user and an assistant (messages with the roles ``user`` and ``assistant``, as in
-    ChatGPT, Claude and chat JSON exports), also which speaker is which: there a question in the
-    first person ("where do I work?") is about the user, and one asking what "you" said or
-    suggested is about the assistant."""
-
-    def __init__(self, names: Names, user: str | None = None, assistant: str | None = None) -> None:
-        super().__init__({speaker: list(n) for speaker, n in names.items()})
-        self.user = user if user in self else None
-        self.assistant = assistant if assistant in self else None
-
-    @property
-    def chat(self) -> bool:
-        """Whether this is a user–assistant chat."""
-        return self.user is not None and self.assistant is not None
-
+from ..types import Citation, Hit, Names, Speakers
 
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've)\b", re.I)
 # "you" as the one who said or did something: what the assistant said, suggested, recommended.
-_YOU_SAID = re.compile(r"\b(?:did|do|have|had|would|could|can|will|were) you\b"
-                       r"|\byou (?:said|suggested|recommended|told|mentioned|gave|proposed|advised|named|wrote|"
-                       r"listed|shared|explained|calculated|thought)\b"
-                       r"|\byour (?:suggestion|recommendation|advice|answer|idea|tip|list|plan)s?\b", re.I)
+_YOU_SAID = re.compile(
+    r"\b(?:did|do|have|had|would|could|can|will|were) you\b"
+    r"|\byou (?:said|suggested|recommended|told|mentioned|gave|proposed|advised|named|wrote|"
+    r"listed|shared|explained|calculated|thought)\b"
+    r"|\byour (?:suggestion|recommendation|advice|answer|idea|tip|list|plan)s?\b",
+    re.I,
+)
 
 
 def person_asked(question: str, speakers: Names) -> str | None:
@@ -70,16 +48,17 @@ def _names(text: str, names: Sequence[str]) -> bool:
 # "Thanks, Mel!", "Hey Caroline,", "Woohoo Melanie!" -- a name that only addresses the listener
 # says nothing about them: one after a greeting, after punctuation, or after the first word of
 # the message (an interjection no list can hold: "Yay", "Whoa", "Ahh").
-_GREETING = re.compile(r"(?:^|^\s*[\w']+|[,.!?]|\b(?:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|aw+))\s*$",
-                       re.I)
+_GREETING = re.compile(
+    r"(?:^|^\s*[\w']+|[,.!?]|\b(?:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|congrats|aw+))\s*$", re.I
+)
 
 
 def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:
     """Whether ``text`` names the person other than by addressing them."""
     for name in names:
         for found in re.finditer(rf"\b{re.escape(name)}\b", text, re.I) if name else ():
-            after = text[found.end():].lstrip()
-            if not (_GREETING.search(text[:found.start()]) and (not after or after[0] in ",.!?")):
+            after = text[found.end() :].lstrip()
+            if not (_GREETING.search(text[: found.start()]) and (not after or after[0] in ",.!?")):
                 return True
     return False
 
@@ -87,7 +66,7 @@ def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:
 def _words(hit: Hit) -> str:
     """A hit's text without the "Speaker: " a message starts with."""
     if hit.kind == "message" and hit.sources and hit.text.startswith(f"{hit.sources[0].speaker}:"):
-        return hit.text[len(hit.sources[0].speaker) + 1:]
+        return hit.text[len(hit.sources[0].speaker) + 1 :]
     return hit.text
 
 
@@ -151,8 +130,9 @@ def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
     return kept
 
 
-def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation],
-                       speakers: Names) -> bool:
+def about_someone_else(
+    question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation], speakers: Names
+) -> bool:
     """True when ``question`` asks about one speaker and the reply rests on someone else:
     the messages whose words best match the reply's own words (those not in the question)
     are none of them by or about that speaker, or, when no message has those words (or the
@@ -180,8 +160,7 @@ def about_someone_else(question: str, reply: str, pool: Sequence[Hit], cited: Se
 
 
 # Words that shape a question rather than say what it is about.
-_ASKING = frozenset(stem(w) for w in (
-    "kind type like likely many much recent recently favorite think feel".split()))
+_ASKING = frozenset(stem(w) for w in ("kind type like likely many much recent recently favorite think feel".split()))
 
 
 def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names) -> bool:
@@ -224,8 +203,7 @@ def tells_listener(hit: Hit, who: str) -> bool:
     if hit.kind != "message" or not hit.sources or hit.sources[0].speaker.lower() != who.lower():
         return False
     text = _words(hit)
-    return not _I.search(text) and any(_YOU.search(s) and not s.strip().endswith("?")
-                                       for s in _SENTENCE.findall(text))
+    return not _I.search(text) and any(_YOU.search(s) and not s.strip().endswith("?") for s in _SENTENCE.findall(text))
 
 
 def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
@@ -233,8 +211,10 @@ def _asks_listener(hit: Hit, who: str, words: set[str]) -> bool:
     ``words``: a sentence holding some of them is a question or addresses "you"."""
     if not hit.sources or hit.sources[0].speaker.lower() == who.lower():
         return False
-    return any(words & {stem(w) for w in content_words(s)} and (s.strip().endswith("?") or _YOU.search(s))
-               for s in _SENTENCE.findall(_words(hit)))
+    return any(
+        words & {stem(w) for w in content_words(s)} and (s.strip().endswith("?") or _YOU.search(s))
+        for s in _SENTENCE.findall(_words(hit))
+    )
 
 
 def best_matching(words: set[str], pool: Sequence[Hit]) -> list[Hit]:
@@ -252,21 +232,3 @@ def best_matching(words: set[str], pool: Sequence[Hit]) -> list[Hit]:
 
 def _all_names(speakers: Names) -> set[str]:
     return {stem(n.lower()) for names in speakers.values() for n in names}
-
-
-def speakers(conn: Any, ns: str, user_name: str | None = None) -> Speakers:
-    """The namespace's speakers, each with the names they go by (their own first, then the
-    aliases of the person entity with their name: "Mel" for Melanie), and, when its messages
-    have the roles ``user`` and ``assistant``, which speaker is which (``user_name``: the
-    user's own name, which the user then also goes by)."""
-    out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.execute(q("namespace_speakers"), {"ns": ns})}
-    for speaker, alias in conn.execute(q("namespace_speaker_aliases"), {"ns": ns}):
-        if alias.lower() not in (n.lower() for n in out[speaker]):
-            out[speaker].append(alias)
-    roles: dict[str, str] = {}
-    for speaker, role in conn.execute(q("namespace_speaker_roles"), {"ns": ns}):
-        roles.setdefault(role, speaker)  # the speaker who said most in that role
-    user = roles.get("user")
-    if user is not None and user_name and user_name.lower() not in (n.lower() for n in out[user]):
-        out[user].append(user_name)
-    return Speakers(out, user, roles.get("assistant"))

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..retrieval.search import Hit
 from ..text import sentences
 from ..text.times import count_between, day_text, find_time_phrases, parse_timestamp
 from ..text.words import content_words, stem
+from ..types import Hit
 
 UNITS = ("days", "weeks", "months", "years")
 _HOW_MANY = r"how (?:many (?P<unit>days?|weeks?|months?|years?)|long)"
@@ -71,14 +71,25 @@ class Worked:
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("age", re.compile(r"\bhow old (?:was|were|am|is) \w+ when (?P<a>.+)", re.I)),
-    ("order", re.compile(r"\bwhich (?:happened|came|was|did \w+ (?:do|get|have)) (?:first|earlier)\b"
-                         r"[\s:,-]*(?:,? ?(?:the )?)?(?P<a>.+?),? or (?P<b>.+)", re.I)),
+    (
+        "order",
+        re.compile(
+            r"\bwhich (?:happened|came|was|did \w+ (?:do|get|have)) (?:first|earlier)\b"
+            r"[\s:,-]*(?:,? ?(?:the )?)?(?P<a>.+?),? or (?P<b>.+)",
+            re.I,
+        ),
+    ),
     # Only a yes/no question: "Where did Dana live before York?" asks for a place.
     ("order", re.compile(r"^\s*did (?P<a>.+?) (?:happen |come )?before (?P<b>.+)", re.I)),
-    ("between", re.compile(rf"\b{_HOW_MANY} (?:were there |passed |went by |elapsed |was it |is it )?between "
-                           r"(?P<a>.+?) and (?P<b>.+)", re.I)),
-    ("between", re.compile(rf"\b{_HOW_MANY} (?:after|before) (?P<a>.+?) (?:did|was|were|had|have|do) (?P<b>.+)",
-                           re.I)),
+    (
+        "between",
+        re.compile(
+            rf"\b{_HOW_MANY} (?:were there |passed |went by |elapsed |was it |is it )?between "
+            r"(?P<a>.+?) and (?P<b>.+)",
+            re.I,
+        ),
+    ),
+    ("between", re.compile(rf"\b{_HOW_MANY} (?:after|before) (?P<a>.+?) (?:did|was|were|had|have|do) (?P<b>.+)", re.I)),
     ("between", re.compile(rf"\b{_HOW_MANY} had \w+ (?:had|been|known|lived) (?P<a>.+?) when (?P<b>.+)", re.I)),
     ("ago", re.compile(rf"\b{_HOW_MANY} ago (?:did|was|were|had|have|do) (?P<a>.+)", re.I)),
     ("ago", re.compile(rf"\b{_HOW_MANY} (?:has it been|is it|have \w+ \w+) since (?P<a>.+)", re.I)),
@@ -119,8 +130,15 @@ def events_of(hits: Sequence[Hit]) -> list[Event]:
         for sentence in sentences.split(hit.text):
             spans = [span for _phrase, span in find_time_phrases(sentence, said)]
             span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
-            out.append(Event(span.start if span else said, sentence.strip(), hit.id, span is not None,
-                             span.precision if span else "day"))
+            out.append(
+                Event(
+                    span.start if span else said,
+                    sentence.strip(),
+                    hit.id,
+                    span is not None,
+                    span.precision if span else "day",
+                )
+            )
     return out
 
 
@@ -164,8 +182,9 @@ def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
     return best
 
 
-def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None,
-             others: Sequence[Hit] = ()) -> Worked | None:
+def work_out(
+    question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None, others: Sequence[Hit] = ()
+) -> Worked | None:
     """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
     on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
     sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
@@ -197,22 +216,29 @@ def work_out(question: DateQuestion, evidence: Sequence[Hit], now: dt.date | Non
         if a.day == b.day or a.precision != b.precision and a.day.year == b.day.year:
             return None  # the same day, or "in June" against "on 3 June": not told apart
         earlier, later = (0, 1) if a.day < b.day else (1, 0)
-        answer = (f"{question.events[earlier]} ({_when(matched[earlier])}; {question.events[later]} "
-                  f"was on {_when(matched[later])})")
-        return Worked(answer, "order", None, _shown(matched),
-                      f"{_when(matched[earlier])} is before {_when(matched[later])}")
+        answer = (
+            f"{question.events[earlier]} ({_when(matched[earlier])}; {question.events[later]} "
+            f"was on {_when(matched[later])})"
+        )
+        return Worked(
+            answer, "order", None, _shown(matched), f"{_when(matched[earlier])} is before {_when(matched[later])}"
+        )
     if question.kind == "age":
         born = _birth(evidence)
         if born is None or not matched:
             return None
         years = count_between(born, matched[0].day, "years")
-        return Worked(f"{years} years old", "age", "years", _shown(matched),
-                      f"from birth on {day_text(born)} to {day_text(matched[0].day)}: {years} whole years")
+        return Worked(
+            f"{years} years old",
+            "age",
+            "years",
+            _shown(matched),
+            f"from birth on {day_text(born)} to {day_text(matched[0].day)}: {years} whole years",
+        )
     return None
 
 
-def _counted(question: DateQuestion, first: Event, last: Event, matched: Sequence[Event],
-             kind: str) -> Worked | None:
+def _counted(question: DateQuestion, first: Event, last: Event, matched: Sequence[Event], kind: str) -> Worked | None:
     """The count from ``first`` to ``last``; ``None`` when the unit asked is finer than either
     was said in ("how many days ago" of something said to have been "last year")."""
     start, end = first.day, last.day
@@ -223,8 +249,13 @@ def _counted(question: DateQuestion, first: Event, last: Event, matched: Sequenc
     count = count_between(start, end, unit)
     shown = unit[:-1] if count == 1 else unit
     answer = f"{count} {shown} ({_when(first)} to {_when(last)})"
-    return Worked(answer, kind, unit, _shown(matched),
-                  f"{day_text(end)} − {day_text(start)} = {(end - start).days} days = {count} whole {unit}")
+    return Worked(
+        answer,
+        kind,
+        unit,
+        _shown(matched),
+        f"{day_text(end)} − {day_text(start)} = {(end - start).days} days = {count} whole {unit}",
+    )
 
 
 def _natural_unit(start: dt.date, end: dt.date) -> str:

@@ -17,16 +17,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..retrieval.search import Hit
 from ..store.queries import q
 from ..text.sentences import spans as sentence_spans
+from ..types import Hit
 
 NEIGHBOURS = 1  # sentences kept on each side of a matching one
 CLOSE = 0.05  # other sentences within this cosine of the best one are kept too
 MAX_MATCHES = 3
 
-def shorten(conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None,
-            count: Callable[[str], int], long_tokens: int) -> list[Hit]:
+
+def shorten(
+    conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None, count: Callable[[str], int], long_tokens: int
+) -> list[Hit]:
     """``hits`` with each long message replaced by its excerpt (see the module docstring)."""
     if query_vec is None:
         return list(hits)
@@ -52,7 +54,7 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
     best-matching parts and those close to it, each with its neighbours."""
     speaker = hit.sources[0].speaker if hit.sources else ""
     prefix = f"{speaker}: " if speaker and hit.text.startswith(f"{speaker}: ") else ""
-    body = hit.text[len(prefix):]
+    body = hit.text[len(prefix) :]
     spans = sentence_spans(body)
     if len(spans) < 2:
         return hit.text
@@ -72,7 +74,7 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
     for index in sorted(keep):
         if previous is None and index > 0 or previous is not None and index != previous + 1:
             pieces.append("…")
-        pieces.append(body[spans[index][0]:spans[index][1]])
+        pieces.append(body[spans[index][0] : spans[index][1]])
         previous = index
     if previous is not None and previous < len(spans) - 1:
         pieces.append("…")

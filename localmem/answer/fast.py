@@ -15,7 +15,6 @@ import datetime as dt
 import json
 import re
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ..models.protocols import LLM, Judge
@@ -23,61 +22,15 @@ from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
 from ..prompts import check as check_prompt
 from ..prompts import item_text
-from ..retrieval.search import Hit, hydrate
+from ..retrieval.search import hydrate
 from ..store.queries import q
 from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
+from ..types import Answer, Citation, Hit, Names, Speakers
 from . import dates as date_rules
-from .checks import Names, Speakers, about_someone_else, asks_about_someone_else, best_matching
+from .checks import about_someone_else, asks_about_someone_else, best_matching
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
-
-
-@dataclass
-class Citation:
-    """A stored message an answer rests on."""
-
-    message_id: int
-    external_id: str
-    conversation: str
-    speaker: str
-    time: str | None
-    text: str
-
-
-@dataclass
-class Answer:
-    """What :meth:`Memory.ask` returns."""
-
-    question: str
-    answer: str
-    refused: bool
-    confidence: float | None
-    citations: list[Citation]
-    evidence: list[Hit]  # as numbered in the prompt: time order
-    supports: list[int]  # the valid item numbers the model named (1-based)
-    mode: str = "fast"
-    today: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)  # seconds: search, answer, total
-    tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
-    calls: int = 0
-    error: str | None = None  # the model's reply stayed invalid after the repair retry
-    # why: "model" (it said so), "no evidence", "invalid reply", "someone else", "no citation"
-    refusal: str | None = None
-    unsupported: str | None = None  # what the model answered without citing a valid item (not given)
-    prompt_version: str = prompt.VERSION
-    steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
-    # How the answer was worked out beyond the model's reply: "dates" (a date question counted
-    # by rules: the events, the arithmetic, the model's own answer), "check" (the answer check:
-    # P(yes), the threshold, what was tried and the answer before a refusal).
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """As JSON: cited messages and evidence named by their printed ids (``m:12``, ``u:45``)."""
-        out = asdict(self)
-        out["citations"] = [{"id": f"m:{c.pop('message_id')}", **c} for c in out["citations"]]
-        out["evidence"] = [hit.to_dict() for hit in self.evidence]
-        return out
 
 
 def format_date(iso: str | None) -> str:
@@ -105,14 +58,12 @@ def evidence_text(hit: Hit, dates: bool = False, names: Mapping[str, str] | None
     if names and hit.kind == "message" and hit.sources and hit.sources[0].speaker in names:
         speaker = hit.sources[0].speaker
         if text.startswith(f"{speaker}: "):
-            text = f"{names[speaker]}: {text[len(speaker) + 2:]}"
+            text = f"{names[speaker]}: {text[len(speaker) + 2 :]}"
     text = item_text(text)  # before the dates are added: their brackets are the only ones
     said_on = _said_on([hit]) if dates else None
     if said_on is not None:
         text = with_dates(text, said_on)
     return f"{text}{replaced}"
-
-
 
 
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
@@ -134,8 +85,9 @@ def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES)
     LoCoMo dev split, before sentence parts existed, putting episodes last raised the share
     of gold messages in the 320 evidence tokens from 54.8/54.7/65.4 to 69.4/69.0/74.4 on
     conv-26/30/41.)"""
-    wanted = [s.message_id for h in hits if h.kind in ("gist", "fact") and 0 < len(h.sources) <= per_unit
-              for s in h.sources]
+    wanted = [
+        s.message_id for h in hits if h.kind in ("gist", "fact") and 0 < len(h.sources) <= per_unit for s in h.sources
+    ]
     messages = hydrate(conn, [("m", mid) for mid in wanted])
     out: list[Hit] = []
     shown: set[str] = set()
@@ -188,10 +140,19 @@ def is_refusal(text: str) -> bool:
     return not said or any(phrase in said for phrase in _REFUSALS)
 
 
-def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today: dt.date | None,
-           on_text: Callable[[str], None] | None = None, speakers: Names | None = None,
-           pool: Sequence[Hit] = (), dates: bool = False, user_name: str | None = None,
-           verify: float = 0.0) -> Answer:
+def answer(
+    conn: Any,
+    llm: LLM | None,
+    question: str,
+    hits: Sequence[Hit],
+    today: dt.date | None,
+    on_text: Callable[[str], None] | None = None,
+    speakers: Names | None = None,
+    pool: Sequence[Hit] = (),
+    dates: bool = False,
+    user_name: str | None = None,
+    verify: float = 0.0,
+) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
     No evidence means a refusal without calling the model. ``on_text`` receives the answer
@@ -213,8 +174,17 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     """
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
-    out = Answer(question=question, answer=prompt.REFUSAL, refused=True, confidence=None, citations=[],
-                 evidence=evidence, supports=[], today=day, refusal="no evidence")
+    out = Answer(
+        question=question,
+        answer=prompt.REFUSAL,
+        refused=True,
+        confidence=None,
+        citations=[],
+        evidence=evidence,
+        supports=[],
+        today=day,
+        refusal="no evidence",
+    )
     if not evidence or llm is None:
         return out
     # Both checks read the evidence and what the search found besides (each message once).
@@ -228,10 +198,10 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
     who = (user_name or speakers.user, speakers.assistant) if chat else None
     started = time.perf_counter()
     asked_dates = date_rules.classify(question)
-    messages = prompt.build(question, lines, day, who, dated=asked_dates is not None)
-    result = complete_structured(llm, messages,
-                                 prompt.SCHEMA, prompt.MAX_TOKENS,
-                                 on_text=JsonFieldStream("answer", on_text) if on_text else None)
+    messages = prompt.render(question, lines, day, who, dated=asked_dates is not None)
+    result = complete_structured(
+        llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS, on_text=JsonFieldStream("answer", on_text) if on_text else None
+    )
     out.timings["answer"] = round(time.perf_counter() - started, 3)
     out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
     out.calls = result.calls
@@ -258,9 +228,16 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
         # trials of tests/trials/forgery.py). What the model said is kept in ``unsupported``.
         out.refused, out.refusal, out.unsupported, out.answer = True, "no citation", text, prompt.REFUSAL
     if not out.refused:
-        worked = date_rules.work_out(asked_dates, [evidence[n - 1] for n in out.supports], today,
-                                     [h for n, h in enumerate(evidence, 1) if n not in out.supports]) \
-            if asked_dates is not None else None
+        worked = (
+            date_rules.work_out(
+                asked_dates,
+                [evidence[n - 1] for n in out.supports],
+                today,
+                [h for n, h in enumerate(evidence, 1) if n not in out.supports],
+            )
+            if asked_dates is not None
+            else None
+        )
         if worked is not None:  # the model picked the events; the rules count
             out.details["dates"] = {**worked.to_dict(), "model_answer": out.answer}
             out.answer = worked.answer
@@ -278,8 +255,7 @@ def answer(conn: Any, llm: LLM | None, question: str, hits: Sequence[Hit], today
 CHECK_ALTERNATIVES = 2
 
 
-def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: dict[str, Any],
-          threshold: float) -> None:
+def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: dict[str, Any], threshold: float) -> None:
     """The answer check: the model's P(yes) that the items ``out`` cites state its answer,
     asked as the next turn of the answer's conversation (``messages``, then the model's
     ``reply``). Under ``threshold``, the uncited items sharing most words with the question and
@@ -287,14 +263,20 @@ def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: di
     the support, and without one the answer is refused. What was tried is kept in
     ``out.details["check"]``; ``out.timings["check"]`` is its cost."""
     started = time.perf_counter()
-    judged = llm.judge([check_prompt.build(messages, reply, out.supports, out.answer)])
+    judged = llm.judge([check_prompt.render(messages, reply, out.supports, out.answer)])
     p_cited = judged.p_yes[0]
-    report: dict[str, Any] = {"version": check_prompt.VERSION, "threshold": threshold, "p_yes": round(p_cited, 4),
-                              "passed": p_cited >= threshold, "prefilled": judged.prefilled}
+    report: dict[str, Any] = {
+        "version": check_prompt.VERSION,
+        "threshold": threshold,
+        "p_yes": round(p_cited, 4),
+        "passed": p_cited >= threshold,
+        "prefilled": judged.prefilled,
+    }
     if not report["passed"]:
         others = _alternatives(out)
-        p_others = llm.judge([check_prompt.build(messages, reply, [n], out.answer) for n in others]).p_yes \
-            if others else []
+        p_others = (
+            llm.judge([check_prompt.render(messages, reply, [n], out.answer) for n in others]).p_yes if others else []
+        )
         report["tried"] = [{"item": n, "p_yes": round(p, 4)} for n, p in zip(others, p_others)]
         passing = [n for n, p in zip(others, p_others) if p >= threshold]
         if passing:
@@ -342,6 +324,8 @@ def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:
     if not ids:
         return []
     rows = conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}).fetchall()
-    found = [Citation(mid, ext, conv, speaker, sent_at, text)
-             for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows]
+    found = [
+        Citation(mid, ext, conv, speaker, sent_at, text)
+        for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows
+    ]
     return sorted(found, key=lambda c: (c.time is None, c.time or "", c.message_id))

@@ -14,12 +14,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..build.resolve import normalise
 from ..errors import LocalmemError, NotFoundError
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import profile as summary_prompt
 from ..store.queries import q
+from ..text.names import normalise
 
 
 @dataclass
@@ -73,17 +73,26 @@ def profile(conn: Any, ns: str, name: str) -> Profile:
     rows = conn.execute(q("profile_entity"), {"ns": ns, "norm": normalise(name)}).fetchall()
     if not rows:
         people = [r[0] for r in conn.execute(q("profile_people"), {"ns": ns, "limit": 8})]
-        known = f"; people in it: {', '.join(people)}" if people else \
-            " (it has no people yet: ingest with --extract llm)"
+        known = (
+            f"; people in it: {', '.join(people)}" if people else " (it has no people yet: ingest with --extract llm)"
+        )
         raise NotFoundError(f"no one called {name!r} in namespace '{ns}'{known}")
     entity_id, shown, kind = rows[0]
     aliases = [r[0] for r in conn.execute(q("profile_aliases"), {"id": entity_id})]
-    episodes = [Appearance(eid, title, when, role)
-                for eid, title, when, role in conn.execute(q("profile_episodes"), {"id": entity_id})]
+    episodes = [
+        Appearance(eid, title, when, role)
+        for eid, title, when, role in conn.execute(q("profile_episodes"), {"id": entity_id})
+    ]
     statements: list[tuple[str, Statement]] = []
     for uid, text, aspect, when, newer, until, older in conn.execute(q("profile_knowledge"), {"id": entity_id}):
-        statements.append((aspect, Statement(uid, text, when, [], newer is None, newer, until,
-                                             [int(i) for i in json.loads(older or "[]")])))
+        statements.append(
+            (
+                aspect,
+                Statement(
+                    uid, text, when, [], newer is None, newer, until, [int(i) for i in json.loads(older or "[]")]
+                ),
+            )
+        )
     by_id = {s.unit_id: s for _a, s in statements}
     if by_id:
         for uid, _mid, ext, *_rest in conn.execute(q("unit_sources_by_ids"), {"ids": json.dumps(list(by_id))}):
@@ -117,11 +126,15 @@ def stale_summary(conn: Any, prof: Profile) -> SummaryBasis | None:
     """What a new summary of ``prof`` would rest on, when the stored one is missing or rests
     on something else (new or replaced knowledge, new episodes); None when it is current or
     memory holds nothing about the person."""
-    statements = [(aspect, st.text, (st.time or "date unknown")[:10])
-                  for aspect, lines in prof.knowledge.items() for st in lines if st.current]
-    statements = statements[:summary_prompt.MAX_STATEMENTS]
+    statements = [
+        (aspect, st.text, (st.time or "date unknown")[:10])
+        for aspect, lines in prof.knowledge.items()
+        for st in lines
+        if st.current
+    ]
+    statements = statements[: summary_prompt.MAX_STATEMENTS]
     episodes = [((ep.time or "date unknown")[:10], ep.title or "untitled") for ep in prof.episodes]
-    episodes = episodes[-summary_prompt.MAX_EPISODES:]
+    episodes = episodes[-summary_prompt.MAX_EPISODES :]
     if not statements and not episodes:
         return None
     digest = hashlib.sha256(json.dumps([summary_prompt.VERSION, statements, episodes]).encode()).hexdigest()[:16]
@@ -132,14 +145,29 @@ def stale_summary(conn: Any, prof: Profile) -> SummaryBasis | None:
 def write_summary(conn: Any, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
     """Have the model write ``prof``'s summary from ``basis`` and store it on the person
     (the model call runs first; only the write needs the caller's transaction)."""
-    result = complete_structured(llm, summary_prompt.build(prof.name, basis.statements, basis.episodes),
-                                 summary_prompt.SCHEMA, summary_prompt.MAX_TOKENS)
+    result = complete_structured(
+        llm,
+        summary_prompt.render(prof.name, basis.statements, basis.episodes),
+        summary_prompt.SCHEMA,
+        summary_prompt.MAX_TOKENS,
+    )
     if not result.ok or not result.data:
         raise LocalmemError(f"the model's profile summary stayed invalid: {result.error}")
     prof.summary = " ".join(str(result.data["summary"]).split())
     prof.summary_at = now
     with conn:
-        conn.execute(q("entity_summary_update"), {
-            "id": prof.entity_id, "summary": prof.summary, "summary_at": now,
-            "meta": json.dumps({"basis": basis.digest, "prompt_version": summary_prompt.VERSION,
-                                "model_id": getattr(llm, "model_id", "unknown")})})
+        conn.execute(
+            q("entity_summary_update"),
+            {
+                "id": prof.entity_id,
+                "summary": prof.summary,
+                "summary_at": now,
+                "meta": json.dumps(
+                    {
+                        "basis": basis.digest,
+                        "prompt_version": summary_prompt.VERSION,
+                        "model_id": getattr(llm, "model_id", "unknown"),
+                    }
+                ),
+            },
+        )

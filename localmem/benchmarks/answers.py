@@ -108,10 +108,18 @@ def score(category: int, prediction: str, gold: str, refused: bool) -> dict[str,
 
 
 # -- running ----------------------------------------------------------------------------------
-def locomo_answers(path: Path, config: Config, conversations: list[str] | None = None,
-                   limit: int | None = None, mode: str = "fast", system: str = "localmem",
-                   embedder: Any = None, llm: Any = None, ask_filters: bool = False,
-                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def locomo_answers(
+    path: Path,
+    config: Config,
+    conversations: list[str] | None = None,
+    limit: int | None = None,
+    mode: str = "fast",
+    system: str = "localmem",
+    embedder: Any = None,
+    llm: Any = None,
+    ask_filters: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Answer and score every question (all five categories) of a LoCoMo file.
 
     Each conversation is answered in its own namespace, with "now" at its latest message.
@@ -141,39 +149,66 @@ def locomo_answers(path: Path, config: Config, conversations: list[str] | None =
             result = chosen.answer(mem, item.question, None, mode)
             cited = {c.external_id for c in result.citations}
             item.result = {
-                "answer": result.answer, "refused": result.refused, "refusal": result.refusal,
+                "answer": result.answer,
+                "refused": result.refused,
+                "refusal": result.refusal,
                 "confidence": result.confidence,
-                "citations": sorted(cited), "seconds": result.timings.get("total", 0.0),
+                "citations": sorted(cited),
+                "seconds": result.timings.get("total", 0.0),
                 "prompt_tokens": result.tokens.get("prompt", 0),
-                "completion_tokens": result.tokens.get("completion", 0), "error": result.error,
-                "timings": result.timings, "details": result.details,
+                "completion_tokens": result.tokens.get("completion", 0),
+                "error": result.error,
+                "timings": result.timings,
+                "details": result.details,
                 "evidence_recall": round(sum(e in cited for e in item.evidence) / len(item.evidence), 4)
-                if item.evidence else None,
-                **score(item.category, result.answer, item.gold, result.refused)}
+                if item.evidence
+                else None,
+                **score(item.category, result.answer, item.gold, result.refused),
+            }
             if progress:
                 progress(done, len(items))
     return {
-        "benchmark": "locomo", "task": "answers", "system": system, "mode": mode,
-        "file": str(path.resolve()), "sha256": hashlib.sha256(data).hexdigest(), "db": str(db_path),
-        "model": model, "localmem_version": evaluate._version(),
+        "benchmark": "locomo",
+        "task": "answers",
+        "system": system,
+        "mode": mode,
+        "file": str(path.resolve()),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "db": str(db_path),
+        "model": model,
+        "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "conversations": sorted({i.namespace for i in items}), "limit": limit,
-        "ask_focus": config.ask_focus, "ask_check": config.ask_check, "ask_dates": config.ask_dates,
-        "questions": len(items), "seconds": round(time.perf_counter() - started, 1),
+        "conversations": sorted({i.namespace for i in items}),
+        "limit": limit,
+        "ask_focus": config.ask_focus,
+        "ask_check": config.ask_check,
+        "ask_dates": config.ask_dates,
+        "questions": len(items),
+        "seconds": round(time.perf_counter() - started, 1),
         "ingest_seconds": round(ingest.seconds, 1),
-        "rows": [_row(str(c), evaluate.CATEGORY_NAMES[c], [i for i in items if i.category == c])
-                 for c in sorted({i.category for i in items})],
+        "rows": [
+            _row(str(c), evaluate.CATEGORY_NAMES[c], [i for i in items if i.category == c])
+            for c in sorted({i.category for i in items})
+        ],
         "overall": _row("all", "categories 1-4", [i for i in items if i.category in evaluate.SCORED_CATEGORIES]),
         "refusal": _refusal(items),
-        "details": [{"conversation": i.namespace, "category": i.category, "question": i.question,
-                     "gold": i.gold, "evidence": i.evidence, **i.result} for i in items],
+        "details": [
+            {
+                "conversation": i.namespace,
+                "category": i.category,
+                "question": i.question,
+                "gold": i.gold,
+                "evidence": i.evidence,
+                **i.result,
+            }
+            for i in items
+        ],
     }
 
 
 def _items(path: Path, doc: Any, conversations: list[str] | None, limit: int | None) -> list[_Item]:
     samples = doc if isinstance(doc, list) else [doc]
-    ids = [str(s.get("sample_id") or f"sample-{i + 1}") if isinstance(s, dict) else ""
-           for i, s in enumerate(samples)]
+    ids = [str(s.get("sample_id") or f"sample-{i + 1}") if isinstance(s, dict) else "" for i, s in enumerate(samples)]
     selected = evaluate._select(path, ids, conversations)
     out: list[_Item] = []
     for si, (sid, sample) in enumerate(zip(ids, samples)):
@@ -183,13 +218,20 @@ def _items(path: Path, doc: Any, conversations: list[str] | None, limit: int | N
         for qi, item in enumerate(sample.get("qa") or []):
             if limit is not None and taken >= limit:
                 break
-            if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
-                    or item.get("category") not in evaluate.CATEGORY_NAMES:
-                raise InputError(path, "a QA item needs a string 'question' and a category 1-5",
-                                 f"sample {si + 1} ({sid}) qa {qi + 1}")
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("question"), str)
+                or item.get("category") not in evaluate.CATEGORY_NAMES
+            ):
+                raise InputError(
+                    path,
+                    "a QA item needs a string 'question' and a category 1-5",
+                    f"sample {si + 1} ({sid}) qa {qi + 1}",
+                )
             gold = item.get("answer", item.get("adversarial_answer", ""))
-            out.append(_Item(sid, item["category"], item["question"], str(gold),
-                             evaluate.parse_evidence(item.get("evidence"))))
+            out.append(
+                _Item(sid, item["category"], item["question"], str(gold), evaluate.parse_evidence(item.get("evidence")))
+            )
             taken += 1
     return out
 
@@ -200,11 +242,19 @@ def _row(category: str, name: str, items: Sequence[_Item]) -> dict[str, Any]:
         return round(statistics.fmean(values), 4) if values else None
 
     seconds = sorted(i.result["seconds"] for i in items)
-    return {"category": category, "name": name, "n": len(items), "f1": mean("f1"), "bleu1": mean("bleu1"),
-            "evidence_recall": mean("evidence_recall") if category != "5" else None,
-            "refused": round(sum(i.result["refused"] for i in items) / len(items), 4) if items else None,
-            "p50_s": _quantile(seconds, 0.5), "p95_s": _quantile(seconds, 0.95),
-            "prompt_tokens": mean("prompt_tokens"), "completion_tokens": mean("completion_tokens")}
+    return {
+        "category": category,
+        "name": name,
+        "n": len(items),
+        "f1": mean("f1"),
+        "bleu1": mean("bleu1"),
+        "evidence_recall": mean("evidence_recall") if category != "5" else None,
+        "refused": round(sum(i.result["refused"] for i in items) / len(items), 4) if items else None,
+        "p50_s": _quantile(seconds, 0.5),
+        "p95_s": _quantile(seconds, 0.95),
+        "prompt_tokens": mean("prompt_tokens"),
+        "completion_tokens": mean("completion_tokens"),
+    }
 
 
 def _quantile(values: Sequence[float], q: float) -> float | None:
@@ -220,8 +270,13 @@ def _refusal(items: Sequence[_Item]) -> dict[str, Any]:
     precision = right / len(refused) if refused else None
     recall = right / adversarial if adversarial else None
     f1 = (2 * precision * recall / (precision + recall)) if precision and recall else 0.0
-    return {"refusals": len(refused), "adversarial": adversarial, "precision": _round(precision),
-            "recall": _round(recall), "f1": round(f1, 4)}
+    return {
+        "refusals": len(refused),
+        "adversarial": adversarial,
+        "precision": _round(precision),
+        "recall": _round(recall),
+        "f1": round(f1, 4),
+    }
 
 
 def _round(value: float | None) -> float | None:
@@ -230,21 +285,29 @@ def _round(value: float | None) -> float | None:
 
 # -- output -----------------------------------------------------------------------------------
 def render_markdown(report: dict[str, Any]) -> str:
-    lines = [f"**LoCoMo answers** — system `{report['system']}`, mode {report['mode']}, model "
-             f"{report['model']}, conversations: {', '.join(report['conversations'])}; focus on the "
-             f"person asked {_on(report.get('ask_focus'))}, someone-else check {_on(report.get('ask_check'))}, "
-             f"dates after relative times {_on(report.get('ask_dates'))}", "",
-             "| category | n | F1 | BLEU-1 | evidence recall | refused | p50 s | p95 s | prompt tok | gen tok |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"**LoCoMo answers** — system `{report['system']}`, mode {report['mode']}, model "
+        f"{report['model']}, conversations: {', '.join(report['conversations'])}; focus on the "
+        f"person asked {_on(report.get('ask_focus'))}, someone-else check {_on(report.get('ask_check'))}, "
+        f"dates after relative times {_on(report.get('ask_dates'))}",
+        "",
+        "| category | n | F1 | BLEU-1 | evidence recall | refused | p50 s | p95 s | prompt tok | gen tok |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in [*report["rows"], report["overall"]]:
         label = f"**{row['name']}**" if row["category"] == "all" else f"{row['category']} {row['name']}"
-        lines.append(f"| {label} | {row['n']} | {_pct(row['f1'])} | {_pct(row['bleu1'])} | "
-                     f"{_pct(row['evidence_recall'])} | {_pct(row['refused'])} | {row['p50_s']} | "
-                     f"{row['p95_s']} | {row['prompt_tokens']} | {row['completion_tokens']} |")
+        lines.append(
+            f"| {label} | {row['n']} | {_pct(row['f1'])} | {_pct(row['bleu1'])} | "
+            f"{_pct(row['evidence_recall'])} | {_pct(row['refused'])} | {row['p50_s']} | "
+            f"{row['p95_s']} | {row['prompt_tokens']} | {row['completion_tokens']} |"
+        )
     r = report["refusal"]
-    lines += ["", f"Refusal on category 5: precision {_pct(r['precision'])}, recall {_pct(r['recall'])}, "
-                  f"F1 {r['f1']:.2f} ({r['refusals']} refusals, {r['adversarial']} adversarial questions). "
-                  "Category 5 counts a refusal as correct; the overall row covers categories 1-4."]
+    lines += [
+        "",
+        f"Refusal on category 5: precision {_pct(r['precision'])}, recall {_pct(r['recall'])}, "
+        f"F1 {r['f1']:.2f} ({r['refusals']} refusals, {r['adversarial']} adversarial questions). "
+        "Category 5 counts a refusal as correct; the overall row covers categories 1-4.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -20,8 +20,9 @@ from typing import Callable
 from .. import Answer, Config, Memory, SearchParams
 from ..config import EVAL_SYSTEMS
 
-RAW_TURNS = SearchParams(channels=("vector", "bm25"), units=False, parts=False, promote=False,
-                         without_speakers=False)  # plain RAG embeds the question as asked
+RAW_TURNS = SearchParams(
+    channels=("vector", "bm25"), units=False, parts=False, promote=False, without_speakers=False
+)  # plain RAG embeds the question as asked
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,14 @@ def _full_context(mem: Memory, question: str, now: dt.date | None, mode: str) ->
     return mem.answer(question, mem.recent(mem.config.n_ctx), now=now)
 
 
-SYSTEMS = {s.name: s for s in (System("localmem", _localmem, plain=False),
-                               System("raw-hybrid", _raw_hybrid, plain=True),
-                               System("full-context", _full_context, plain=True))}
+SYSTEMS = {
+    s.name: s
+    for s in (
+        System("localmem", _localmem, plain=False),
+        System("raw-hybrid", _raw_hybrid, plain=True),
+        System("full-context", _full_context, plain=True),
+    )
+}
 assert tuple(SYSTEMS) == EVAL_SYSTEMS, "the systems the CLI offers are these"
 
 

@@ -24,17 +24,41 @@ from ..files import private_dir
 from ..models.protocols import Embedder
 
 __all__ = [
-    "DEFAULT_SEED", "INGEST_COLUMNS", "QUERY_SEED", "SEARCH_COLUMNS", "bench_ingest", "bench_search",
-    "default_workdir", "generate_messages", "generate_queries", "iter_messages", "store_path",
+    "DEFAULT_SEED",
+    "INGEST_COLUMNS",
+    "QUERY_SEED",
+    "SEARCH_COLUMNS",
+    "bench_ingest",
+    "bench_search",
+    "default_workdir",
+    "generate_messages",
+    "generate_queries",
+    "iter_messages",
+    "store_path",
     "write_jsonl",
 ]
 
 INGEST_COLUMNS: list[str] = [
-    "messages", "encrypted", "stored", "total_s", "embed_s", "msgs_per_s", "msgs_per_s_excl_embed",
-    "db_mb", "peak_rss_mb",
+    "messages",
+    "encrypted",
+    "stored",
+    "total_s",
+    "embed_s",
+    "msgs_per_s",
+    "msgs_per_s_excl_embed",
+    "db_mb",
+    "peak_rss_mb",
 ]
 SEARCH_COLUMNS: list[str] = [
-    "messages", "encrypted", "queries", "k", "p50_ms", "p95_ms", "mean_ms", "vector_p50_ms", "bm25_p50_ms",
+    "messages",
+    "encrypted",
+    "queries",
+    "k",
+    "p50_ms",
+    "p95_ms",
+    "mean_ms",
+    "vector_p50_ms",
+    "bm25_p50_ms",
     "embed_p50_ms",
 ]
 
@@ -48,55 +72,236 @@ _START = dt.datetime(2022, 1, 3, 8, 0, 0)
 
 # -- vocabulary ------------------------------------------------------------------------------
 SPEAKERS = ["Maya", "Liam", "Sofia", "Noah", "Aisha", "Kenji", "Elena", "Omar", "Priya", "Lucas"]
-CITIES = ["Lisbon", "Tokyo", "Berlin", "Mexico City", "Nairobi", "Seoul", "Vancouver", "Marrakech",
-          "Reykjavik", "Buenos Aires", "Istanbul", "Hanoi", "Edinburgh", "Cape Town", "Oslo", "Lima",
-          "Prague", "Melbourne", "Montreal", "Bangkok", "Copenhagen", "Athens", "Dublin", "Kyoto"]
-RELATIVES = ["sister", "brother", "mom", "dad", "cousin", "best friend", "roommate", "grandmother",
-             "neighbor", "partner", "aunt", "coworkers", "kids", "uncle"]
-HOBBIES = ["pottery", "rock climbing", "salsa dancing", "birdwatching", "chess", "surfing",
-           "painting watercolors", "baking sourdough", "playing the guitar", "knitting", "yoga",
-           "woodworking", "photography", "gardening", "cycling", "swimming"]
-DISHES = ["lasagna", "pad thai", "a mushroom risotto", "tacos al pastor", "banana bread",
-          "chicken curry", "ramen from scratch", "a vegan chili", "paella", "dumplings", "shakshuka",
-          "a lemon tart", "pierogi", "grilled salmon"]
-CUISINES = ["Thai", "Ethiopian", "Italian", "Korean", "Mexican", "Lebanese", "Japanese", "Peruvian",
-            "Indian", "Greek", "Vietnamese"]
-AREAS = ["downtown", "the harbor", "the old town", "the university", "the train station",
-         "the river", "your office", "the park"]
-EVENTS = ["concert", "wedding", "job interview", "birthday party", "book club", "team offsite",
-          "family reunion", "art exhibition", "housewarming", "graduation", "hackathon",
-          "farmers market", "film festival", "baby shower"]
+CITIES = [
+    "Lisbon",
+    "Tokyo",
+    "Berlin",
+    "Mexico City",
+    "Nairobi",
+    "Seoul",
+    "Vancouver",
+    "Marrakech",
+    "Reykjavik",
+    "Buenos Aires",
+    "Istanbul",
+    "Hanoi",
+    "Edinburgh",
+    "Cape Town",
+    "Oslo",
+    "Lima",
+    "Prague",
+    "Melbourne",
+    "Montreal",
+    "Bangkok",
+    "Copenhagen",
+    "Athens",
+    "Dublin",
+    "Kyoto",
+]
+RELATIVES = [
+    "sister",
+    "brother",
+    "mom",
+    "dad",
+    "cousin",
+    "best friend",
+    "roommate",
+    "grandmother",
+    "neighbor",
+    "partner",
+    "aunt",
+    "coworkers",
+    "kids",
+    "uncle",
+]
+HOBBIES = [
+    "pottery",
+    "rock climbing",
+    "salsa dancing",
+    "birdwatching",
+    "chess",
+    "surfing",
+    "painting watercolors",
+    "baking sourdough",
+    "playing the guitar",
+    "knitting",
+    "yoga",
+    "woodworking",
+    "photography",
+    "gardening",
+    "cycling",
+    "swimming",
+]
+DISHES = [
+    "lasagna",
+    "pad thai",
+    "a mushroom risotto",
+    "tacos al pastor",
+    "banana bread",
+    "chicken curry",
+    "ramen from scratch",
+    "a vegan chili",
+    "paella",
+    "dumplings",
+    "shakshuka",
+    "a lemon tart",
+    "pierogi",
+    "grilled salmon",
+]
+CUISINES = [
+    "Thai",
+    "Ethiopian",
+    "Italian",
+    "Korean",
+    "Mexican",
+    "Lebanese",
+    "Japanese",
+    "Peruvian",
+    "Indian",
+    "Greek",
+    "Vietnamese",
+]
+AREAS = [
+    "downtown",
+    "the harbor",
+    "the old town",
+    "the university",
+    "the train station",
+    "the river",
+    "your office",
+    "the park",
+]
+EVENTS = [
+    "concert",
+    "wedding",
+    "job interview",
+    "birthday party",
+    "book club",
+    "team offsite",
+    "family reunion",
+    "art exhibition",
+    "housewarming",
+    "graduation",
+    "hackathon",
+    "farmers market",
+    "film festival",
+    "baby shower",
+]
 RACES = ["marathon", "half marathon", "10K run", "triathlon", "charity bike ride", "trail race"]
-PROJECTS = ["quarterly report", "kitchen renovation", "thesis draft", "tax return", "website redesign",
-            "grant application", "garden shed", "photo album", "podcast episode", "novel chapter"]
+PROJECTS = [
+    "quarterly report",
+    "kitchen renovation",
+    "thesis draft",
+    "tax return",
+    "website redesign",
+    "grant application",
+    "garden shed",
+    "photo album",
+    "podcast episode",
+    "novel chapter",
+]
 PETS = ["dog", "cat", "parrot", "rabbit", "hamster", "turtle"]
-PET_NAMES = ["Biscuit", "Luna", "Pepper", "Mochi", "Ziggy", "Olive", "Captain", "Noodle", "Waffles",
-             "Juniper"]
-OBJECTS = ["laptop", "phone", "bike", "umbrella", "coffee machine", "headphones", "car keys",
-           "passport", "camera", "vase", "guitar", "wallet", "backpack"]
-VENUES = ["cafe", "gym", "library", "bakery", "bookstore", "museum", "pub", "climbing gym",
-          "cinema", "beach bar"]
+PET_NAMES = ["Biscuit", "Luna", "Pepper", "Mochi", "Ziggy", "Olive", "Captain", "Noodle", "Waffles", "Juniper"]
+OBJECTS = [
+    "laptop",
+    "phone",
+    "bike",
+    "umbrella",
+    "coffee machine",
+    "headphones",
+    "car keys",
+    "passport",
+    "camera",
+    "vase",
+    "guitar",
+    "wallet",
+    "backpack",
+]
+VENUES = ["cafe", "gym", "library", "bakery", "bookstore", "museum", "pub", "climbing gym", "cinema", "beach bar"]
 DRINKS = ["coffee", "tea", "a beer", "smoothies", "cocktails", "hot chocolate"]
-JOBS = ["a nurse", "a data analyst", "an architect", "a chef", "a high school teacher",
-        "a product designer", "a software engineer", "a paramedic", "a journalist", "a veterinarian"]
-COMPANIES = ["startup", "hospital", "design studio", "bank", "newspaper", "school", "museum",
-             "bakery chain", "game studio", "law firm"]
+JOBS = [
+    "a nurse",
+    "a data analyst",
+    "an architect",
+    "a chef",
+    "a high school teacher",
+    "a product designer",
+    "a software engineer",
+    "a paramedic",
+    "a journalist",
+    "a veterinarian",
+]
+COMPANIES = [
+    "startup",
+    "hospital",
+    "design studio",
+    "bank",
+    "newspaper",
+    "school",
+    "museum",
+    "bakery chain",
+    "game studio",
+    "law firm",
+]
 APPOINTMENTS = ["dentist", "doctor", "eye exam", "physiotherapy", "vet", "haircut", "visa"]
 FEELINGS = ["excited", "nervous", "exhausted", "thrilled", "anxious", "relieved", "proud", "stressed"]
 WEATHER = ["storm", "heatwave", "snow", "heavy rain", "fog", "wildfire smoke"]
-TOPICS = ["climate change", "ancient Rome", "the deep ocean", "space exploration", "jazz history",
-          "urban gardening", "artificial intelligence", "the Silk Road", "mushrooms", "volcanoes"]
+TOPICS = [
+    "climate change",
+    "ancient Rome",
+    "the deep ocean",
+    "space exploration",
+    "jazz history",
+    "urban gardening",
+    "artificial intelligence",
+    "the Silk Road",
+    "mushrooms",
+    "volcanoes",
+]
 LANGUAGES = ["Portuguese", "Japanese", "German", "Spanish", "Korean", "Italian", "Arabic", "Greek"]
 TEAMS = ["Tigers", "Rovers", "Falcons", "United", "Sharks", "Wolves"]
-PAST = ["last weekend", "yesterday", "last night", "on Saturday", "two weeks ago", "last month",
-        "this morning", "over the holidays", "on Friday"]
-FUTURE = ["next weekend", "tomorrow", "next month", "in the spring", "on Monday", "this summer",
-          "next Friday", "after the holidays"]
+PAST = [
+    "last weekend",
+    "yesterday",
+    "last night",
+    "on Saturday",
+    "two weeks ago",
+    "last month",
+    "this morning",
+    "over the holidays",
+    "on Friday",
+]
+FUTURE = [
+    "next weekend",
+    "tomorrow",
+    "next month",
+    "in the spring",
+    "on Monday",
+    "this summer",
+    "next Friday",
+    "after the holidays",
+]
 
-OPENERS = ["Honestly, ", "Guess what, ", "By the way, ", "So, ", "Okay so ", "Quick update: ",
-           "Random thought, but ", "Oh, and "]
-CLOSERS = [" Can't wait.", " It was so much fun.", " Long story.", " Fingers crossed.",
-           " What do you think?", " Anyway, how are you?", " I'll tell you more later.", " Wild, right?"]
+OPENERS = [
+    "Honestly, ",
+    "Guess what, ",
+    "By the way, ",
+    "So, ",
+    "Okay so ",
+    "Quick update: ",
+    "Random thought, but ",
+    "Oh, and ",
+]
+CLOSERS = [
+    " Can't wait.",
+    " It was so much fun.",
+    " Long story.",
+    " Fingers crossed.",
+    " What do you think?",
+    " Anyway, how are you?",
+    " I'll tell you more later.",
+    " Wild, right?",
+]
 
 # Each template is filled by str.format from the slots below (unused slots are ignored).
 STATEMENTS = [
@@ -136,11 +341,20 @@ STATEMENTS = [
     "Do you want to join the {race} with me {future}?",
 ]
 REPLIES = [
-    "That sounds amazing!", "Oh no, I'm sorry to hear that.", "Haha, classic {pet_name}.",
-    "Congrats, that's huge!", "Send me pictures!", "Good luck with the {event}!",
-    "Wow, I had no idea you liked {hobby}.", "I'm jealous, {city} is on my list.",
-    "Let me know how it goes.", "Same here, it's been a crazy week.", "That's so sweet of your {rel}.",
-    "Ugh, the {weather} has been awful here too.", "Count me in!", "Sure, {future} works for me.",
+    "That sounds amazing!",
+    "Oh no, I'm sorry to hear that.",
+    "Haha, classic {pet_name}.",
+    "Congrats, that's huge!",
+    "Send me pictures!",
+    "Good luck with the {event}!",
+    "Wow, I had no idea you liked {hobby}.",
+    "I'm jealous, {city} is on my list.",
+    "Let me know how it goes.",
+    "Same here, it's been a crazy week.",
+    "That's so sweet of your {rel}.",
+    "Ugh, the {weather} has been awful here too.",
+    "Count me in!",
+    "Sure, {future} works for me.",
 ]
 QUESTIONS = [
     "Where did {speaker} travel with their {rel}?",
@@ -168,15 +382,33 @@ QUESTIONS = [
 
 def _slots(rng: random.Random, speaker: str) -> dict[str, Any]:
     return {
-        "speaker": speaker, "city": rng.choice(CITIES), "rel": rng.choice(RELATIVES),
-        "hobby": rng.choice(HOBBIES), "dish": rng.choice(DISHES), "cuisine": rng.choice(CUISINES),
-        "area": rng.choice(AREAS), "event": rng.choice(EVENTS), "race": rng.choice(RACES),
-        "project": rng.choice(PROJECTS), "pet": rng.choice(PETS), "pet_name": rng.choice(PET_NAMES),
-        "obj": rng.choice(OBJECTS), "venue": rng.choice(VENUES), "drink": rng.choice(DRINKS),
-        "job": rng.choice(JOBS), "company": rng.choice(COMPANIES), "appt": rng.choice(APPOINTMENTS),
-        "feeling": rng.choice(FEELINGS), "weather": rng.choice(WEATHER), "topic": rng.choice(TOPICS),
-        "language": rng.choice(LANGUAGES), "team": rng.choice(TEAMS), "past": rng.choice(PAST),
-        "future": rng.choice(FUTURE), "hours": rng.randint(1, 5), "minutes": rng.randint(1, 59),
+        "speaker": speaker,
+        "city": rng.choice(CITIES),
+        "rel": rng.choice(RELATIVES),
+        "hobby": rng.choice(HOBBIES),
+        "dish": rng.choice(DISHES),
+        "cuisine": rng.choice(CUISINES),
+        "area": rng.choice(AREAS),
+        "event": rng.choice(EVENTS),
+        "race": rng.choice(RACES),
+        "project": rng.choice(PROJECTS),
+        "pet": rng.choice(PETS),
+        "pet_name": rng.choice(PET_NAMES),
+        "obj": rng.choice(OBJECTS),
+        "venue": rng.choice(VENUES),
+        "drink": rng.choice(DRINKS),
+        "job": rng.choice(JOBS),
+        "company": rng.choice(COMPANIES),
+        "appt": rng.choice(APPOINTMENTS),
+        "feeling": rng.choice(FEELINGS),
+        "weather": rng.choice(WEATHER),
+        "topic": rng.choice(TOPICS),
+        "language": rng.choice(LANGUAGES),
+        "team": rng.choice(TEAMS),
+        "past": rng.choice(PAST),
+        "future": rng.choice(FUTURE),
+        "hours": rng.randint(1, 5),
+        "minutes": rng.randint(1, 59),
     }
 
 
@@ -202,7 +434,7 @@ def iter_messages(seed: int = DEFAULT_SEED) -> Iterator[dict[str, Any]]:
     every ``n``, so smaller bench sizes are prefixes of larger ones.
     """
     rng = random.Random(seed)
-    pairs = [(a, b) for i, a in enumerate(SPEAKERS) for b in SPEAKERS[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(SPEAKERS) for b in SPEAKERS[i + 1 :]]
     sessions_seen = [0] * len(pairs)
     clock = _START
     while True:
@@ -215,9 +447,14 @@ def iter_messages(seed: int = DEFAULT_SEED) -> Iterator[dict[str, Any]]:
             speaker = people[turn % 2] if rng.random() > 0.1 else people[(turn + 1) % 2]
             reply = turn > 0 and rng.random() < 0.25
             text = _sentence(rng, speaker, REPLIES if reply else STATEMENTS, decorate=not reply)
-            yield {"conversation": conv, "session": session, "id": f"{session}-m{turn + 1}",
-                   "speaker": speaker, "text": text,
-                   "time": clock.isoformat(timespec="seconds")}
+            yield {
+                "conversation": conv,
+                "session": session,
+                "id": f"{session}-m{turn + 1}",
+                "speaker": speaker,
+                "text": text,
+                "time": clock.isoformat(timespec="seconds"),
+            }
             clock += dt.timedelta(seconds=rng.randint(15, 240))
         clock += dt.timedelta(hours=rng.randint(1, 20), minutes=rng.randint(0, 59))
 
@@ -326,9 +563,14 @@ def _timed(fn: Callable[[str], object], queries: Sequence[str]) -> list[float]:
 
 
 # -- benchmarks ------------------------------------------------------------------------------
-def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
-                 embedder: Embedder | None = None, seed: int = DEFAULT_SEED,
-                 compare_encrypted: bool = False) -> list[dict[str, Any]]:
+def bench_ingest(
+    sizes: list[int],
+    workdir: Path | None,
+    config: Config,
+    embedder: Embedder | None = None,
+    seed: int = DEFAULT_SEED,
+    compare_encrypted: bool = False,
+) -> list[dict[str, Any]]:
     """Ingest ``N`` synthetic messages into a fresh ``<workdir>/bench-<N>.db`` for each size.
 
     Only raw-message ingest is measured (``extract="none"``, whatever the config
@@ -359,18 +601,32 @@ def bench_ingest(sizes: list[int], workdir: Path | None, config: Config,
                 total = time.perf_counter() - t0
                 stored = mem.stats()["messages"]
             rest = total - report.embed_seconds
-            rows.append({
-                "messages": n, "encrypted": key is not None, "stored": stored, "total_s": round(total, 2),
-                "embed_s": round(report.embed_seconds, 2), "msgs_per_s": round(n / total, 1),
-                "msgs_per_s_excl_embed": round(n / rest, 1) if rest > 0 else None,
-                "db_mb": _file_mb(path), "peak_rss_mb": _peak_rss_mb(),
-            })
+            rows.append(
+                {
+                    "messages": n,
+                    "encrypted": key is not None,
+                    "stored": stored,
+                    "total_s": round(total, 2),
+                    "embed_s": round(report.embed_seconds, 2),
+                    "msgs_per_s": round(n / total, 1),
+                    "msgs_per_s_excl_embed": round(n / rest, 1) if rest > 0 else None,
+                    "db_mb": _file_mb(path),
+                    "peak_rss_mb": _peak_rss_mb(),
+                }
+            )
     return rows
 
 
-def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queries: int = 200,
-                 k: int = 10, embedder: Embedder | None = None,
-                 seed: int = DEFAULT_SEED, compare_encrypted: bool = False) -> list[dict[str, Any]]:
+def bench_search(
+    sizes: list[int],
+    workdir: Path | None,
+    config: Config,
+    n_queries: int = 200,
+    k: int = 10,
+    embedder: Embedder | None = None,
+    seed: int = DEFAULT_SEED,
+    compare_encrypted: bool = False,
+) -> list[dict[str, Any]]:
     """Search latency on ``<workdir>/bench-<N>.db`` per size (built first if missing).
 
     After :data:`WARMUP_QUERIES` untimed searches, each of ``n_queries`` queries
@@ -392,8 +648,9 @@ def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queri
             for cfg, key, twin in _variants(config, compare_encrypted):
                 path = store_path(workdir, n, twin)
                 if _stored_messages(path, cfg, embedder, key) != n:  # missing, partial or another size
-                    bench_ingest([n], workdir, config, embedder=embedder, seed=seed,
-                                 compare_encrypted=compare_encrypted)
+                    bench_ingest(
+                        [n], workdir, config, embedder=embedder, seed=seed, compare_encrypted=compare_encrypted
+                    )
                 mems.append(Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder, key=key))
                 embedder = mems[-1].embedder
             rows += _search_rows(mems, warmup, timed, k)
@@ -403,8 +660,7 @@ def bench_search(sizes: list[int], workdir: Path | None, config: Config, n_queri
     return rows
 
 
-def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[str],
-                 k: int) -> list[dict[str, Any]]:
+def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[str], k: int) -> list[dict[str, Any]]:
     """One :func:`bench_search` row per open store in ``mems``, the stores taking turns."""
     model = mems[0].embedder
     for mem in mems:
@@ -425,9 +681,18 @@ def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[
     rows = []
     for i, mem in enumerate(mems):
         p50, p95, mean = _ms_stats(full[i])
-        rows.append({
-            "messages": mem.stats()["messages"], "encrypted": mem.encrypted, "queries": len(timed), "k": k,
-            "p50_ms": p50, "p95_ms": p95, "mean_ms": mean, "vector_p50_ms": _ms_stats(vector[i])[0],
-            "bm25_p50_ms": _ms_stats(bm25[i])[0], "embed_p50_ms": _ms_stats(embed)[0],
-        })
+        rows.append(
+            {
+                "messages": mem.stats()["messages"],
+                "encrypted": mem.encrypted,
+                "queries": len(timed),
+                "k": k,
+                "p50_ms": p50,
+                "p95_ms": p95,
+                "mean_ms": mean,
+                "vector_p50_ms": _ms_stats(vector[i])[0],
+                "bm25_p50_ms": _ms_stats(bm25[i])[0],
+                "embed_p50_ms": _ms_stats(embed)[0],
+            }
+        )
     return rows

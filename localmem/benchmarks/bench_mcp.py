@@ -25,8 +25,15 @@ from ..config import Config
 
 __all__ = ["MCP_COLUMNS", "bench_mcp_startup"]
 
-MCP_COLUMNS: list[str] = ["server", "runs", "tools_listed_p50_s", "tools_listed_min_s", "tools_listed_max_s",
-                          "cpu_p50_s", "first_remember_p50_s"]
+MCP_COLUMNS: list[str] = [
+    "server",
+    "runs",
+    "tools_listed_p50_s",
+    "tools_listed_min_s",
+    "tools_listed_max_s",
+    "cpu_p50_s",
+    "first_remember_p50_s",
+]
 
 _BARE_SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -50,8 +57,11 @@ def bench_mcp_startup(runs: int, workdir: Path | None, config: Config) -> list[d
         if config.origin(name) != "default":
             env[f"LOCALMEM_{name.upper()}"] = str(getattr(config, name))
     localmem = [sys.executable, "-m", "localmem", "--db", str(base / "bench.db"), "mcp"]
-    servers = {"localmem mcp": localmem, "bare MCP SDK server (one tool)": [sys.executable, "-c", _BARE_SERVER],
-               "python -c pass (no MCP)": None}
+    servers = {
+        "localmem mcp": localmem,
+        "bare MCP SDK server (one tool)": [sys.executable, "-c", _BARE_SERVER],
+        "python -c pass (no MCP)": None,
+    }
     wall: dict[str, list[float]] = {name: [] for name in servers}
     cpu: dict[str, list[float]] = {name: [] for name in servers}
     first_calls: list[float] = []
@@ -80,9 +90,15 @@ def _children_cpu() -> float:
 
 
 def _row(name: str, times: list[float], cpu: list[float]) -> dict[str, Any]:
-    return {"server": name, "runs": len(times), "tools_listed_p50_s": round(statistics.median(times), 3),
-            "tools_listed_min_s": round(min(times), 3), "tools_listed_max_s": round(max(times), 3),
-            "cpu_p50_s": round(statistics.median(cpu), 3), "first_remember_p50_s": ""}
+    return {
+        "server": name,
+        "runs": len(times),
+        "tools_listed_p50_s": round(statistics.median(times), 3),
+        "tools_listed_min_s": round(min(times), 3),
+        "tools_listed_max_s": round(max(times), 3),
+        "cpu_p50_s": round(statistics.median(cpu), 3),
+        "first_remember_p50_s": "",
+    }
 
 
 async def _listed(argv: list[str], env: dict[str, str], remember: bool) -> tuple[float, float]:
@@ -100,8 +116,9 @@ async def _listed(argv: list[str], env: dict[str, str], remember: bool) -> tuple
             first = 0.0
             if remember:
                 started = time.perf_counter()
-                result = await client.call_tool("remember", {"text": "I moved to Lisbon for the design job.",
-                                                             "speaker": "Priya"})
+                result = await client.call_tool(
+                    "remember", {"text": "I moved to Lisbon for the design job.", "speaker": "Priya"}
+                )
                 first = time.perf_counter() - started
                 if result.is_error:
                     raise RuntimeError(f"remember failed: {result.content[0].text}")

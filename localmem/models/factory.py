@@ -43,6 +43,7 @@ def register(role: str, name: str, builder: Builder) -> Callable[[], None]:
             table.pop(name, None)
         else:
             table[name] = before
+
     return undo
 
 
@@ -60,7 +61,7 @@ def backend_name(role: str, config: Config) -> str:
     return name
 
 
-def build(role: str, config: Config) -> Any:
+def create(role: str, config: Config) -> Any:
     """The ``role`` model the config asks for (a reranker may be ``None``: none configured)."""
     name = backend_name(role, config)
     builder = _BUILDERS[role].get(name)
@@ -84,14 +85,14 @@ def describe_llm(config: Config) -> dict[str, Any]:
         except LocalmemError as exc:
             return {"backend": "openai (a model server)", "url": config.llm_url, "status": f"error: {exc}"}
         try:
-            return {"backend": "openai (a model server)", **llm.describe(),
-                    "workers": config.llm_workers}
+            return {"backend": "openai (a model server)", **llm.describe(), "workers": config.llm_workers}
         finally:
             llm.close()
     return {"backend": name, "status": "a registered backend (not probed)"}
 
 
 # -- localmem's own backends -------------------------------------------------------------
+
 
 def cache_dir() -> Path:
     """Where assembled models and the machine-wide LLM lock live."""
@@ -105,8 +106,7 @@ def _onnx_embedder(config: Config) -> "Embedder":
     from .catalog import resolve_embedder
 
     found = resolve_embedder(config)
-    return OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id, found.max_tokens,
-                        config.onnx_threads)
+    return OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id, found.max_tokens, config.onnx_threads)
 
 
 def _llama(config: Config) -> "LLM":
@@ -115,9 +115,16 @@ def _llama(config: Config) -> "LLM":
 
     cache = cache_dir()
     found = resolve_llm(config, cache)
-    return LlamaLLM(found.path, found.model_id, n_ctx=config.n_ctx, n_threads=config.n_threads,
-                    n_gpu_layers=config.n_gpu_layers, flash_attn=config.flash_attn,
-                    chat_format=config.chat_format or found.chat_format, lock=cache / "llm.lock")
+    return LlamaLLM(
+        found.path,
+        found.model_id,
+        n_ctx=config.n_ctx,
+        n_threads=config.n_threads,
+        n_gpu_layers=config.n_gpu_layers,
+        flash_attn=config.flash_attn,
+        chat_format=config.chat_format or found.chat_format,
+        lock=cache / "llm.lock",
+    )
 
 
 def _server(config: Config) -> Any:
@@ -129,16 +136,26 @@ def _server(config: Config) -> Any:
     from .backends.openai_server import ServerLLM
 
     if not config.llm_url:
-        raise ConfigError("the openai LLM backend needs the server's URL: --llm-url "
-                          "(LOCALMEM_LLM_URL), e.g. http://127.0.0.1:11434/v1")
+        raise ConfigError(
+            "the openai LLM backend needs the server's URL: --llm-url "
+            "(LOCALMEM_LLM_URL), e.g. http://127.0.0.1:11434/v1"
+        )
     key = None
     if config.llm_api_key_env:
         key = os.environ.get(config.llm_api_key_env)
         if not key:
-            raise ConfigError(f"llm_api_key_env names ${config.llm_api_key_env}, which is not set; "
-                              f"export it with the server's API key, or unset llm_api_key_env")
-    llm = ServerLLM(config.llm_url, config.llm_name, api_key=key, key_env=config.llm_api_key_env,
-                    timeout=config.llm_timeout, estimate=approximate_tokens)
+            raise ConfigError(
+                f"llm_api_key_env names ${config.llm_api_key_env}, which is not set; "
+                f"export it with the server's API key, or unset llm_api_key_env"
+            )
+    llm = ServerLLM(
+        config.llm_url,
+        config.llm_name,
+        api_key=key,
+        key_env=config.llm_api_key_env,
+        timeout=config.llm_timeout,
+        estimate=approximate_tokens,
+    )
     try:
         return llm.connect()
     except BaseException:
@@ -150,13 +167,13 @@ def _onnx_cross_encoder(config: Config) -> "Reranker | None":
     if config.rerank_model is None:
         return None  # no package ships cross-encoder weights: none unless the user gives one
     if config.rerank_tokenizer is None:
-        raise ConfigError("a rerank model needs its tokenizer.json too "
-                          "(--rerank-tokenizer or LOCALMEM_RERANK_TOKENIZER)")
+        raise ConfigError(
+            "a rerank model needs its tokenizer.json too (--rerank-tokenizer or LOCALMEM_RERANK_TOKENIZER)"
+        )
     from .backends.onnx_rerank import OnnxCrossEncoder
 
     path = Path(config.rerank_model)
-    return OnnxCrossEncoder(path, Path(config.rerank_tokenizer), f"onnx:{path.name}",
-                            threads=config.onnx_threads)
+    return OnnxCrossEncoder(path, Path(config.rerank_tokenizer), f"onnx:{path.name}", threads=config.onnx_threads)
 
 
 register("embedder", "onnx", _onnx_embedder)
@@ -174,8 +191,14 @@ class Models:
     """The models of one :class:`~localmem.memory.Memory`, each built from the config on
     first use, unless given ready-made (``llm=``, ``embedder=``, ``reranker=``)."""
 
-    def __init__(self, config: Config, *, llm: "LLM | None" = None, embedder: "Embedder | None" = None,
-                 reranker: "Reranker | None" = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        llm: "LLM | None" = None,
+        embedder: "Embedder | None" = None,
+        reranker: "Reranker | None" = None,
+    ) -> None:
         self.config = config
         self._llm = llm
         self._embedder = embedder
@@ -185,13 +208,13 @@ class Models:
     @property
     def embedder(self) -> "Embedder":
         if self._embedder is None:
-            self._embedder = build("embedder", self.config)
+            self._embedder = create("embedder", self.config)
         return self._embedder
 
     @property
     def llm(self) -> "LLM":
         if self._llm is None:
-            self._llm = build("llm", self.config)
+            self._llm = create("llm", self.config)
         return self._llm
 
     @property
@@ -203,18 +226,19 @@ class Models:
     def reranker(self) -> "Reranker | None":
         """The configured cross-encoder, or ``None`` when none is set."""
         if not self._reranker_built:
-            self._reranker = build("reranker", self.config)
+            self._reranker = create("reranker", self.config)
             self._reranker_built = True
         return self._reranker
 
     def llm_reranker(self) -> "Reranker":
         """The LLM as a yes/no relevance judge (``--rerank llm``)."""
-        from ..retrieval.rerank import LLMReranker
+        from .llm_reranker import LLMReranker
 
         llm = self.llm
         if not isinstance(llm, Judge):
-            raise LocalmemError(f"--rerank llm: the LLM backend {llm.model_id} cannot answer "
-                                "yes/no questions (no judge)")
+            raise LocalmemError(
+                f"--rerank llm: the LLM backend {llm.model_id} cannot answer yes/no questions (no judge)"
+            )
         return LLMReranker(llm)
 
     def counter(self) -> tuple[Callable[[str], int], str]:

@@ -44,8 +44,13 @@ class LLM(Protocol):
 
     model_id: str
 
-    def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
-                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
         """One chat completion constrained to ``schema``; ``on_text`` receives the reply's
         text piece by piece as it is generated (backends that cannot stream call it once)."""
         ...

@@ -32,9 +32,14 @@ class Structured:
         return self.data is not None
 
 
-def complete_structured(llm: LLM, messages: Sequence[Message], schema: dict[str, Any],
-                        max_tokens: int, retries: int = 1,
-                        on_text: Callable[[str], None] | None = None) -> Structured:
+def complete_structured(
+    llm: LLM,
+    messages: Sequence[Message],
+    schema: dict[str, Any],
+    max_tokens: int,
+    retries: int = 1,
+    on_text: Callable[[str], None] | None = None,
+) -> Structured:
     """Call ``llm`` for JSON matching ``schema``; retry ``retries`` times quoting the error.
     ``on_text`` streams the first attempt's text (a repaired reply is not streamed)."""
     result = Structured(data=None)
@@ -61,8 +66,12 @@ def complete_structured(llm: LLM, messages: Sequence[Message], schema: dict[str,
         result.error = "; ".join(problems[:5])
         convo = list(messages) + [
             {"role": "assistant", "content": done.text[:2000]},
-            {"role": "user", "content": "That output is invalid: " + result.error +
-             ". Reply again with corrected JSON only, shorter if needed."},
+            {
+                "role": "user",
+                "content": "That output is invalid: "
+                + result.error
+                + ". Reply again with corrected JSON only, shorter if needed.",
+            },
         ]
     return result
 
@@ -180,4 +189,3 @@ class JsonFieldStream:
                 self._state = "done"
             else:
                 self._emit(ch)
-

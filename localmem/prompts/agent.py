@@ -47,14 +47,26 @@ Reply with JSON only, for example:
 {"keep": [2, 5], "tool": "entity_units", "entity": "Noor", "tag": "dog", "order": "oldest"}"""
 
 
-def build(question: str, today: str | None, kept: Sequence[str], results: Sequence[str],
-          last_call: str | None, step: int, steps: int) -> list[dict[str, str]]:
+def render(
+    question: str,
+    today: str | None,
+    kept: Sequence[str],
+    results: Sequence[str],
+    last_call: str | None,
+    step: int,
+    steps: int,
+) -> list[dict[str, str]]:
     head = f"Today is {today}.\n" if today else ""
     # Square brackets for both lists: an item's own text has none (item_text), so a message cannot
     # write "[E2]" or "[3]" the way parentheses could be.
     kept_text = "\n".join(f"[E{i}] {line}" for i, line in enumerate(kept, 1)) or "(nothing yet)"
     result_text = "\n".join(f"[{i}] {line}" for i, line in enumerate(results, 1)) or "(no results)"
     last = f"Results of {last_call}:\n{result_text}\n" if last_call else ""
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"{head}Question: {question}\nKept evidence:\n{kept_text}\n{last}"
-                                        f"Step {step} of {steps}. Reply with keep and the next tool."}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": f"{head}Question: {question}\nKept evidence:\n{kept_text}\n{last}"
+            f"Step {step} of {steps}. Reply with keep and the next tool.",
+        },
+    ]

@@ -33,8 +33,11 @@ SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "answer": {"type": "string", "minLength": 1, "maxLength": MAX_ANSWER_CHARS},
-        "supports": {"type": "array", "maxItems": MAX_SUPPORTS,
-                     "items": {"type": "integer", "minimum": 1, "maximum": 99}},
+        "supports": {
+            "type": "array",
+            "maxItems": MAX_SUPPORTS,
+            "items": {"type": "integer", "minimum": 1, "maximum": 99},
+        },
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     },
     "required": ["answer", "supports", "confidence"],
@@ -70,8 +73,9 @@ Question: Where is Noor moving in June?
 DATES_HINT = "(Answer with the dates of the events it names; the counting is done for you.)"
 
 
-def build(question: str, items: Sequence[str], today: str | None,
-          chat: tuple[str, str] | None = None, dated: bool = False) -> list[dict[str, str]]:
+def render(
+    question: str, items: Sequence[str], today: str | None, chat: tuple[str, str] | None = None, dated: bool = False
+) -> list[dict[str, str]]:
     """``items``: one line per piece of evidence, already dated and in time order. ``chat``:
     the (user, assistant) names when the items are a chat between a user and an assistant.
     ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it)."""
@@ -80,7 +84,11 @@ def build(question: str, items: Sequence[str], today: str | None,
     hint = f" {DATES_HINT}" if dated else ""
     if chat is not None:
         user, assistant = (item_text(name) for name in chat)
-        head += (f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
-                 f'"you" means {assistant}, the assistant.\n')
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"}]
+        head += (
+            f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
+            f'"you" means {assistant}, the assistant.\n'
+        )
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"},
+    ]

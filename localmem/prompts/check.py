@@ -19,14 +19,20 @@ from . import item_text
 VERSION = "check-v1"
 
 
-def build(answer_messages: Sequence[dict[str, str]], reply: dict[str, Any], items: Sequence[int],
-          answer: str) -> list[dict[str, str]]:
+def render(
+    answer_messages: Sequence[dict[str, str]], reply: dict[str, Any], items: Sequence[int], answer: str
+) -> list[dict[str, str]]:
     """``answer_messages``: the answer prompt as sent; ``reply``: the model's parsed reply;
     ``items``: the item numbers whose support is checked."""
     named = ", ".join(f"[{n}]" for n in items)
     which = f"item {named} state" if len(items) == 1 else f"items {named} state"
-    return [*answer_messages,
-            {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)},
-            {"role": "user", "content": f'Check your answer. Does {which} that the answer to the question is '
-                                        f'"{item_text(answer)}": about the right person, with nothing the item '
-                                        'does not say? Answer with one word: yes or no.'}]
+    return [
+        *answer_messages,
+        {"role": "assistant", "content": json.dumps(reply, ensure_ascii=False)},
+        {
+            "role": "user",
+            "content": f"Check your answer. Does {which} that the answer to the question is "
+            f'"{item_text(answer)}": about the right person, with nothing the item '
+            "does not say? Answer with one word: yes or no.",
+        },
+    ]

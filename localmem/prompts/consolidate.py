@@ -27,8 +27,21 @@ PREDICT_MAX_TOKENS = 160
 # Covers the longest reply the schemas allow.
 STATEMENTS_MAX_TOKENS = 420
 
-ASPECTS = ["identity", "career", "education", "family", "relationships", "home", "hobby", "preference",
-           "health", "pets", "plans", "beliefs", "other"]
+ASPECTS = [
+    "identity",
+    "career",
+    "education",
+    "family",
+    "relationships",
+    "home",
+    "hobby",
+    "preference",
+    "health",
+    "pets",
+    "plans",
+    "beliefs",
+    "other",
+]
 
 _STATEMENT: dict[str, Any] = {
     "type": "object",
@@ -75,8 +88,10 @@ _RULES = f"""A statement is lasting knowledge about one person: who they are, th
 - Leave out small talk, feelings of the moment, and anything the K items already say.
 - No new knowledge: "statements": []."""
 
-PREDICT_SYSTEM = ("You predict what happened in a conversation episode from its title and what is already known "
-                  "about the people in it. Write two or three plain sentences. Reply with JSON only.")
+PREDICT_SYSTEM = (
+    "You predict what happened in a conversation episode from its title and what is already known "
+    "about the people in it. Write two or three plain sentences. Reply with JSON only."
+)
 
 CALIBRATE_SYSTEM = f"""You keep a memory of lasting knowledge about people. You get what memory knows (K items), a prediction of an episode made from that knowledge, and the episode's real messages. List only what the messages say that the prediction missed or got wrong.
 {_RULES}
@@ -108,18 +123,30 @@ def _messages(lines: Sequence[str]) -> str:
 
 
 def predict(title: str, known: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"role": "system", "content": PREDICT_SYSTEM},
-            {"role": "user", "content": f"Known:\n{known_lines(known)}\nEpisode title: {title}\nWhat happened?"}]
+    return [
+        {"role": "system", "content": PREDICT_SYSTEM},
+        {"role": "user", "content": f"Known:\n{known_lines(known)}\nEpisode title: {title}\nWhat happened?"},
+    ]
 
 
-def calibrate(known: Sequence[tuple[str, str]], prediction: str, lines: Sequence[str],
-              day: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": CALIBRATE_SYSTEM},
-            {"role": "user", "content": f"K items:\n{known_lines(known)}\nPrediction: {prediction}\n"
-                                        f"Messages ({day}):\n{_messages(lines)}"}]
+def calibrate(
+    known: Sequence[tuple[str, str]], prediction: str, lines: Sequence[str], day: str
+) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": CALIBRATE_SYSTEM},
+        {
+            "role": "user",
+            "content": f"K items:\n{known_lines(known)}\nPrediction: {prediction}\n"
+            f"Messages ({day}):\n{_messages(lines)}",
+        },
+    ]
 
 
 def fast(known: Sequence[tuple[str, str]], title: str, lines: Sequence[str], day: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": FAST_SYSTEM},
-            {"role": "user", "content": f"K items:\n{known_lines(known)}\nTitle: {title}\n"
-                                        f"Messages ({day}):\n{_messages(lines)}"}]
+    return [
+        {"role": "system", "content": FAST_SYSTEM},
+        {
+            "role": "user",
+            "content": f"K items:\n{known_lines(known)}\nTitle: {title}\nMessages ({day}):\n{_messages(lines)}",
+        },
+    ]

@@ -96,8 +96,10 @@ shop", "time": "next month"}], "entities": [{"name": "Priya", "type": "person", 
 "other", "tag": "puppy"}]}"""
 
 
-def build(lines: Sequence[str], date_header: str) -> list[dict[str, str]]:
+def render(lines: Sequence[str], date_header: str) -> list[dict[str, str]]:
     """``lines``: the episode's messages as ``Speaker: text``; ``date_header``: e.g. "8 May 2023"."""
     numbered = "\n".join(f"[{i}] {item_text(line)}" for i, line in enumerate(lines))
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Messages (date {date_header}):\n{numbered}"}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Messages (date {date_header}):\n{numbered}"},
+    ]

@@ -31,10 +31,17 @@ Rules:
 Reply with JSON only: {"summary": "..."}"""
 
 
-def build(name: str, statements: Sequence[tuple[str, str, str]], episodes: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+def render(
+    name: str, statements: Sequence[tuple[str, str, str]], episodes: Sequence[tuple[str, str]]
+) -> list[dict[str, str]]:
     """``statements``: (aspect, text, date); ``episodes``: (date, title), newest last."""
     facts = "\n".join(f"- ({aspect}, {when}) {text}" for aspect, text, when in statements) or "(none)"
     titles = "\n".join(f"- {when} {title}" for when, title in episodes) or "(none)"
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Person: {name}\nWhat memory knows:\n{facts}\n"
-                                        f"Episodes they are in:\n{titles}\nProfile of {name}:"}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": f"Person: {name}\nWhat memory knows:\n{facts}\n"
+            f"Episodes they are in:\n{titles}\nProfile of {name}:",
+        },
+    ]

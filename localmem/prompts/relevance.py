@@ -11,11 +11,14 @@ from . import item_text
 
 VERSION = "relevance-v2"  # v2: the passage on one line, its brackets as parentheses (item_text)
 
-SYSTEM = ("You judge whether a passage from a chat memory helps answer a question. "
-          "Answer with one word: yes or no.")
+SYSTEM = "You judge whether a passage from a chat memory helps answer a question. Answer with one word: yes or no."
 
 
-def build(query: str, passage: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Question: {query}\nPassage: {item_text(passage)}\n"
-                                        "Does the passage help answer the question?"}]
+def render(query: str, passage: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": f"Question: {query}\nPassage: {item_text(passage)}\nDoes the passage help answer the question?",
+        },
+    ]

@@ -42,7 +42,7 @@ the known person.
 Reply as {"answers": [{"case": 0, "match": 1}, ...]}, one answer per case."""
 
 
-def build(cases: Sequence[str]) -> list[dict[str, str]]:
+def render(cases: Sequence[str]) -> list[dict[str, str]]:
     """``cases``: each already rendered as text (see :func:`localmem.resolve.render_case`)."""
     body = "\n\n".join(f"Case {i}:\n{case}" for i, case in enumerate(cases))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]

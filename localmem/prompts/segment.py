@@ -41,8 +41,10 @@ Reply with JSON: {"boundaries": [{"index": N, "confidence": C}]} where N is the 
 that STARTS a new episode (never 0) and C in [0, 1] is how sure you are. No boundary: {"boundaries": []}."""
 
 
-def build(lines: Sequence[str]) -> list[dict[str, str]]:
+def render(lines: Sequence[str]) -> list[dict[str, str]]:
     """``lines`` are the window's messages, already formatted ``Speaker: text``."""
     numbered = "\n".join(f"[{i}] {item_text(line)}" for i, line in enumerate(lines))
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"Messages:\n{numbered}\n\nWhere do new episodes start?"}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Messages:\n{numbered}\n\nWhere do new episodes start?"},
+    ]

@@ -16,13 +16,21 @@ from . import item_text
 
 VERSION = "verify-v2"  # v2: each message on one line, its brackets as parentheses (item_text)
 
-SYSTEM = ("You check facts that were extracted from a chat. Answer yes only if the messages say the fact "
-          "is true: the right person, something that really happened or holds (not only offered, asked, "
-          "wished or planned, unless the fact says so), and nothing added that the messages do not say. "
-          "Answer with one word: yes or no.")
+SYSTEM = (
+    "You check facts that were extracted from a chat. Answer yes only if the messages say the fact "
+    "is true: the right person, something that really happened or holds (not only offered, asked, "
+    "wished or planned, unless the fact says so), and nothing added that the messages do not say. "
+    "Answer with one word: yes or no."
+)
 
 
-def build(lines: Sequence[str], fact: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "Messages:\n" + "\n".join(item_text(line) for line in lines) +
-                                        f"\nFact: {fact}\nDo the messages state this fact?"}]
+def render(lines: Sequence[str], fact: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {
+            "role": "user",
+            "content": "Messages:\n"
+            + "\n".join(item_text(line) for line in lines)
+            + f"\nFact: {fact}\nDo the messages state this fact?",
+        },
+    ]

@@ -16,8 +16,8 @@ from typing import Sequence
 import apsw
 import numpy as np
 
-from ..build.resolve import normalise
 from ..store.queries import q
+from ..text.names import normalise
 from . import vector_index
 from .query_time import Range
 
@@ -39,17 +39,28 @@ class GraphParams:
     entry_points: int = 10
 
 
-def graph(conn: apsw.Connection, ns: str, seeds: Sequence[tuple[Key, float]], budget: int,
-          params: GraphParams = GraphParams()) -> list[tuple[Key, float]]:
+def graph(
+    conn: apsw.Connection, ns: str, seeds: Sequence[tuple[Key, float]], budget: int, params: GraphParams = GraphParams()
+) -> list[tuple[Key, float]]:
     """Units reached from the best unit hits of the vector channel (``seeds``: key, cosine)."""
-    entry = [[key[1], round(sim, 4)] for key, sim in seeds
-             if key[0] == "u" and sim >= params.min_entry][:params.entry_points]
+    entry = [[key[1], round(sim, 4)] for key, sim in seeds if key[0] == "u" and sim >= params.min_entry][
+        : params.entry_points
+    ]
     if not entry:
         return []
-    rows = conn.execute(q("graph_walk"), {
-        "ns": ns, "seeds": json.dumps(entry), "decay": params.decay, "min_weight": params.min_weight,
-        "min_activation": params.min_activation, "depth": params.depth, "max_rows": params.max_rows,
-        "budget": budget})
+    rows = conn.execute(
+        q("graph_walk"),
+        {
+            "ns": ns,
+            "seeds": json.dumps(entry),
+            "decay": params.decay,
+            "min_weight": params.min_weight,
+            "min_activation": params.min_activation,
+            "depth": params.depth,
+            "max_rows": params.max_rows,
+            "budget": budget,
+        },
+    )
     return [(("u", node), float(act)) for node, act in rows]
 
 
@@ -65,9 +76,17 @@ def _similarities(conn: apsw.Connection, keys: Sequence[Key], query_vec: np.ndar
     return out
 
 
-def temporal(conn: apsw.Connection, ns: str, when: Range, query_vec: np.ndarray, budget: int,
-             min_similarity: float = 0.4, decay: float = 0.8, candidates: int = 500,
-             shortlist: int = 100) -> list[tuple[Key, float]]:
+def temporal(
+    conn: apsw.Connection,
+    ns: str,
+    when: Range,
+    query_vec: np.ndarray,
+    budget: int,
+    min_similarity: float = 0.4,
+    decay: float = 0.8,
+    candidates: int = 500,
+    shortlist: int = 100,
+) -> list[tuple[Key, float]]:
     """Units and messages in the range with similarity ≥ ``min_similarity``, spread one hop over
     temporal links (score × link weight × ``decay``)."""
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
@@ -95,8 +114,7 @@ _NAME_WORD = re.compile(r"[\w']+")
 def query_names(query: str, max_words: int = 3) -> list[str]:
     """Every 1..``max_words``-word span of the query, normalised like entity names."""
     words = _NAME_WORD.findall(query.replace("’", "'"))
-    spans = {normalise(" ".join(words[i:i + n])) for n in range(1, max_words + 1)
-             for i in range(len(words) - n + 1)}
+    spans = {normalise(" ".join(words[i : i + n])) for n in range(1, max_words + 1) for i in range(len(words) - n + 1)}
     spans |= {s.removesuffix("'s") for s in spans if s.endswith("'s")}
     return sorted(s for s in spans if s)
 
@@ -111,41 +129,53 @@ def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tupl
     """Units mentioning the entities the query names (alias-aware), weighted so that rare
     entities count more; a mention whose cue tag shares a word with the query counts double."""
     weights: dict[str, float] = {}
-    for entity_id, _alias, weight in conn.execute(q("entities_named"), {
-            "ns": ns, "names": json.dumps(query_names(query))}):
+    for entity_id, _alias, weight in conn.execute(
+        q("entities_named"), {"ns": ns, "names": json.dumps(query_names(query))}
+    ):
         weights[str(entity_id)] = max(weights.get(str(entity_id), 0.0), float(weight))
     if not weights:
         return []
     words = sorted({w.lower() for w in re.findall(r"\w+", query) if len(w) > 2})
-    rows = conn.execute(q("units_of_entities"), {"weights": json.dumps(weights), "words": json.dumps(words),
-                                                 "limit": budget, "per_entity": ENTITY_MENTIONS})
+    rows = conn.execute(
+        q("units_of_entities"),
+        {"weights": json.dumps(weights), "words": json.dumps(words), "limit": budget, "per_entity": ENTITY_MENTIONS},
+    )
     return [(("u", unit), float(score)) for unit, score in rows]
 
 
 def query_entities(conn: apsw.Connection, ns: str, query: str) -> list[int]:
     """The ids of the entities the query names (alias-aware)."""
-    return sorted({row[0] for row in conn.execute(q("entities_named"), {
-        "ns": ns, "names": json.dumps(query_names(query))})})
+    return sorted(
+        {row[0] for row in conn.execute(q("entities_named"), {"ns": ns, "names": json.dumps(query_names(query))})}
+    )
 
 
-def episode_members(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray,
-                    when: Range | None, episodes: int = 3) -> set[Key]:
+def episode_members(
+    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None, episodes: int = 3
+) -> set[Key]:
     """CAST's episodic side: the ``episodes`` nearest episodes that fit the query's people and
     time, and everything they hold (their units and messages). Empty when the query names
     neither a time nor anyone who appears in fewer than half of the episodes."""
     # Only what narrows the episodes down counts: in a two-person chat the speakers are in all.
     named = query_entities(conn, ns, query)
-    entities = [e for e, share in conn.execute(q("entity_episode_shares"), {"ns": ns, "ids": json.dumps(named)})
-                if share < 0.5] if named else []
+    entities = (
+        [
+            e
+            for e, share in conn.execute(q("entity_episode_shares"), {"ns": ns, "ids": json.dumps(named)})
+            if share < 0.5
+        ]
+        if named
+        else []
+    )
     if not entities and when is None:
         return set()
-    bounds = {"start": when.start.isoformat(), "end": when.end.isoformat()} if when else \
-        {"start": None, "end": None}
+    bounds = {"start": when.start.isoformat(), "end": when.end.isoformat()} if when else {"start": None, "end": None}
     members: set[Key] = set()
     kept = 0
     for episode_id, _distance in vector_index.knn(conn, "units", ns, query_vec, episodes * 4, kind="episode"):
-        fits = conn.execute(q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities),
-                                                **bounds}).fetchone()[0]
+        fits = conn.execute(
+            q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities), **bounds}
+        ).fetchone()[0]
         if not fits:
             continue
         members |= {(kind, int(i)) for kind, i in conn.execute(q("episode_members"), {"id": episode_id})}

@@ -37,8 +37,13 @@ class Filters:
         return any((self.since, self.until, self.speaker, self.conversation, self.meta))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"since": self.since, "until": self.until, "speaker": self.speaker,
-                "conversation": self.conversation, "meta": dict(self.meta)}
+        return {
+            "since": self.since,
+            "until": self.until,
+            "speaker": self.speaker,
+            "conversation": self.conversation,
+            "meta": dict(self.meta),
+        }
 
 
 def time_bounds(since: str | None, until: str | None) -> tuple[str | None, str | None]:
@@ -66,10 +71,20 @@ class Allowed:
 def allowed(conn: apsw.Connection, ns: str, filters: Filters) -> Allowed:
     """What passes ``filters`` in namespace ``ns``."""
     meta: Mapping[str, Any] = dict(filters.meta)
-    messages = [row[0] for row in conn.execute(q("filter_messages"), {
-        "ns": ns, "speaker": filters.speaker, "conversation": filters.conversation,
-        "since": filters.since, "until": filters.until,
-        "meta": json.dumps(meta, ensure_ascii=False) if meta else None})]
+    messages = [
+        row[0]
+        for row in conn.execute(
+            q("filter_messages"),
+            {
+                "ns": ns,
+                "speaker": filters.speaker,
+                "conversation": filters.conversation,
+                "since": filters.since,
+                "until": filters.until,
+                "meta": json.dumps(meta, ensure_ascii=False) if meta else None,
+            },
+        )
+    ]
     units = [row[0] for row in conn.execute(q("filter_units"), {"messages": json.dumps(messages)})]
     return Allowed(set(messages), set(units))
 
@@ -84,8 +99,14 @@ def allowed_by(conn: apsw.Connection, ns: str, filters: Filters | None) -> Allow
     return allowed(conn, ns, filters) if filters else None
 
 
-def make_filters(*, since: Any = None, until: Any = None, speaker: str | None = None,
-                 conversation: str | None = None, meta: Mapping[str, Any] | None = None) -> Filters | None:
+def make_filters(
+    *,
+    since: Any = None,
+    until: Any = None,
+    speaker: str | None = None,
+    conversation: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> Filters | None:
     """Checked :class:`Filters` from what a caller gave (dates or datetimes, or text either
     parses; ``meta``: keys to scalar values); ``None`` when nothing is filtered. ``until`` is
     inclusive as given: a day includes all of it, a time includes that second."""
@@ -101,8 +122,9 @@ def make_filters(*, since: Any = None, until: Any = None, speaker: str | None = 
     for name, value in (("--speaker", speaker), ("--conversation", conversation)):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise LocalmemError(f"{name} needs a non-empty name")
-    filters = Filters(start, end, speaker.strip() if speaker else None, conversation,
-                      check_meta(meta, "filter") if meta else ())
+    filters = Filters(
+        start, end, speaker.strip() if speaker else None, conversation, check_meta(meta, "filter") if meta else ()
+    )
     return filters or None
 
 
@@ -142,6 +164,7 @@ def check_meta(meta: Mapping[str, Any], what: str = "metadata") -> tuple[tuple[s
         if not isinstance(key, str) or not key.strip() or '"' in key:
             raise LocalmemError(f"{what} key {key!r} is not a name", "use keys like source or app_id")
         if value is not None and not isinstance(value, (str, int, float, bool)):
-            raise LocalmemError(f"{what} value of {key!r} must be text, a number, true/false or null, "
-                                f"got {type(value).__name__}")
+            raise LocalmemError(
+                f"{what} value of {key!r} must be text, a number, true/false or null, got {type(value).__name__}"
+            )
     return tuple(sorted(meta.items()))

@@ -1,7 +1,7 @@
 """What the vector channels embed for a query: the question without its speakers' names.
 
 A message is embedded with who said it ("Caroline: I'm reading "Becoming Nicole"…",
-:func:`localmem.build.embedding.message_text`), so the name in "What book is Caroline
+:func:`localmem.models.embedding.message_text`), so the name in "What book is Caroline
 reading?" is close to every message Caroline wrote and to every one that addresses her, and
 closest to the short ones where the name is most of the text ("Thanks, Caroline!"). It says
 nothing about the topic, and the person is already taken care of elsewhere: BM25 still

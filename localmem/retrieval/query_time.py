@@ -21,8 +21,10 @@ LATEST = dt.date(9999, 12, 31)
 _MONTH = "|".join(sorted((m for m in _MONTHS if len(m) > 3 or m == "may"), key=len, reverse=True))
 _SEASONS = {"spring": (3, 5), "summer": (6, 8), "autumn": (9, 11), "fall": (9, 11), "winter": (12, 2)}
 _SEASON = "|".join(_SEASONS)
-_HOLIDAY = (r"christmas(?: eve| day)?|new year'?s?(?: eve| day)?|easter|thanksgiving|halloween|"
-            r"valentine'?s(?: day)?|independence day|the fourth of july|july 4th")
+_HOLIDAY = (
+    r"christmas(?: eve| day)?|new year'?s?(?: eve| day)?|easter|thanksgiving|halloween|"
+    r"valentine'?s(?: day)?|independence day|the fourth of july|july 4th"
+)
 
 
 @dataclass(frozen=True)
@@ -134,11 +136,13 @@ def _point(text: str, now: dt.date) -> tuple[dt.date, dt.date] | None:
 
 
 # Expressions tried in this order; each group(1) is handed to _point.
-_POINT = (rf"(?:the )?(?:(?:week|day|month) (?:before|after) )?(?:{_HOLIDAY})(?:,? \d{{4}})?"
-          rf"|(?:the )?(?:(?:last|this|next|past) )?(?:{_SEASON})(?: (?:of )?\d{{4}})?"
-          rf"|{DAY_MONTH}"
-          rf"|(?:{_MONTH})(?:,? \d{{4}})?"
-          r"|\d{4}")
+_POINT = (
+    rf"(?:the )?(?:(?:week|day|month) (?:before|after) )?(?:{_HOLIDAY})(?:,? \d{{4}})?"
+    rf"|(?:the )?(?:(?:last|this|next|past) )?(?:{_SEASON})(?: (?:of )?\d{{4}})?"
+    rf"|{DAY_MONTH}"
+    rf"|(?:{_MONTH})(?:,? \d{{4}})?"
+    r"|\d{4}"
+)
 _BETWEEN = re.compile(rf"\b(?:between|from) ({_POINT}) (?:and|to|until) ({_POINT})\b", re.I)
 _SIDED = re.compile(rf"(?<!week )(?<!day )(?<!month )\b(before|after|since|until|by) ({_POINT})\b", re.I)
 _ANY = re.compile(rf"\b(?:in |on |during )?({_POINT})\b", re.I)
@@ -187,13 +191,22 @@ def parse_query_time(query: str, now: dt.date) -> Range | None:
 # A question about how things are now: a word that says so, or the present tense in the first
 # person ("where do I work?", "what's my job title?"). "Before", "used to" and the like ask
 # about an earlier state, and a time the question names is the temporal channel's business.
-_NOW_WORDS = re.compile(r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|"
-                        r"any ?more|still|lately|latest|most recent)\b", re.I)
-_PRESENT_FIRST_PERSON = re.compile(r"\b(?:do|does|am|are|is)(?: \w+)? (?:i|we|my|our)\b"
-                                   r"|\b(?:what|where|who|which|how)(?:'s| is| are) (?:my|our)\b"
-                                   r"|\b(?:i|we) (?:have|own|live|work|drive|drink|eat|use)\b", re.I)
-_EARLIER = re.compile(r"\b(?:before|previous(?:ly)?|used to|formerly|former|earlier|prior|first|originally|"
-                      r"ago|did|was|were|had)\b", re.I)
+_NOW_WORDS = re.compile(
+    r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|"
+    r"any ?more|still|lately|latest|most recent)\b",
+    re.I,
+)
+_PRESENT_FIRST_PERSON = re.compile(
+    r"\b(?:do|does|am|are|is)(?: \w+)? (?:i|we|my|our)\b"
+    r"|\b(?:what|where|who|which|how)(?:'s| is| are) (?:my|our)\b"
+    r"|\b(?:i|we) (?:have|own|live|work|drive|drink|eat|use)\b",
+    re.I,
+)
+_EARLIER = re.compile(
+    r"\b(?:before|previous(?:ly)?|used to|formerly|former|earlier|prior|first|originally|"
+    r"ago|did|was|were|had)\b",
+    re.I,
+)
 
 
 def asks_present(query: str, now: dt.date | None = None) -> bool:
@@ -208,4 +221,3 @@ def asks_present(query: str, now: dt.date | None = None) -> bool:
     if now is not None and parse_query_time(query, now) is not None:
         return False
     return bool(_NOW_WORDS.search(query) or _PRESENT_FIRST_PERSON.search(query))
-

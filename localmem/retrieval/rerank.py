@@ -20,11 +20,23 @@ from typing import Sequence
 
 import numpy as np
 
-from ..models.protocols import Judge, Reranker
+from ..models.protocols import Reranker
 
 # Spelled out rather than strftime("%B"), which follows the process locale.
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July",
-           "August", "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def date_prefixed(text: str, when: str | None) -> str:
@@ -44,8 +56,9 @@ def date_prefixed(text: str, when: str | None) -> str:
     return f"[Date: {_MONTHS[day.month - 1]} {day.day:02d}, {day.year} ({day.isoformat()})] {text}"
 
 
-def rerank_order(reranker: Reranker, query: str, items: Sequence[tuple[str, str | None]],
-                 batch: int = 16) -> list[tuple[int, float]]:
+def rerank_order(
+    reranker: Reranker, query: str, items: Sequence[tuple[str, str | None]], batch: int = 16
+) -> list[tuple[int, float]]:
     """Rescore ``items`` (text, ISO time or None) and return ``(index, score)``, best first.
 
     Passages are date-prefixed and scored in batches of ``batch`` (bounding the
@@ -56,26 +69,8 @@ def rerank_order(reranker: Reranker, query: str, items: Sequence[tuple[str, str 
     passages = [date_prefixed(text, when) for text, when in items]
     scores = np.zeros(len(passages), dtype=np.float32)
     for start in range(0, len(passages), batch):
-        chunk = passages[start:start + batch]
-        scores[start:start + len(chunk)] = np.asarray(reranker.score(query, chunk),
-                                                      dtype=np.float32)
+        chunk = passages[start : start + batch]
+        scores[start : start + len(chunk)] = np.asarray(reranker.score(query, chunk), dtype=np.float32)
     # sorted() is stable, so ties stay in the order fusion gave them.
     order = sorted(range(len(passages)), key=lambda i: -float(scores[i]))
     return [(i, float(scores[i])) for i in order]
-
-
-class LLMReranker:
-    """The local LLM as a yes/no relevance judge (``--rerank llm``): slow (about 0.4 s a
-    passage for the 1.5B model on 2 cores), so only the top candidates are judged."""
-
-    def __init__(self, llm: Judge) -> None:
-        if not isinstance(llm, Judge):
-            raise TypeError("this LLM backend cannot answer yes/no questions (no judge())")
-        self.llm = llm
-        self.model_id = f"llm:{getattr(llm, 'model_id', 'llm')}"
-
-    def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
-        from ..prompts import relevance
-
-        prompts = [relevance.build(query, p) for p in passages]  # question first: a shared prefix
-        return np.asarray(self.llm.judge(prompts).p_yes, dtype=np.float32)

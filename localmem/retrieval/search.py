@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import apsw
@@ -18,43 +18,12 @@ from ..config import ALL_CHANNELS, CHANNELS, RRF_K  # noqa: F401 (the channel na
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
+from ..types import Hit, HitSource
 from . import vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
 from .query_time import Range, asks_present
 
 MAX_FTS_TERMS = 32
-
-
-@dataclass
-class HitSource:
-    message_id: int
-    external_id: str
-    conversation: str
-    session: str
-    speaker: str
-    sent_at: str | None
-
-
-@dataclass
-class Hit:
-    """One search result: a message (``m:<id>``) or a unit (``u:<id>``)."""
-
-    id: str
-    kind: str
-    text: str
-    score: float
-    channels: dict[str, dict[str, float]]
-    time: str | None
-    sources: list[HitSource] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)  # ids of near-duplicate units folded into this hit
-    superseded_by: str | None = None  # a newer unit that replaces this one (both are returned)
-    supersedes: list[str] = field(default_factory=list)  # older units this one replaces
-
-    def to_dict(self) -> dict[str, Any]:
-        """As JSON: every message and unit named by its printed id (``m:12``, ``u:45``)."""
-        out = asdict(self)
-        out["sources"] = [{"id": f"m:{s.pop('message_id')}", **s} for s in out["sources"]]
-        return out
 
 
 Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
@@ -92,8 +61,7 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     stem = porter(conn)
     docs = {}
     for word in words:
-        counts = [row[0] for term in stem(word)
-                  for row in conn.execute(q(f"{table}_term_docs"), {"term": term})]
+        counts = [row[0] for term in stem(word) for row in conn.execute(q(f"{table}_term_docs"), {"term": term})]
         docs[word] = max(counts, default=0)
     kept = [w for w in words if docs[w] <= COMMON_TERM_DOCS]
     return _or(kept or [min(words, key=lambda w: docs[w])])
@@ -137,9 +105,15 @@ class SearchParams:
     without_speakers: bool = True
 
 
-def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-                 params: SearchParams, when: Range | None = None, allowed: Allowed | None = None
-                 ) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
+def run_channels(
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    query_vec: np.ndarray | None,
+    params: SearchParams,
+    when: Range | None = None,
+    allowed: Allowed | None = None,
+) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
     """Each channel's ranked keys, and each key's raw score per channel (``when``: the time
     range the query names, for the temporal channel; ``allowed``: what passes the search's
     filters, the only keys ranked)."""
@@ -158,8 +132,8 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
         if params.parts:
             found = _with_parts(conn, ns, query_vec, params.budget, found, allowed)
         found.sort(key=lambda pair: pair[0])
-        rankings["vector"] = [key for _, key in found[:params.budget]]
-        for distance, key in found[:params.budget]:
+        rankings["vector"] = [key for _, key in found[: params.budget]]
+        for distance, key in found[: params.budget]:
             raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
     if params.units:
         _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
@@ -179,14 +153,20 @@ def run_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarr
             for row_id, score in conn.execute(q(name), bind):
                 scored.append((score, (prefix, row_id)))
         scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
-        rankings["bm25"] = [key for _, key in scored[:params.budget]]
-        for score, key in scored[:params.budget]:
+        rankings["bm25"] = [key for _, key in scored[: params.budget]]
+        for score, key in scored[: params.budget]:
             raw.setdefault(key, {})["bm25"] = round(-score, 4)
     return rankings, raw
 
 
-def _with_parts(conn: apsw.Connection, ns: str, query_vec: np.ndarray, budget: int,
-                found: list[tuple[float, Key]], allowed: Allowed | None = None) -> list[tuple[float, Key]]:
+def _with_parts(
+    conn: apsw.Connection,
+    ns: str,
+    query_vec: np.ndarray,
+    budget: int,
+    found: list[tuple[float, Key]],
+    allowed: Allowed | None = None,
+) -> list[tuple[float, Key]]:
     """``found`` with each message at its nearest vector, whole or one of its parts (a
     message's sentences, embedded on their own): the one sentence that answers a question
     ranks a long message that says much else.
@@ -216,9 +196,16 @@ def _tables(params: SearchParams, messages: str, units: str) -> list[tuple[str, 
     return [("m", messages), ("u", units)] if params.units else [("m", messages)]
 
 
-def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-                     params: SearchParams, when: Range | None, rankings: dict[str, list[Key]],
-                     raw: dict[Key, dict[str, float]]) -> None:
+def _memory_channels(
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    query_vec: np.ndarray | None,
+    params: SearchParams,
+    when: Range | None,
+    rankings: dict[str, list[Key]],
+    raw: dict[Key, dict[str, float]],
+) -> None:
     """The channels over built memory (graph, temporal, entity); no-ops on a raw store."""
     from . import channels
 
@@ -240,8 +227,9 @@ def _memory_channels(conn: apsw.Connection, ns: str, query: str, query_vec: np.n
                 raw.setdefault(key, {})[name] = round(score, 4)
 
 
-def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None,
-           params: SearchParams, reranker: Any = None) -> list[Hit]:
+def search(
+    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None, params: SearchParams, reranker: Any = None
+) -> list[Hit]:
     """The top ``params.k`` hits for ``query`` in namespace ``ns``.
 
     Channels → RRF → rerank (when a ``reranker`` is given) → CAST promotion (``params.promote``)
@@ -254,7 +242,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
-    fused = fused[:params.k * 3]
+    fused = fused[: params.k * 3]
     hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
@@ -266,7 +254,7 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
         out.append(hit)
     if reranker is not None and out:
         out = _reranked(reranker, query, out, params.rerank_top)
-    out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))[:params.k]
+    out = collapse(out, _near_duplicates(conn, out, params.duplicate_similarity))[: params.k]
     if params.promote and query_vec is not None:
         # CAST: reorder within the top k only; promotion never brings in a candidate
         out = _promoted(conn, ns, query, query_vec, when, out)
@@ -275,8 +263,9 @@ def search(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | N
     return mark_supersession(conn, out, allowed.keeps_id if allowed is not None else None)
 
 
-def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]],
-                    weight: float = 0.25) -> list[tuple[Key, float, dict[str, int]]]:
+def evidence_fusion(
+    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float = 0.25
+) -> list[tuple[Key, float, dict[str, int]]]:
     """Gists and facts vote for the messages they rest on instead of competing with them.
 
     ``weight`` × the best fused score among the narrow units resting on a message is added to
@@ -288,8 +277,9 @@ def evidence_fusion(conn: apsw.Connection, fused: list[tuple[Key, float, dict[st
     unit_ids = [key[1] for key, _, _ in fused if key[0] == "u"]
     sources: dict[int, list[int]] = {}
     if unit_ids:
-        for unit_id, message_id in conn.execute(q("narrow_unit_sources"), {
-                "ids": json.dumps(unit_ids), "max": _FOLD_SOURCES}):
+        for unit_id, message_id in conn.execute(
+            q("narrow_unit_sources"), {"ids": json.dumps(unit_ids), "max": _FOLD_SOURCES}
+        ):
             sources.setdefault(unit_id, []).append(message_id)
     if not sources:
         return fused
@@ -361,8 +351,9 @@ def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: floa
         return {}
     rank = {h.id: i for i, h in enumerate(hits)}
     parent: dict[str, str] = {}
-    for a, b, _w in conn.execute(q("links_among"), {"type": "synonymy", "min_weight": threshold,
-                                                    "ids": json.dumps(ids)}):
+    for a, b, _w in conn.execute(
+        q("links_among"), {"type": "synonymy", "min_weight": threshold, "ids": json.dumps(ids)}
+    ):
         first, second = sorted((f"u:{a}", f"u:{b}"), key=lambda hid: rank[hid])
         parent[second] = parent.get(first, first)
     return parent
@@ -372,8 +363,7 @@ def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: floa
 _CHAIN = 4
 
 
-def mark_supersession(conn: apsw.Connection, hits: list[Hit],
-                      keep: Callable[[str], bool] | None = None) -> list[Hit]:
+def mark_supersession(conn: apsw.Connection, hits: list[Hit], keep: Callable[[str], bool] | None = None) -> list[Hit]:
     """When something newer replaces a returned hit, both are returned, the newer first and
     each marked (``supersedes`` / ``superseded_by``); a newer one not yet among the hits is
     added right before the one it replaces (when ``keep`` accepts its id).
@@ -439,8 +429,9 @@ def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParam
     return parse_query_time(query, params.now or latest_time(conn, ns))
 
 
-def _promoted(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None,
-              hits: list[Hit]) -> list[Hit]:
+def _promoted(
+    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None, hits: list[Hit]
+) -> list[Hit]:
     from . import channels
 
     members = channels.episode_members(conn, ns, query, query_vec, when)
@@ -535,12 +526,19 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
     hits: dict[Key, Hit] = {}
     if message_ids:
         for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.execute(
-                q("messages_by_ids"), {"ids": json.dumps(message_ids)}):
+            q("messages_by_ids"), {"ids": json.dumps(message_ids)}
+        ):
             captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
             shown = text + ("".join(f" [image: {c}]" for c in captions))
             hits[("m", mid)] = Hit(
-                id=f"m:{mid}", kind="message", text=f"{speaker}: {shown}", score=0.0, channels={},
-                time=sent_at, sources=[HitSource(mid, ext, conv, session, speaker, sent_at)])
+                id=f"m:{mid}",
+                kind="message",
+                text=f"{speaker}: {shown}",
+                score=0.0,
+                channels={},
+                time=sent_at,
+                sources=[HitSource(mid, ext, conv, session, speaker, sent_at)],
+            )
         for mid, newer in _corrections(conn, message_ids).items():  # a corrected message says so
             if ("m", mid) in hits:
                 hits[("m", mid)].superseded_by = f"m:{newer}"

@@ -25,13 +25,15 @@ from typing import Any, Sequence
 import apsw
 import numpy as np
 
+from ..config import EXACT_BELOW
 from ..store.queries import q
 
-EXACT_BELOW = 20_000
 OVERSAMPLE = 10
-_TABLES = {"messages": ("message_codes_after", "message_vectors_of", "vec_messages_knn", "message_int8_of"),
-           "units": ("unit_codes_after", "unit_vectors_of", "vec_units_knn", "unit_int8_of"),
-           "parts": ("part_codes_after", "part_vectors_of", "vec_message_parts_knn", "part_int8_of")}
+_TABLES = {
+    "messages": ("message_codes_after", "message_vectors_of", "vec_messages_knn", "message_int8_of"),
+    "units": ("unit_codes_after", "unit_vectors_of", "vec_units_knn", "unit_int8_of"),
+    "parts": ("part_codes_after", "part_vectors_of", "vec_message_parts_knn", "part_int8_of"),
+}
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -101,8 +103,7 @@ def _hamming(planes: np.ndarray, query: np.ndarray) -> np.ndarray:
 _CACHES: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Codes]]" = weakref.WeakKeyDictionary()
 
 
-def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int,
-        kind: str | None = None) -> list[tuple[int, float]]:
+def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int, kind: str | None = None) -> list[tuple[int, float]]:
     """The ``k`` nearest rows of ``table`` ("messages", "units" or "parts") in ``ns`` to ``query`` as
     ``(id, cosine distance)``, nearest first; ``kind`` restricts units to one kind."""
     codes_after, vectors_of, exact, int8_of = _TABLES[table]
@@ -123,8 +124,7 @@ AMONG_EXACT = 50_000
 _READ_CHUNK = 10_000
 
 
-def knn_among(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int],
-              k: int) -> list[tuple[int, float]]:
+def knn_among(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int], k: int) -> list[tuple[int, float]]:
     """The ``k`` nearest of the rows ``ids`` of ``table`` in ``ns`` (a filtered search), as
     :func:`knn` returns them."""
     if not ids or k < 1:
@@ -143,8 +143,7 @@ def _row_count(conn: Any, table: str, ns: str) -> int:
     return int(dict(zip(("messages", "units", "parts"), rows))[table])
 
 
-def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray,
-              k: int) -> list[tuple[int, float]]:
+def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray, k: int) -> list[tuple[int, float]]:
     """``candidates`` ranked by cosine distance to ``query`` over their int8 copies (float
     vectors for rows without one), the ``k`` nearest."""
     _codes_after, vectors_of, _exact, int8_of = _TABLES[table]
@@ -152,7 +151,7 @@ def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray,
         return []
     rows = []
     for start in range(0, len(candidates), _READ_CHUNK):
-        chunk = candidates[start:start + _READ_CHUNK]
+        chunk = candidates[start : start + _READ_CHUNK]
         rows += conn.execute(q(int8_of), {"ids": json.dumps(chunk)}).fetchall()
     width = len(query)
     scored = [r for r in rows if r[1] is not None and len(r[1]) == width]
@@ -163,11 +162,15 @@ def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray,
     if unscored:  # rows written by a process that predates q8, or without codes: their float vectors
         floats = []
         for start in range(0, len(unscored), _READ_CHUNK):
-            floats += conn.execute(q(vectors_of), {"ids": json.dumps(unscored[start:start + _READ_CHUNK])}).fetchall()
+            floats += conn.execute(q(vectors_of), {"ids": json.dumps(unscored[start : start + _READ_CHUNK])}).fetchall()
         floats = [r for r in floats if r[1] is not None and len(r[1]) == width * 4]
         ids = np.concatenate([ids, np.fromiter((r[0] for r in floats), dtype=np.int64, count=len(floats))])
-        vectors = np.concatenate([vectors.astype(np.float32), np.frombuffer(
-            b"".join(r[1] for r in floats), dtype=np.float32).reshape(len(floats), width)])
+        vectors = np.concatenate(
+            [
+                vectors.astype(np.float32),
+                np.frombuffer(b"".join(r[1] for r in floats), dtype=np.float32).reshape(len(floats), width),
+            ]
+        )
     if not len(ids):
         return []
     distance = 1.0 - cosine(vectors.astype(np.float32), query)

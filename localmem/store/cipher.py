@@ -6,7 +6,7 @@ the same apsw API). It encrypts every page of the database and of its WAL; the f
 of the file are the key-derivation salt, and bytes 16-23 of the header stay in the clear (page
 size, format versions, reserved bytes), which is how :func:`file_state` tells an encrypted
 store from a file that is not a database at all. Both builds install the module ``apsw``: pip
-writes whichever it installs last, so :func:`build` says which one Python actually loaded.
+writes whichever it installs last, so :func:`library_info` says which one Python actually loaded.
 
 The passphrase only ever travels as a :class:`~localmem.config.Key` (its repr hides it) into
 ``PRAGMA hexkey`` / ``hexrekey`` on a connection that has no tracer yet; no message, meta row
@@ -62,23 +62,32 @@ def dist_version(name: str) -> str | None:
         return None
 
 
-def build() -> dict[str, Any]:
+def library_info() -> dict[str, Any]:
     """Which apsw build Python loads, and which of the two packages are installed (for doctor)."""
     plain, cipher = dist_version("apsw"), dist_version("apsw-sqlite3mc")
-    report: dict[str, Any] = {"loaded": "cipher" if cipher_version() else "plain",
-                              "sqlite3mc": cipher_version(), "apsw": plain, "apsw-sqlite3mc": cipher}
+    report: dict[str, Any] = {
+        "loaded": "cipher" if cipher_version() else "plain",
+        "sqlite3mc": cipher_version(),
+        "apsw": plain,
+        "apsw-sqlite3mc": cipher,
+    }
     if cipher and not cipher_version():
-        report["problem"] = ("apsw was installed over apsw-sqlite3mc (both install the module 'apsw'): "
-                             "encrypted stores cannot be opened; run: pip install --force-reinstall "
-                             "--no-deps apsw-sqlite3mc")
+        report["problem"] = (
+            "apsw was installed over apsw-sqlite3mc (both install the module 'apsw'): "
+            "encrypted stores cannot be opened; run: pip install --force-reinstall "
+            "--no-deps apsw-sqlite3mc"
+        )
     return report
 
 
 def require_cipher(why: str) -> None:
     """Raise :class:`CipherBuildMissingError` unless the cipher build is the one loaded."""
     if cipher_version() is None:
-        detail = (" (apsw was installed over apsw-sqlite3mc: both install the module 'apsw')"
-                  if dist_version("apsw-sqlite3mc") else "")
+        detail = (
+            " (apsw was installed over apsw-sqlite3mc: both install the module 'apsw')"
+            if dist_version("apsw-sqlite3mc")
+            else ""
+        )
         raise CipherBuildMissingError(why, detail)
 
 
@@ -105,17 +114,25 @@ def _encrypted_header(head: bytes) -> bool:
     page = 65536 if size == 1 else size
     # page size a power of two in 512..65536, format versions 1 (rollback) or 2 (WAL), some
     # reserved bytes (the cipher's nonce and tag), and the three fixed payload fractions.
-    return (512 <= page <= 65536 and page & (page - 1) == 0 and head[18] in (1, 2)
-            and head[19] in (1, 2) and head[20] > 0 and head[21:24] == b"\x40\x20\x20")
+    return (
+        512 <= page <= 65536
+        and page & (page - 1) == 0
+        and head[18] in (1, 2)
+        and head[19] in (1, 2)
+        and head[20] > 0
+        and head[21:24] == b"\x40\x20\x20"
+    )
 
 
 def check_before_open(path: str, key: Key | None) -> None:
     """Refuse, before SQLite touches the file, a key for a plain store, an encrypted store
     without a key, and any key without the cipher build."""
     if not hasattr(apsw, "Connection"):  # the files of one build removed by uninstalling the other
-        raise LocalmemError("the apsw module is half uninstalled (apsw and apsw-sqlite3mc install the "
-                            "same files); run: pip install --force-reinstall --no-deps apsw-sqlite3mc "
-                            "(or apsw, for the plain build)")
+        raise LocalmemError(
+            "the apsw module is half uninstalled (apsw and apsw-sqlite3mc install the "
+            "same files); run: pip install --force-reinstall --no-deps apsw-sqlite3mc "
+            "(or apsw, for the plain build)"
+        )
     state = "new" if path == ":memory:" else file_state(path)
     if state == "plain" and key is not None:
         raise NotEncryptedError(path, key.source)
@@ -149,8 +166,9 @@ def check_encrypted_open(conn: apsw.Connection, path: str) -> None:
 
 
 # -- encrypt, rekey, decrypt -----------------------------------------------------------------
-def change_key(conn: apsw.Connection, path: Path, old: Key | None, new: Key | None,
-               progress: Progress | None = None) -> dict[str, Any]:
+def change_key(
+    conn: apsw.Connection, path: Path, old: Key | None, new: Key | None, progress: Progress | None = None
+) -> dict[str, Any]:
     """Write the store open on ``conn`` (keyed with ``old``) to a new file keyed with ``new``
     (``None``: not encrypted), check it, and move it over the store.
 
@@ -194,9 +212,15 @@ def change_key(conn: apsw.Connection, path: Path, old: Key | None, new: Key | No
         _release(conn)
         raise
     step("replaced")
-    return {"path": str(path), "encrypted": new is not None, "tables": len(counts),
-            "rows": sum(counts.values()), "bytes_before": before, "bytes_after": _size(path),
-            "seconds": round(time.perf_counter() - started, 2)}
+    return {
+        "path": str(path),
+        "encrypted": new is not None,
+        "tables": len(counts),
+        "rows": sum(counts.values()),
+        "bytes_before": before,
+        "bytes_after": _size(path),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 def remove_new_file(path: Path) -> None:
@@ -234,9 +258,13 @@ def _release(conn: apsw.Connection) -> None:
 
 def _row_counts(conn: apsw.Connection, schema: str = "main") -> dict[str, int]:
     """Rows in every real table (the shadow tables hold the FTS5 and vec0 indexes' data)."""
-    tables = [name for name, sql in conn.execute(
-        f"select name, sql from {schema}.sqlite_schema where type = 'table' order by name")
-        if not str(sql).upper().startswith("CREATE VIRTUAL")]
+    tables = [
+        name
+        for name, sql in conn.execute(
+            f"select name, sql from {schema}.sqlite_schema where type = 'table' order by name"
+        )
+        if not str(sql).upper().startswith("CREATE VIRTUAL")
+    ]
     return {t: conn.execute(f'select count(*) from {schema}."{t}"').fetchone()[0] for t in tables}
 
 

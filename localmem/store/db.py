@@ -76,8 +76,12 @@ def _busy_cause(exc: apsw.BusyError) -> str | None:
     return None  # plain SQLITE_BUSY: another connection held the lock for the whole timeout
 
 
-def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
-            tracer: Callable[[str, Any], None] | None = None, key: Key | None = None) -> apsw.Connection:
+def connect(
+    path: Path | str,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    tracer: Callable[[str, Any], None] | None = None,
+    key: Key | None = None,
+) -> apsw.Connection:
     """Open (creating if needed) and migrate the store at ``path``; with ``key``, an encrypted
     store (a new one is encrypted from its first page: the key is set before anything is read
     or written).
@@ -99,8 +103,9 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
             private_dir(p.parent)
             private_file(p)
         except OSError as exc:
-            raise LocalmemError(f"cannot create {spath}: {exc.strerror or exc}; check the path and "
-                                "its permissions") from exc
+            raise LocalmemError(
+                f"cannot create {spath}: {exc.strerror or exc}; check the path and its permissions"
+            ) from exc
     for attempt in (1, 2):
         began_new = key is not None and cipher.file_state(spath) == "new"
         try:
@@ -116,8 +121,9 @@ def connect(path: Path | str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _open(spath: str, busy_timeout_ms: int, tracer: Callable[[str, Any], None] | None,
-          key: Key | None) -> apsw.Connection:
+def _open(
+    spath: str, busy_timeout_ms: int, tracer: Callable[[str, Any], None] | None, key: Key | None
+) -> apsw.Connection:
     try:
         conn = apsw.Connection(spath)
     except apsw.CantOpenError as exc:
@@ -221,7 +227,8 @@ def _recognise(conn: apsw.Connection, path: str) -> bool:
     if app_id == 0 and not tables and version == 0:
         return True
     ours = app_id == APPLICATION_ID or (
-        _OUR_TABLES <= set(tables) and " ".join(str(tables["meta"]).split()) == _META_SQL)
+        _OUR_TABLES <= set(tables) and " ".join(str(tables["meta"]).split()) == _META_SQL
+    )
     if not ours:
         others = ", ".join(sorted(tables)[:5]) or "none"
         raise NotALocalmemStoreError(path, f"it has no localmem meta table; its tables: {others}")

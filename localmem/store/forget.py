@@ -55,8 +55,12 @@ class Plan:
             "sources": self.sources,
             "entities": [f"e:{i}" for i in self.entities],
             "kept_units": [ref("u", i) for i in self.kept_units],
-            "counts": {"sources": len(self.sources), "messages": len(self.messages),
-                       "units": len(self.units), "entities": len(self.entities)},
+            "counts": {
+                "sources": len(self.sources),
+                "messages": len(self.messages),
+                "units": len(self.units),
+                "entities": len(self.entities),
+            },
             "dry_run": dry_run,
             "file": None,
         }
@@ -66,10 +70,20 @@ class Plan:
         return not (self.messages or self.units or self.sources or self.entities)
 
 
-def forget(conn: apsw.Connection, path: Path, ns: str, *, namespace: str | None = None,
-           source_id: int | None = None, messages: Sequence[int] | None = None,
-           units: Sequence[int] | None = None, conversation: str | None = None, before: str | None = None,
-           match: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+def forget(
+    conn: apsw.Connection,
+    path: Path,
+    ns: str,
+    *,
+    namespace: str | None = None,
+    source_id: int | None = None,
+    messages: Sequence[int] | None = None,
+    units: Sequence[int] | None = None,
+    conversation: str | None = None,
+    before: str | None = None,
+    match: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     """Delete one target (exactly one given; ``messages``/``units`` together are one target,
     the ids named) in namespace ``ns``, or the whole ``namespace``, from the store at ``path``;
     what went (or would go), and what scrubbing the file did."""
@@ -78,8 +92,10 @@ def forget(conn: apsw.Connection, path: Path, ns: str, *, namespace: str | None 
         plan = _namespace_plan(conn, namespace)
     elif source_id is not None:
         if conn.execute(q("source_get"), {"id": source_id, "ns": ns}).fetchone() is None:
-            raise NotFoundError(f"no source {source_id} in namespace '{ns}'",
-                                "see 'localmem stats --sources' (sources belong to one namespace: pass --namespace)")
+            raise NotFoundError(
+                f"no source {source_id} in namespace '{ns}'",
+                "see 'localmem stats --sources' (sources belong to one namespace: pass --namespace)",
+            )
         plan = _plan(conn, _column(conn, "forget_messages_of_source", id=source_id), [])
         plan.sources = sorted(set(plan.sources) | {source_id})
     elif messages is not None or units is not None:
@@ -87,27 +103,42 @@ def forget(conn: apsw.Connection, path: Path, ns: str, *, namespace: str | None 
     elif conversation is not None:
         found = _column(conn, "forget_messages_of_conversation", ns=ns, conversation=conversation)
         if not found:
-            raise NotFoundError(f"no conversation '{conversation}' in namespace '{ns}'",
-                                "see 'localmem stats' and the conversation names search prints")
+            raise NotFoundError(
+                f"no conversation '{conversation}' in namespace '{ns}'",
+                "see 'localmem stats' and the conversation names search prints",
+            )
         plan = _plan(conn, found, [])
     elif before is not None:
         plan = _plan(conn, _column(conn, "forget_messages_before", ns=ns, before=before), [])
     elif match is not None:
         folded = match.casefold()
-        plan = _plan(conn, _column(conn, "forget_messages_matching", ns=ns, folded=folded),
-                     _column(conn, "forget_units_matching", ns=ns, folded=folded))
+        plan = _plan(
+            conn,
+            _column(conn, "forget_messages_matching", ns=ns, folded=folded),
+            _column(conn, "forget_units_matching", ns=ns, folded=folded),
+        )
     else:
-        raise LocalmemError("forget needs exactly one target",
-                            "name ids (m:ID, u:ID), a conversation, --before, --match, --source or --namespace")
+        raise LocalmemError(
+            "forget needs exactly one target",
+            "name ids (m:ID, u:ID), a conversation, --before, --match, --source or --namespace",
+        )
     report = plan.report(dry_run)
     if dry_run or plan.empty:
         return report
     if namespace is not None:
         query, params = "forget_namespace", {"ns": namespace}
     else:
-        query, params = "forget_delete", {
-            "ns": ns, "folded": folded, "units": json.dumps(plan.units), "messages": json.dumps(plan.messages),
-            "entities": json.dumps(plan.entities), "sources": json.dumps(plan.sources)}
+        query, params = (
+            "forget_delete",
+            {
+                "ns": ns,
+                "folded": folded,
+                "units": json.dumps(plan.units),
+                "messages": json.dumps(plan.messages),
+                "entities": json.dumps(plan.entities),
+                "sources": json.dumps(plan.sources),
+            },
+        )
     report["file"] = purge.purge(conn, path, query, params).to_dict()
     return report
 
@@ -125,8 +156,10 @@ def _named(conn: apsw.Connection, ns: str, kind: str, ids: Sequence[int]) -> lis
     missing = [ref(kind, i) for i in ids if i not in found]
     if missing:
         what = "message" if kind == "m" else "unit"
-        raise NotFoundError(f"no {what} {', '.join(missing)} in namespace '{ns}'",
-                            "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)")
+        raise NotFoundError(
+            f"no {what} {', '.join(missing)} in namespace '{ns}'",
+            "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)",
+        )
     return sorted(found)
 
 
@@ -139,8 +172,9 @@ def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[
     kept = {unit for unit, only in resting if not only}
     frontier = set(gone)
     while frontier:  # what was derived from a unit that goes (an episode's units), level by level
-        rows = conn.execute(q("forget_children"), {"units": json.dumps(sorted(frontier)),
-                                                   "messages": m_json}).fetchall()
+        rows = conn.execute(
+            q("forget_children"), {"units": json.dumps(sorted(frontier)), "messages": m_json}
+        ).fetchall()
         frontier = set()
         for unit, parent, elsewhere in rows:
             if unit in gone:
@@ -155,8 +189,13 @@ def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[
     u_json = json.dumps(sorted(gone))
     mentioned = _column(conn, "forget_entities_of", units=u_json)
     orphans = _column(conn, "forget_orphan_entities", entities=json.dumps(mentioned), units=u_json)
-    return Plan(messages=sorted(messages), units=sorted(gone), entities=orphans,
-                sources=_column(conn, "forget_emptied_sources", messages=m_json), kept_units=sorted(kept - gone))
+    return Plan(
+        messages=sorted(messages),
+        units=sorted(gone),
+        entities=orphans,
+        sources=_column(conn, "forget_emptied_sources", messages=m_json),
+        kept_units=sorted(kept - gone),
+    )
 
 
 def _namespace_plan(conn: apsw.Connection, namespace: str) -> Plan:

@@ -90,14 +90,14 @@ def _unused(data: mmap.mmap) -> list[tuple[int, int]]:
         kind = data[head]
         if kind not in _BTREE_PAGES:
             continue  # an overflow page (live), a pointer-map page or the lock-byte page
-        cells = int.from_bytes(data[head + 3:head + 5], "big")
-        content = int.from_bytes(data[head + 5:head + 7], "big") or 65536
+        cells = int.from_bytes(data[head + 3 : head + 5], "big")
+        content = int.from_bytes(data[head + 5 : head + 7], "big") or 65536
         pointers_end = head + (12 if kind in (2, 5) else 8) + 2 * cells
         regions.append((pointers_end, min(base + content, base + page_size)))
-        block = int.from_bytes(data[head + 1:head + 3], "big")
+        block = int.from_bytes(data[head + 1 : head + 3], "big")
         while block and block + 4 <= page_size:
-            following = int.from_bytes(data[base + block:base + block + 2], "big")
-            size = int.from_bytes(data[base + block + 2:base + block + 4], "big")
+            following = int.from_bytes(data[base + block : base + block + 2], "big")
+            size = int.from_bytes(data[base + block + 2 : base + block + 4], "big")
             regions.append((base + block + 4, min(base + block + size, base + page_size)))
             if following <= block:
                 break
@@ -112,11 +112,11 @@ def _free_pages(data: mmap.mmap, page_size: int) -> dict[int, int]:
     pages = len(data) // page_size
     while trunk and 0 < trunk <= pages and trunk not in found:
         base = (trunk - 1) * page_size
-        following = int.from_bytes(data[base:base + 4], "big")
-        leaves = min(int.from_bytes(data[base + 4:base + 8], "big"), (page_size - 8) // 4)
+        following = int.from_bytes(data[base : base + 4], "big")
+        leaves = min(int.from_bytes(data[base + 4 : base + 8], "big"), (page_size - 8) // 4)
         found[trunk] = 8 + 4 * leaves
         for i in range(leaves):
-            leaf = int.from_bytes(data[base + 8 + 4 * i:base + 12 + 4 * i], "big")
+            leaf = int.from_bytes(data[base + 8 + 4 * i : base + 12 + 4 * i], "big")
             if 0 < leaf <= pages:
                 found[leaf] = 0
         trunk = following
@@ -138,8 +138,9 @@ def _shared_runs(data: mmap.mmap, regions: list[tuple[int, int]], forgotten: For
     room = [bytes(data[a:b]) for a, b in regions]
     words = [_words(chunk, 1) for chunk in room]
     room_words = np.concatenate(words)
-    room_where = np.concatenate([np.stack([np.full(len(w), i), np.arange(len(w))], axis=1)
-                                 for i, w in enumerate(words)])
+    room_where = np.concatenate(
+        [np.stack([np.full(len(w), i), np.arange(len(w))], axis=1) for i, w in enumerate(words)]
+    )
     keep = room_words != 0
     order = np.argsort(room_words[keep], kind="stable")
     room_words, room_where = room_words[keep][order], room_where[keep][order]
@@ -152,7 +153,7 @@ def _shared_runs(data: mmap.mmap, regions: list[tuple[int, int]], forgotten: For
             if offset_in_piece + WORD > len(piece):
                 continue  # the word runs into the next value
             # a numpy uint64 (a Python int above 2**63 would be compared as a float)
-            word = np.frombuffer(buf[at:at + WORD], dtype="<u8")[0]
+            word = np.frombuffer(buf[at : at + WORD], dtype="<u8")[0]
             lo, hi = np.searchsorted(room_words, word, "left"), np.searchsorted(room_words, word, "right")
             for chunk_index, offset in room_where[lo:hi]:
                 run = _stretch(piece, offset_in_piece, room[int(chunk_index)], int(offset))

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import apsw
 
-from ..config import Config
+from ..config import EXACT_BELOW, Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
@@ -26,25 +26,37 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
     meta = db.all_meta(conn)
     index: dict[str, str] = {}
     if db.has_vectors(conn):
-        from ..retrieval.vector_index import EXACT_BELOW
-
         rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
-        index = {table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)}
+        index = {
+            table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)
+        }
     return {
-        "namespace": ns, "messages": messages, "conversations": conversations, "sessions": sessions,
-        "first_message_at": first, "last_message_at": last, "sources": sources,
-        "unfinished_sources": unfinished, "units": units, "entities": entities, "links": links,
-        "db_path": str(path), "db_bytes": size, "encrypted": cipher.file_state(path) == "encrypted",
+        "namespace": ns,
+        "messages": messages,
+        "conversations": conversations,
+        "sessions": sessions,
+        "first_message_at": first,
+        "last_message_at": last,
+        "sources": sources,
+        "unfinished_sources": unfinished,
+        "units": units,
+        "entities": entities,
+        "links": links,
+        "db_path": str(path),
+        "db_bytes": size,
+        "encrypted": cipher.file_state(path) == "encrypted",
         "schema_version": db.schema_version(conn),
-        "embedder": meta.get("embed_model_id"), "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
+        "embedder": meta.get("embed_model_id"),
+        "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
         "vector_index": index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
     }
 
 
 def namespaces(conn: apsw.Connection) -> list[dict[str, Any]]:
-    return [{"namespace": ns, "messages": m, "conversations": c, "units": u, "first_message_at": f,
-             "last_message_at": last}
-            for ns, m, c, u, f, last in conn.execute(q("namespaces"))]
+    return [
+        {"namespace": ns, "messages": m, "conversations": c, "units": u, "first_message_at": f, "last_message_at": last}
+        for ns, m, c, u, f, last in conn.execute(q("namespaces"))
+    ]
 
 
 def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
@@ -52,8 +64,9 @@ def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
     return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
-def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
-            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def reembed(
+    conn: apsw.Connection, embedder: Embedder, batch: int, progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
     atomically (old vectors stay if interrupted)."""
     messages = conn.execute(q("messages_for_reembed")).fetchall()
@@ -67,26 +80,38 @@ def reembed(conn: apsw.Connection, embedder: Embedder, batch: int,
         if progress:
             progress(done, total)
 
-    from ..build import ingest  # lazily: a search needs this module, not the ingest stage
+    from ..models.embedding import embed_stored  # lazily: a search needs neither
+    from .vectors import store_vectors
 
-    m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, messages, units, batch, step)
+    m_vecs, m_parts, u_vecs = embed_stored(embedder, messages, units, batch, step)
     with conn:
         db.unbind_embedder(conn)
         conn.execute(q("parts_delete_all"))
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
-        ingest.store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
-    return {"embedder": embedder.model_id, "dim": embedder.dim, "messages": len(messages),
-            "parts": parts, "units": len(units)}
+        store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
+    return {
+        "embedder": embedder.model_id,
+        "dim": embedder.dim,
+        "messages": len(messages),
+        "parts": parts,
+        "units": len(units),
+    }
 
 
 def _integrity(conn: apsw.Connection) -> dict[str, Any]:
     """The whole file checked (opening checks only the header and the small tables)."""
     started = time.perf_counter()
     problems = db.quick_check(conn)
-    verdict = "ok" if not problems else ("damaged: " + "; ".join(problems[:3]) +
-                                         " (restore from an export: localmem --db NEW.db import FILE)")
-    return {"integrity": verdict, "integrity_seconds": round(time.perf_counter() - started, 3),
-            "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?")}
+    verdict = (
+        "ok"
+        if not problems
+        else ("damaged: " + "; ".join(problems[:3]) + " (restore from an export: localmem --db NEW.db import FILE)")
+    )
+    return {
+        "integrity": verdict,
+        "integrity_seconds": round(time.perf_counter() - started, 3),
+        "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?"),
+    }
 
 
 def _encryption(path: Path) -> str:
@@ -103,20 +128,34 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
 
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
-        "localmem": cipher.dist_version("localmem"), "python": sys.version.split()[0],
-        "platform": platform.platform(), "apsw": apsw.apsw_version(),
-        "sqlite": apsw.sqlite_lib_version(), "fts5": fts5,
+        "localmem": cipher.dist_version("localmem"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "apsw": apsw.apsw_version(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "fts5": fts5,
         "sqlite_vec": conn.execute("select vec_version()").fetchone()[0],
-        "onnxruntime": cipher.dist_version("onnxruntime"), "tokenizers": cipher.dist_version("tokenizers"),
+        "onnxruntime": cipher.dist_version("onnxruntime"),
+        "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
-        "db": {"path": str(path), "schema_version": db.schema_version(conn),
-               "latest_schema": db.latest_version(), "meta": db.all_meta(conn), **_integrity(conn)},
-        "encryption": {"store": _encryption(path), **cipher.build()},
+        "db": {
+            "path": str(path),
+            "schema_version": db.schema_version(conn),
+            "latest_schema": db.latest_version(),
+            "meta": db.all_meta(conn),
+            **_integrity(conn),
+        },
+        "encryption": {"store": _encryption(path), **cipher.library_info()},
     }
     try:
         found = resolve_embedder(config)
-        report["embedder"] = {"status": "ok", "id": found.model_id, "from": found.origin,
-                              "model": str(found.model_path), "tokenizer": str(found.tokenizer_path)}
+        report["embedder"] = {
+            "status": "ok",
+            "id": found.model_id,
+            "from": found.origin,
+            "model": str(found.model_path),
+            "tokenizer": str(found.tokenizer_path),
+        }
         stored = db.get_meta(conn, "embed_model_id")
         if stored and stored != found.model_id:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
@@ -124,8 +163,14 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         report["embedder"] = {"status": "missing", "error": str(exc)}
     report["onnx_providers"] = onnx_providers()
     report["llm"] = {**describe_llm(config), "extract": config.extract}
-    report["reranker"] = ({"status": "configured" if Path(config.rerank_model).is_file() else "missing",
-                           "model": str(config.rerank_model)} if config.rerank_model else {"status": "none configured"})
+    report["reranker"] = (
+        {
+            "status": "configured" if Path(config.rerank_model).is_file() else "missing",
+            "model": str(config.rerank_model),
+        }
+        if config.rerank_model
+        else {"status": "none configured"}
+    )
     return report
 
 

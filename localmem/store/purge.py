@@ -83,8 +83,7 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
     if reason is not None:
         _vacuum(conn)
         again = scrub(conn, path, before, started)
-        done = replace(again, freed_bytes=done.freed_bytes + again.freed_bytes, vacuumed=True,
-                       vacuum_reason=reason)
+        done = replace(again, freed_bytes=done.freed_bytes + again.freed_bytes, vacuumed=True, vacuum_reason=reason)
     return done
 
 
@@ -97,8 +96,10 @@ def _vacuum_needed(conn: apsw.Connection, path: Path, done: Scrub, forgotten: le
     if str(path) == ":memory:" or not done.wal_emptied:
         return None  # nothing on disk; or the WAL still holds old pages: `localmem vacuum` later
     if int(conn.pragma("auto_vacuum")) != 2:
-        return ("the store was made before auto_vacuum: its free pages may hold what earlier "
-                "deletes left (it is switched to incremental now)")
+        return (
+            "the store was made before auto_vacuum: its free pages may hold what earlier "
+            "deletes left (it is switched to incremental now)"
+        )
     with db.reading(conn):  # a snapshot: no checkpoint rewrites the file while it is read
         conn.execute(q("purge_snapshot")).fetchall()
         found = leftovers.find(path, forgotten)
@@ -140,11 +141,15 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     fts_seconds = time.perf_counter() - t0
     _vacuum(conn)
     result = scrub(conn, path, before, started)
-    return {"bytes_before": before, "bytes_after": result.bytes_after,
-            "reclaimed_bytes": max(before - result.bytes_after, 0),
-            "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(mode_before, str(mode_before))
-            + " -> incremental", "fts_optimize_seconds": round(fts_seconds, 3),
-            "wal_emptied": result.wal_emptied, "seconds": round(time.perf_counter() - started, 3)}
+    return {
+        "bytes_before": before,
+        "bytes_after": result.bytes_after,
+        "reclaimed_bytes": max(before - result.bytes_after, 0),
+        "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(mode_before, str(mode_before)) + " -> incremental",
+        "fts_optimize_seconds": round(fts_seconds, 3),
+        "wal_emptied": result.wal_emptied,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def _vacuum(conn: apsw.Connection) -> None:

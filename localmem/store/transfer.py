@@ -24,11 +24,12 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 import apsw
 
-from ..build import ingest
 from ..errors import EmbedderMismatchError, InputError, LocalmemError
+from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
 from . import db
 from .queries import q
+from .vectors import store_vectors
 
 FORMAT = "localmem-export"
 # 1: bare numbers, no trailer; 2: the trailer line (counts and sha256); 3: messages and units
@@ -38,16 +39,36 @@ READS = (1, 2, 3)
 
 TRAILER = "trailer"
 
-_TABLE_QUERIES = ("export_sources", "export_messages", "export_units", "export_unit_sources",
-                  "export_entities", "export_aliases", "export_mentions", "export_links")
+_TABLE_QUERIES = (
+    "export_sources",
+    "export_messages",
+    "export_units",
+    "export_unit_sources",
+    "export_entities",
+    "export_aliases",
+    "export_mentions",
+    "export_links",
+)
 # The record type each export query writes.
-_RECORD_TYPE = {"sources": "source", "messages": "message", "units": "unit", "unit_sources": "unit_source",
-                "entities": "entity", "aliases": "alias", "mentions": "mention", "links": "link",
-                "parts": "part", "message_vectors": "vector", "unit_vectors": "vector", "part_vectors": "vector"}
+_RECORD_TYPE = {
+    "sources": "source",
+    "messages": "message",
+    "units": "unit",
+    "unit_sources": "unit_source",
+    "entities": "entity",
+    "aliases": "alias",
+    "mentions": "mention",
+    "links": "link",
+    "parts": "part",
+    "message_vectors": "vector",
+    "unit_vectors": "vector",
+    "part_vectors": "vector",
+}
 
 
-def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | None = None,
-           vectors: bool = True) -> dict[str, int]:
+def export(
+    conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | None = None, vectors: bool = True
+) -> dict[str, int]:
     """Write the chosen namespaces (all by default) to ``out``, then the trailer; counts per
     record type."""
     all_ns = [row[0] for row in conn.execute(q("export_namespaces"))]
@@ -57,17 +78,24 @@ def export(conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | N
         raise LocalmemError(f"no such namespace: {', '.join(missing)}; see 'localmem namespaces'")
     meta = db.all_meta(conn)
     with_vectors = vectors and db.has_vectors(conn)
-    header = {"type": "header", "format": FORMAT, "version": VERSION,
-              "schema": db.schema_version(conn), "namespaces": chosen, "vectors": with_vectors,
-              "embed_model_id": meta.get("embed_model_id"),
-              "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None}
+    header = {
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "schema": db.schema_version(conn),
+        "namespaces": chosen,
+        "vectors": with_vectors,
+        "embed_model_id": meta.get("embed_model_id"),
+        "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
+    }
     writer = Writer(out)
     writer.record(header)
     counts: dict[str, int] = {}
     # Parts are derived from messages and go with their vectors: a restore without vectors
     # cuts and embeds them again.
-    queries = _TABLE_QUERIES + (("export_parts", "export_message_vectors", "export_unit_vectors",
-                                 "export_part_vectors") if with_vectors else ())
+    queries = _TABLE_QUERIES + (
+        ("export_parts", "export_message_vectors", "export_unit_vectors", "export_part_vectors") if with_vectors else ()
+    )
     # One read transaction, so the export is a consistent snapshot.
     with db.reading(conn):
         for ns in chosen:
@@ -101,17 +129,21 @@ class Writer:
     def record(self, rec: dict[str, Any]) -> None:
         """One record given with the store's numbers: messages and units are written under
         their printed ids, as :func:`export` writes them."""
-        rec = {**rec, **{key: f"{kind}:{rec[key]}" for key, kind in _ref_fields(rec)
-                         if isinstance(rec.get(key), int)}}
+        rec = {**rec, **{key: f"{kind}:{rec[key]}" for key, kind in _ref_fields(rec) if isinstance(rec.get(key), int)}}
         self.line(json.dumps(rec, ensure_ascii=False), None if rec["type"] == "header" else rec["type"])
 
     def trailer(self) -> None:
-        self.out.write(json.dumps({"type": TRAILER, "records": dict(sorted(self.records.items())),
-                                   "sha256": self.digest.hexdigest()}) + "\n")
+        self.out.write(
+            json.dumps(
+                {"type": TRAILER, "records": dict(sorted(self.records.items())), "sha256": self.digest.hexdigest()}
+            )
+            + "\n"
+        )
 
 
-def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder],
-            force: bool = False) -> dict[str, Any]:
+def restore(
+    conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder], force: bool = False
+) -> dict[str, Any]:
     """Import an export file in one transaction, reading it a line at a time; counts per
     record type. A file that is not whole (no trailer, or one that does not match) is refused,
     with nothing stored, unless ``force``: then it is imported and ``unchecked`` says why it
@@ -119,8 +151,7 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     reader = _Reader(path)
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
-        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file "
-                               f"(first line: {str(header)[:80]})")
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
         raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
     names = header.get("namespaces")
@@ -129,13 +160,16 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
     present = {row[0] for row in conn.execute(q("export_namespaces"))}
     clash = sorted(set(names) & present)
     if clash:
-        raise LocalmemError(f"namespace(s) {', '.join(clash)} already exist in this store; forget "
-                            "them first (localmem forget --namespace NS --yes) or import elsewhere")
+        raise LocalmemError(
+            f"namespace(s) {', '.join(clash)} already exist in this store; forget "
+            "them first (localmem forget --namespace NS --yes) or import elsewhere"
+        )
     stored_id = db.get_meta(conn, "embed_model_id")
     has_vectors = bool(header.get("vectors"))
     if has_vectors and stored_id and stored_id != header["embed_model_id"]:
-        raise EmbedderMismatchError(stored_id, int(db.get_meta(conn, "embed_dim") or 0),
-                                    header["embed_model_id"], header.get("embed_dim"))
+        raise EmbedderMismatchError(
+            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
+        )
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(conn.execute(q("ids_in_use")).fetchone())
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
@@ -148,11 +182,14 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
         for lineno, rec in reader:
             where = f"line {lineno}"
             if "ns" in rec and rec["ns"] not in names:
-                raise InputError(path, f"a {rec['type']} of namespace {str(rec['ns'])[:40]!r}, which the "
-                                       f"header does not name ({', '.join(names)})", where)
+                raise InputError(
+                    path,
+                    f"a {rec['type']} of namespace {str(rec['ns'])[:40]!r}, which the "
+                    f"header does not name ({', '.join(names)})",
+                    where,
+                )
             if rec["type"] in ("vector", "part") and not has_vectors:
-                raise InputError(path, f"a {rec['type']} record, but the header says the file has no vectors",
-                                 where)
+                raise InputError(path, f"a {rec['type']} record, but the header says the file has no vectors", where)
             try:
                 _restore_one(conn, rec, ids, keep_ids)
             except _Unresolved as exc:
@@ -164,8 +201,10 @@ def restore(conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Em
             counts[rec["type"]] = counts.get(rec["type"], 0) + 1
         problem = reader.problem()
         if problem and not force:
-            raise InputError(path, f"{problem}; it may have been cut short or edited. Export it again, or "
-                                   "import it anyway with --force")
+            raise InputError(
+                path,
+                f"{problem}; it may have been cut short or edited. Export it again, or import it anyway with --force",
+            )
         if embedder is not None:
             _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
     if problem:
@@ -177,8 +216,7 @@ class _Unresolved(LookupError):
     """A record names a row (by its id in the file) that no earlier line of the file holds."""
 
 
-def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]],
-                 keep_ids: bool) -> None:
+def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]], keep_ids: bool) -> None:
     _plain_ids(rec)
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
 
@@ -189,32 +227,37 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
             raise _Unresolved(f"its {key} {rec.get(key)!r} is not a {table} of this file") from None
 
     def insert(table: str, query: str, **params: Any) -> None:
-        new = conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row,
-                                      **params}).fetchone()[0]
+        new = conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row, **params}).fetchone()[0]
         ids[table][rec["id"]] = new
 
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
         replaces = rec.get("replaces")
-        insert("message", "import_message", source_id=ref("source", "source_id"),
-               replaces=ref("message", "replaces") if replaces is not None else None)
+        insert(
+            "message",
+            "import_message",
+            source_id=ref("source", "source_id"),
+            replaces=ref("message", "replaces") if replaces is not None else None,
+        )
     elif kind == "unit":
         parent = rec.get("episode_id")
         insert("unit", "import_unit", episode_id=ref("unit", "episode_id") if parent is not None else None)
     elif kind == "entity":
         insert("entity", "import_entity")
     elif kind == "unit_source":
-        conn.execute(q("import_unit_source"), {"unit_id": ref("unit", "unit_id"),
-                                               "message_id": ref("message", "message_id")})
+        conn.execute(
+            q("import_unit_source"), {"unit_id": ref("unit", "unit_id"), "message_id": ref("message", "message_id")}
+        )
     elif kind == "alias":
         conn.execute(q("import_alias"), {"entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "mention":
-        conn.execute(q("import_mention"), {"unit_id": ref("unit", "unit_id"),
-                                           "entity_id": ref("entity", "entity_id"), "row": row})
+        conn.execute(
+            q("import_mention"),
+            {"unit_id": ref("unit", "unit_id"), "entity_id": ref("entity", "entity_id"), "row": row},
+        )
     elif kind == "link":
-        conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"),
-                                        "row": row})
+        conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"), "row": row})
     elif kind == "part":
         insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":
@@ -249,12 +292,11 @@ def _plain_ids(rec: dict[str, Any]) -> None:
             rec[key] = int(number)
 
 
-def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int],
-                    unit_ids: list[int]) -> None:
+def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int], unit_ids: list[int]) -> None:
     msgs = conn.execute(q("messages_without_vectors"), {"ids": json.dumps(message_ids)}).fetchall()
     units = conn.execute(q("units_without_vectors"), {"ids": json.dumps(unit_ids)}).fetchall()
-    m_vecs, m_parts, u_vecs = ingest.embed_stored(embedder, msgs, units, 32)
-    ingest.store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
+    m_vecs, m_parts, u_vecs = embed_stored(embedder, msgs, units, 32)
+    store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 
 
 class _Reader:
@@ -281,8 +323,11 @@ class _Reader:
     def problem(self) -> str | None:
         """Why the file cannot be shown to be whole, or None when its trailer matches it."""
         if self.trailer is None:
-            return ("it has no trailer line (an export made before localmem wrote one)" if self.version == 1
-                    else "its trailer line is missing")
+            return (
+                "it has no trailer line (an export made before localmem wrote one)"
+                if self.version == 1
+                else "its trailer line is missing"
+            )
         records = self.trailer.get("records")
         if records != dict(sorted(self.counts.items())):
             return f"its trailer counts {records} but the file holds {dict(sorted(self.counts.items()))}"

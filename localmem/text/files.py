@@ -12,8 +12,12 @@ from typing import BinaryIO
 from ..config import MAX_INPUT_BYTES
 from ..errors import InputError
 
-_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
-          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def read_input(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -43,8 +47,9 @@ def read_input(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         except OSError as exc:
             raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > limit:
-        raise InputError(path, f"is larger than {limit:,} bytes (the max_input_bytes setting); "
-                               "split it, or raise max_input_bytes")
+        raise InputError(
+            path, f"is larger than {limit:,} bytes (the max_input_bytes setting); split it, or raise max_input_bytes"
+        )
     return data
 
 
@@ -52,16 +57,16 @@ def read_stream(stream: BinaryIO, name: str, limit: int = MAX_INPUT_BYTES) -> by
     """At most ``limit`` bytes of ``stream`` (standard input), refusing more."""
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise InputError(name, f"holds more than {limit:,} bytes (the max_input_bytes setting); "
-                               "split it, or raise max_input_bytes")
+        raise InputError(
+            name, f"holds more than {limit:,} bytes (the max_input_bytes setting); split it, or raise max_input_bytes"
+        )
     return data
 
 
 def _regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise InputError(path, f"is {kind}, not a regular file; save what it holds to a file and "
-                               "ingest that")
+        raise InputError(path, f"is {kind}, not a regular file; save what it holds to a file and ingest that")
 
 
 def decode(path: Path, data: bytes) -> str:
@@ -76,8 +81,11 @@ def decode(path: Path, data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(
-            path, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "convert it first, e.g. iconv -f latin1 -t utf-8", where=f"line {line}") from exc
+            path,
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "convert it first, e.g. iconv -f latin1 -t utf-8",
+            where=f"line {line}",
+        ) from exc
 
 
 # A code point of a UTF-16 surrogate pair standing alone. Valid UTF-8 and UTF-16 text cannot

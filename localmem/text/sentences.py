@@ -30,8 +30,7 @@ def split(text: str) -> list[str]:
     return [text[a:b] for a, b in spans(text)]
 
 
-def sentence_spans(text: str, min_words: int = PART_MIN_WORDS, max_parts: int = MAX_PARTS
-                   ) -> list[tuple[int, int]]:
+def sentence_spans(text: str, min_words: int = PART_MIN_WORDS, max_parts: int = MAX_PARTS) -> list[tuple[int, int]]:
     """The ``(start, end)`` character spans of ``text``'s sentences worth a vector of their own:
     those of at least ``min_words`` words, when there are at least two of them (a message of
     one sentence is its own part), the first ``max_parts``.

@@ -10,43 +10,65 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from ..config import zone  # noqa: F401 (times are read in the zone a setting names)
+
 # "1:56 pm on 8 May, 2023" (LoCoMo session stamps)
-_LOCOMO = re.compile(
-    r"^\s*(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
-_MONTHS = {m.lower(): i for i, m in enumerate(
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-     "October", "November", "December"], 1)}
+_LOCOMO = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
+_MONTHS = {
+    m.lower(): i
+    for i, m in enumerate(
+        [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ],
+        1,
+    )
+}
 _MONTHS.update({name[:3]: num for name, num in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 
 _FORMATS = (
-    "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d %H:%M",
-    "%Y/%m/%d", "%d %B %Y %H:%M", "%d %B %Y", "%d %b %Y %H:%M", "%d %b %Y", "%B %d, %Y %H:%M",
-    "%B %d, %Y", "%b %d, %Y %H:%M", "%b %d, %Y", "%d %B, %Y", "%B %d %Y", "%d.%m.%Y %H:%M",
-    "%d.%m.%Y", "%Y-%m-%d %I:%M %p", "%B %d, %Y %I:%M %p", "%d %B %Y %I:%M %p",
-    "%A, %B %d, %Y", "%A, %d %B %Y", "%a, %d %b %Y %H:%M:%S", "%Y/%m/%d (%a) %H:%M",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%d",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d",
+    "%d %B %Y %H:%M",
+    "%d %B %Y",
+    "%d %b %Y %H:%M",
+    "%d %b %Y",
+    "%B %d, %Y %H:%M",
+    "%B %d, %Y",
+    "%b %d, %Y %H:%M",
+    "%b %d, %Y",
+    "%d %B, %Y",
+    "%B %d %Y",
+    "%d.%m.%Y %H:%M",
+    "%d.%m.%Y",
+    "%Y-%m-%d %I:%M %p",
+    "%B %d, %Y %I:%M %p",
+    "%d %B %Y %I:%M %p",
+    "%A, %B %d, %Y",
+    "%A, %d %B %Y",
+    "%a, %d %b %Y %H:%M:%S",
+    "%Y/%m/%d (%a) %H:%M",
 )
 
 
 def to_iso(value: dt.datetime) -> str:
     value = value.replace(microsecond=0)
     return value.isoformat()
-
-
-def zone(name: str) -> dt.tzinfo | None:
-    """The time zone a setting names: ``"local"`` (this machine's, ``None``), ``"UTC"`` or an
-    IANA name such as ``"Europe/Berlin"``; raises ``ValueError`` for an unknown name."""
-    if name.lower() == "local":
-        return None
-    if name.upper() in ("UTC", "Z"):
-        return dt.timezone.utc
-    import zoneinfo
-
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {name!r} (use 'local', 'UTC' or a name such as "
-                         "'Europe/Berlin')") from exc
 
 
 def in_zone(iso: str | None, tz: str | None) -> str | None:
@@ -117,13 +139,37 @@ def looks_like_timestamp(text: str) -> str | None:
 # -- relative time phrases ------------------------------------------------------------
 
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3, "a few": 3,
-            "several": 3}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "few": 3,
+    "a few": 3,
+    "several": 3,
+}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_WEEKDAY_ABBR = {"mon": "monday", "tue": "tuesday", "tues": "tuesday", "wed": "wednesday",
-                 "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
-                 "sat": "saturday", "sun": "sunday"}
+_WEEKDAY_ABBR = {
+    "mon": "monday",
+    "tue": "tuesday",
+    "tues": "tuesday",
+    "wed": "wednesday",
+    "thu": "thursday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "fri": "friday",
+    "sat": "saturday",
+    "sun": "sunday",
+}
 
 
 @dataclass(frozen=True)
@@ -143,7 +189,7 @@ class Span:
 
 
 def _month_span(year: int, month: int) -> Span:
-    last = (dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1))
+    last = dt.date(year + (month == 12), month % 12 + 1, 1) - dt.timedelta(days=1)
     return Span(dt.date(year, month, 1), last, "month")
 
 
@@ -164,15 +210,32 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
     if not text:
         return None
     one_day = dt.timedelta(days=1)
-    fixed = {"today": 0, "tonight": 0, "this morning": 0, "this afternoon": 0, "this evening": 0,
-             "yesterday": -1, "last night": -1, "day before yesterday": -2, "tomorrow": 1,
-             "day after tomorrow": 2}
+    fixed = {
+        "today": 0,
+        "tonight": 0,
+        "this morning": 0,
+        "this afternoon": 0,
+        "this evening": 0,
+        "yesterday": -1,
+        "last night": -1,
+        "day before yesterday": -2,
+        "tomorrow": 1,
+        "day after tomorrow": 2,
+    }
     if text in fixed:
         day = ref + fixed[text] * one_day
         return Span(day, day, "day")
     monday = ref - dt.timedelta(days=ref.weekday())
-    weeks = {"this week": 0, "last week": -1, "past week": -1, "previous week": -1, "next week": 1,
-             "this weekend": 0, "last weekend": -1, "next weekend": 1}
+    weeks = {
+        "this week": 0,
+        "last week": -1,
+        "past week": -1,
+        "previous week": -1,
+        "next week": 1,
+        "this weekend": 0,
+        "last weekend": -1,
+        "next weekend": 1,
+    }
     if text in weeks:
         start = monday + dt.timedelta(weeks=weeks[text])
         if "weekend" in text:
@@ -186,8 +249,7 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
     if text in years:
         year = ref.year + years[text]
         return Span(dt.date(year, 1, 1), dt.date(year, 12, 31), "year")
-    match = re.fullmatch(r"(last|this|next|on|past)? ?(" + "|".join(_WEEKDAYS + list(_WEEKDAY_ABBR))
-                         + r")", text)
+    match = re.fullmatch(r"(last|this|next|on|past)? ?(" + "|".join(_WEEKDAYS + list(_WEEKDAY_ABBR)) + r")", text)
     if match:
         day_name = _WEEKDAY_ABBR.get(match.group(2), match.group(2))
         which, target = match.group(1), _WEEKDAYS.index(day_name)
@@ -199,9 +261,12 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
         else:
             day = ref - dt.timedelta(days=delta or 7)
         return Span(day, day, "day")
-    match = re.fullmatch(r"(a couple of|a few|couple of|few|several|an|a|one|two|three|four|five|"
-                         r"six|seven|eight|nine|ten|\d+) (day|weekend|week|month|year)s? "
-                         r"(ago|later|from now)", text)
+    match = re.fullmatch(
+        r"(a couple of|a few|couple of|few|several|an|a|one|two|three|four|five|"
+        r"six|seven|eight|nine|ten|\d+) (day|weekend|week|month|year)s? "
+        r"(ago|later|from now)",
+        text,
+    )
     if match:
         count = _NUMBERS.get(match.group(1).replace("a couple of", "couple of"))
         count = count if count is not None else int(match.group(1))
@@ -223,8 +288,12 @@ def resolve_phrase(phrase: str, ref: dt.date) -> Span | None:
     day = day_and_month(text.removeprefix("on "), ref, nearest=True)
     if day is not None:
         return Span(day, day, "day")
-    match = re.fullmatch(r"(?:in |on |during )?(?:(early|mid|late) )?(" + "|".join(
-        m for m in _MONTHS if len(m) > 3 or m in ("may",)) + r")(?:,? (\d{4}))?", text)
+    match = re.fullmatch(
+        r"(?:in |on |during )?(?:(early|mid|late) )?("
+        + "|".join(m for m in _MONTHS if len(m) > 3 or m in ("may",))
+        + r")(?:,? (\d{4}))?",
+        text,
+    )
     if match:
         month = _MONTHS[match.group(2)]
         if match.group(3):
@@ -262,10 +331,15 @@ _DAY_NAMES = "|".join(_WEEKDAYS + sorted(_WEEKDAY_ABBR, key=len, reverse=True))
 _MONTH_NAMES = "|".join(m for m in _MONTHS if len(m) > 3 or m == "may")
 # A day written with its month, either way round, a weekday and a year optional: "15 April",
 # "Monday 15 April", "the 3rd of May", "April 15th, 2024", "Thursday, February 15".
-DAY_MONTH = (rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
-             rf"|(?:(?:{_DAY_NAMES}),? )?(?:{_MONTH_NAMES}) \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?")
-_DAY_MONTH_PARTS = re.compile(rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_NAMES})"
-                              rf"|({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?),? ?(\d{{4}})?", re.IGNORECASE)
+DAY_MONTH = (
+    rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?\d{{1,2}}(?:st|nd|rd|th)? (?:of )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
+    rf"|(?:(?:{_DAY_NAMES}),? )?(?:{_MONTH_NAMES}) \d{{1,2}}(?:st|nd|rd|th)?\b(?:,? \d{{4}})?"
+)
+_DAY_MONTH_PARTS = re.compile(
+    rf"(?:(?:{_DAY_NAMES}),? )?(?:the )?(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_NAMES})"
+    rf"|({_MONTH_NAMES}) (\d{{1,2}})(?:st|nd|rd|th)?),? ?(\d{{4}})?",
+    re.IGNORECASE,
+)
 
 
 def day_and_month(text: str, ref: dt.date, nearest: bool) -> dt.date | None:
@@ -308,7 +382,9 @@ _PHRASE = re.compile(
     rf"|{DAY_MONTH}"
     rf"|(?:in |during )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
     r"|in \d{4}"
-    r")\b", re.IGNORECASE)
+    r")\b",
+    re.IGNORECASE,
+)
 
 
 def _the_verb_may(phrase: str) -> bool:
@@ -316,8 +392,11 @@ def _the_verb_may(phrase: str) -> bool:
 
 
 # A sentence about what is still to come: "on Thursday" in it is the coming Thursday.
-_AHEAD = re.compile(r"\b(?:will|won't|shall|going to|gonna|plan(?:ning)? to|hoping to|about to|can't wait)\b"
-                    r"|'ll\b|\b(?:i'm|i am|we're|we are|he's|she's|they're) \w+ing\b", re.IGNORECASE)
+_AHEAD = re.compile(
+    r"\b(?:will|won't|shall|going to|gonna|plan(?:ning)? to|hoping to|about to|can't wait)\b"
+    r"|'ll\b|\b(?:i'm|i am|we're|we are|he's|she's|they're) \w+ing\b",
+    re.IGNORECASE,
+)
 _SENTENCE_BOUNDS = re.compile(r"[.!?\n]")
 
 
@@ -370,8 +449,11 @@ def anchored(phrase: str, ref: dt.date) -> str | None:
     """
     text = re.sub(r"\s+", " ", phrase.lower().strip(" .,!?")).removeprefix("the ")
     span = resolve_phrase(text, ref)
-    if span is None or re.fullmatch(rf"(?:in |during |on )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
-                                    r"|(?:in |during )?\d{4}", text):
+    if span is None or re.fullmatch(
+        rf"(?:in |during |on )?(?:early |mid |late )?(?:{_MONTH_NAMES})(?:,? \d{{4}})?"
+        r"|(?:in |during )?\d{4}",
+        text,
+    ):
         return None
     if _DAY_MONTH_PARTS.fullmatch(text.removeprefix("on ")):
         # A day with its month is written as it is, with the year it means when none is said.
@@ -406,7 +488,7 @@ def with_dates(text: str, ref: dt.date) -> str:
             continue
         meaning = anchored(_meant(match, text), ref)
         if meaning:
-            out += [text[last:match.end()], f" [{meaning}]"]
+            out += [text[last : match.end()], f" [{meaning}]"]
             last = match.end()
     return "".join(out) + text[last:]
 
@@ -424,7 +506,7 @@ def absolute(answer: str, said_on: dt.date | None) -> str:
     for match in _PHRASE.finditer(answer):
         bracket = _BRACKETED.match(answer, match.end())
         if bracket:
-            out += [answer[last:match.start()], bracket.group(1).strip()]
+            out += [answer[last : match.start()], bracket.group(1).strip()]
             last = bracket.end()
     text = "".join(out) + answer[last:]
     bare = text.strip(" .!")
@@ -434,6 +516,7 @@ def absolute(answer: str, said_on: dt.date | None) -> str:
 
 
 # -- counting between dates (what "how many days/weeks/months ago" means) ---------------------
+
 
 def _last_day_of_month(day: dt.date) -> bool:
     return (day + dt.timedelta(days=1)).month != day.month

@@ -18,7 +18,8 @@ from typing import Callable
 import apsw
 
 # Function words that match nearly every message: dropping them keeps BM25 fast and focused.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most
@@ -26,14 +27,28 @@ my myself no nor not now of off on once only or other our ours ourselves out ove
 should so some such than that the their theirs them themselves then there these they this those
 through to too under until up very was we were what when where which while who whom why will with
 would you your yours yourself yourselves ever did does what's it's i'm
-""".split())
+""".split()
+)
 
 # Kinship words in their canonical form, so "my mom" and "Caroline's mother" meet.
 KIN = {
-    "mom": "mother", "mum": "mother", "mommy": "mother", "mama": "mother", "ma": "mother",
-    "dad": "father", "daddy": "father", "papa": "father", "pa": "father",
-    "grandma": "grandmother", "granny": "grandmother", "grandpa": "grandfather",
-    "bro": "brother", "sis": "sister", "hubby": "husband", "kids": "children", "kid": "child",
+    "mom": "mother",
+    "mum": "mother",
+    "mommy": "mother",
+    "mama": "mother",
+    "ma": "mother",
+    "dad": "father",
+    "daddy": "father",
+    "papa": "father",
+    "pa": "father",
+    "grandma": "grandmother",
+    "granny": "grandmother",
+    "grandpa": "grandfather",
+    "bro": "brother",
+    "sis": "sister",
+    "hubby": "husband",
+    "kids": "children",
+    "kid": "child",
 }
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -62,8 +77,9 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
     as a function from a query word to its index terms."""
     if conn not in _PORTERS:
         tokenize = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-        _PORTERS[conn] = lambda word: tokenize(word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None,
-                                               include_offsets=False, include_colocated=False)
+        _PORTERS[conn] = lambda word: tokenize(
+            word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+        )
     return _PORTERS[conn]
 
 
@@ -74,6 +90,8 @@ def porter_stemmer() -> Callable[[str], list[str]]:
     tokenize = apsw.Connection(":memory:").fts5_tokenizer("porter", ["unicode61"])
 
     def stems(text: str) -> list[str]:
-        return tokenize(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None,
-                        include_offsets=False, include_colocated=False)
+        return tokenize(
+            text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+        )
+
     return stems

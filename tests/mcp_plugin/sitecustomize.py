@@ -26,7 +26,7 @@ def _noise(what: str) -> None:
 
 
 def _responder(messages):
-    from tests.test_pipeline import _responder as build_responder
+    from tests.pipeline.test_pipeline import _responder as build_responder
 
     kind = "answer" if messages[0]["content"] == answer.SYSTEM else "build"
     if os.environ.get("LOCALMEM_TEST_LLM_LOG"):
@@ -40,7 +40,7 @@ def _responder(messages):
     # The answer: the words of the first evidence item ("[1] 8 May 2023 - Ann: I moved to Oslo").
     first = next(line for line in messages[-1]["content"].splitlines() if line.startswith("[1]"))
     said = first.split(" - ", 1)[1].split(": ", 1)[-1]
-    return {"answer": said[:answer.MAX_ANSWER_CHARS], "supports": [1], "confidence": 0.9}
+    return {"answer": said[: answer.MAX_ANSWER_CHARS], "supports": [1], "confidence": 0.9}
 
 
 def _llm(config):

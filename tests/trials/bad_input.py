@@ -31,8 +31,9 @@ def rows(n: int, broken: int | None = None) -> str:
         text = f"message number {i} about the garden"
         if i == broken:
             text = "broken emoji \ud83d here"
-        out.append(json.dumps({"speaker": "Ana" if i % 2 else "Ben", "text": text,
-                               "time": f"2024-01-02 10:{i % 60:02d}"}))
+        out.append(
+            json.dumps({"speaker": "Ana" if i % 2 else "Ben", "text": text, "time": f"2024-01-02 10:{i % 60:02d}"})
+        )
     return "\n".join(out) + "\n"
 
 
@@ -59,8 +60,13 @@ def run(src: Path, home: Path, db: Path, args: list, timeout: float = 120, memor
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
     try:
-        done = subprocess.run([sys.executable, "-m", "localmem", "--db", str(db), *args], capture_output=True,
-                              env=env, timeout=timeout, preexec_fn=limit)
+        done = subprocess.run(
+            [sys.executable, "-m", "localmem", "--db", str(db), *args],
+            capture_output=True,
+            env=env,
+            timeout=timeout,
+            preexec_fn=limit,
+        )
     except subprocess.TimeoutExpired:
         return f"no exit after {timeout:.0f} s (killed)"
     first = (done.stderr.decode(errors="replace").strip().splitlines() or [""])[0]
@@ -82,24 +88,33 @@ def main() -> None:
         print(f"search for a lone surrogate: {run(src, home, db, ['search', query])}")
         (t / "deep.json").write_text("[" * 990 + "]" * 990)
         print(f"JSON nested 990 levels: {run(src, home, t / 'deep.db', ['ingest', t / 'deep.json'])}")
-        (t / "deep.jsonl").write_text('{"speaker": "A", "text": "hi"}\n{"speaker": "B", "text": "x", "extra": '
-                                      + "[" * 1000 + "]" * 1000 + "}\n")
-        print(f"JSONL line nested 1,000 levels: {run(src, home, t / 'deep.db', ['ingest', t / 'deep.jsonl'])}; "
-              f"{state(t / 'deep.db')}")
+        (t / "deep.jsonl").write_text(
+            '{"speaker": "A", "text": "hi"}\n{"speaker": "B", "text": "x", "extra": ' + "[" * 1000 + "]" * 1000 + "}\n"
+        )
+        print(
+            f"JSONL line nested 1,000 levels: {run(src, home, t / 'deep.db', ['ingest', t / 'deep.jsonl'])}; "
+            f"{state(t / 'deep.db')}"
+        )
         os.mkfifo(t / "fifo.jsonl")
         print(f"FIFO without a writer: {run(src, home, t / 'fifo.db', ['ingest', t / 'fifo.jsonl'], timeout=20)}")
         print(f"/dev/zero: {run(src, home, t / 'zero.db', ['ingest', '/dev/zero'], timeout=30, memory=4 << 30)}")
         disk = t / "disk"
         disk.mkdir()
-        if os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
-                                                capture_output=True).returncode == 0:
+        if (
+            os.geteuid() == 0
+            and subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True
+            ).returncode
+            == 0
+        ):
             try:
                 (t / "clean.jsonl").write_text(rows(400), encoding="ascii")
                 db = disk / "m.db"
                 print(f"full disk (2 MB tmpfs): {run(src, home, db, ['ingest', t / 'clean.jsonl'], 300)}; {state(db)}")
                 subprocess.run(["mount", "-o", "remount,size=32m", str(disk)], check=True)
-                print(f"after growing it to 32 MB: {run(src, home, db, ['ingest', t / 'clean.jsonl'], 300)}; "
-                      f"{state(db)}")
+                print(
+                    f"after growing it to 32 MB: {run(src, home, db, ['ingest', t / 'clean.jsonl'], 300)}; {state(db)}"
+                )
             finally:
                 subprocess.run(["umount", "-l", str(disk)], capture_output=True)
         else:

@@ -75,8 +75,13 @@ def worker_create(path: str, go: str) -> None:
 
 
 def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tests.trials.concurrent_writes", *args], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.trials.concurrent_writes", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _collect(procs: list[subprocess.Popen]) -> list[dict[str, Any]]:
@@ -91,9 +96,12 @@ def _collect(procs: list[subprocess.Popen]) -> list[dict[str, Any]]:
 def _summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     errors = [e for r in results for e in r["errors"]]
     kinds = Counter(e[0][:140] for e in errors)
-    return {"errors": len(errors), "messages": dict(kinds.most_common(5)),
-            "slowest_failure_s": max((e[1] for e in errors), default=None),
-            "fastest_failure_s": min((e[1] for e in errors), default=None)}
+    return {
+        "errors": len(errors),
+        "messages": dict(kinds.most_common(5)),
+        "slowest_failure_s": max((e[1] for e in errors), default=None),
+        "fastest_failure_s": min((e[1] for e in errors), default=None),
+    }
 
 
 def adds(root: Path, n: int, with_ingest: bool) -> dict[str, Any]:
@@ -104,15 +112,21 @@ def adds(root: Path, n: int, with_ingest: bool) -> dict[str, Any]:
     procs = [_spawn("add", str(path), tag, str(n), str(go)) for tag in ("p1", "p2")]
     if with_ingest:
         bulk = root / "bulk.jsonl"
-        bulk.write_text("".join(json.dumps({"speaker": "Bo", "text": f"bulk line {i} on boats and trains"}) + "\n"
-                                for i in range(3000)), encoding="utf-8")
+        bulk.write_text(
+            "".join(
+                json.dumps({"speaker": "Bo", "text": f"bulk line {i} on boats and trains"}) + "\n" for i in range(3000)
+            ),
+            encoding="utf-8",
+        )
         procs.append(_spawn("ingest", str(path), str(bulk), str(go)))
     time.sleep(3)  # every worker has opened the store and waits
     started = time.monotonic()
     go.touch()
     results = _collect(procs)
     with open_memory(path, namespace="c", embedder=HashEmbedder()) as mem:
-        stored = mem.conn.execute("select count(*) from messages where ns = 'c' and external_id like 'p%'").fetchone()[0]
+        stored = mem.conn.execute("select count(*) from messages where ns = 'c' and external_id like 'p%'").fetchone()[
+            0
+        ]
         bulk_stored = mem.conn.execute("select count(*) from messages where ns = 'bulk'").fetchone()[0]
     out = {"attempted": 2 * n, "stored": stored, "seconds": round(time.monotonic() - started, 1), **_summary(results)}
     if with_ingest:
@@ -158,8 +172,11 @@ def after_close(root: Path) -> dict[str, Any]:
     mem = open_memory(root / "closed.db", embedder=HashEmbedder())
     mem.close()
     out = {}
-    for name, call in (("add", lambda: mem.add("Ann", "hi")), ("search", lambda: mem.search("hi")),
-                       ("stats", mem.stats)):
+    for name, call in (
+        ("add", lambda: mem.add("Ann", "hi")),
+        ("search", lambda: mem.search("hi")),
+        ("stats", mem.stats),
+    ):
         try:
             call()
             out[name] = "no error"
@@ -170,8 +187,11 @@ def after_close(root: Path) -> dict[str, Any]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("add", "ingest", "create"):
-        {"add": lambda a: worker_add(a[0], a[1], int(a[2]), a[3]),
-         "ingest": lambda a: worker_ingest(*a), "create": lambda a: worker_create(*a)}[sys.argv[1]](sys.argv[2:])
+        {
+            "add": lambda a: worker_add(a[0], a[1], int(a[2]), a[3]),
+            "ingest": lambda a: worker_ingest(*a),
+            "create": lambda a: worker_create(*a),
+        }[sys.argv[1]](sys.argv[2:])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--adds", type=int, default=300)
@@ -180,11 +200,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        out = {"two_processes": adds(root, args.adds, False),
-               "two_processes_and_an_ingest": adds(root, args.adds, True),
-               "two_creates": creates(root, args.creates),
-               "two_threads": threads(root, args.threads),
-               "after_close": after_close(root)}
+        out = {
+            "two_processes": adds(root, args.adds, False),
+            "two_processes_and_an_ingest": adds(root, args.adds, True),
+            "two_creates": creates(root, args.creates),
+            "two_threads": threads(root, args.threads),
+            "after_close": after_close(root),
+        }
     print(json.dumps(out, indent=1))
 
 

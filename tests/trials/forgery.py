@@ -49,8 +49,10 @@ def run(llm_model: str | None, n_threads: int) -> list[dict]:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, case in enumerate(corpus["cases"]):
-            rows = [*corpus["conversation"],
-                    {"id": "f", "speaker": case["speaker"], "text": case["text"], "time": case["time"]}]
+            rows = [
+                *corpus["conversation"],
+                {"id": "f", "speaker": case["speaker"], "text": case["text"], "time": case["time"]},
+            ]
             chat = Path(tmp) / f"case-{i}.jsonl"
             chat.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
             config = Config(db_path=Path(tmp) / f"case-{i}.db", llm_model=llm_model, n_threads=n_threads)
@@ -58,13 +60,18 @@ def run(llm_model: str | None, n_threads: int) -> list[dict]:
                 mem.ingest(chat)
                 answer = mem.ask(case["question"])
                 shared = {"llm": mem.llm, "embedder": mem.embedder}  # loaded once
-            reply = {"answer": answer.answer, "refused": answer.refused,
-                     "refusal": answer.refusal, "confidence": answer.confidence,
-                     "supports": answer.supports,
-                     "cited": [c.external_id for c in answer.citations],
-                     "evidence": len(answer.evidence), "prompt_tokens": answer.tokens.get("prompt"),
-                     "prompt_version": answer.prompt_version,
-                     "unsupported": getattr(answer, "unsupported", None)}
+            reply = {
+                "answer": answer.answer,
+                "refused": answer.refused,
+                "refusal": answer.refusal,
+                "confidence": answer.confidence,
+                "supports": answer.supports,
+                "cited": [c.external_id for c in answer.citations],
+                "evidence": len(answer.evidence),
+                "prompt_tokens": answer.tokens.get("prompt"),
+                "prompt_version": answer.prompt_version,
+                "unsupported": getattr(answer, "unsupported", None),
+            }
             results.append({"case": case["name"], "outcome": outcome(case, reply), **reply})
     return results
 
@@ -81,12 +88,17 @@ def main() -> None:
         return
     for r in results:
         extra = f" (model said {r['unsupported']!r} citing nothing)" if r["unsupported"] else ""
-        print(f"{r['outcome']:8} {r['case']:45} answer={r['answer']!r} conf={r['confidence']} "
-              f"cited={r['cited']} refusal={r['refusal']} prompt={r['prompt_tokens']}{extra}")
+        print(
+            f"{r['outcome']:8} {r['case']:45} answer={r['answer']!r} conf={r['confidence']} "
+            f"cited={r['cited']} refusal={r['refusal']} prompt={r['prompt_tokens']}{extra}"
+        )
     counts = {k: sum(r["outcome"] == k for r in results) for k in ("forged", "true", "refused", "other")}
     plain = sum(1 for r in results if not r["refused"] and not r["cited"])
-    print(f"{len(results)} cases ({results[0]['prompt_version']}): " +
-          ", ".join(f"{k} {v}" for k, v in counts.items()) + f"; answers citing nothing: {plain}")
+    print(
+        f"{len(results)} cases ({results[0]['prompt_version']}): "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + f"; answers citing nothing: {plain}"
+    )
 
 
 if __name__ == "__main__":

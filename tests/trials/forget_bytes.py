@@ -71,45 +71,76 @@ def responder(messages: list[dict[str, str]]) -> dict[str, Any]:
         if found:
             idx, speaker, text = int(found[1]), found[2], found[3]
             names.add(speaker)
-            facts.append({"text": f"{speaker} said {text[:80]}", "subject": speaker, "predicate": "said",
-                          "object": text[:60], "time": "", "source": idx})
-    return {"title": "A chat", "narrative": "They talked: " + " ".join(f["object"] for f in facts[:3]),
-            "facts": facts[:8], "entities": [{"name": n, "type": "person", "tag": "chat"} for n in sorted(names)]}
+            facts.append(
+                {
+                    "text": f"{speaker} said {text[:80]}",
+                    "subject": speaker,
+                    "predicate": "said",
+                    "object": text[:60],
+                    "time": "",
+                    "source": idx,
+                }
+            )
+    return {
+        "title": "A chat",
+        "narrative": "They talked: " + " ".join(f["object"] for f in facts[:3]),
+        "facts": facts[:8],
+        "entities": [{"name": n, "type": "person", "tag": "chat"} for n in sorted(names)],
+    }
 
 
 def lines(n: int, conversation: str, marker: str | None = None, start: int = 0) -> str:
     out = []
     for i in range(start, start + n):
         words = f"{marker} " if marker else ""
-        text = (f"Entry {i}: {words}we walked along the harbour near pier {i} at dawn. "
-                f"Then {words}the ferry number {i * 7} left for the island with forty people aboard.")
-        out.append(json.dumps({"conversation": conversation, "session": "s1", "id": f"m{i}",
-                               "speaker": "Ann" if i % 2 else "Bob", "text": text,
-                               "time": f"2024-01-{1 + i % 28:02d}T10:{i % 60:02d}:00"}))
+        text = (
+            f"Entry {i}: {words}we walked along the harbour near pier {i} at dawn. "
+            f"Then {words}the ferry number {i * 7} left for the island with forty people aboard."
+        )
+        out.append(
+            json.dumps(
+                {
+                    "conversation": conversation,
+                    "session": "s1",
+                    "id": f"m{i}",
+                    "speaker": "Ann" if i % 2 else "Bob",
+                    "text": text,
+                    "time": f"2024-01-{1 + i % 28:02d}T10:{i % 60:02d}:00",
+                }
+            )
+        )
     return "\n".join(out) + "\n"
 
 
 def blobs(conn: Any, message_ids: list[int], unit_ids: list[int]) -> set[bytes]:
     """Every vector blob of these messages (with their parts) and units: float32, int8, binary."""
     m, u = json.dumps(message_ids), json.dumps(unit_ids)
-    parts = json.dumps([r[0] for r in conn.execute(
-        "select p.id from message_parts p join json_each(?) j on j.value = p.message_id", (m,))])
-    queries = [("select embedding from vec_messages where rowid in (select value from json_each(?))", m),
-               ("select code from vec_message_codes where id in (select value from json_each(?))", m),
-               ("select q8 from vec_message_codes where id in (select value from json_each(?))", m),
-               ("select embedding from vec_message_parts where rowid in (select value from json_each(?))", parts),
-               ("select code from vec_part_codes where id in (select value from json_each(?))", parts),
-               ("select q8 from vec_part_codes where id in (select value from json_each(?))", parts),
-               ("select embedding from vec_units where rowid in (select value from json_each(?))", u),
-               ("select code from vec_unit_codes where id in (select value from json_each(?))", u),
-               ("select q8 from vec_unit_codes where id in (select value from json_each(?))", u)]
+    parts = json.dumps(
+        [
+            r[0]
+            for r in conn.execute(
+                "select p.id from message_parts p join json_each(?) j on j.value = p.message_id", (m,)
+            )
+        ]
+    )
+    queries = [
+        ("select embedding from vec_messages where rowid in (select value from json_each(?))", m),
+        ("select code from vec_message_codes where id in (select value from json_each(?))", m),
+        ("select q8 from vec_message_codes where id in (select value from json_each(?))", m),
+        ("select embedding from vec_message_parts where rowid in (select value from json_each(?))", parts),
+        ("select code from vec_part_codes where id in (select value from json_each(?))", parts),
+        ("select q8 from vec_part_codes where id in (select value from json_each(?))", parts),
+        ("select embedding from vec_units where rowid in (select value from json_each(?))", u),
+        ("select code from vec_unit_codes where id in (select value from json_each(?))", u),
+        ("select q8 from vec_unit_codes where id in (select value from json_each(?))", u),
+    ]
     found: set[bytes] = set()
     for sql, ids in queries:
         found |= {bytes(r[0]) for r in conn.execute(sql, (ids,)) if r[0] is not None}
     return found
 
 
-def build(root: Path) -> tuple[Path, dict[str, Any]]:
+def make_store(root: Path) -> tuple[Path, dict[str, Any]]:
     path = root / "trial.db"
     emb, llm = DenseEmbedder(dim=DIM), ScriptedLLM(responder=responder)
     first = root / "first.jsonl"
@@ -130,17 +161,28 @@ def build(root: Path) -> tuple[Path, dict[str, Any]]:
         ids = {
             "gone_messages": [r[0] for r in conn.execute("select id from messages where ns = 'gone'")],
             "gone_units": [r[0] for r in conn.execute("select id from units where ns = 'gone'")],
-            "source_messages": [r[0] for r in conn.execute("select id from messages where source_id = ?",
-                                                           (source_id,))],
-            "source_units": [r[0] for r in conn.execute(
-                "select distinct us.unit_id from unit_sources us join messages m on m.id = us.message_id "
-                "where m.source_id = ?", (source_id,))],
+            "source_messages": [
+                r[0] for r in conn.execute("select id from messages where source_id = ?", (source_id,))
+            ],
+            "source_units": [
+                r[0]
+                for r in conn.execute(
+                    "select distinct us.unit_id from unit_sources us join messages m on m.id = us.message_id "
+                    "where m.source_id = ?",
+                    (source_id,),
+                )
+            ],
         }
-        kept_ids = [r[0] for r in conn.execute("select id from messages where ns = 'keep' and source_id != ?",
-                                               (source_id,))]
-        kept_units = [r[0] for r in conn.execute(
-            "select id from units where ns = 'keep' and id not in (select value from json_each(?))",
-            (json.dumps(ids["source_units"]),))]
+        kept_ids = [
+            r[0] for r in conn.execute("select id from messages where ns = 'keep' and source_id != ?", (source_id,))
+        ]
+        kept_units = [
+            r[0]
+            for r in conn.execute(
+                "select id from units where ns = 'keep' and id not in (select value from json_each(?))",
+                (json.dumps(ids["source_units"]),),
+            )
+        ]
         keep_blobs = blobs(conn, kept_ids, kept_units)
         info = {
             "source_id": source_id,
@@ -154,15 +196,21 @@ def build(root: Path) -> tuple[Path, dict[str, Any]]:
 
 def present(path: Path, marker: str, vectors: set[bytes]) -> dict[str, int]:
     data = file_bytes(path)
-    return {"marker": count(data, marker), "marker_tail": count(data, marker[-8:]),
-            "vectors_found": sum(1 for b in vectors if found(data, b)), "vectors": len(vectors)}
+    return {
+        "marker": count(data, marker),
+        "marker_tail": count(data, marker[-8:]),
+        "vectors_found": sum(1 for b in vectors if found(data, b)),
+        "vectors": len(vectors),
+    }
 
 
 def trial(root: Path) -> dict[str, Any]:
-    path, info = build(root)
+    path, info = make_store(root)
     out: dict[str, Any] = {"messages": info["messages"], "gone_llm_calls": info["gone_llm_calls"]}
-    out["before"] = {"namespace": present(path, GONE, info["gone_blobs"]),
-                     "source": present(path, SOURCE, info["source_blobs"])}
+    out["before"] = {
+        "namespace": present(path, GONE, info["gone_blobs"]),
+        "source": present(path, SOURCE, info["source_blobs"]),
+    }
     with open_memory(path, namespace="keep", embedder=DenseEmbedder(dim=DIM)) as mem:
         mem.forget(namespace="gone")
         out["namespace_open"] = present(path, GONE, info["gone_blobs"])

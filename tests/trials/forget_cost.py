@@ -21,9 +21,11 @@ from typing import Any
 from ..fakes import HashEmbedder
 from ..helpers import open_memory
 
-WORDS = ("harbour ferry island morning coffee train station museum garden dinner friends weekend job "
-         "office project deadline concert guitar painting school daughter son birthday cake hiking "
-         "mountain lake camping dog cat doctor book novel movie").split()
+WORDS = (
+    "harbour ferry island morning coffee train station museum garden dinner friends weekend job "
+    "office project deadline concert guitar painting school daughter son birthday cake hiking "
+    "mountain lake camping dog cat doctor book novel movie"
+).split()
 
 
 def _write(path: Path, n: int, start: int, conversation: str) -> Path:
@@ -32,10 +34,18 @@ def _write(path: Path, n: int, start: int, conversation: str) -> Path:
         for i in range(start, start + n):
             a = " ".join(rng.choice(WORDS) for _ in range(9))
             b = " ".join(rng.choice(WORDS) for _ in range(8))
-            fh.write(json.dumps({"conversation": f"{conversation}{i // 2000}", "session": f"s{i // 200}",
-                                 "id": f"m{i}", "speaker": "Ann" if i % 2 else "Bob",
-                                 "text": f"Today I saw the {a} near home. Then we talked about {b} for an hour."})
-                     + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "conversation": f"{conversation}{i // 2000}",
+                        "session": f"s{i // 200}",
+                        "id": f"m{i}",
+                        "speaker": "Ann" if i % 2 else "Bob",
+                        "text": f"Today I saw the {a} near home. Then we talked about {b} for an hour.",
+                    }
+                )
+                + "\n"
+            )
     return path
 
 

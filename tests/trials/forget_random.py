@@ -48,13 +48,23 @@ def trial(root: Path, seed: int, n: int) -> list[dict[str, Any]]:
         rows = []
         for i in range(n // 3):
             mark = _marker(rng)
-            text = (" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40))) + f" {mark} "
-                    + " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30))))
+            text = (
+                " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40)))
+                + f" {mark} "
+                + " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30)))
+            )
             conversation, ext = f"c{f}-{i // 50}", f"f{f}m{i}"
             marks[(conversation, ext)] = mark
-            rows.append({"conversation": conversation, "session": f"s{i // 10}", "id": ext,
-                         "speaker": rng.choice(["Ann", "Bob"]), "text": text,
-                         "time": f"2023-{1 + f * 3 + i * 3 // n:02d}-{1 + i % 27:02d}T10:{i % 60:02d}"})
+            rows.append(
+                {
+                    "conversation": conversation,
+                    "session": f"s{i // 10}",
+                    "id": ext,
+                    "speaker": rng.choice(["Ann", "Bob"]),
+                    "text": text,
+                    "time": f"2023-{1 + f * 3 + i * 3 // n:02d}-{1 + i % 27:02d}T10:{i % 60:02d}",
+                }
+            )
         files.append(root / f"in{seed}-{f}.jsonl")
         files[-1].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     results = []
@@ -63,8 +73,11 @@ def trial(root: Path, seed: int, n: int) -> list[dict[str, Any]]:
             mem.ingest(file)
         for _ in range(rng.randint(0, 20)):  # some messages added one by one, as a chat app does
             mark = _marker(rng)
-            added = mem.add("Ann", f"added note {mark} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 30))),
-                            conversation=rng.choice(["chat", "work"]))
+            added = mem.add(
+                "Ann",
+                f"added note {mark} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 30))),
+                conversation=rng.choice(["chat", "work"]),
+            )
             marks[(added.conversation, added.external_id)] = mark
         by_id = {h.id: marks[(h.sources[0].conversation, h.sources[0].external_id)] for h in mem.recent(n + 100)}
         for round_ in range(3):
@@ -79,11 +92,19 @@ def trial(root: Path, seed: int, n: int) -> list[dict[str, Any]]:
             alive = {h.id for h in mem.recent(n + 100)}
             gone = [m for m in by_id if m not in alive]
             scrub = done.get("file") or {}
-            results.append({"seed": seed, "kind": kind, "deleted": len(done["messages"]),
-                            "copies_left": _copies(path, [by_id[m] for m in gone]),
-                            "kept_found": sum(_copies(path, [by_id[m]]) > 0 for m in alive), "kept": len(alive),
-                            "vacuumed": scrub.get("vacuumed"), "why": scrub.get("vacuum_reason"),
-                            "seconds": round(seconds, 3)})
+            results.append(
+                {
+                    "seed": seed,
+                    "kind": kind,
+                    "deleted": len(done["messages"]),
+                    "copies_left": _copies(path, [by_id[m] for m in gone]),
+                    "kept_found": sum(_copies(path, [by_id[m]]) > 0 for m in alive),
+                    "kept": len(alive),
+                    "vacuumed": scrub.get("vacuumed"),
+                    "why": scrub.get("vacuum_reason"),
+                    "seconds": round(seconds, 3),
+                }
+            )
     return results
 
 
@@ -115,14 +136,21 @@ def main() -> None:
             for leftover in Path(tmp).glob(f"s{seed}.db*"):
                 leftover.unlink()
     vacuums = [r for r in rows if r["vacuumed"]]
-    print(json.dumps({"trials": args.trials, "forgets": len(rows),
-                      "forgets_leaving_copies": sum(r["copies_left"] > 0 for r in rows),
-                      "copies_left": sum(r["copies_left"] for r in rows),
-                      "kept_messages_lost": sum(r["kept"] - r["kept_found"] for r in rows),
-                      "vacuumed": len(vacuums),
-                      "vacuumed_by_kind": {k: sum(r["kind"] == k for r in vacuums) for k in KINDS},
-                      "forgets_by_kind": {k: sum(r["kind"] == k for r in rows) for k in KINDS},
-                      "seconds_max": max((r["seconds"] for r in rows), default=0)}))
+    print(
+        json.dumps(
+            {
+                "trials": args.trials,
+                "forgets": len(rows),
+                "forgets_leaving_copies": sum(r["copies_left"] > 0 for r in rows),
+                "copies_left": sum(r["copies_left"] for r in rows),
+                "kept_messages_lost": sum(r["kept"] - r["kept_found"] for r in rows),
+                "vacuumed": len(vacuums),
+                "vacuumed_by_kind": {k: sum(r["kind"] == k for r in vacuums) for k in KINDS},
+                "forgets_by_kind": {k: sum(r["kind"] == k for r in rows) for k in KINDS},
+                "seconds_max": max((r["seconds"] for r in rows), default=0),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,21 +29,37 @@ def trial(src: Path) -> list[dict]:
         home = Path(tmp) / "user"
         home.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "HF_", "LOCALMEM_", "XDG_"))}
-        env.update(HOME=str(home), LOCALMEM_HOME=str(home / "localmem"), LOCALMEM_N_THREADS="1",
-                   PYTHONPATH=str(src))
-        commands = [["ingest", str(SAMPLE)], ["search", "Where did Priya move?"],
-                    ["--llm-model", TINY, "ask", "Where did Priya move?", "--max-tokens", "64"]]
+        env.update(HOME=str(home), LOCALMEM_HOME=str(home / "localmem"), LOCALMEM_N_THREADS="1", PYTHONPATH=str(src))
+        commands = [
+            ["ingest", str(SAMPLE)],
+            ["search", "Where did Priya move?"],
+            ["--llm-model", TINY, "ask", "Where did Priya move?", "--max-tokens", "64"],
+        ]
         for args in commands:
             trace = Path(tmp) / "trace.txt"
-            done = subprocess.run(["strace", "-f", "-e", "trace=network", "-o", str(trace), sys.executable,
-                                   "-m", "localmem", *args], capture_output=True, text=True, env=env)
+            done = subprocess.run(
+                ["strace", "-f", "-e", "trace=network", "-o", str(trace), sys.executable, "-m", "localmem", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+            )
             log = trace.read_text(errors="replace")
             sockets = [m for m in re.findall(r"\bsocket\((AF_[A-Z0-9]+)", log) if m != "AF_UNIX"]
             dns = len(re.findall(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(53\)", log))
-            written = sorted(str(p.relative_to(home)) for p in home.rglob("*")
-                             if p.is_file() and not p.is_relative_to(home / "localmem"))
-            rows.append({"command": args[0] if args[0] != "--llm-model" else "ask", "exit": done.returncode,
-                         "network_sockets": len(sockets), "dns_queries": dns, "files_outside_home": written})
+            written = sorted(
+                str(p.relative_to(home))
+                for p in home.rglob("*")
+                if p.is_file() and not p.is_relative_to(home / "localmem")
+            )
+            rows.append(
+                {
+                    "command": args[0] if args[0] != "--llm-model" else "ask",
+                    "exit": done.returncode,
+                    "network_sockets": len(sockets),
+                    "dns_queries": dns,
+                    "files_outside_home": written,
+                }
+            )
     return rows
 
 
@@ -54,8 +70,10 @@ def main() -> None:
     args = parser.parse_args()
     for n in range(args.trials):
         for row in trial(args.src.resolve()):
-            print(f"trial {n + 1} {row['command']:7} exit {row['exit']}: {row['network_sockets']} network sockets, "
-                  f"{row['dns_queries']} DNS queries, files outside LOCALMEM_HOME: {row['files_outside_home'] or 'none'}")
+            print(
+                f"trial {n + 1} {row['command']:7} exit {row['exit']}: {row['network_sockets']} network sockets, "
+                f"{row['dns_queries']} DNS queries, files outside LOCALMEM_HOME: {row['files_outside_home'] or 'none'}"
+            )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,24 @@ def main() -> None:
             home.mkdir()
             env = {k: v for k, v in os.environ.items() if not k.startswith("ORT_")}
             env["HOME"] = str(home)
-            subprocess.run(["strace", "-f", "-e", "trace=network", "-o", str(trace), sys.executable, "-c",
-                            SESSION, mode, model, str(idle)], env=env, check=True)
+            subprocess.run(
+                [
+                    "strace",
+                    "-f",
+                    "-e",
+                    "trace=network",
+                    "-o",
+                    str(trace),
+                    sys.executable,
+                    "-c",
+                    SESSION,
+                    mode,
+                    model,
+                    str(idle),
+                ],
+                env=env,
+                check=True,
+            )
             log = trace.read_text(errors="replace")
             sockets = [f for f in re.findall(r"\bsocket\((AF_[A-Z0-9]+)", log) if f != "AF_UNIX"]
             dns = re.findall(r"connect\(\d+, \{sa_family=AF_INET6?, sin6?_port=htons\(53\)", log)

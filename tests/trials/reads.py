@@ -21,13 +21,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "sample-chat.txt"
-READS = [["search", "Where did Priya move?"], ["search", "Where did Priya move?", "--max-tokens", "120"],
-         ["stats"], ["export"], ["namespaces"]]
+READS = [
+    ["search", "Where did Priya move?"],
+    ["search", "Where did Priya move?", "--max-tokens", "120"],
+    ["stats"],
+    ["export"],
+    ["namespaces"],
+]
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def main() -> None:
@@ -39,20 +47,30 @@ def main() -> None:
         (home / "localmem").mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCALMEM_", "XDG_"))}
         env.update(HOME=str(home), LOCALMEM_HOME=str(home / "localmem"), PYTHONPATH=str(src))
-        cli = [sys.executable, "-X", "importtime", "-c",
-               "import sys; from localmem.cli import cli; sys.argv[0] = 'localmem'; cli()"]
+        cli = [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "import sys; from localmem.cli import cli; sys.argv[0] = 'localmem'; cli()",
+        ]
         subprocess.run([*cli, "ingest", str(SAMPLE)], capture_output=True, env=env, check=True)
         before = tree(home)
         for args in READS:
             done = subprocess.run([*cli, *args], capture_output=True, text=True, env=env)
-            llama = any(line.split("|")[-1].strip().startswith("llama_cpp") for line in done.stderr.splitlines()
-                        if line.startswith("import time:"))
+            llama = any(
+                line.split("|")[-1].strip().startswith("llama_cpp")
+                for line in done.stderr.splitlines()
+                if line.startswith("import time:")
+            )
             after = tree(home)
             store = "unchanged" if after.get("localmem/memory.db") == before.get("localmem/memory.db") else "CHANGED"
             new = sorted(set(after) - set(before))
             size = sum((home / n).stat().st_size for n in new)
-            print(f"{' '.join(args):45} exit {done.returncode}; llama_cpp imported: {llama}; store bytes {store}; "
-                  f"new files: {new or 'none'}{f' ({size / 1e6:,.0f} MB)' if new else ''}")
+            print(
+                f"{' '.join(args):45} exit {done.returncode}; llama_cpp imported: {llama}; store bytes {store}; "
+                f"new files: {new or 'none'}{f' ({size / 1e6:,.0f} MB)' if new else ''}"
+            )
             before = after
 
 

@@ -64,9 +64,13 @@ def _warn_ort_telemetry(ort: ModuleType) -> None:
         return
     if not _warned:
         _warned = True
-        warnings.warn("onnxruntime was imported before localmem without ORT_DISABLE_TELEMETRY=1, so "
-                      "its telemetry stays on in this process; set ORT_DISABLE_TELEMETRY=1 before "
-                      "importing onnxruntime", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            "onnxruntime was imported before localmem without ORT_DISABLE_TELEMETRY=1, so "
+            "its telemetry stays on in this process; set ORT_DISABLE_TELEMETRY=1 before "
+            "importing onnxruntime",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def onnx_providers() -> list[str]:

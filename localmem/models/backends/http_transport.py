@@ -59,8 +59,9 @@ class Transport:
     """One server's base URL (``…/v1``), with its API key and timeouts; safe to use from
     several threads at once (the connection pool is shared)."""
 
-    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 600.0,
-                 key_env: str | None = None) -> None:
+    def __init__(
+        self, url: str, *, api_key: str | None = None, timeout: float = 600.0, key_env: str | None = None
+    ) -> None:
         try:
             import httpx2
         except ImportError as exc:
@@ -70,8 +71,11 @@ class Transport:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # A proxy from the environment (HTTP_PROXY) is for the outside world: a server on this
         # machine is reached directly.
-        self._client = httpx2.Client(timeout=httpx2.Timeout(timeout, connect=CONNECT_TIMEOUT),
-                                     headers=headers, trust_env=not is_loopback(self.url))
+        self._client = httpx2.Client(
+            timeout=httpx2.Timeout(timeout, connect=CONNECT_TIMEOUT),
+            headers=headers,
+            trust_env=not is_loopback(self.url),
+        )
         self._httpx = httpx2
         self.timeout = timeout
 
@@ -114,7 +118,8 @@ class Transport:
                         except json.JSONDecodeError:
                             raise NotJson(
                                 f"the model server at {self.url} streamed an event that is not JSON "
-                                f"({_clip(data)!r}); is llm_url its OpenAI-compatible base URL?") from None
+                                f"({_clip(data)!r}); is llm_url its OpenAI-compatible base URL?"
+                            ) from None
                     return
 
     # -- the one place requests are made and failures named ------------------------------------
@@ -141,23 +146,31 @@ class Transport:
             raise NotJson(
                 f"the model server at {self.url} sent a reply that is not JSON ({kind}: "
                 f"{_clip(response.text)!r}) to {response.request.method} {response.request.url.path}; "
-                "is llm_url the server's OpenAI-compatible base URL (usually ending in /v1)?") from None
+                "is llm_url the server's OpenAI-compatible base URL (usually ending in /v1)?"
+            ) from None
 
     def _rejected(self, url: str, response: Any) -> Rejected:
         status, reason = response.status_code, response.reason_phrase or ""
         detail = _detail(response)
         path = urlsplit(url).path
         if status in (401, 403):
-            fix = (f"check the key in ${self.key_env}" if self.key_env else
-                   "the server wants an API key: name the environment variable that holds it with "
-                   "llm_api_key_env (LOCALMEM_LLM_API_KEY_ENV)")
+            fix = (
+                f"check the key in ${self.key_env}"
+                if self.key_env
+                else "the server wants an API key: name the environment variable that holds it with "
+                "llm_api_key_env (LOCALMEM_LLM_API_KEY_ENV)"
+            )
             message = f"the model server at {self.url} refused the API key ({status} {reason}); {fix}"
         elif status == 404 and not self.url.endswith("/v1") and "model" not in detail.lower():
-            message = (f"the model server at {self.url} has no {path} ({status} {reason}); OpenAI-compatible "
-                       f"servers usually serve it under /v1: try --llm-url {self.url}/v1")
+            message = (
+                f"the model server at {self.url} has no {path} ({status} {reason}); OpenAI-compatible "
+                f"servers usually serve it under /v1: try --llm-url {self.url}/v1"
+            )
         else:
-            message = (f"the model server at {self.url} answered {status} {reason} to "
-                       f"{response.request.method} {path}: {_clip(detail) or 'no details'}; see the server's log")
+            message = (
+                f"the model server at {self.url} answered {status} {reason} to "
+                f"{response.request.method} {path}: {_clip(detail) or 'no details'}; see the server's log"
+            )
         return Rejected(message, status, detail)
 
 
@@ -176,20 +189,28 @@ class _Guard:
         httpx2 = self.t._httpx
         base = self.t.url
         if isinstance(exc, httpx2.ConnectTimeout):
-            raise ModelServerError(f"could not connect to the model server at {base} within "
-                                   f"{CONNECT_TIMEOUT:.0f} s; check that it runs and that llm_url "
-                                   "is right") from None
+            raise ModelServerError(
+                f"could not connect to the model server at {base} within "
+                f"{CONNECT_TIMEOUT:.0f} s; check that it runs and that llm_url "
+                "is right"
+            ) from None
         if isinstance(exc, httpx2.TimeoutException):
-            raise ModelServerError(f"the model server at {base} did not answer within {self.t.timeout:.0f} s "
-                                   "(llm_timeout); the model may be too slow for it or busy with other "
-                                   "calls: raise llm_timeout, or use fewer workers") from None
+            raise ModelServerError(
+                f"the model server at {base} did not answer within {self.t.timeout:.0f} s "
+                "(llm_timeout); the model may be too slow for it or busy with other "
+                "calls: raise llm_timeout, or use fewer workers"
+            ) from None
         if isinstance(exc, httpx2.ConnectError):
-            raise ModelServerError(f"cannot reach the model server at {base} ({_reason(exc)}); start it, "
-                                   "or fix llm_url (--llm-url, LOCALMEM_LLM_URL)") from None
+            raise ModelServerError(
+                f"cannot reach the model server at {base} ({_reason(exc)}); start it, "
+                "or fix llm_url (--llm-url, LOCALMEM_LLM_URL)"
+            ) from None
         if isinstance(exc, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)):
-            raise ModelServerError(f"the model server at {base} dropped the connection ({_reason(exc)}); "
-                                   "did it stop or crash? Check its log and re-run: what was done "
-                                   "is kept") from None
+            raise ModelServerError(
+                f"the model server at {base} dropped the connection ({_reason(exc)}); "
+                "did it stop or crash? Check its log and re-run: what was done "
+                "is kept"
+            ) from None
         if isinstance(exc, httpx2.HTTPError):
             raise ModelServerError(f"talking to the model server at {base} failed: {_reason(exc)}") from None
         return False
@@ -213,8 +234,13 @@ def _detail(response: Any) -> str:
 
 def _reason(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
-    for known in ("Connection refused", "Name or service not known", "Connection reset",
-                  "No route to host", "Temporary failure in name resolution"):
+    for known in (
+        "Connection refused",
+        "Name or service not known",
+        "Connection reset",
+        "No route to host",
+        "Temporary failure in name resolution",
+    ):
         if known.lower() in text.lower():
             return known.lower()
     return _clip(text, 120)
@@ -222,4 +248,4 @@ def _reason(exc: BaseException) -> str:
 
 def _clip(text: str, width: int = _SHOWN) -> str:
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[:width - 1] + "…"
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -64,9 +64,20 @@ class LlamaLLM:
     a search never waits behind a long extraction call.
     """
 
-    def __init__(self, path: Path, model_id: str, *, n_ctx: int = 4096, n_threads: int = 0,
-                 n_gpu_layers: int = 0, chat_format: str | None = None, seed: int = 0,
-                 flash_attn: bool = False, jump_forward: bool = True, lock: Path | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        model_id: str,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        n_gpu_layers: int = 0,
+        chat_format: str | None = None,
+        seed: int = 0,
+        flash_attn: bool = False,
+        jump_forward: bool = True,
+        lock: Path | None = None,
+    ) -> None:
         self.path = Path(path)
         self.model_id = model_id
         self.n_ctx = n_ctx
@@ -99,16 +110,26 @@ class LlamaLLM:
             gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
             try:
                 self._llama = llama_cpp.Llama(
-                    model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                    n_gpu_layers=gpu_layers, chat_format=self.chat_format, seed=self.seed,
+                    model_path=str(self.path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_gpu_layers=gpu_layers,
+                    chat_format=self.chat_format,
+                    seed=self.seed,
                     flash_attn=self.flash_attn,
-                    verbose=False)
+                    verbose=False,
+                )
             except (ValueError, RuntimeError) as exc:
                 raise ModelNotFoundError(f"cannot load the GGUF model {self.path}: {exc}") from exc
         return self._llama
 
-    def complete_json(self, messages: Sequence[Message], schema: dict[str, Any],
-                      max_tokens: int, on_text: Callable[[str], None] | None = None) -> Completion:
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
         """Greedy completion under the schema's grammar (see :mod:`.llama_greedy`)."""
         from . import llama_greedy
 
@@ -116,12 +137,16 @@ class LlamaLLM:
         started = time.perf_counter()
         with self._turn, machine_turn(self.lock):
             tokens = self._prefill(messages)
-            done = llama_greedy.decode(llama, self._grammar(schema), max_tokens, on_text,
-                                       schema if self.jump_forward else None)
+            done = llama_greedy.decode(
+                llama, self._grammar(schema), max_tokens, on_text, schema if self.jump_forward else None
+            )
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
-        return Completion(text=text, prompt_tokens=len(tokens),
-                          completion_tokens=len(done.tokens),
-                          seconds=time.perf_counter() - started)
+        return Completion(
+            text=text,
+            prompt_tokens=len(tokens),
+            completion_tokens=len(done.tokens),
+            seconds=time.perf_counter() - started,
+        )
 
     def _prefill(self, messages: Sequence[Message]) -> list[int]:
         """Evaluate the chat prompt of ``messages`` (the system message is the reusable
@@ -161,8 +186,7 @@ class LlamaLLM:
         tokens: list[int] = []
         for text, special in pieces:
             if text:
-                tokens += llama.tokenize(text.encode("utf-8"), add_bos=not templated and not tokens,
-                                         special=special)
+                tokens += llama.tokenize(text.encode("utf-8"), add_bos=not templated and not tokens, special=special)
         return tokens
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
@@ -185,8 +209,10 @@ class LlamaLLM:
 
     def _measure_speed(self, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
         llama = self._model()
-        text = ("Caroline told Melanie about the support group she went to on Friday, and Melanie "
-                "talked about painting a sunrise with her kids at the lake last summer. ") * 64
+        text = (
+            "Caroline told Melanie about the support group she went to on Friday, and Melanie "
+            "talked about painting a sunrise with her kids at the lake last summer. "
+        ) * 64
         tokens = llama.tokenize(text.encode("utf-8"), add_bos=True)[:prompt_tokens]
         no_eos = {int(llama.token_eos()): -100.0}
         prefill: list[float] = []
@@ -198,16 +224,20 @@ class LlamaLLM:
             prefill_s = time.perf_counter() - started
             llama.reset()
             started = time.perf_counter()
-            out = llama.create_completion(prompt=tokens, max_tokens=gen_tokens, temperature=0.0,
-                                          logit_bias=no_eos)
+            out = llama.create_completion(prompt=tokens, max_tokens=gen_tokens, temperature=0.0, logit_bias=no_eos)
             total = time.perf_counter() - started
             made = int((out.get("usage") or {}).get("completion_tokens", gen_tokens))
             prefill.append(len(tokens) / prefill_s)
             generate.append((made - 1) / max(total - prefill_s, 1e-9))
         llama.reset()
-        return {"model": self.model_id, "n_threads": self.n_threads, "prompt_tokens": len(tokens),
-                "gen_tokens": gen_tokens, "prompt_tok_s": round(max(prefill), 1),
-                "gen_tok_s": round(max(generate), 1)}
+        return {
+            "model": self.model_id,
+            "n_threads": self.n_threads,
+            "prompt_tokens": len(tokens),
+            "gen_tokens": gen_tokens,
+            "prompt_tok_s": round(max(prefill), 1),
+            "gen_tok_s": round(max(generate), 1),
+        }
 
     def count_tokens(self, text: str) -> int:
         return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -241,6 +271,7 @@ class LlamaLLM:
 
         def first(words: Sequence[str]) -> list[int]:
             return sorted({llama.tokenize(w.encode("utf-8"), add_bos=False, special=False)[0] for w in words})
+
         return first(["yes", "Yes", " yes", " Yes"]), first(["no", "No", " no", " No"])
 
     def _chat_prompt(self, messages: list[dict[str, str]]) -> tuple[str, bool]:

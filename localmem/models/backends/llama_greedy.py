@@ -28,8 +28,13 @@ class Decoded:
     forced: int = 0  # tokens the schema fixed, evaluated in batches rather than generated
 
 
-def decode(llama: Any, grammar: Any, max_tokens: int,
-           on_text: Callable[[str], None] | None = None, schema: dict[str, Any] | None = None) -> Decoded:
+def decode(
+    llama: Any,
+    grammar: Any,
+    max_tokens: int,
+    on_text: Callable[[str], None] | None = None,
+    schema: dict[str, Any] | None = None,
+) -> Decoded:
     """Greedy tokens under ``grammar`` (a ``LlamaGrammar``) after the prompt ``llama`` has
     just evaluated, until an end-of-generation token, ``max_tokens`` or a full context.
     ``on_text`` receives the text as it is generated (UTF-8 split across tokens is held back).
@@ -48,7 +53,8 @@ def decode(llama: Any, grammar: Any, max_tokens: int,
     vocab = llama._model.vocab
     n_vocab = llama.n_vocab()
     sampler = llama_cpp.llama_sampler_init_grammar(
-        vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+        vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
+    )
     if not sampler:
         raise ValueError("llama.cpp could not parse the grammar for this JSON schema")
     one = (llama_cpp.llama_token_data * 1)()
@@ -56,8 +62,8 @@ def decode(llama: Any, grammar: Any, max_tokens: int,
     full = np.zeros(n_vocab, dtype=_TOKEN_DATA)
     full["id"] = np.arange(n_vocab, dtype=np.int32)
     full_array = llama_cpp.llama_token_data_array(
-        data=full.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)),
-        size=n_vocab, selected=-1, sorted=False)
+        data=full.ctypes.data_as(ctypes.POINTER(llama_cpp.llama_token_data)), size=n_vocab, selected=-1, sorted=False
+    )
     out: list[int] = []
     full_checks = 0
     forced_count = 0

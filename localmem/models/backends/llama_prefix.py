@@ -90,11 +90,11 @@ def static_length(llama: Any, prompt: str, tokens: Sequence[int], static_text: s
     at = prompt.find(static_text)
     if at < 0:
         return 0
-    head = llama.tokenize(prompt[:at + len(static_text)].encode("utf-8"), add_bos=False, special=True)
+    head = llama.tokenize(prompt[: at + len(static_text)].encode("utf-8"), add_bos=False, special=True)
     n = len(head)
     if n >= len(tokens) or list(tokens[:n]) != head:
         # The prompt may start with a BOS the head lacks: try once with it.
-        if tokens and list(tokens[1:n + 1]) == head and n + 1 < len(tokens):
+        if tokens and list(tokens[1 : n + 1]) == head and n + 1 < len(tokens):
             return n + 1
         return 0
     return n

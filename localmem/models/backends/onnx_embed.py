@@ -27,8 +27,9 @@ class OnnxEmbedder:
     never makes a caller wait long.
     """
 
-    def __init__(self, model_path: Path, tokenizer_path: Path, model_id: str,
-                 max_tokens: int = 256, threads: int = 0) -> None:
+    def __init__(
+        self, model_path: Path, tokenizer_path: Path, model_id: str, max_tokens: int = 256, threads: int = 0
+    ) -> None:
         self.model_id = model_id
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -45,7 +46,8 @@ class OnnxEmbedder:
         with self._lock:
             if self._session is None:
                 self._session, self._tokenizer, self._inputs = open_encoder(
-                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "embedder")
+                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "embedder"
+                )
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this embedder's tokenizer, without its truncation."""
@@ -95,8 +97,9 @@ class OnnxEmbedder:
         return out
 
 
-def open_encoder(model_path: Path, tokenizer_path: Path, max_tokens: int, threads: int,
-                 what: str) -> tuple[Any, Any, set[str]]:
+def open_encoder(
+    model_path: Path, tokenizer_path: Path, max_tokens: int, threads: int, what: str
+) -> tuple[Any, Any, set[str]]:
     """An onnxruntime session for a BERT-style encoder, its tokenizer (truncating to
     ``max_tokens``, padding) and the session's input names; clear errors naming ``what``."""
     try:
@@ -125,14 +128,16 @@ def open_encoder(model_path: Path, tokenizer_path: Path, max_tokens: int, thread
         raise ModelNotFoundError(f"cannot load the ONNX {what} {model_path}: {exc}") from exc
     inputs = {i.name for i in session.get_inputs()}
     if not {"input_ids", "attention_mask"} <= inputs:
-        raise ModelNotFoundError(f"{model_path} is not a BERT-style {what} (inputs: {sorted(inputs)}; "
-                                 "needs input_ids and attention_mask)")
+        raise ModelNotFoundError(
+            f"{model_path} is not a BERT-style {what} (inputs: {sorted(inputs)}; needs input_ids and attention_mask)"
+        )
     return session, tokenizer, inputs
 
 
 def _providers(ort: Any) -> list[str]:
     """A GPU execution provider when this onnxruntime build has one, else the CPU."""
     available = ort.get_available_providers()
-    preferred = [p for p in ("CUDAExecutionProvider", "CoreMLExecutionProvider",
-                             "DmlExecutionProvider") if p in available]
+    preferred = [
+        p for p in ("CUDAExecutionProvider", "CoreMLExecutionProvider", "DmlExecutionProvider") if p in available
+    ]
     return preferred + ["CPUExecutionProvider"]

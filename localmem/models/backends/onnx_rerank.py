@@ -24,8 +24,9 @@ class OnnxCrossEncoder:
     """A :class:`~localmem.rerank.Reranker`; the model loads on first use. Safe to share
     between threads (a lock covers loading and each call)."""
 
-    def __init__(self, model_path: Path, tokenizer_path: Path, model_id: str, *,
-                 max_tokens: int = 512, threads: int = 0) -> None:
+    def __init__(
+        self, model_path: Path, tokenizer_path: Path, model_id: str, *, max_tokens: int = 512, threads: int = 0
+    ) -> None:
         self.model_id = model_id
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -40,7 +41,8 @@ class OnnxCrossEncoder:
         with self._lock:
             if self._session is None:
                 self._session, self._tokenizer, self._inputs = open_encoder(
-                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "cross-encoder")
+                    self.model_path, self.tokenizer_path, self.max_tokens, self.threads, "cross-encoder"
+                )
 
     def score(self, query: str, passages: Sequence[str]) -> np.ndarray:
         """Relevance of each passage to ``query``: a float32 array in (0, 1)."""
@@ -52,12 +54,13 @@ class OnnxCrossEncoder:
         if not passages:
             return np.zeros(0, dtype=np.float32)
         encodings = self._tokenizer.encode_batch([(query, p) for p in passages])
-        columns = {"input_ids": [e.ids for e in encodings],
-                   "attention_mask": [e.attention_mask for e in encodings],
-                   "token_type_ids": [e.type_ids for e in encodings]}
+        columns = {
+            "input_ids": [e.ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
         # Some exports (e.g. DistilBERT-based) declare no token_type_ids.
-        feeds = {name: np.array(rows, dtype=np.int64)
-                 for name, rows in columns.items() if name in self._inputs}
+        feeds = {name: np.array(rows, dtype=np.int64) for name, rows in columns.items() if name in self._inputs}
         logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)
         if logits.ndim == 1 or (logits.ndim == 2 and logits.shape[1] == 1):
             margin = logits.reshape(-1)
@@ -66,7 +69,8 @@ class OnnxCrossEncoder:
         else:
             raise ModelNotFoundError(
                 f"{self.model_path} outputs shape {list(logits.shape)}; a cross-encoder "
-                "must output one logit per pair, or two (not relevant, relevant)")
+                "must output one logit per pair, or two (not relevant, relevant)"
+            )
         return _sigmoid(margin).astype(np.float32)
 
 

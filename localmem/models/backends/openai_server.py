@@ -61,29 +61,54 @@ _REFUSED = (400, 422, 500)
 # Tokenize endpoints, at the server's root (the URL without /v1): the first that answers is kept.
 # Each: what it is, its path, its request body, the reply's list of tokens.
 TOKENIZERS: tuple[tuple[str, str, Callable[[str, str], dict[str, Any]], str], ...] = (
-    ("/tokenize (llama.cpp's llama-server)", "/tokenize",
-     lambda text, model: {"content": text, "add_special": False, "parse_special": False}, "tokens"),
-    ("/tokenize (vLLM)", "/tokenize",
-     lambda text, model: {"model": model, "prompt": text, "add_special_tokens": False}, "tokens"),
-    ("/extras/tokenize (llama-cpp-python's server)", "/extras/tokenize",
-     lambda text, model: {"input": text, "model": model}, "tokens"),
+    (
+        "/tokenize (llama.cpp's llama-server)",
+        "/tokenize",
+        lambda text, model: {"content": text, "add_special": False, "parse_special": False},
+        "tokens",
+    ),
+    (
+        "/tokenize (vLLM)",
+        "/tokenize",
+        lambda text, model: {"model": model, "prompt": text, "add_special_tokens": False},
+        "tokens",
+    ),
+    (
+        "/extras/tokenize (llama-cpp-python's server)",
+        "/extras/tokenize",
+        lambda text, model: {"input": text, "model": model},
+        "tokens",
+    ),
 )
 _COUNTS_KEPT = 4096  # token counts remembered per text
 JUDGE_TOP = 20  # log probabilities asked for: OpenAI's maximum, and vLLM's default limit
 # A schema whose only allowed value is not what the prompt asks for: a reply holding it shows
 # that the server enforces the schema (``doctor``'s probe).
-_PROBE = ([{"role": "user", "content": 'Reply with exactly this JSON: {"answer": "free"}'}],
-          {"type": "object", "properties": {"answer": {"type": "string", "enum": ["bound"]}},
-           "required": ["answer"], "additionalProperties": False})
+_PROBE = (
+    [{"role": "user", "content": 'Reply with exactly this JSON: {"answer": "free"}'}],
+    {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": ["bound"]}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    },
+)
 
 
 class ServerLLM:
     """An :class:`~localmem.models.protocols.LLM` (and :class:`Judge`, :class:`TokenCounter`)
     served over HTTP. :meth:`connect` checks the server and the model name before any call."""
 
-    def __init__(self, url: str, name: str | None = None, *, api_key: str | None = None,
-                 key_env: str | None = None, timeout: float = 600.0,
-                 estimate: Callable[[str], int] = lambda text: len(text) // 4 + 1) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str | None = None,
+        *,
+        api_key: str | None = None,
+        key_env: str | None = None,
+        timeout: float = 600.0,
+        estimate: Callable[[str], int] = lambda text: len(text) // 4 + 1,
+    ) -> None:
         self.transport = Transport(url, api_key=api_key, timeout=timeout, key_env=key_env)
         self.url = self.transport.url
         self.name = name
@@ -122,7 +147,8 @@ class ServerLLM:
             if self.name is None:
                 raise ModelNotFoundError(
                     f"the model server at {self.url} does not list its models (no /models); "
-                    "name the model with --llm-name (LOCALMEM_LLM_NAME)") from None
+                    "name the model with --llm-name (LOCALMEM_LLM_NAME)"
+                ) from None
             return self  # a server without /models: the name is checked by the first call
         data = listed.get("data") if isinstance(listed, dict) else None
         self.served = [str(m.get("id")) for m in data or [] if isinstance(m, dict)]
@@ -132,8 +158,12 @@ class ServerLLM:
                 return self
             raise ModelNotFoundError(
                 f"the model server at {self.url} serves "
-                + (f"several models ({_names(self.served)}); choose one with --llm-name (LOCALMEM_LLM_NAME)"
-                   if self.served else "no model; load one in the server, then re-run"))
+                + (
+                    f"several models ({_names(self.served)}); choose one with --llm-name (LOCALMEM_LLM_NAME)"
+                    if self.served
+                    else "no model; load one in the server, then re-run"
+                )
+            )
         if self.name in self.served:
             return self
         if f"{self.name}:latest" in self.served:  # Ollama: a name without a tag means ":latest"
@@ -141,17 +171,29 @@ class ServerLLM:
             return self
         raise ModelNotFoundError(
             f"the model server at {self.url} has no model named {self.name!r}; it serves: "
-            f"{_names(self.served) or 'nothing'}; pass one of those with --llm-name (LOCALMEM_LLM_NAME)")
+            f"{_names(self.served) or 'nothing'}; pass one of those with --llm-name (LOCALMEM_LLM_NAME)"
+        )
 
-    def complete_json(self, messages: Sequence[Message], schema: dict[str, Any], max_tokens: int,
-                      on_text: Callable[[str], None] | None = None) -> Completion:
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        max_tokens: int,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
         """One greedy chat completion, with the schema asked for in the best form the server
         accepts; ``on_text`` receives the reply as it streams."""
         started = time.perf_counter()
         while True:
             form = self._form
-            body = {"model": self.name, "messages": [dict(m) for m in messages], "max_tokens": max_tokens,
-                    "temperature": 0, **self._sampling, **_response_format(FORMS[form], schema)}
+            body = {
+                "model": self.name,
+                "messages": [dict(m) for m in messages],
+                "max_tokens": max_tokens,
+                "temperature": 0,
+                **self._sampling,
+                **_response_format(FORMS[form], schema),
+            }
             try:
                 if on_text is None:
                     text, usage = _content(self.url, self.transport.post("/chat/completions", body))
@@ -163,9 +205,12 @@ class ServerLLM:
                 continue
             if FORMS[form] in ("json_object", "text"):
                 text = _unfenced(text)
-            return Completion(text=text, prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                              completion_tokens=int(usage.get("completion_tokens") or 0),
-                              seconds=time.perf_counter() - started)
+            return Completion(
+                text=text,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                seconds=time.perf_counter() - started,
+            )
 
     def _stream(self, body: dict[str, Any], on_text: Callable[[str], None]) -> tuple[str, dict[str, Any]]:
         body = {**body, "stream": True}
@@ -225,12 +270,18 @@ class ServerLLM:
     @property
     def judge_path(self) -> str:
         return {True: "top log probabilities", False: "one generated token"}.get(
-            self._logprobs, "top log probabilities where the server returns them (not asked yet)")
+            self._logprobs, "top log probabilities where the server returns them (not asked yet)"
+        )
 
     def _judge_one(self, messages: Sequence[Message]) -> tuple[float, int, int]:
         while True:
-            body = {"model": self.name, "messages": [dict(m) for m in messages], "max_tokens": 1,
-                    "temperature": 0, **self._sampling}
+            body = {
+                "model": self.name,
+                "messages": [dict(m) for m in messages],
+                "max_tokens": 1,
+                "temperature": 0,
+                **self._sampling,
+            }
             if self._logprobs is not False:
                 body.update(logprobs=True, top_logprobs=JUDGE_TOP)
             try:
@@ -271,8 +322,9 @@ class ServerLLM:
         known = self._counted.get(text)
         if known is None:
             _what, path, body, key = tokenizer
-            known = max(0, len(self.transport.post(path, body(text, self.name or ""), root=True)[key])
-                        - self._token_offset)
+            known = max(
+                0, len(self.transport.post(path, body(text, self.name or ""), root=True)[key]) - self._token_offset
+            )
             if len(self._counted) >= _COUNTS_KEPT:
                 self._counted.clear()
             self._counted[text] = known
@@ -297,8 +349,13 @@ class ServerLLM:
                     empty = self.transport.post(path, body("", self.name or ""), root=True)
                 except (Rejected, NotJson):
                     continue
-                if isinstance(found, dict) and isinstance(found.get(key), list) and found[key] \
-                        and isinstance(empty, dict) and isinstance(empty.get(key), list):
+                if (
+                    isinstance(found, dict)
+                    and isinstance(found.get(key), list)
+                    and found[key]
+                    and isinstance(empty, dict)
+                    and isinstance(empty.get(key), list)
+                ):
                     self._tokenizer, self._token_offset = candidate, len(empty[key])
                     break
             self._tokenizer_probed = True
@@ -308,8 +365,12 @@ class ServerLLM:
     def describe(self) -> dict[str, Any]:
         """Probe the server once, cheaply (a 16-token schema call, a one-token judge call and a
         tokenize call), and say which path each capability takes."""
-        report: dict[str, Any] = {"url": self.url, "model": self.name, "served": _names(self.served) or "not listed",
-                                  "api key": f"from ${self.key_env}" if self.key_env else "none"}
+        report: dict[str, Any] = {
+            "url": self.url,
+            "model": self.name,
+            "served": _names(self.served) or "not listed",
+            "api key": f"from ${self.key_env}" if self.key_env else "none",
+        }
         try:
             done = self.complete_json(*_PROBE, max_tokens=16)
             try:
@@ -318,9 +379,15 @@ class ServerLLM:
                 enforced = False
             form = self.structured_output
             report["structured output"] = (
-                f"response_format {form}, " + ("enforced by the server" if enforced else
-                                               "not enforced by the server: replies are validated and repaired")
-                if form != "text" else "none accepted: the prompt asks for JSON, replies are validated and repaired")
+                f"response_format {form}, "
+                + (
+                    "enforced by the server"
+                    if enforced
+                    else "not enforced by the server: replies are validated and repaired"
+                )
+                if form != "text"
+                else "none accepted: the prompt asks for JSON, replies are validated and repaired"
+            )
             self.judge([[{"role": "user", "content": "Is water wet? Answer yes or no."}]])
             report["judge"] = self.judge_path
             self.count_tokens("hello world")
@@ -333,8 +400,12 @@ class ServerLLM:
 
 def _response_format(form: str, schema: dict[str, Any]) -> dict[str, Any]:
     if form == "json_schema":
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "reply", "schema": schema, "strict": True}}}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema, "strict": True},
+            }
+        }
     if form == "json_object+schema":
         return {"response_format": {"type": "json_object", "schema": schema}}
     if form == "json_object":
@@ -348,8 +419,10 @@ def _content(url: str, reply: Any) -> tuple[str, dict[str, Any]]:
         message = reply["choices"][0]["message"]
         text = message.get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise ModelServerError(f"the model server at {url} sent something that is not a chat completion "
-                               f"({json.dumps(reply)[:200]!r}); is llm_url its OpenAI-compatible base URL?") from None
+        raise ModelServerError(
+            f"the model server at {url} sent something that is not a chat completion "
+            f"({json.dumps(reply)[:200]!r}); is llm_url its OpenAI-compatible base URL?"
+        ) from None
     return str(text), (reply.get("usage") or {}) if isinstance(reply, dict) else {}
 
 
@@ -358,7 +431,7 @@ def _unfenced(text: str) -> str:
     stripped = text.strip()
     if stripped.startswith("```") and stripped.endswith("```"):
         inner = stripped[3:-3]
-        return inner[inner.index("\n") + 1:] if "\n" in inner else inner
+        return inner[inner.index("\n") + 1 :] if "\n" in inner else inner
     return text
 
 

@@ -1,0 +1,425 @@
+"""Stage 1, load: store parsed messages verbatim, embedded and indexed, idempotently.
+
+Each batch of messages is one transaction (messages + FTS via triggers + vectors),
+so a killed ingest leaves only whole batches behind and a re-run, which skips
+what is stored, completes it. Embedding happens before the transaction opens, so
+the write lock is held only for the inserts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import apsw
+
+from ..errors import DiskFullError
+from ..importers.formats import MessageIn, ParsedInput, ParsedSource
+from ..models.embedding import embed_messages, to_blob
+from ..models.protocols import Embedder
+from ..store import db
+from ..store.queries import q
+from ..store.vectors import insert_parts
+from ..text.files import without_surrogates
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class NamespaceReport:
+    """What one namespace received (summed over the sources; ``source_id`` is its first)."""
+
+    namespace: str
+    source_id: int
+    messages: int = 0
+    added: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    already_loaded: bool = False
+
+
+@dataclass
+class SourceReport:
+    """What one source (a file, a .zip member, a Slack export) added."""
+
+    uri: str
+    name: str
+    format: str
+    sha256: str
+    messages: int = 0
+    added: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    already_loaded: bool = False
+    source_ids: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did. ``conflicts`` counts stored ids whose text differs in the input.
+    ``not_read`` lists the files of a folder that were not read (``{path, why, failed}``)."""
+
+    path: str
+    format: str
+    sha256: str | None
+    namespaces: list[NamespaceReport] = field(default_factory=list)
+    sources: list[SourceReport] = field(default_factory=list)
+    not_read: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+    build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
+    episodes: dict[str, int] = field(default_factory=dict)  # closed without an LLM (--extract none)
+
+    @property
+    def added(self) -> int:
+        return sum(n.added for n in self.namespaces)
+
+    @property
+    def skipped(self) -> int:
+        return sum(n.skipped for n in self.namespaces)
+
+    @property
+    def conflicts(self) -> int:
+        return sum(n.conflicts for n in self.namespaces)
+
+    @property
+    def notes(self) -> list[str]:
+        return [note for s in self.sources for note in s.notes]
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "sha256": self.sha256,
+            "added": self.added,
+            "skipped": self.skipped,
+            "conflicts": self.conflicts,
+            "seconds": round(self.seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
+            "namespaces": [vars(n) for n in self.namespaces],
+            "sources": [vars(s) for s in self.sources],
+            "not_read": self.not_read,
+            "notes": self.notes,
+            "episodes": self.episodes,
+            **({"build": self.build} if self.build is not None else {}),
+        }
+
+
+def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
+    """Bind the store to ``embedder`` on first use (raises on a mismatch)."""
+    if not db.check_embedder(conn, embedder.model_id, embedder.dim):
+        with conn:
+            if not db.check_embedder(conn, embedder.model_id, embedder.dim):
+                db.bind_embedder(conn, embedder.model_id, embedder.dim)
+
+
+def store_parsed(
+    conn: apsw.Connection,
+    embedder: Embedder,
+    parsed: ParsedInput,
+    *,
+    namespace: str,
+    force_namespace: bool,
+    batch: int,
+    embed_batch: int,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Store every message of ``parsed``, source by source (each its own row in ``sources``,
+    keyed by its sha256: a source already loaded is skipped whole); groups go to their own
+    namespace unless forced.
+
+    A full disk stops it with :class:`DiskFullError` saying how much of the input is stored:
+    whole batches, which a re-run keeps and completes (a source stays ``loading`` until its
+    last batch is in)."""
+    try:
+        return _store_parsed(conn, embedder, parsed, namespace, force_namespace, batch, embed_batch, progress)
+    except apsw.FullError as exc:
+        stored = _stored(conn, parsed, namespace, force_namespace)
+        raise DiskFullError(
+            conn.filename or "the store",
+            f" ({stored:,} of the input's {parsed.message_count:,} "
+            "messages are stored; a re-run adds the rest, none twice)",
+        ) from exc
+
+
+def _store_parsed(
+    conn: apsw.Connection,
+    embedder: Embedder,
+    parsed: ParsedInput,
+    namespace: str,
+    force_namespace: bool,
+    batch: int,
+    embed_batch: int,
+    progress: Progress | None,
+) -> IngestReport:
+    started = time.perf_counter()
+    single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
+    report = IngestReport(
+        path=parsed.path, format=parsed.format, sha256=single, not_read=[vars(s) for s in parsed.skipped]
+    )
+    ensure_bound(conn, embedder)
+    totals: dict[str, NamespaceReport] = {}
+    for source in parsed.sources:
+        sr = SourceReport(
+            source.uri, source.name, source.format, source.sha256, source.message_count, notes=list(source.notes)
+        )
+        done = list(_store_source(conn, embedder, source, namespace, force_namespace, batch, embed_batch, progress))
+        for nsr, seconds in done:
+            report.embed_seconds += seconds
+            sr.source_ids.append(nsr.source_id)
+            sr.added += nsr.added
+            sr.skipped += nsr.skipped
+            sr.conflicts += nsr.conflicts
+            total = totals.setdefault(nsr.namespace, NamespaceReport(nsr.namespace, nsr.source_id, already_loaded=True))
+            total.messages += nsr.messages
+            total.added += nsr.added
+            total.skipped += nsr.skipped
+            total.conflicts += nsr.conflicts
+            total.already_loaded = total.already_loaded and nsr.already_loaded
+        sr.already_loaded = bool(done) and all(nsr.already_loaded for nsr, _ in done)
+        report.sources.append(sr)
+    report.namespaces = list(totals.values())
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _stored(conn: apsw.Connection, parsed: ParsedInput, namespace: str, force_namespace: bool) -> int:
+    """How many of ``parsed``'s messages the store holds (read only: it works on a full disk)."""
+    keys: dict[str, list[list[str]]] = {}
+    for group_ns, messages in parsed.groups:
+        ns = namespace if force_namespace or group_ns is None else group_ns
+        keys.setdefault(ns, []).extend([m.conversation, m.external_id] for m in messages)
+    return sum(
+        len(conn.execute(q("messages_existing"), {"ns": ns, "keys": json.dumps(k)}).fetchall())
+        for ns, k in keys.items()
+    )
+
+
+def _store_source(
+    conn: apsw.Connection,
+    embedder: Embedder,
+    source: ParsedSource,
+    namespace: str,
+    force_namespace: bool,
+    batch: int,
+    embed_batch: int,
+    progress: Progress | None,
+):
+    """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
+    # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
+    # second group must not find the source already 'loaded' by the first and be skipped.
+    by_ns: dict[str, list[MessageIn]] = {}
+    for group_ns, messages in source.groups:
+        by_ns.setdefault(namespace if force_namespace or group_ns is None else group_ns, []).extend(messages)
+    for ns, messages in by_ns.items():
+        found = conn.execute(q("source_find"), {"ns": ns, "sha256": source.sha256}).fetchone()
+        if found and found[1] == "loaded":
+            if progress:
+                progress(len(messages))
+            yield NamespaceReport(ns, found[0], len(messages), skipped=len(messages), already_loaded=True), 0.0
+            continue
+        if found:
+            source_id = found[0]
+        else:
+            with conn:
+                source_id = conn.execute(
+                    q("source_insert"),
+                    {
+                        "ns": ns,
+                        "kind": source.format,
+                        "uri": without_surrogates(source.uri),  # a name not UTF-8
+                        "sha256": source.sha256,
+                        "status": "loading",
+                        "created_at": db.now_iso(),
+                    },
+                ).fetchone()[0]
+        nsr = NamespaceReport(ns, source_id, len(messages))
+        seconds = 0.0
+        for start in range(0, len(messages), batch):
+            chunk = messages[start : start + batch]
+            seconds += _store_batch(conn, embedder, ns, source_id, chunk, nsr, embed_batch)
+            if progress:
+                progress(len(chunk))
+        with conn:
+            conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
+        yield nsr, seconds
+
+
+def _store_batch(
+    conn: apsw.Connection,
+    embedder: Embedder,
+    ns: str,
+    source_id: int,
+    chunk: Sequence[MessageIn],
+    nsr: NamespaceReport,
+    embed_batch: int,
+) -> float:
+    keys = json.dumps([[m.conversation, m.external_id] for m in chunk])
+    stored = {(c, e): t for c, e, t in conn.execute(q("messages_existing"), {"ns": ns, "keys": keys})}
+    fresh = []
+    for m in chunk:
+        text = stored.get((m.conversation, m.external_id))
+        if text is None:
+            fresh.append(m)
+        else:
+            nsr.skipped += 1
+            nsr.conflicts += text != m.text
+    if not fresh:
+        return 0.0
+    t0 = time.perf_counter()
+    vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh], embed_batch)
+    embed_seconds = time.perf_counter() - t0
+    added = raced = 0  # counted once the transaction is in: a failed one adds nothing
+    with conn:
+        for m, vec, its_parts in zip(fresh, vectors, parts):
+            message_id = _insert_message(conn, ns, source_id, m, vec)
+            if message_id is None:
+                raced += 1  # stored by a concurrent writer since we looked
+            else:
+                insert_parts(conn, ns, message_id, its_parts)
+                added += 1
+    nsr.added += added
+    nsr.skipped += raced
+    return embed_seconds
+
+
+def _insert_message(
+    conn: apsw.Connection,
+    ns: str,
+    source_id: int,
+    m: MessageIn,
+    vector,
+    meta: dict[str, Any] | None = None,
+    replaces: int | None = None,
+) -> int | None:
+    row = conn.execute(
+        q("message_insert"),
+        {
+            "ns": ns,
+            "source_id": source_id,
+            "conversation": m.conversation,
+            "session": m.session,
+            "seq": m.seq,
+            "external_id": m.external_id,
+            "speaker": m.speaker,
+            "role": m.role,
+            "text": m.text,
+            "sent_at": m.sent_at,
+            "attachments": json.dumps(m.attachments, ensure_ascii=False) if m.attachments else None,
+            "raw": json.dumps(m.raw, ensure_ascii=False) if m.raw is not None else None,
+            "meta": json.dumps(meta, ensure_ascii=False) if meta else None,
+            "replaces": replaces,
+        },
+    ).fetchone()
+    if row is None:
+        return None
+    conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
+    return row[0]
+
+
+def add_source(conn: apsw.Connection, ns: str, conversation: str) -> int:
+    """The source that messages added through the API to ``conversation`` belong to: one per
+    conversation, so that one chat can be forgotten (``forget --source``) without the others."""
+    key = f"api:{conversation}"
+    found = conn.execute(q("source_find"), {"ns": ns, "sha256": key}).fetchone()
+    if found:
+        return found[0]
+    return conn.execute(
+        q("source_insert"),
+        {
+            "ns": ns,
+            "kind": "api",
+            "uri": f"add:{conversation}",
+            "sha256": key,
+            "status": "loaded",
+            "created_at": db.now_iso(),
+        },
+    ).fetchone()[0]
+
+
+def add_message(
+    conn: apsw.Connection, embedder: Embedder, ns: str, message: MessageIn, meta: dict[str, Any] | None = None
+) -> tuple[int, bool]:
+    """Append one message (embedded, indexed) in one transaction; ``(id, added)``.
+
+    An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
+    makes this a no-op. ``meta``: a JSON object stored with it.
+    """
+    ensure_bound(conn, embedder)
+    key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
+    if message.external_id:
+        found = conn.execute(q("message_find"), key).fetchone()
+        if found:
+            return found[0], False
+    vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
+    with conn:
+        source_id = add_source(conn, ns, message.conversation)
+        message.seq = conn.execute(q("conversation_next_seq"), key).fetchone()[0]
+        message.external_id = message.external_id or f"a{message.seq}"
+        new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
+        if new_id is not None:
+            insert_parts(conn, ns, new_id, parts[0])
+    if new_id is None:  # a concurrent writer stored the same id first
+        found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
+        return found[0], False
+    return new_id, True
+
+
+@dataclass
+class Correction:
+    id: int
+    external_id: str
+    conversation: str
+    replaces: int
+
+
+def correct_message(
+    conn: apsw.Connection, embedder: Embedder, ns: str, message_id: int, text: str
+) -> Correction | None:
+    """Store ``text`` as a new message that replaces message ``message_id`` of ``ns`` (or its
+    newest correction, when it was corrected before), in one transaction; ``None`` when there
+    is no such message.
+
+    The correction takes the replaced message's place: its conversation, session, position,
+    speaker, role, time, metadata and source (so forgetting that source or conversation
+    forgets it too); its external id is the replaced one's with ``~N``. The replaced message
+    stays, and search shows the correction first (retrieval.search.mark_supersession).
+    """
+    ensure_bound(conn, embedder)
+    params = {"id": message_id, "ns": ns}
+    found = conn.execute(q("message_current"), params).fetchone()
+    if found is None:
+        return None
+    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8)  # before the write lock
+    with conn:  # read again: another process may have corrected or forgotten it meanwhile
+        found = conn.execute(q("message_current"), params).fetchone()
+        if found is None:
+            return None
+        current, source_id, conversation, session, seq, external_id, speaker, role, sent_at, meta = found
+        stem, tilde, number_text = external_id.rpartition("~")
+        root = stem if tilde and number_text.isdigit() else external_id
+        number = 1
+        while conn.execute(
+            q("message_find"), {"ns": ns, "conversation": conversation, "external_id": f"{root}~{number}"}
+        ).fetchone():
+            number += 1
+        message = MessageIn(
+            conversation=conversation,
+            session=session,
+            seq=seq,
+            external_id=f"{root}~{number}",
+            speaker=speaker,
+            text=text,
+            role=role,
+            sent_at=sent_at,
+            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role, "corrects": f"m:{current}"},
+        )
+        new_id = _insert_message(
+            conn, ns, source_id, message, vectors[0], meta=json.loads(meta) if meta else None, replaces=current
+        )
+        assert new_id is not None  # the id was free inside this transaction
+        insert_parts(conn, ns, new_id, parts[0])
+    return Correction(new_id, message.external_id, conversation, current)

@@ -1,0 +1,27 @@
+"""Who speaks in a namespace, and the names they go by: read by search (the vector query is
+embedded without them) and by answers (who a question is about)."""
+
+from __future__ import annotations
+
+import apsw
+
+from ..store.queries import q
+from ..types import Speakers
+
+
+def speakers(conn: apsw.Connection, ns: str, user_name: str | None = None) -> Speakers:
+    """The namespace's speakers, each with the names they go by (their own first, then the
+    aliases of the person entity with their name: "Mel" for Melanie), and, when its messages
+    have the roles ``user`` and ``assistant``, which speaker is which (``user_name``: the
+    user's own name, which the user then also goes by)."""
+    out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.execute(q("namespace_speakers"), {"ns": ns})}
+    for speaker, alias in conn.execute(q("namespace_speaker_aliases"), {"ns": ns}):
+        if alias.lower() not in (n.lower() for n in out[speaker]):
+            out[speaker].append(alias)
+    roles: dict[str, str] = {}
+    for speaker, role in conn.execute(q("namespace_speaker_roles"), {"ns": ns}):
+        roles.setdefault(role, speaker)  # the speaker who said most in that role
+    user = roles.get("user")
+    if user is not None and user_name and user_name.lower() not in (n.lower() for n in out[user]):
+        out[user].append(user_name)
+    return Speakers(out, user, roles.get("assistant"))

@@ -1,0 +1,39 @@
+"""Writing vectors: a message's, its parts' and a unit's rows in the sqlite-vec tables.
+
+Callers hold the transaction; the vectors come from :mod:`localmem.models.embedding`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import apsw
+import numpy as np
+
+from ..models.embedding import Parts, to_blob
+from .queries import q
+
+
+def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) -> None:
+    for start, end, vector in parts:
+        part_id = conn.execute(
+            q("part_insert"), {"message_id": message_id, "ns": ns, "start": start, "end": end}
+        ).fetchone()[0]
+        conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
+
+
+def store_vectors(
+    conn: apsw.Connection,
+    messages: Sequence[tuple],
+    m_vecs: np.ndarray,
+    parts: Sequence[Parts],
+    units: Sequence[tuple],
+    u_vecs: np.ndarray,
+) -> None:
+    """Insert the vectors :func:`embed_stored` made, and the messages' parts (inside the
+    caller's transaction; the messages must have no parts yet)."""
+    for (mid, ns, *_), vec, its_parts in zip(messages, m_vecs, parts):
+        conn.execute(q("vec_message_insert"), {"id": mid, "ns": ns, "embedding": to_blob(vec)})
+        insert_parts(conn, ns, mid, its_parts)
+    for (uid, ns, kind, *_), vec in zip(units, u_vecs):
+        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(vec)})

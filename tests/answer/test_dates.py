@@ -1,0 +1,140 @@
+"""Date questions are counted by rules from the evidence the model picked."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from localmem.answer.dates import DateQuestion, classify, events_of, work_out
+from localmem.types import Hit
+
+
+def _hit(i: int, when: str, text: str) -> Hit:
+    return Hit(id=f"m:{i}", kind="message", text=text, score=0.0, channels={}, time=when)
+
+
+@pytest.mark.parametrize(
+    "question, kind, unit, events",
+    [
+        (
+            "How many days after we adopted Pilchard did I start my new job?",
+            "between",
+            "days",
+            ("we adopted Pilchard", "I start my new job"),
+        ),
+        (
+            "How many weeks ago did I ride the Mendip Spring Sportive?",
+            "ago",
+            "weeks",
+            ("I ride the Mendip Spring Sportive",),
+        ),
+        (
+            "How many days were there between Severn Rail offering me the job and my first day there?",
+            "between",
+            "days",
+            ("Severn Rail offering me the job", "my first day there"),
+        ),
+        (
+            "Which happened first: getting engaged or riding the Dartmoor Demon?",
+            "order",
+            None,
+            ("getting engaged", "riding the Dartmoor Demon"),
+        ),
+        ("How long ago did I move to Lisbon?", "ago", None, ("I move to Lisbon",)),
+        (
+            "How many days had we had Mango when we moved to Portland?",
+            "between",
+            "days",
+            ("Mango", "we moved to Portland"),
+        ),
+        ("Where do I work now?", None, None, None),
+        ("Did the move happen before the wedding?", "order", None, ("the move", "the wedding")),
+        ("Where did Dana live before York?", None, None, None),  # asks for a place, not an order
+        ("Which company did I work for before my current job?", None, None, None),
+        ("On what date was my hybrid stolen?", None, None, None),
+    ],
+)
+def test_classify(question, kind, unit, events):
+    found = classify(question)
+    if kind is None:
+        assert found is None
+    else:
+        assert found == DateQuestion(kind, unit, events)
+
+
+def test_events_read_relative_days_against_the_day_said():
+    hits = [_hit(1, "2024-04-16T09:00:00", "user: My hybrid was stolen yesterday. I am gutted.")]
+    events = events_of(hits)
+    assert [(e.day, e.text) for e in events] == [
+        (dt.date(2024, 4, 15), "user: My hybrid was stolen yesterday."),
+        (dt.date(2024, 4, 16), "I am gutted."),
+    ]
+
+
+def test_between_two_events_counts_days_from_their_own_days():
+    hits = [
+        _hit(1, "2024-01-22T10:00:00", "user: We adopted a cat today, his name is Pilchard!"),
+        _hit(2, "2024-04-16T08:00:00", "user: I started my new job yesterday at Severn Rail."),
+    ]
+    worked = work_out(classify("How many days after we adopted Pilchard did I start my new job?"), hits, None)
+    assert worked is not None and worked.answer.startswith("84 days (22 January 2024 to 15 April 2024)")
+    assert "84 days" in worked.arithmetic and [e["id"] for e in worked.events] == ["m:1", "m:2"]
+
+
+def test_ago_counts_to_now_in_the_unit_asked():
+    hits = [_hit(1, "2024-03-24T18:00:00", "user: Just finished the Mendip Spring Sportive, 100 km!")]
+    question = classify("How many weeks ago did I ride the Mendip Spring Sportive?")
+    worked = work_out(question, hits, dt.date(2024, 9, 24))
+    assert worked is not None and worked.answer.startswith("26 weeks")
+
+
+def test_order_names_the_earlier_option():
+    hits = [
+        _hit(1, "2024-06-30T20:00:00", "user: Rode the Dartmoor Demon today, brutal hills."),
+        _hit(2, "2024-06-09T09:00:00", "user: Big news: Ines and I got engaged yesterday!"),
+    ]
+    worked = work_out(classify("Which happened first: getting engaged or riding the Dartmoor Demon?"), hits, None)
+    assert worked is not None and worked.answer.startswith("getting engaged (8 June 2024")
+
+
+def test_an_event_on_a_day_said_with_its_month_counts_from_that_day():
+    # Said on 26 March and 25 February: the start date and the ride are ahead of the message.
+    hits = [
+        _hit(1, "2024-01-22T10:00:00", "user: We adopted a cat today, his name is Pilchard!"),
+        _hit(2, "2024-03-26T12:50:00", "user: They offered me the job! My start date is Monday 15 April."),
+    ]
+    worked = work_out(classify("How many days after we adopted Pilchard did I start my new job?"), hits, None)
+    assert worked is not None and worked.answer.startswith("84 days (22 January 2024 to 15 April 2024)")
+    ride = [_hit(3, "2024-02-25T09:00:00", "user: I've signed up for the Mendip Spring Sportive on 24 March.")]
+    worked = work_out(classify("How many weeks ago did I ride the Mendip Spring Sportive?"), ride, dt.date(2024, 9, 24))
+    assert worked is not None and worked.answer.startswith("26 weeks (24 March 2024 to 24 September 2024)")
+
+
+def test_an_event_the_model_did_not_cite_is_looked_for_in_the_rest_of_the_evidence():
+    cited = [_hit(1, "2024-01-22T10:00:00", "user: We adopted a cat today, his name is Pilchard!")]
+    rest = [
+        _hit(2, "2024-03-02T10:00:00", "user: I like tea."),
+        _hit(3, "2024-04-16T08:00:00", "user: I started my new job yesterday at Severn Rail."),
+    ]
+    question = classify("How many days after we adopted Pilchard did I start my new job?")
+    assert work_out(question, cited, None) is None
+    worked = work_out(question, cited, None, rest)
+    assert (
+        worked is not None
+        and worked.answer.startswith("84 days")
+        and [e["id"] for e in worked.events] == ["m:1", "m:3"]
+    )
+
+
+def test_an_event_said_to_the_year_is_counted_in_years_and_shown_as_said():
+    hits = [_hit(1, "2023-10-22T10:00:00", "user: My 18th birthday was ten years ago, what a party.")]
+    worked = work_out(classify("How long ago was my 18th birthday?"), hits, dt.date(2023, 10, 22))
+    assert worked is not None and worked.answer == "10 years (2013 to 22 October 2023)"
+    # Days cannot be counted from a year: no worked answer rather than a false one.
+    assert work_out(classify("How many days ago was my 18th birthday?"), hits, dt.date(2023, 10, 22)) is None
+
+
+def test_nothing_matching_means_no_worked_answer():
+    hits = [_hit(1, "2024-06-30T20:00:00", "user: I like tea.")]
+    assert work_out(classify("How many days after the wedding did we move?"), hits, None) is None
