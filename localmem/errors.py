@@ -254,7 +254,7 @@ class ConfigError(LocalmemError):
     code = "config"
     default_hint = (
         "fix that setting where it was given (config file, LOCALMEM_ environment variable or "
-        "option); README lists every setting"
+        "option); docs/configuration.md lists every setting"
     )
 
 
@@ -264,7 +264,7 @@ class StoreKeyError(LocalmemError):
 
     exit_code = 8
     code = "store_key"
-    default_hint = "check --key-env (README: Encrypted stores)"
+    default_hint = "check --key-env (docs/privacy.md: Encrypted stores)"
 
 
 class WrongKeyError(StoreKeyError):

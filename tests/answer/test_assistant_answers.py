@@ -1,6 +1,6 @@
 """Answers for a personal assistant (issue 22): facts that change, who "I" and "you" are, date
 questions counted by rules, and the answer check. Scripted models; the real model's figures are
-in the README and the evaluation set (evals/assistant)."""
+in docs/results.md and the evaluation set (evals/assistant)."""
 
 from __future__ import annotations
 

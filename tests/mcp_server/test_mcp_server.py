@@ -650,15 +650,15 @@ def test_real_models_over_stdio(tmp_path):
     assert progress and progress[0] == "searching memory"
 
 
-# -- the README's example for app developers ---------------------------------------------------------
+# -- the example for app developers in docs/mcp.md --------------------------------------------------
 
 
-def test_the_readme_python_example_runs(tmp_path):
-    """The block README.md marks, run as written: `localmem` on PATH is this checkout with the
+def test_the_docs_python_example_runs(tmp_path):
+    """The block docs/mcp.md marks, run as written: `localmem` on PATH is this checkout with the
     scripted models (the SDK gives the server only a few variables of the client's environment,
     so the shim sets the rest)."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    code = readme.split("<!-- mcp-python-example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    page = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    code = page.split("<!-- mcp-python-example", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert len([line for line in code.splitlines() if line.strip()]) <= 9
     shim = tmp_path / "bin" / "localmem"
     shim.parent.mkdir()
