@@ -653,6 +653,7 @@ def test_real_models_over_stdio(tmp_path):
 # -- the example for app developers in docs/mcp.md --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_docs_python_example_runs(tmp_path):
     """The block docs/mcp.md marks, run as written: `localmem` on PATH is this checkout with the
     scripted models (the SDK gives the server only a few variables of the client's environment,
