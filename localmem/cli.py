@@ -1378,7 +1378,7 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
         )
 
 
-def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
+def _listen_address(value: str, allow_remote: bool, flag: str = "--http") -> tuple[str, int]:
     """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
     with --allow-remote."""
     import ipaddress
@@ -1391,7 +1391,7 @@ def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
             raise ValueError
     except ValueError:
         raise ConfigError(
-            f"--http {value}: expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8765"
+            f"{flag} {value}: expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8765"
         ) from None
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -1399,7 +1399,7 @@ def _listen_address(value: str, allow_remote: bool) -> tuple[str, int]:
         loopback = False  # a host name other than localhost may resolve to any address
     if not loopback and not allow_remote:
         raise ConfigError(
-            f"--http {value}: {host} is not a loopback address, and the server has no "
+            f"{flag} {value}: {host} is not a loopback address, and the server has no "
             "authentication (whoever reaches it can read and delete this memory); use "
             f"127.0.0.1:{port}, or add --allow-remote if you mean it"
         )
@@ -1444,6 +1444,53 @@ def mcp_command(
         state.config = replace(state.config, extract=extract)
     mcp_server.serve(
         state.memory("write"), http=address, log_file=log_file, debug=bool(ctx.find_root().params.get("debug"))
+    )
+
+
+@cli.command(name="serve")
+@click.option(
+    "--address",
+    default="127.0.0.1:8770",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to listen: a loopback address, unless --allow-remote.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow an address other machines can reach (they still need the token; the traffic is not encrypted).",
+)
+@click.option(
+    "--extract",
+    type=click.Choice(EXTRACT_MODES),
+    help="'llm': messages added or imported are built into memory by the local LLM in the background, "
+    f"flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
+)
+@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.pass_context
+def serve_command(
+    ctx: click.Context, address: str, allow_remote: bool, extract: str | None, log_file: Path | None
+) -> None:
+    """See and curate this memory in a browser, with a JSON API (/api) and MCP (/mcp) for programs.
+    Prints the URL to open, with its token; Ctrl-C stops."""
+    state: _State = ctx.obj
+    host, port = _listen_address(address, allow_remote, "--address")
+    try:
+        from .serve import app as serve_app
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio", "uvicorn", "starlette"):
+            raise MissingDependencyError(exc.name or "starlette", "mcp") from exc
+        raise
+    if extract:
+        state.config = replace(state.config, extract=extract)
+    serve_app.serve(
+        state.memory("write"),
+        host,
+        port,
+        allow_remote=allow_remote,
+        log_file=log_file,
+        debug=bool(ctx.find_root().params.get("debug")),
+        announce=lambda link: click.echo(f"localmem: open {link}"),
     )
 
 

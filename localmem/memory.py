@@ -1065,6 +1065,43 @@ class Memory:
         """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
         return self.get(f"u:{item}" if isinstance(item, int) else item)
 
+    def timeline(self, period: str = "month") -> list[dict[str, Any]]:
+        """Messages and episodes of this namespace per ``period`` ("week" or "month"), oldest
+        first: ``start``, ``end`` (ISO dates, the end excluded), ``messages``, ``episodes``."""
+        from .store import browse
+
+        return browse.timeline(self.conn, self.namespace, _choice("period", period, ("week", "month")))
+
+    def period(self, start: str, end: str, limit: int = DEFAULT_LIST_LIMIT) -> dict[str, Any]:
+        """The conversations with messages said in [``start``, ``end``) (ISO dates or times) and
+        the episodes that started then."""
+        from .retrieval.filters import day_or_time
+        from .store import browse
+
+        if not start or not end:
+            raise LocalmemError("a period needs a start and an end", "give dates like 2024-03-01")
+        return browse.period(
+            self.conn, self.namespace, day_or_time(start, "start"), day_or_time(end, "end"), limit=limit
+        )
+
+    def context(self, item: str, around: int = 3) -> dict[str, Any]:
+        """Message ``item`` (``m:ID``) in its conversation, with the ``around`` messages said
+        before and after it."""
+        from .store import browse
+
+        if not isinstance(around, int) or not 0 <= around <= 200:
+            raise LocalmemError(f"around must be a number from 0 to 200, got {around!r}")
+        return browse.context(self.conn, self.namespace, item, around)
+
+    def conversation(self, name: str, first: int = 0, last: int = 49) -> dict[str, Any]:
+        """The messages of conversation ``name`` at places (``seq``) ``first`` to ``last``, in
+        order, and whether there are more before and after."""
+        from .store import browse
+
+        if last < first or last - first > 1000:
+            raise LocalmemError("a conversation window is 1 to 1,000 messages long")
+        return browse.window(self.conn, self.namespace, name, first, last)
+
 
 def _choice(what: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -157,3 +158,74 @@ def _missing(what: str, item: str, ns: str) -> NotFoundError:
         f"no {what} {item} in namespace '{ns}'",
         "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)",
     )
+
+
+def timeline(conn: apsw.Connection, ns: str, period: str) -> list[dict[str, Any]]:
+    """Messages and episodes per ``period`` ("week", starting on Monday, or "month"), oldest
+    first: ``start`` and ``end`` (ISO dates, end excluded), ``messages``, ``episodes``. Periods
+    with neither are left out."""
+    counts: dict[str, dict[str, Any]] = {}
+    for name, query in (("messages", "timeline_messages"), ("episodes", "timeline_episodes")):
+        for start, n in conn.execute(q(query), {"ns": ns, "period": period}):
+            if start is None:  # a time SQLite cannot read
+                continue
+            counts.setdefault(start, {"start": start, "messages": 0, "episodes": 0})[name] = n
+    out = []
+    for start in sorted(counts):
+        day = dt.date.fromisoformat(start)
+        if period == "week":
+            end = day + dt.timedelta(days=7)
+        else:
+            end = dt.date(day.year + day.month // 12, day.month % 12 + 1, 1)
+        out.append({**counts[start], "end": end.isoformat()})
+    return out
+
+
+def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 1000) -> dict[str, Any]:
+    """What happened in [``start``, ``end``): the conversations with messages in it and the
+    episodes that started in it."""
+    params = {"ns": ns, "start": start, "end": end, "limit": limit}
+    conversations = [
+        {"conversation": c, "messages": n, "first": first, "last": last, "first_id": ref("m", mid)}
+        for c, n, first, last, mid in conn.execute(q("period_conversations"), params)
+    ]
+    keys = ("id", "conversation", "title", "narrative", "start", "end", "messages")
+    episodes = [_unit_ref(dict(zip(keys, row))) for row in conn.execute(q("period_episodes"), params)]
+    return {"start": start, "end": end, "conversations": conversations, "episodes": episodes}
+
+
+def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> dict[str, Any]:
+    """Message ``item`` (``m:ID``) among its neighbours: the ``around`` messages before and after
+    it in its conversation, and whether there are more on either side."""
+    kind, number = parse(item)
+    if kind != "m":
+        raise NotFoundError(f"{item} is not a message; only messages have a place in a conversation")
+    found = message(conn, ns, number)
+    return window(conn, ns, found["conversation"], found["seq"] - around, found["seq"] + around, found["id"])
+
+
+def window(
+    conn: apsw.Connection, ns: str, conversation: str, first: int, last: int, focus: str | None = None
+) -> dict[str, Any]:
+    """The messages of ``conversation`` at places ``first``..``last``; ``focus``: the one in the middle."""
+    low, high = conn.execute(q("conversation_bounds"), {"ns": ns, "conversation": conversation}).fetchone()
+    if low is None:
+        raise NotFoundError(f"no conversation {conversation!r} in namespace '{ns}'")
+    params = {"ns": ns, "conversation": conversation, "from": first, "to": last}
+    keys = ("id", "speaker", "role", "text", "time", "seq", "replaces", "replaced_by")
+    messages = []
+    for row in conn.execute(q("conversation_window"), params):
+        found = dict(zip(keys, row))
+        found["id"] = ref("m", found["id"])
+        for name in ("replaces", "replaced_by"):
+            found[name] = ref("m", found[name]) if found[name] is not None else None
+        messages.append(found)
+    return {
+        "conversation": conversation,
+        "focus": focus,
+        "first": max(first, low),
+        "last": min(last, high),
+        "more_before": first > low,
+        "more_after": last < high,
+        "messages": messages,
+    }

@@ -59,3 +59,42 @@ WHERE m.id = :id AND m.ns = :ns;
 SELECT u.id, u.kind, coalesce(u.title || ': ', '') || u.text
 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
 WHERE us.message_id = :id ORDER BY u.id;
+
+-- name: timeline_messages
+-- Messages per period (:period 'week': weeks starting on Monday; else months), oldest first.
+SELECT CASE :period WHEN 'week' THEN date(sent_at, '-6 days', 'weekday 1') ELSE date(sent_at, 'start of month') END
+         AS period,
+       count(*)
+FROM messages WHERE ns = :ns AND sent_at IS NOT NULL
+GROUP BY period ORDER BY period;
+
+-- name: timeline_episodes
+-- Episodes per period, by when they started (as timeline_messages).
+SELECT CASE :period WHEN 'week' THEN date(occurred_start, '-6 days', 'weekday 1')
+                    ELSE date(occurred_start, 'start of month') END AS period,
+       count(*)
+FROM units WHERE ns = :ns AND kind = 'episode' AND occurred_start IS NOT NULL
+GROUP BY period ORDER BY period;
+
+-- name: period_conversations
+-- The conversations with messages said in [:start, :end): how many, when, the first one's id.
+SELECT conversation, count(*), min(sent_at), max(sent_at), min(id)
+FROM messages WHERE ns = :ns AND sent_at >= :start AND sent_at < :end
+GROUP BY conversation ORDER BY min(sent_at) LIMIT :limit;
+
+-- name: period_episodes
+-- The episodes that started in [:start, :end).
+SELECT u.id, u.conversation, u.title, u.text, u.occurred_start, u.occurred_end,
+       (SELECT count(*) FROM unit_sources AS s WHERE s.unit_id = u.id)
+FROM units AS u WHERE u.ns = :ns AND u.kind = 'episode' AND u.occurred_start >= :start AND u.occurred_start < :end
+ORDER BY u.occurred_start, u.id LIMIT :limit;
+
+-- name: conversation_window
+-- The messages of one conversation whose place (seq) is in [:from, :to], in order.
+SELECT id, speaker, role, text, sent_at, seq, replaces,
+       (SELECT max(r.id) FROM messages AS r WHERE r.replaces = messages.id)
+FROM messages WHERE ns = :ns AND conversation = :conversation AND seq BETWEEN :from AND :to
+ORDER BY seq, id;
+
+-- name: conversation_bounds
+SELECT min(seq), max(seq) FROM messages WHERE ns = :ns AND conversation = :conversation;

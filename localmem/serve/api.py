@@ -1,0 +1,543 @@
+"""The JSON HTTP API under ``/api``: each endpoint calls one :class:`~localmem.memory.Memory`
+method and answers its result as JSON (errors: the CLI's ``--json`` error, with an HTTP status
+for its code). ``ask`` and ``ingest`` stream NDJSON: one JSON object a line, progress first, the
+result (or the error) last. The OpenAPI document at ``/api/openapi.json`` is made from
+:data:`ENDPOINTS`, the same table the routes are."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+import anyio.from_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .. import __version__
+from ..config import DEFAULT_K, FORMATS
+from ..errors import LocalmemError
+from .calls import Lanes, as_json, error_dict, error_status, usage_error
+
+log = logging.getLogger("localmem.serve")
+
+MAX_K = 100
+UPLOAD_CHUNK = 1 << 20
+NDJSON = "application/x-ndjson"
+
+Handler = Callable[[Request, Lanes], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One API route and what the OpenAPI document says of it."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    params: tuple[tuple[str, str, bool, str], ...] = ()  # (name, type, required, description): query/path
+    body: dict[str, Any] | None = None  # JSON schema of the request body
+    streams: bool = False  # answers NDJSON
+    upload: bool = False  # takes multipart/form-data with a file
+    tags: tuple[str, ...] = field(default=("memory",))
+
+
+def ok(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(as_json(data), status_code=status)
+
+
+def failed(exc: BaseException) -> JSONResponse:
+    error = error_dict(exc)
+    if error["code"] == "unexpected":
+        log.exception("unexpected error", exc_info=exc)
+    return JSONResponse(error, status_code=error_status(error))
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise usage_error(f"the request body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise usage_error("the request body must be a JSON object")
+    return data
+
+
+def _text(data: dict[str, Any], name: str, required: bool = True) -> str | None:
+    value = data.get(name)
+    if value is None or value == "":
+        if required:
+            raise usage_error(f"'{name}' is required")
+        return None
+    if not isinstance(value, str):
+        raise usage_error(f"'{name}' must be text")
+    return value
+
+
+def _int(value: Any, name: str, default: int, low: int, high: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise usage_error(f"'{name}' must be a whole number") from None
+    if not low <= number <= high:
+        raise usage_error(f"'{name}' must be from {low} to {high}")
+    return number
+
+
+def guarded(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """A route calling ``fn(request, lanes)``; a LocalmemError (or any failure) becomes the
+    CLI's JSON error."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await fn(request, request.app.state.lanes)
+        except Exception as exc:
+            return failed(exc)
+
+    endpoint.__name__ = fn.__name__
+    return endpoint
+
+
+# -- endpoints ---------------------------------------------------------------------------------
+
+
+async def search(request: Request, lanes: Lanes) -> Response:
+    p = request.query_params
+    query = _text(dict(p), "q")
+    filters = {name: p[name] for name in ("since", "until", "speaker", "conversation") if p.get(name)}
+    k = _int(p.get("k"), "k", DEFAULT_K, 1, MAX_K)
+    hits = await lanes.reader(lanes.reader.memory.search, query, k=k, **filters)
+    return ok({"query": query, "hits": hits})
+
+
+async def ask(request: Request, lanes: Lanes) -> Response:
+    data = await _json_body(request)
+    question = _text(data, "question")
+    now = _text(data, "now", required=False)
+    if data.get("stream") is False:
+        return ok(await lanes.writer(lanes.writer.memory.ask, question, now=now))
+    return ndjson(ask_events(lanes, question, now))
+
+
+async def ask_events(lanes: Lanes, question: str, now: str | None) -> AsyncIterator[dict[str, Any]]:
+    """``{"event": "progress"}``, then ``{"event": "text", "text"}`` for each piece the model
+    writes, then ``{"event": "answer", "answer"}`` (or ``{"event": "error", "error"}``)."""
+    send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
+
+    def on_text(piece: str) -> None:  # in the worker thread
+        anyio.from_thread.run(send.send, {"event": "text", "text": piece})
+
+    async def run() -> None:
+        async with send:
+            try:
+                answer = await lanes.writer(lanes.writer.memory.ask, question, now=now, on_text=on_text)
+                await send.send({"event": "answer", "answer": as_json(answer)})
+            except Exception as exc:
+                await send.send({"event": "error", "error": error_dict(exc)})
+
+    yield {"event": "progress", "message": "searching memory and reading the evidence"}
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(run)
+        async with receive:
+            async for event in receive:
+                yield event
+
+
+async def add(request: Request, lanes: Lanes) -> Response:
+    data = await _json_body(request)
+    mem = lanes.writer.memory
+    added = await lanes.writer(
+        mem.add,
+        _text(data, "speaker"),
+        _text(data, "text"),
+        time=_text(data, "time", False),
+        role=_text(data, "role", False),
+        conversation=_text(data, "conversation", False),
+        id=_text(data, "id", False),
+    )
+    return ok(added, 201 if added.added else 200)
+
+
+async def correct(request: Request, lanes: Lanes) -> Response:
+    data = await _json_body(request)
+    return ok(await lanes.writer(lanes.writer.memory.correct, _text(data, "item"), _text(data, "text")))
+
+
+async def forget(request: Request, lanes: Lanes) -> Response:
+    data = await _json_body(request)
+    return ok(await forget_call(lanes, data, confirm=data.get("confirm") is True))
+
+
+async def forget_call(lanes: Lanes, data: dict[str, Any], confirm: bool) -> dict[str, Any]:
+    """Memory.forget on the one target ``data`` names; a dry run unless ``confirm``. A dry run
+    also lists the text of each message and unit that would go (``texts``)."""
+    target: dict[str, Any] = {}
+    if data.get("ids"):
+        ids = data["ids"]
+        target["ids"] = [ids] if isinstance(ids, str) else list(ids)
+    for name in ("conversation", "before", "match"):
+        if data.get(name):
+            target[name] = _text(data, name)
+    if data.get("source_id") not in (None, ""):
+        target["source_id"] = _int(data["source_id"], "source_id", 0, 1, 2**62)
+    mem = lanes.writer.memory
+    result = await lanes.writer(mem.forget, dry_run=not confirm, **target)
+    if not confirm:
+        result["texts"] = await lanes.reader(_texts, lanes.reader.memory, result["messages"] + result["units"])
+    return result
+
+
+def _texts(mem: Any, items: list[str], limit: int = 200) -> dict[str, str]:
+    out = {}
+    for item in items[:limit]:
+        try:
+            found = mem.get(item)
+        except LocalmemError:
+            continue
+        who = f"{found['speaker']}: " if found.get("speaker") else ""
+        out[item] = who + (found.get("text") or found.get("title") or "")
+    return out
+
+
+async def show(request: Request, lanes: Lanes) -> Response:
+    return ok(await lanes.reader(lanes.reader.memory.get, request.path_params["item"]))
+
+
+async def context(request: Request, lanes: Lanes) -> Response:
+    around = _int(request.query_params.get("around"), "around", 3, 0, 200)
+    return ok(await lanes.reader(lanes.reader.memory.context, request.path_params["item"], around))
+
+
+async def profile(request: Request, lanes: Lanes) -> Response:
+    return ok(await lanes.reader(lanes.reader.memory.profile, request.path_params["name"]))
+
+
+async def people(request: Request, lanes: Lanes) -> Response:
+    return ok({"people": await lanes.reader(people_of, lanes.reader.memory)})
+
+
+def people_of(mem: Any) -> list[dict[str, Any]]:
+    """Everyone memory knows of (entities of type person), the most mentioned first."""
+    return [e for e in mem.entities() if e["type"] == "person"]
+
+
+async def episodes(request: Request, lanes: Lanes) -> Response:
+    limit = _int(request.query_params.get("limit"), "limit", 1000, 1, 100_000)
+    return ok({"episodes": await lanes.reader(lanes.reader.memory.episodes, limit)})
+
+
+async def timeline(request: Request, lanes: Lanes) -> Response:
+    period = request.query_params.get("period") or "month"
+    return ok({"period": period, "periods": await lanes.reader(lanes.reader.memory.timeline, period)})
+
+
+async def period(request: Request, lanes: Lanes) -> Response:
+    p = request.query_params
+    return ok(await lanes.reader(lanes.reader.memory.period, _text(dict(p), "start"), _text(dict(p), "end")))
+
+
+async def stats(request: Request, lanes: Lanes) -> Response:
+    return ok(await lanes.writer(lanes.writer.memory.stats))  # the writer knows the background extraction
+
+
+async def namespaces(request: Request, lanes: Lanes) -> Response:
+    return ok({"namespaces": await lanes.reader(lanes.reader.memory.namespaces)})
+
+
+async def doctor(request: Request, lanes: Lanes) -> Response:
+    return ok(await lanes.reader(lanes.reader.memory.doctor))
+
+
+async def ingest(request: Request, lanes: Lanes) -> Response:
+    form = await request.form(max_files=1, max_part_size=1 << 20)
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str):
+        raise usage_error("send the file as multipart/form-data, in the field 'file'")
+    fmt = form.get("format") or None
+    if fmt is not None and fmt not in FORMATS:
+        raise usage_error(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    conversation = form.get("conversation") or None
+    folder = Path(tempfile.mkdtemp(prefix="localmem-upload-"))  # 0700: only this user reads it
+    path = folder / _safe_name(upload.filename or "upload")
+    try:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            while chunk := await upload.read(UPLOAD_CHUNK):
+                out.write(chunk)
+    except BaseException:
+        _remove(folder)
+        raise
+    finally:
+        await upload.close()
+    return ndjson(ingest_events(lanes, folder, path, str(fmt) if fmt else None, str(conversation or "") or None))
+
+
+async def ingest_events(
+    lanes: Lanes, folder: Path, path: Path, fmt: str | None, conversation: str | None
+) -> AsyncIterator[dict[str, Any]]:
+    """``{"event": "progress", "done", "total"}`` as batches are stored, then ``{"event":
+    "report", "report"}`` (or ``{"event": "error", "error"}``). The uploaded file is removed
+    at the end, whatever happened."""
+    send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
+
+    def progress(done: int, total: int) -> None:  # in the worker thread
+        anyio.from_thread.run(send.send, {"event": "progress", "done": done, "total": total})
+
+    async def run() -> None:
+        async with send:
+            try:
+                report = await lanes.writer(
+                    lanes.writer.memory.ingest, path, format=fmt, conversation=conversation, progress=progress
+                )
+                data = as_json(report)
+                data["file"] = path.name
+                await send.send({"event": "report", "report": data})
+            except Exception as exc:
+                await send.send({"event": "error", "error": _without_folder(error_dict(exc), folder)})
+            finally:
+                _remove(folder)
+
+    yield {"event": "progress", "done": 0, "total": 0}
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(run)
+        async with receive:
+            async for event in receive:
+                yield event
+
+
+def _safe_name(name: str) -> str:
+    """The uploaded file's own name (format detection reads its suffix), without any folder."""
+    base = Path(name.replace("\\", "/")).name.strip(". ") or "upload"
+    return "".join(ch if ch.isalnum() or ch in "._- " else "_" for ch in base)[:120]
+
+
+def _without_folder(error: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Errors name the temporary copy: show the name the user gave instead."""
+    return {k: v.replace(f"{folder}{os.sep}", "") if isinstance(v, str) else v for k, v in error.items()}
+
+
+def _remove(folder: Path) -> None:
+    for child in folder.iterdir():
+        child.unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def ndjson(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
+    async def lines() -> AsyncIterator[bytes]:
+        async for event in events:
+            yield (json.dumps(event, ensure_ascii=False) + "\n").encode()
+
+    return StreamingResponse(lines(), media_type=NDJSON, headers={"x-accel-buffering": "no"})
+
+
+async def openapi(request: Request, lanes: Lanes) -> Response:
+    return JSONResponse(openapi_document())
+
+
+_ITEM = ("item", "string", True, "A memory's id: m:ID (a message) or u:ID (a unit).")
+_FORGET_BODY = {
+    "type": "object",
+    "description": "Exactly one target. Without confirm: true, nothing is deleted (a dry run).",
+    "properties": {
+        "ids": {"type": "array", "items": {"type": "string"}, "description": "m:ID and u:ID"},
+        "conversation": {"type": "string"},
+        "before": {"type": "string", "description": "a date or time"},
+        "match": {"type": "string", "description": "text contained (case-insensitive)"},
+        "source_id": {"type": "integer"},
+        "confirm": {"type": "boolean", "default": False},
+    },
+}
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint(
+        "GET",
+        "/api/search",
+        search,
+        "Search memory (no LLM): the best hits with speaker, time and conversation.",
+        (
+            ("q", "string", True, "What to look for."),
+            ("k", "integer", False, f"How many hits (1 to {MAX_K})."),
+            ("since", "string", False, "Only what was said on or after this date."),
+            ("until", "string", False, "Only what was said on or before this date."),
+            ("speaker", "string", False, "Only this speaker."),
+            ("conversation", "string", False, "Only this conversation."),
+        ),
+    ),
+    Endpoint(
+        "POST",
+        "/api/ask",
+        ask,
+        "Answer a question with the local LLM and the messages it rests on. Streams NDJSON events "
+        "(progress, text, then answer or error) unless stream is false.",
+        body={
+            "type": "object",
+            "required": ["question"],
+            "properties": {
+                "question": {"type": "string"},
+                "now": {"type": "string", "description": "the date relative questions count from"},
+                "stream": {"type": "boolean", "default": True},
+            },
+        },
+        streams=True,
+    ),
+    Endpoint(
+        "POST",
+        "/api/add",
+        add,
+        "Store one message (201 when added, 200 when its id was already stored).",
+        body={
+            "type": "object",
+            "required": ["speaker", "text"],
+            "properties": {
+                name: {"type": "string"} for name in ("speaker", "text", "time", "role", "conversation", "id")
+            },
+        },
+    ),
+    Endpoint(
+        "POST",
+        "/api/ingest",
+        ingest,
+        "Import an uploaded export (every format the CLI reads). Streams NDJSON: progress events, then "
+        "the report (what was stored, what was left out and why) or an error.",
+        streams=True,
+        upload=True,
+    ),
+    Endpoint("GET", "/api/show/{item}", show, "One memory in full: what it rests on, what rests on it.", (_ITEM,)),
+    Endpoint(
+        "GET",
+        "/api/context/{item}",
+        context,
+        "A message among the messages around it in its conversation.",
+        (_ITEM, ("around", "integer", False, "How many messages on each side (default 3).")),
+    ),
+    Endpoint(
+        "POST", "/api/forget", forget, "Forget one target: a dry run, then again with confirm.", body=_FORGET_BODY
+    ),
+    Endpoint(
+        "POST",
+        "/api/correct",
+        correct,
+        "Store a correction of a message (the old one stays, marked replaced).",
+        body={
+            "type": "object",
+            "required": ["item", "text"],
+            "properties": {"item": {"type": "string"}, "text": {"type": "string"}},
+        },
+    ),
+    Endpoint(
+        "GET",
+        "/api/profile/{name}",
+        profile,
+        "What memory knows about one person.",
+        (("name", "string", True, "A name or alias."),),
+    ),
+    Endpoint("GET", "/api/people", people, "Everyone who appears (people found by extraction)."),
+    Endpoint(
+        "GET",
+        "/api/episodes",
+        episodes,
+        "Episodes in time order.",
+        (("limit", "integer", False, "At most this many."),),
+    ),
+    Endpoint(
+        "GET",
+        "/api/timeline",
+        timeline,
+        "Messages and episodes per week or month.",
+        (("period", "string", False, "week or month (default)."),),
+    ),
+    Endpoint(
+        "GET",
+        "/api/period",
+        period,
+        "The conversations and episodes of one period.",
+        (("start", "string", True, "ISO date, included."), ("end", "string", True, "ISO date, excluded.")),
+    ),
+    Endpoint("GET", "/api/stats", stats, "What this memory holds."),
+    Endpoint("GET", "/api/namespaces", namespaces, "The namespaces of the store."),
+    Endpoint("GET", "/api/doctor", doctor, "Versions, the store's health, the models and where they come from."),
+    Endpoint("GET", "/api/openapi.json", openapi, "This document.", tags=("meta",)),
+)
+
+
+def routes() -> list[Route]:
+    return [Route(e.path, guarded(e.handler), methods=[e.method]) for e in ENDPOINTS]
+
+
+_ERROR = {
+    "type": "object",
+    "required": ["error", "code"],
+    "properties": {
+        "error": {"type": "string"},
+        "code": {"type": "string", "description": "as the CLI's --json errors (not_found, bad_input, usage...)"},
+        "hint": {"type": ["string", "null"]},
+        "exit_code": {"type": "integer", "description": "the CLI's exit code for this error"},
+    },
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3.1 for :data:`ENDPOINTS`."""
+    paths: dict[str, Any] = {}
+    for e in ENDPOINTS:
+        op: dict[str, Any] = {"summary": e.summary, "operationId": e.handler.__name__, "tags": list(e.tags)}
+        op["parameters"] = [
+            {
+                "name": name,
+                "in": "path" if "{" + name + "}" in e.path else "query",
+                "required": required,
+                "description": text,
+                "schema": {"type": kind},
+            }
+            for name, kind, required, text in e.params
+        ]
+        if e.body is not None:
+            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": e.body}}}
+        if e.upload:
+            op["requestBody"] = {
+                "required": True,
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["file"],
+                            "properties": {
+                                "file": {"type": "string", "format": "binary"},
+                                "format": {"type": "string", "enum": list(FORMATS)},
+                                "conversation": {"type": "string"},
+                            },
+                        }
+                    }
+                },
+            }
+        media = NDJSON if e.streams else "application/json"
+        op["responses"] = {
+            "200": {"description": "OK", "content": {media: {"schema": {"type": "object"}}}},
+            "default": {"description": "An error", "content": {"application/json": {"schema": _ERROR}}},
+        }
+        if e.method == "POST":
+            op["description"] = "Needs the Bearer token, or the cookie and the X-CSRF-Token header."
+        paths.setdefault(e.path, {})[e.method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "localmem",
+            "version": __version__,
+            "description": "The local HTTP API of 'localmem serve'. MCP (streamable HTTP) is at /mcp.",
+        },
+        "servers": [{"url": "/"}],
+        "components": {
+            "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
+            "schemas": {"Error": _ERROR},
+        },
+        "security": [{"token": []}],
+        "paths": paths,
+    }

@@ -1,0 +1,688 @@
+"""The web page, rendered by the server: every page works without JavaScript, and everything
+taken from the store (or from the request) goes through :func:`e` (``html.escape``) on its way
+into the HTML, so a stored ``<script>`` is shown as text. ``static/app.js`` only adds progress
+(ask, import), the timeline's keyboard and pointer interaction, and shortcuts."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any, AsyncIterator, Iterable, Sequence
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..errors import LocalmemError
+from . import api, svg
+from .calls import Lanes, as_json, error_dict, error_status
+
+CONTEXT_AROUND = 2  # messages shown around a cited one
+WINDOW = 20  # messages on a conversation page
+
+
+def e(value: Any) -> str:
+    """Text for HTML (quotes too, so it is safe in attributes)."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def url(path: str, **params: Any) -> str:
+    given = {k: v for k, v in params.items() if v is not None and v != ""}
+    return path + ("?" + urlencode(given) if given else "")
+
+
+def day(time: str | None) -> str:
+    return (time or "")[:10] or "no date"
+
+
+def when(time: str | None) -> str:
+    return (time or "").replace("T", " ")[:16] or "no date"
+
+
+NAV = (("/", "Search & ask", "s"), ("/timeline", "Timeline", "t"), ("/people", "People", "p"),
+       ("/curate", "Curate", "c"), ("/settings", "Settings", "g"))  # fmt: skip
+
+
+def layout(request: Request, title: str, body: str, active: str = "") -> HTMLResponse:
+    guard = request.app.state.guard
+    mem = request.app.state.lanes.reader.memory
+    links = "".join(
+        f'<a href="{href}" accesskey="{key}" title="{label} (g then {key})"'
+        + (' aria-current="page"' if href == active else "")
+        + f">{label}</a>"
+        for href, label, key in NAV
+    )
+    html = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf" content="{e(guard.csrf)}">
+<title>{e(title)} · localmem</title>
+<link rel="stylesheet" href="/static/app.css">
+<script src="/static/app.js" defer></script>
+</head><body>
+<a class="skip" href="#main">Skip to content</a>
+<header><span class="brand">localmem</span> <span class="ns" title="namespace">{e(mem.namespace)}</span>
+<nav aria-label="Main">{links}</nav></header>
+<main id="main" tabindex="-1"><h1>{e(title)}</h1>
+{body}
+</main>
+<footer>Everything here stays on this machine. Keys: <kbd>/</kbd> search, <kbd>g</kbd> then
+<kbd>s</kbd> <kbd>t</kbd> <kbd>p</kbd> <kbd>c</kbd> <kbd>g</kbd> to move between pages,
+<kbd>j</kbd>/<kbd>k</kbd> next / previous item.</footer>
+</body></html>"""
+    return HTMLResponse(html)
+
+
+def error_page(request: Request, exc: BaseException, title: str = "Not possible") -> HTMLResponse:
+    error = error_dict(exc)
+    hint = f"<p class=hint>{e(error['hint'])}</p>" if error.get("hint") else ""
+    body = (
+        f'<div class="error" role="alert"><p>{e(error["error"])}</p>{hint}<p class="code">{e(error["code"])}</p></div>'
+    )
+    response = layout(request, title, body)
+    response.status_code = error_status(error)
+    return response
+
+
+def page(fn: Any) -> Any:
+    """A page handler ``fn(request, lanes)``; a LocalmemError becomes an error page."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await fn(request, request.app.state.lanes)
+        except LocalmemError as exc:
+            return error_page(request, exc)
+
+    endpoint.__name__ = fn.__name__
+    return endpoint
+
+
+def csrf_action(request: Request, path: str) -> str:
+    """A form's action for a POST: the CSRF token in its query (checked before any route runs)."""
+    return e(url(path, csrf=request.app.state.guard.csrf))
+
+
+# -- pieces ------------------------------------------------------------------------------------
+
+
+def hit_html(hit: dict[str, Any]) -> str:
+    src = hit["sources"][0] if hit.get("sources") else {}
+    speaker = src.get("speaker") or ""
+    text = hit["text"]
+    if hit["kind"] == "message" and speaker and text.startswith(f"{speaker}: "):
+        text = text[len(speaker) + 2 :]
+    meta = [f'<span class="speaker">{e(speaker)}</span>' if speaker else f'<span class="kind">{e(hit["kind"])}</span>']
+    meta.append(f'<time datetime="{e(hit.get("time") or "")}">{e(when(hit.get("time")))}</time>')
+    if src.get("conversation"):
+        meta.append(f'<span class="conv">in {e(src["conversation"])}</span>')
+    links = [f'<a href="/memory/{e(hit["id"])}">{e(hit["id"])}</a>']
+    if hit["kind"] == "message":
+        links.append(f'<a href="{e(url("/conversation", around=hit["id"]))}">in context</a>')
+    extra = f' <span class="note">replaced by {e(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
+    return (
+        f'<li class="item hit" tabindex="-1"><div class="meta">{" · ".join(meta)}</div>'
+        f'<p class="text">{e(text)}</p><div class="links">{" · ".join(links)}{extra}</div></li>'
+    )
+
+
+def message_row(m: dict[str, Any], focus: Iterable[str] = ()) -> str:
+    cls = "msg cited" if m["id"] in focus else "msg"
+    mark = ' aria-current="true"' if m["id"] in focus else ""
+    note = f' <a class="note" href="/memory/{e(m["replaced_by"])}">corrected</a>' if m.get("replaced_by") else ""
+    return (
+        f'<li class="{cls}"{mark} id="{e(m["id"])}"><div class="meta"><span class="speaker">{e(m["speaker"])}</span> · '
+        f'<time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
+        f'<a href="/memory/{e(m["id"])}">{e(m["id"])}</a>{note}</div><p class="text">{e(m["text"])}</p></li>'
+    )
+
+
+def window_html(window: dict[str, Any], focus: Sequence[str], more_link: bool = True) -> str:
+    rows = "".join(message_row(m, focus) for m in window["messages"])
+    more = ""
+    if more_link and focus:
+        more = f'<a class="more" href="{e(url("/conversation", around=focus[0], n=10))}">more of this conversation</a>'
+    return f'<ol class="thread">{rows}</ol>{more}'
+
+
+def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -> str:
+    """The answer, and each cited message highlighted among the messages around it."""
+    if answer["refused"]:
+        evidence = answer.get("evidence") or []
+        why = {
+            "no evidence": "nothing stored matched the question",
+            "model": "the messages found do not say",
+            "someone else": "the messages found are about someone else",
+            "no citation": "the model could not point at a message that says it",
+            "invalid reply": "the model's reply could not be read",
+        }.get(answer.get("refusal") or "", answer.get("refusal") or "")
+        looked = "".join(hit_html(h) for h in evidence[:8])
+        return (
+            f'<section class="answer refused" aria-live="polite"><h2>Not in memory</h2>'
+            f"<p>Searched this namespace for <q>{e(answer['question'])}</q>"
+            f"{' and read ' + str(len(evidence)) + ' messages or facts' if evidence else ''}: {e(why)}.</p>"
+            + (f'<details><summary>What was read</summary><ol class="hits">{looked}</ol></details>' if looked else "")
+            + "</section>"
+        )
+    cites = answer.get("citations") or []
+    parts = [
+        f'<section class="answer" aria-live="polite"><h2>Answer</h2><p class="answer-text">{e(answer["answer"])}</p>'
+    ]
+    if answer.get("confidence") is not None:
+        parts.append(f'<p class="note">confidence {answer["confidence"]:.2f}</p>')
+    parts.append(f"<h3>It rests on {len(cites)} message{'s' if len(cites) != 1 else ''}</h3>")
+    for c in cites:
+        window = windows.get(c["id"])
+        parts.append(f'<div class="cite"><p class="conv">in {e(c["conversation"])}</p>')
+        parts.append(window_html(window, [c["id"]]) if window else f"<p>{e(c['text'])}</p>")
+        parts.append("</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+async def _windows(lanes: Lanes, answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    mem = lanes.reader.memory
+
+    def load() -> dict[str, dict[str, Any]]:
+        out = {}
+        for c in answer.get("citations") or []:
+            try:
+                out[c["id"]] = mem.context(c["id"], CONTEXT_AROUND)
+            except LocalmemError:
+                pass
+        return out
+
+    return await lanes.reader(load)
+
+
+# -- search & ask ------------------------------------------------------------------------------
+
+
+def search_form(q: str) -> str:
+    return f"""<form class="search" action="/" method="get" role="search">
+<label for="q">Search or ask your memory</label>
+<div class="row"><input id="q" name="q" type="search" value="{e(q)}" autocomplete="off"
+ placeholder="Where did Ann move to?" required>
+<button name="do" value="search" type="submit">Search</button>
+<button name="do" value="ask" type="submit" class="secondary" id="ask-button">Ask</button></div>
+</form><div id="ask-live" class="live" aria-live="polite"></div>"""
+
+
+async def home(request: Request, lanes: Lanes) -> Response:
+    q = (request.query_params.get("q") or "").strip()
+    do = request.query_params.get("do") or "search"
+    body = [search_form(q)]
+    if q and do == "ask":
+        answer = as_json(await lanes.writer(lanes.writer.memory.ask, q))
+        body.append(answer_html(answer, await _windows(lanes, answer)))
+    elif q:
+        hits = as_json(await lanes.reader(lanes.reader.memory.search, q, k=20))
+        body.append(f'<h2 id="results">{len(hits)} results for <q>{e(q)}</q></h2>')
+        body.append(
+            f'<ol class="hits list" aria-labelledby="results">{"".join(hit_html(h) for h in hits)}</ol>'
+            if hits
+            else f"<p>Nothing stored matches <q>{e(q)}</q>.</p>"
+        )
+    else:
+        mem = lanes.reader.memory
+        stats, recent = await lanes.reader(lambda: (mem.stats(), as_json(mem.recent(8))))
+        body.append(
+            f'<p class="summary">{stats["messages"]:,} messages in {stats["conversations"]:,} conversations, '
+            f"from {e(day(stats.get('first_message_at')))} to {e(day(stats.get('last_message_at')))}.</p>"
+        )
+        if recent:
+            body.append('<h2 id="recent">Latest messages</h2><ol class="hits list" aria-labelledby="recent">')
+            body.append("".join(hit_html(h) for h in reversed(recent)) + "</ol>")
+    return layout(request, "Search & ask", "".join(body), "/")
+
+
+async def ask_stream(request: Request, lanes: Lanes) -> Response:
+    """For the page's script: ask's events as NDJSON, and last the answer as rendered HTML."""
+    q = (request.query_params.get("q") or "").strip()
+
+    async def events() -> AsyncIterator[bytes]:
+        async for event in api.ask_events(lanes, q, None):
+            if event["event"] == "answer":
+                answer = event["answer"]
+                event = {"event": "html", "html": answer_html(answer, await _windows(lanes, answer))}
+            yield (json.dumps(event, ensure_ascii=False) + "\n").encode()
+
+    return StreamingResponse(events(), media_type=api.NDJSON)
+
+
+# -- conversation ------------------------------------------------------------------------------
+
+
+async def conversation(request: Request, lanes: Lanes) -> Response:
+    p = request.query_params
+    mem = lanes.reader.memory
+    n = api._int(p.get("n"), "n", WINDOW, 1, 200)
+    if p.get("around"):
+        window = await lanes.reader(mem.context, p["around"], n)
+        focus = [p["around"]]
+    else:
+        name = p.get("name") or ""
+        first = api._int(p.get("first"), "first", 0, -(2**31), 2**31)
+        window = await lanes.reader(mem.conversation, name, first, first + 2 * n)
+        focus = []
+    name, first, last = window["conversation"], window["first"], window["last"]
+    nav = []
+    if window["more_before"]:
+        nav.append(f'<a href="{e(url("/conversation", name=name, first=first - 2 * n, n=n))}">earlier</a>')
+    if window["more_after"]:
+        nav.append(f'<a href="{e(url("/conversation", name=name, first=last + 1, n=n))}">later</a>')
+    body = (
+        f'<p class="conv">Conversation <strong>{e(name)}</strong></p>'
+        f'<nav class="pager" aria-label="Conversation">{" · ".join(nav)}</nav>'
+        f"{window_html(window, focus, more_link=False)}"
+        f'<nav class="pager" aria-label="Conversation, bottom">{" · ".join(nav)}</nav>'
+    )
+    return layout(request, f"Conversation: {name}", body)
+
+
+# -- timeline ----------------------------------------------------------------------------------
+
+
+async def timeline(request: Request, lanes: Lanes) -> Response:
+    period = request.query_params.get("period") or "month"
+    periods = await lanes.reader(lanes.reader.memory.timeline, period)
+    other = "week" if period == "month" else "month"
+    total = sum(p["messages"] for p in periods)
+    rows = "".join(
+        f'<tr><td><a href="{e(url("/period", start=p["start"], end=p["end"]))}">{e(p["start"])}</a></td>'
+        f'<td class="n">{p["messages"]:,}</td><td class="n">{p["episodes"]:,}</td></tr>'
+        for p in periods
+    )
+    body = (
+        f"<p>{total:,} messages over {len(periods)} {e(period)}s. Per <strong>{e(period)}</strong> · "
+        f'<a href="{e(url("/timeline", period=other))}">per {other}</a>. Click a bar (or focus it with '
+        f"<kbd>Tab</kbd>, move with <kbd>←</kbd> <kbd>→</kbd>) to open that {e(period)}.</p>"
+        f'<p class="legend"><span class="key messages"></span> messages <span class="key episodes"></span> episodes</p>'
+        f'<div class="chart" id="chart">{svg.timeline(periods, period)}</div>'
+        f'<p id="chart-info" class="live" aria-live="polite"></p>'
+        f"<details><summary>As a table</summary><table><thead><tr><th scope=col>{e(period.title())} from</th>"
+        f"<th scope=col>Messages</th><th scope=col>Episodes</th></tr></thead><tbody>{rows}</tbody></table></details>"
+    )
+    return layout(request, "Timeline", body, "/timeline")
+
+
+async def period_page(request: Request, lanes: Lanes) -> Response:
+    p = request.query_params
+    found = await lanes.reader(lanes.reader.memory.period, p.get("start") or "", p.get("end") or "")
+    convs = "".join(
+        f'<li class="item"><a href="{e(url("/conversation", around=c["first_id"], n=WINDOW))}">{e(c["conversation"])}</a> '
+        f'<span class="note">{c["messages"]:,} messages, {e(when(c["first"]))} to {e(when(c["last"]))}</span></li>'
+        for c in found["conversations"]
+    )
+    eps = "".join(
+        f'<li class="item"><a href="/memory/{e(ep["id"])}">{e(ep["title"] or ep["id"])}</a> '
+        f'<span class="note">{e(when(ep["start"]))} · {ep["messages"]} messages</span>'
+        f'<p class="text">{e(ep["narrative"])}</p></li>'
+        for ep in found["episodes"]
+    )
+    body = (
+        f'<p><a href="/timeline">back to the timeline</a></p>'
+        f'<h2 id="convs">Conversations ({len(found["conversations"])})</h2>'
+        + (f'<ul class="list" aria-labelledby="convs">{convs}</ul>' if convs else "<p>None.</p>")
+        + f'<h2 id="eps">Episodes ({len(found["episodes"])})</h2>'
+        + (f'<ul class="list" aria-labelledby="eps">{eps}</ul>' if eps else "<p>None.</p>")
+    )
+    return layout(request, f"From {found['start']} to {found['end']}", body, "/timeline")
+
+
+# -- people ------------------------------------------------------------------------------------
+
+
+async def people(request: Request, lanes: Lanes) -> Response:
+    everyone = await lanes.reader(api.people_of, lanes.reader.memory)
+    items = "".join(
+        f'<li class="item"><a href="/people/{e(quote(p["name"], safe=""))}">{e(p["name"])}</a> '
+        f'<span class="note">{p["units"]:,} memories'
+        + (f" · also {e(p['aliases'])}" if p.get("aliases") and p["aliases"] != p["name"] else "")
+        + "</span></li>"
+        for p in everyone
+    )
+    body = (
+        f'<ul class="list people">{items}</ul>'
+        if items
+        else "<p>No people yet. People are found when memory is built with the local LLM "
+        "(<code>localmem ingest --extract llm</code>, or <code>localmem serve --extract llm</code>).</p>"
+    )
+    return layout(request, "People", body, "/people")
+
+
+async def person(request: Request, lanes: Lanes) -> Response:
+    prof = as_json(await lanes.reader(lanes.reader.memory.profile, request.path_params["name"]))
+    parts = []
+    if prof.get("aliases"):
+        parts.append(f"<p>Also called {e(', '.join(prof['aliases']))}.</p>")
+    if prof.get("summary"):
+        parts.append(f'<p class="summary">{e(prof["summary"])}</p>')
+    parts.append('<h2 id="known">What is known</h2>')
+    if not prof["knowledge"]:
+        parts.append("<p>Nothing yet.</p>")
+    for aspect, statements in prof["knowledge"].items():
+        rows = "".join(
+            f'<li class="item{"" if s["current"] else " old"}"><a href="/memory/{e(s["unit_id"])}">{e(s["text"])}</a>'
+            f' <span class="note">{e(day(s["time"]))}'
+            + ("" if s["current"] else f", replaced {e(day(s.get('until')))}")
+            + (f" · from {e(', '.join(s['sources']))}" if s.get("sources") else "")
+            + "</span></li>"
+            for s in statements
+        )
+        parts.append(f'<h3>{e(aspect)}</h3><ul class="list">{rows}</ul>')
+    eps = prof["episodes"]
+    parts.append(f'<h2 id="tl">Timeline ({len(eps)} episodes)</h2>{svg.sparkline([ep["time"] for ep in eps])}')
+    parts.append(
+        '<ol class="list">'
+        + "".join(
+            f'<li class="item"><time>{e(day(ep["time"]))}</time> <a href="/memory/{e(ep["episode_id"])}">'
+            f'{e(ep["title"] or ep["episode_id"])}</a> <span class="note">{e(ep["role"])}</span></li>'
+            for ep in eps
+        )
+        + "</ol>"
+    )
+    return layout(request, prof["name"], "".join(parts), "/people")
+
+
+# -- one memory --------------------------------------------------------------------------------
+
+
+async def memory_page(request: Request, lanes: Lanes) -> Response:
+    item = request.path_params["item"]
+    found = await lanes.reader(lanes.reader.memory.get, item)
+    parts: list[str] = []
+    if found["kind"] == "message":
+        window = await lanes.reader(lanes.reader.memory.context, found["id"], CONTEXT_AROUND)
+        src = found["source"]
+        parts.append(
+            f'<blockquote class="memory"><p class="text">{e(found["text"])}</p></blockquote>'
+            f'<dl class="facts"><dt>Said by</dt><dd>{e(found["speaker"])}{" (" + e(found["role"]) + ")" if found["role"] else ""}</dd>'
+            f"<dt>When</dt><dd>{e(when(found['time']))}</dd><dt>Conversation</dt><dd>{e(found['conversation'])}</dd>"
+            f"<dt>Source</dt><dd>{e(src['kind'])} #{e(src['id'])}</dd></dl>"
+        )
+        if found.get("replaces") or found.get("replaced_by"):
+            parts.append("<h2>Corrections</h2><ul class=list>")
+            if found.get("replaces"):
+                parts.append(
+                    f'<li>This corrects <a href="/memory/{e(found["replaces"])}">{e(found["replaces"])}</a></li>'
+                )
+            if found.get("replaced_by"):
+                parts.append(
+                    f'<li>Corrected by <a href="/memory/{e(found["replaced_by"])}">{e(found["replaced_by"])}</a></li>'
+                )
+            parts.append("</ul>")
+        parts.append(f"<h2>In its conversation</h2>{window_html(window, [found['id']])}")
+        parts.append(f"<h2>What rests on it ({len(found['units'])})</h2>")
+        parts.append(
+            "<ul class=list>"
+            + "".join(
+                f'<li class="item"><a href="/memory/{e(u["id"])}">{e(u["id"])}</a> <span class="kind">{e(u["kind"])}</span> '
+                f"{e(u['text'])}</li>"
+                for u in found["units"]
+            )
+            + "</ul>"
+            if found["units"]
+            else "<p>Nothing has been built from it.</p>"
+        )
+        parts.append(
+            f'<h2>Curate</h2><form class="inline" method="post" action="{csrf_action(request, "/curate/correct")}">'
+            f'<input type="hidden" name="item" value="{e(found["id"])}">'
+            f'<label for="fix">Correct it</label><textarea id="fix" name="text" rows="2" required>{e(found["text"])}</textarea>'
+            f'<button type="submit">Store the correction</button></form>'
+        )
+    else:
+        parts.append(
+            f'<blockquote class="memory"><p class="kind">{e(found["kind"])}</p>'
+            + (f"<h2>{e(found['title'])}</h2>" if found.get("title") else "")
+            + f'<p class="text">{e(found["text"])}</p></blockquote>'
+            f'<dl class="facts"><dt>When</dt><dd>{e(when(found.get("occurred_start") or found.get("mentioned_at")))}</dd>'
+            + (f"<dt>Aspect</dt><dd>{e(found['aspect'])}</dd>" if found.get("aspect") else "")
+            + (
+                f'<dt>Episode</dt><dd><a href="/memory/{e(found["episode_id"])}">{e(found["episode_id"])}</a></dd>'
+                if found.get("episode_id")
+                else ""
+            )
+            + f"<dt>Built by</dt><dd>{e(found.get('model_id') or 'rules')}</dd></dl>"
+        )
+        parts.append(f"<h2>What it rests on ({len(found['sources'])} messages)</h2><ol class=thread>")
+        parts.append(
+            "".join(message_row({**s, "time": s["sent_at"], "replaced_by": None}, ()) for s in found["sources"])
+            + "</ol>"
+        )
+        if found["entities"]:
+            parts.append(
+                "<h2>Who and what</h2><ul class=list>"
+                + "".join(
+                    f'<li><a href="/people/{e(quote(x["name"], safe=""))}">{e(x["name"])}</a> <span class="note">{e(x["type"])}, {e(x["role"])}</span></li>'
+                    if x["type"] == "person"
+                    else f'<li>{e(x["name"])} <span class="note">{e(x["type"])}</span></li>'
+                    for x in found["entities"]
+                )
+                + "</ul>"
+            )
+        rest = [x for x in found["links"] if x["direction"] == "in"]
+        parts.append(f"<h2>What rests on it ({len(rest)})</h2>")
+        parts.append(
+            "<ul class=list>"
+            + "".join(
+                f'<li><a href="/memory/{e(x["id"])}">{e(x["id"])}</a> <span class="note">{e(x["type"])}</span> {e(x["text"])}</li>'
+                for x in rest
+            )
+            + "</ul>"
+            if rest
+            else "<p>Nothing links to it.</p>"
+        )
+    parts.append(
+        f'<p><a class="button danger" href="{e(url("/curate/forget", ids=found["id"]))}">Forget {e(found["id"])}…</a></p>'
+    )
+    return layout(request, f"Memory {found['id']}", "".join(parts))
+
+
+# -- curate ------------------------------------------------------------------------------------
+
+
+async def curate(request: Request, lanes: Lanes) -> Response:
+    from ..config import FORMATS
+
+    options = "".join(f'<option value="{e(f)}">{e(f)}</option>' for f in FORMATS)
+    body = f"""
+<section aria-labelledby="imp"><h2 id="imp">Import an export</h2>
+<p>A ChatGPT or Claude export (.zip or .json), a WhatsApp chat (.txt or .zip), a Slack or Discord export,
+notes, JSONL… Everything stays on this machine; the uploaded copy is removed once it is read.</p>
+<form id="import-form" method="post" enctype="multipart/form-data" action="{csrf_action(request, "/curate/import")}">
+<div class="drop" id="drop"><label for="file">Choose a file, or drop it here</label>
+<input id="file" name="file" type="file" required></div>
+<label for="format">Format</label><select id="format" name="format"><option value="">detect</option>{options}</select>
+<button type="submit">Import</button></form>
+<div id="import-progress" class="live" aria-live="polite"></div>
+</section>
+<section aria-labelledby="fg"><h2 id="fg">Forget</h2>
+<p>First see exactly what would go, then confirm.</p>
+<form method="get" action="/curate/forget">
+<label for="ids">Memory ids (m:12 u:40)</label><input id="ids" name="ids">
+<label for="conv">or a whole conversation</label><input id="conv" name="conversation">
+<label for="match">or everything containing</label><input id="match" name="match">
+<button type="submit">Show what would be forgotten</button></form></section>
+<section aria-labelledby="cr"><h2 id="cr">Correct a message</h2>
+<form method="post" action="{csrf_action(request, "/curate/correct")}">
+<label for="item">Message id</label><input id="item" name="item" placeholder="m:12" required>
+<label for="text">The right text</label><textarea id="text" name="text" rows="2" required></textarea>
+<button type="submit">Store the correction</button></form></section>"""
+    return layout(request, "Curate", body, "/curate")
+
+
+def _forget_target(source: Any) -> dict[str, Any]:
+    target: dict[str, Any] = {}
+    if source.get("ids"):
+        target["ids"] = str(source["ids"]).replace(",", " ").split()
+    for name in ("conversation", "match", "before", "source_id"):
+        if source.get(name):
+            target[name] = source[name]
+    return target
+
+
+async def forget_preview(request: Request, lanes: Lanes) -> Response:
+    target = _forget_target(request.query_params)
+    found = await api.forget_call(lanes, target, confirm=False)
+    counts = found["counts"]
+    texts = found["texts"]
+    rows = "".join(
+        f'<li class="item"><a href="/memory/{e(i)}">{e(i)}</a> <span class="text">{e(texts.get(i, ""))}</span></li>'
+        for i in found["messages"] + found["units"]
+    )
+    hidden = "".join(
+        f'<input type="hidden" name="{e(k)}" value="{e(" ".join(v) if isinstance(v, list) else v)}">'
+        for k, v in target.items()
+    )
+    kept = (
+        f"<p>{len(found['kept_units'])} built memories also rest on other messages and stay: "
+        f"{e(', '.join(found['kept_units']))}.</p>"
+        if found["kept_units"]
+        else ""
+    )
+    if not counts["messages"] and not counts["units"]:
+        body = "<p>Nothing matches: nothing would be forgotten.</p>"
+    else:
+        body = (
+            f'<p class="warning">This deletes for good {counts["messages"]} messages, {counts["units"]} built '
+            f"memories (those resting only on them), {counts['entities']} people or things and {counts['sources']} "
+            f"sources. The text is scrubbed from the store's file.</p>"
+            f'<ol class="list">{rows}</ol>{kept}'
+            f'<form method="post" action="{csrf_action(request, "/curate/forget")}">{hidden}'
+            f'<button type="submit" class="danger" id="confirm-forget">Forget these for good</button> '
+            f'<a href="/curate">Cancel</a></form>'
+        )
+    return layout(request, "Forget: what would go", body, "/curate")
+
+
+async def forget_confirm(request: Request, lanes: Lanes) -> Response:
+    form = await request.form()
+    done = await api.forget_call(lanes, _forget_target(form), confirm=True)
+    counts = done["counts"]
+    body = (
+        f'<p class="done" role="status">Forgotten: {counts["messages"]} messages, {counts["units"]} built memories, '
+        f"{counts['entities']} people or things, {counts['sources']} sources.</p>"
+        f'<p>{e(", ".join(done["messages"] + done["units"]))}</p><p><a href="/">Back to search</a></p>'
+    )
+    return layout(request, "Forgotten", body, "/curate")
+
+
+async def correct_post(request: Request, lanes: Lanes) -> Response:
+    form = await request.form()
+    added = await lanes.writer(lanes.writer.memory.correct, str(form.get("item") or ""), str(form.get("text") or ""))
+    return RedirectResponse(f"/memory/m:{added.id}", status_code=303)
+
+
+def report_html(report: dict[str, Any]) -> str:
+    """An import's summary: what was stored, what was left out and why."""
+    rows = "".join(
+        f"<tr><td>{e(s['name'])}</td><td>{e(s['format'])}</td><td class=n>{s['messages']:,}</td>"
+        f"<td class=n>{s['added']:,}</td></tr>"
+        for s in report.get("sources", [])
+    )
+    left = [*(f"{n['path']}: {n['why']}" for n in report.get("not_read", [])), *report.get("notes", [])]
+    skipped = report.get("skipped", 0)
+    return (
+        f'<section class="report" role="status"><h2>Imported {e(report.get("file") or report.get("path"))}</h2>'
+        f"<p>Stored <strong>{report['added']:,}</strong> new messages ({e(report['format'])}) in "
+        f"{report['seconds']:.1f} s"
+        + (f"; {skipped:,} were already stored" if skipped else "")
+        + (
+            f"; {report['conflicts']:,} stored ids had other text here (kept as stored)"
+            if report.get("conflicts")
+            else ""
+        )
+        + ".</p>"
+        + (
+            f"<table><thead><tr><th scope=col>Source</th><th scope=col>Format</th><th scope=col>Messages</th>"
+            f"<th scope=col>New</th></tr></thead><tbody>{rows}</tbody></table>"
+            if rows
+            else ""
+        )
+        + (
+            f"<h3>Left out</h3><ul class=list>{''.join(f'<li>{e(x)}</li>' for x in left)}</ul>"
+            if left
+            else "<p>Nothing was left out.</p>"
+        )
+        + '<p><a href="/timeline">See it on the timeline</a></p></section>'
+    )
+
+
+async def import_post(request: Request, lanes: Lanes) -> Response:
+    """Without the script: the upload is read to the end, then the summary is shown."""
+    response = await api.ingest(request, lanes)
+    if not isinstance(response, StreamingResponse):
+        return response
+    result: dict[str, Any] | None = None
+    async for line in response.body_iterator:
+        event = json.loads(line)
+        if event["event"] in ("report", "error"):
+            result = event
+    if result is None or result["event"] == "error":
+        error = (result or {}).get("error") or {"error": "the import stopped", "code": "unexpected"}
+        exc = LocalmemError(error["error"], error.get("hint"))
+        exc.code = error["code"]
+        exc.exit_code = error.get("exit_code", 1)
+        return error_page(request, exc, "Import failed")
+    return layout(request, "Import", report_html(result["report"]), "/curate")
+
+
+async def report_fragment(request: Request, lanes: Lanes) -> Response:
+    """For the page's script: an import report (posted back as JSON) rendered as HTML."""
+    data = await api._json_body(request)
+    return HTMLResponse(report_html(data))
+
+
+# -- settings ----------------------------------------------------------------------------------
+
+
+async def settings(request: Request, lanes: Lanes) -> Response:
+    mem = lanes.reader.memory
+    doctor, stats = await lanes.reader(lambda: (mem.doctor(), mem.stats()))
+    config = mem.config
+
+    def model(role: str, info: dict[str, Any]) -> str:
+        shown = {k: v for k, v in info.items() if k in ("id", "backend", "from", "status", "model", "path", "url")}
+        items = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in shown.items())
+        return f'<h3>{e(role)}</h3><dl class="facts">{items}</dl>'
+
+    body = (
+        '<p class="note">Read only. Settings come from the config file, LOCALMEM_ variables and options '
+        "(<code>localmem doctor</code> says which).</p>"
+        f'<dl class="facts"><dt>Store</dt><dd>{e(mem.path)}</dd>'
+        f"<dt>Size</dt><dd>{stats['db_bytes'] / 1e6:,.1f} MB</dd>"
+        f"<dt>Encrypted</dt><dd>{'yes' if mem.encrypted else 'no'}</dd>"
+        f"<dt>Namespace</dt><dd>{e(mem.namespace)}</dd>"
+        f"<dt>Holds</dt><dd>{stats['messages']:,} messages, {stats['conversations']:,} conversations</dd>"
+        f"<dt>Integrity</dt><dd>{e(doctor.get('db', {}).get('integrity'))}</dd>"
+        f"<dt>Model server</dt><dd>{e(config.llm_url or 'none: the LLM runs in this process')}</dd>"
+        f"<dt>Extraction</dt><dd>{e(config.extract)}</dd></dl>"
+        "<h2>Models and where they come from</h2>"
+        + model("Embedder", doctor.get("embedder") or {})
+        + model("LLM", doctor.get("llm") or {})
+        + model("Reranker", doctor.get("reranker") or {})
+        + f'<p class="note">localmem {e(doctor.get("localmem"))}, SQLite {e(doctor.get("sqlite"))}. '
+        f'The API is described at <a href="/api/openapi.json">/api/openapi.json</a>; MCP is served at /mcp.</p>'
+    )
+    return layout(request, "Settings", body, "/settings")
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", page(home)),
+        Route("/ask/stream", page(ask_stream)),
+        Route("/conversation", page(conversation)),
+        Route("/timeline", page(timeline)),
+        Route("/period", page(period_page)),
+        Route("/people", page(people)),
+        Route("/people/{name}", page(person)),
+        Route("/memory/{item}", page(memory_page)),
+        Route("/curate", page(curate)),
+        Route("/curate/forget", page(forget_preview), methods=["GET"]),
+        Route("/curate/forget", page(forget_confirm), methods=["POST"]),
+        Route("/curate/correct", page(correct_post), methods=["POST"]),
+        Route("/curate/import", page(import_post), methods=["POST"]),
+        Route("/curate/report", page(report_fragment), methods=["POST"]),
+        Route("/settings", page(settings)),
+    ]

@@ -1,0 +1,196 @@
+"""Who may talk to ``localmem serve``: the token, the Host and Origin checks, forgery protection.
+
+Every request but the static assets needs the token made at start-up: in ``?token=`` (the URL
+printed at start; the browser then gets it as a cookie and the token leaves the address bar), in
+the cookie, or in an ``Authorization: Bearer`` header (API and MCP clients). The Host header must
+name the address the server listens on, and an Origin header, when sent, that same place: a page
+elsewhere cannot reach the server through DNS rebinding. A request that changes the store
+(anything but GET and HEAD) made with the cookie must also carry the CSRF token (``?csrf=`` in a
+form's action, or an ``X-CSRF-Token`` header); one made with the Bearer header needs none, since
+a browser never sends that header to another site on its own. Every response forbids scripts and
+styles from anywhere but the server itself (a stored ``<script>`` shown as text could not run
+anyway), framing, and the Referer header.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from typing import Any, Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+COOKIE = "localmem_token"
+CSRF_HEADER = "x-csrf-token"
+PUBLIC_PREFIXES = ("/static/",)  # the package's own CSS and JS: nothing private
+SAFE_METHODS = ("GET", "HEAD")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The secrets of one server run and where it may be reached."""
+
+    token: str
+    csrf: str
+    hosts: frozenset[str]  # Host header values accepted ("127.0.0.1:8765", "localhost:8765")
+    any_host: bool = False  # --allow-remote: any Host, and Origin must match it
+
+    @classmethod
+    def create(cls, host: str, port: int, allow_remote: bool = False) -> "Guard":
+        """New random tokens for a server listening on ``host``:``port``."""
+        names = {host, "127.0.0.1", "localhost"} if host in ("127.0.0.1", "localhost") else {host}
+        if host in ("::1", "[::1]"):
+            names = {"[::1]", "localhost"}
+        hosts = frozenset(f"{name}:{port}" for name in names)
+        return cls(secrets.token_urlsafe(24), secrets.token_urlsafe(24), hosts, allow_remote)
+
+    def host_ok(self, host: str | None) -> bool:
+        return bool(host) and (self.any_host or host in self.hosts)
+
+    def origin_ok(self, origin: str | None, host: str | None) -> bool:
+        """No Origin (not sent by a browser for a same-origin GET), or this server's own."""
+        if origin is None:
+            return True
+        return origin in {f"http://{h}" for h in self.hosts} or (self.any_host and origin == f"http://{host}")
+
+    def token_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.token.encode())
+
+    def csrf_ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+def _is_api(path: str) -> bool:
+    return path.startswith("/api/") or path == "/mcp" or path.startswith("/mcp/")
+
+
+class GuardMiddleware:
+    """The checks above, for every HTTP request, before any route runs. It also adds the
+    security headers, and ``Server-Timing: app;dur=MS`` (the server's time until the response
+    headers went out) that ``localmem bench serve`` reads."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":  # nothing here speaks websocket
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path: str = scope["path"]
+        headers = _headers(scope)
+        host = headers.get("host")
+        refusal = self._refusal(scope, path, headers, host)
+        if refusal is not None:
+            status, code, message, hint = refusal
+            await _refuse(send, path, status, code, message, hint)
+            return
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if "token" in query and scope["method"] in SAFE_METHODS and not _is_api(path):
+            # The printed URL: keep the token as a cookie, take it out of the address bar.
+            rest = urlencode({k: v for k, v in query.items() if k != "token"})
+            cookie = f"{COOKIE}={self.guard.token}; HttpOnly; SameSite=Strict; Path=/"
+            await _respond(send, 303, b"", [(b"location", (path + (f"?{rest}" if rest else "")).encode())], cookie)
+            return
+
+        async def timed_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                extra = [
+                    *SECURITY_HEADERS,
+                    (b"server-timing", f"app;dur={(time.perf_counter() - started) * 1000:.1f}".encode()),
+                ]
+                if not path.startswith(PUBLIC_PREFIXES):
+                    extra.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, timed_send)
+
+    def _refusal(
+        self, scope: Scope, path: str, headers: dict[str, str], host: str | None
+    ) -> tuple[int, str, str, str] | None:
+        """(status, code, message, hint) when the request is refused, else None."""
+        guard = self.guard
+        if not guard.host_ok(host):
+            return 421, "bad_host", f"this server does not answer for host {host!r}", "open the URL localmem printed"
+        if not guard.origin_ok(headers.get("origin"), host):
+            return 403, "bad_origin", "requests from another site are refused", "open the URL localmem printed"
+        if path.startswith(PUBLIC_PREFIXES):
+            return None
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        auth = headers.get("authorization", "")
+        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header counts as none
+            cookie = SimpleCookie()
+        by_cookie = COOKIE in cookie and guard.token_ok(cookie[COOKIE].value)
+        by_bearer = guard.token_ok(bearer)
+        by_query = guard.token_ok(query.get("token"))
+        if not (by_cookie or by_bearer or by_query):
+            return (
+                401,
+                "unauthorized",
+                "this needs the token localmem serve printed",
+                "open the URL it printed (http://127.0.0.1:PORT/?token=...), or send 'Authorization: Bearer TOKEN'",
+            )
+        if scope["method"] not in SAFE_METHODS and not by_bearer:
+            if not (guard.csrf_ok(headers.get(CSRF_HEADER)) or guard.csrf_ok(query.get("csrf"))):
+                return 403, "csrf", "this change was not sent by localmem's own page", "reload the page and try again"
+        return None
+
+
+async def _refuse(send: Send, path: str, status: int, code: str, message: str, hint: str) -> None:
+    if _is_api(path):
+        body = json.dumps({"error": message, "code": code, "hint": hint, "exit_code": 2}).encode()
+        await _respond(send, status, body, [(b"content-type", b"application/json")])
+    else:
+        import html
+
+        text = (
+            f"<!doctype html><meta charset=utf-8><title>localmem: refused</title>"
+            f"<h1>Refused</h1><p>{html.escape(message)}: {html.escape(hint)}.</p>"
+        )
+        await _respond(send, status, text.encode(), [(b"content-type", b"text/html; charset=utf-8")])
+
+
+async def _respond(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]], cookie: str | None = None
+) -> None:
+    extra = [(b"set-cookie", cookie.encode())] if cookie else []
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*headers, *extra, *SECURITY_HEADERS, (b"cache-control", b"no-store")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
