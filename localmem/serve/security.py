@@ -9,7 +9,7 @@ elsewhere cannot reach the server through DNS rebinding. A request that changes 
 form's action, or an ``X-CSRF-Token`` header); one made with the Bearer header needs none, since
 a browser never sends that header to another site on its own. Every response forbids scripts and
 styles from anywhere but the server itself (a stored ``<script>`` shown as text could not run
-anyway), framing, and the Referer header.
+anyway), framing, and the Referer header outside the server.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ CSP = (
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make form posts send "Origin: null"
     (b"x-frame-options", b"DENY"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]

@@ -18,7 +18,8 @@ def timeline(periods: Sequence[dict[str, Any]], period: str) -> str:
     if not periods:
         return '<p class="empty">Nothing stored yet: import an export on the Curate page.</p>'
     top = max(max(p["messages"] for p in periods), max(p["episodes"] for p in periods), 1)
-    width = max(len(periods) * (BAR + GAP) + GAP, 300)
+    bar = max(BAR, min(48, 860 // len(periods) - GAP))  # wider bars when there are few
+    width = max(len(periods) * (bar + GAP) + GAP, 300)
     parts = [
         f'<svg class="timeline" role="img" aria-labelledby="tl-title" viewBox="0 0 {width} {HEIGHT + AXIS}" '
         f'width="{width}" height="{HEIGHT + AXIS}" xmlns="http://www.w3.org/2000/svg">',
@@ -27,17 +28,17 @@ def timeline(periods: Sequence[dict[str, Any]], period: str) -> str:
     ]
     last_label = ""
     for i, p in enumerate(periods):
-        x = GAP + i * (BAR + GAP)
-        h = max(round(p["messages"] / top * (HEIGHT - 10)), 1 if p["messages"] else 0)
+        x = GAP + i * (bar + GAP)
+        h = max(round(p["messages"] / top * (HEIGHT - 10)), 1 if p["messages"] else 0)  # none: no bar
         eh = max(round(p["episodes"] / top * (HEIGHT - 10)), 1 if p["episodes"] else 0)
         label = f"{_label(p['start'], period)}: {p['messages']} messages, {p['episodes']} episodes"
         href = "/period?" + urlencode({"start": p["start"], "end": p["end"]})
         parts.append(
             f'<a href="{escape(href)}" class="bar" data-start="{escape(p["start"])}" aria-label="{escape(label)}">'
             f"<title>{escape(label)}</title>"
-            f'<rect x="{x}" y="0" width="{BAR}" height="{HEIGHT}" class="hit"/>'
-            f'<rect x="{x}" y="{HEIGHT - h}" width="{BAR}" height="{h}" class="messages"/>'
-            + (f'<rect x="{x + 3}" y="{HEIGHT - eh}" width="{BAR - 6}" height="{eh}" class="episodes"/>' if eh else "")
+            f'<rect x="{x}" y="0" width="{bar}" height="{HEIGHT}" class="hit"/>'
+            f'<rect x="{x}" y="{HEIGHT - h}" width="{bar}" height="{h}" class="messages"/>'
+            + (f'<rect x="{x + 3}" y="{HEIGHT - eh}" width="{bar - 6}" height="{eh}" class="episodes"/>' if eh else "")
             + "</a>"
         )
         tick = p["start"][:4] if period == "month" else p["start"][:7]

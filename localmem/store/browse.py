@@ -162,22 +162,27 @@ def _missing(what: str, item: str, ns: str) -> NotFoundError:
 
 def timeline(conn: apsw.Connection, ns: str, period: str) -> list[dict[str, Any]]:
     """Messages and episodes per ``period`` ("week", starting on Monday, or "month"), oldest
-    first: ``start`` and ``end`` (ISO dates, end excluded), ``messages``, ``episodes``. Periods
-    with neither are left out."""
+    first: ``start`` and ``end`` (ISO dates, end excluded), ``messages``, ``episodes``; the
+    periods between the first and the last with neither are there too, with zeros."""
     counts: dict[str, dict[str, Any]] = {}
     for name, query in (("messages", "timeline_messages"), ("episodes", "timeline_episodes")):
         for start, n in conn.execute(q(query), {"ns": ns, "period": period}):
             if start is None:  # a time SQLite cannot read
                 continue
             counts.setdefault(start, {"start": start, "messages": 0, "episodes": 0})[name] = n
-    out = []
-    for start in sorted(counts):
-        day = dt.date.fromisoformat(start)
-        if period == "week":
-            end = day + dt.timedelta(days=7)
-        else:
-            end = dt.date(day.year + day.month // 12, day.month % 12 + 1, 1)
-        out.append({**counts[start], "end": end.isoformat()})
+    out: list[dict[str, Any]] = []
+    if not counts:
+        return out
+    day, last = dt.date.fromisoformat(min(counts)), dt.date.fromisoformat(max(counts))
+    while day <= last:  # every period from the first to the last, the empty ones too
+        end = (
+            day + dt.timedelta(days=7)
+            if period == "week"
+            else dt.date(day.year + day.month // 12, day.month % 12 + 1, 1)
+        )
+        found = counts.get(day.isoformat(), {"start": day.isoformat(), "messages": 0, "episodes": 0})
+        out.append({**found, "end": end.isoformat()})
+        day = end
     return out
 
 

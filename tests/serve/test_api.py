@@ -186,7 +186,7 @@ def test_every_page_and_call_needs_the_token(served):
         assert page.status_code == 200 and "Search &amp; ask" in page.text
         csp = page.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "default-src 'none'" in csp
-        assert page.headers["referrer-policy"] == "no-referrer" and page.headers["cache-control"] == "no-store"
+        assert page.headers["referrer-policy"] == "same-origin" and page.headers["cache-control"] == "no-store"
 
 
 def test_host_origin_and_forgery_checks(served):
