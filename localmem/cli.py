@@ -1543,6 +1543,23 @@ def bench_search(
     _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
 
 
+@bench.command(name="serve")
+@click.option("--size", default="10000", show_default=True, help="Messages in the bench store.")
+@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--requests", default=50, show_default=True, help="Requests per row.")
+@json_option
+@click.pass_obj
+def bench_serve(state: _State, size: str, workdir: Path | None, requests: int, as_json: bool) -> None:
+    """`localmem serve`'s server time (Server-Timing) and round trip: the first page, search, the
+    timeline; against the budgets 300, 100 and 200 ms."""
+    from .serve import bench as mod
+
+    if requests < 1:
+        raise click.BadParameter("--requests must be at least 1")
+    rows = mod.bench_serve(_sizes(size)[0], workdir, state.config, requests=requests)
+    _emit_rows(rows, as_json, mod.COLUMNS)
+
+
 @bench.command(name="memory")
 @click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated unit counts.")
 @click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")

@@ -280,3 +280,29 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     assert server.stop(signal.SIGINT) == 0
     log = server.stderr.read_text()
     assert "stopped" in log and "Traceback" not in log
+
+
+def test_people_profile_and_unit_pages_after_extraction(tmp_path):
+    from tests.fakes import HashEmbedder, ScriptedLLM
+    from tests.helpers import open_memory
+    from tests.pipeline.test_pipeline import _responder, _transcript
+
+    db = tmp_path / "p.db"
+    with open_memory(db, embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
+        mem.ingest(_transcript(tmp_path), extract="llm")
+        episode = mem.episodes()[0]
+    server = spawn(tmp_path, db)
+    try:
+        with client(server) as http:
+            people = http.get("/api/people").json()["people"]
+            assert "Caroline" in [p["name"] for p in people]
+            assert http.get("/api/profile/caroline").json()["name"] == "Caroline"
+            listing = http.get("/people").text
+            assert 'href="/people/Caroline"' in listing
+            page = http.get("/people/Caroline")
+            assert page.status_code == 200 and "What is known" in page.text and "<svg" in page.text
+            unit = http.get(f"/memory/{episode['id']}")
+            assert unit.status_code == 200 and "What it rests on" in unit.text
+            assert "m:" in unit.text.split("What it rests on", 1)[1]
+    finally:
+        assert server.stop() == 0, server.stderr.read_text()
