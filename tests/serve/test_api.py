@@ -306,3 +306,28 @@ def test_people_profile_and_unit_pages_after_extraction(tmp_path):
             assert "m:" in unit.text.split("What it rests on", 1)[1]
     finally:
         assert server.stop() == 0, server.stderr.read_text()
+
+
+def test_the_page_forms_work_without_javascript(tmp_path):
+    db = tmp_path / "f.db"
+    seed(db, STORY[:3])
+    server = spawn(tmp_path, db)
+    try:
+        with httpx2.Client(base_url=server.base, timeout=60) as http:
+            http.get("/", params={"token": server.token})  # the cookie, as a browser gets it
+            page = http.get("/curate").text
+            action = page.split('id="import-form" method="post" enctype="multipart/form-data" action="', 1)[1]
+            action = action.split('"', 1)[0].replace("&amp;", "&")
+            assert action.startswith("/curate/import?csrf=")
+            with open(IMPORTS / "claude" / "conversations.json", "rb") as fh:
+                done = http.post(action, files={"file": ("conversations.json", fh, "application/json")})
+            assert done.status_code == 200 and "Imported conversations.json" in done.text and "Stored" in done.text
+            assert http.post("/curate/import", files={"file": ("x.json", b"{}", "application/json")}).status_code == 403
+            preview = http.get("/curate/forget", params={"match": "sauna"})
+            assert "sauna by the fjord" in preview.text and "Forget these for good" in preview.text
+            confirm = preview.text.split('<form method="post" action="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+            gone = http.post(confirm, data={"match": "sauna"})
+            assert gone.status_code == 200 and "Forgotten: 1 messages" in gone.text
+            assert "sauna" not in http.get("/conversation", params={"name": "chat"}).text
+    finally:
+        assert server.stop() == 0, server.stderr.read_text()
