@@ -67,7 +67,8 @@ def _row(what: str, messages: int, samples: Sequence[tuple[float, float]], budge
 
 def bench_serve(size: int, workdir: Path | None, config: Config, requests: int = 50) -> list[dict[str, Any]]:
     """Time the first page, search and the timeline (by month and by week) on a store of
-    ``size`` synthetic messages; one row each (the first page once cold, then warm)."""
+    ``size`` synthetic messages; one row each (the first page once cold, then warm), and the
+    same searches made in process without the server, for comparison."""
     import httpx2
     import uvicorn
 
@@ -116,6 +117,13 @@ def bench_serve(size: int, workdir: Path | None, config: Config, requests: int =
                 )
             )
             rows.append(_row("search page (/?q=)", messages, many("/", lambda i: {"q": timed_queries[i]}), 100))
+            direct = []  # the same searches without the server: what the server adds is the difference
+            for query in timed_queries:
+                t0 = time.perf_counter()
+                reader.search(query, k=10)
+                spent = (time.perf_counter() - t0) * 1000
+                direct.append((spent, spent))
+            rows.append(_row("Memory.search alone (no server)", messages, direct, 100))
             rows.append(_row("timeline page, by month", messages, many("/timeline", lambda i: None), 200))
             rows.append(_row("timeline page, by week", messages, many("/timeline", lambda i: {"period": "week"}), 200))
             rows.append(

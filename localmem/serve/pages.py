@@ -20,6 +20,7 @@ from .calls import Lanes, as_json, error_dict, error_status
 
 CONTEXT_AROUND = 2  # messages shown around a cited one
 WINDOW = 20  # messages on a conversation page
+SEARCH_K = 10  # hits on the search page
 
 
 def e(value: Any) -> str:
@@ -216,7 +217,7 @@ async def home(request: Request, lanes: Lanes) -> Response:
         answer = as_json(await lanes.writer(lanes.writer.memory.ask, q))
         body.append(answer_html(answer, await _windows(lanes, answer)))
     elif q:
-        hits = as_json(await lanes.reader(lanes.reader.memory.search, q, k=20))
+        hits = as_json(await lanes.reader(lanes.reader.memory.search, q, k=SEARCH_K))
         body.append(f'<h2 id="results">{len(hits)} results for <q>{e(q)}</q></h2>')
         body.append(
             f'<ol class="hits list" aria-labelledby="results">{"".join(hit_html(h) for h in hits)}</ol>'
