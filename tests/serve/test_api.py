@@ -331,3 +331,21 @@ def test_the_page_forms_work_without_javascript(tmp_path):
             assert "sauna" not in http.get("/conversation", params={"name": "chat"}).text
     finally:
         assert server.stop() == 0, server.stderr.read_text()
+
+
+def test_sigterm_flushes_background_extraction(tmp_path):
+    from tests.fakes import HashEmbedder
+    from tests.helpers import open_memory
+
+    db = tmp_path / "x.db"
+    server = spawn(tmp_path, db, "--extract", "llm")
+    try:
+        with client(server) as http:
+            for day in (2, 6):  # four days apart: the second message closes the first episode
+                body = {"speaker": "Ann", "text": f"Day {day}: a swim in the fjord.", "time": f"2024-03-0{day}T10:00"}
+                assert http.post("/api/add", json=body).status_code == 201
+    finally:
+        assert server.stop(signal.SIGTERM, timeout=60) == 0, server.stderr.read_text()
+    with open_memory(db, embedder=HashEmbedder()) as mem:
+        rows = mem.conn.execute("select stage, count(*) from units where kind = 'episode' group by stage").fetchall()
+    assert dict(rows) == {"done": 2}  # both episodes, the open one closed by the flush
