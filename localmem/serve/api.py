@@ -164,7 +164,7 @@ async def add(request: Request, lanes: Lanes) -> Response:
         conversation=_text(data, "conversation", False),
         id=_text(data, "id", False),
     )
-    return ok(added, 201 if added.added else 200)
+    return ok(added, 201 if added["added"] else 200)
 
 
 async def correct(request: Request, lanes: Lanes) -> Response:
@@ -200,7 +200,7 @@ def _texts(mem: Any, items: list[str], limit: int = 200) -> dict[str, str]:
     out = {}
     for item in items[:limit]:
         try:
-            found = mem.get(item)
+            found = as_json(mem.get(item))
         except LocalmemError:
             continue
         who = f"{found['speaker']}: " if found.get("speaker") else ""
@@ -227,7 +227,7 @@ async def people(request: Request, lanes: Lanes) -> Response:
 
 def people_of(mem: Any) -> list[dict[str, Any]]:
     """Everyone memory knows of (entities of type person), the most mentioned first."""
-    return [e for e in mem.entities() if e["type"] == "person"]
+    return [e for e in as_json(mem.entities()) if e["type"] == "person"]
 
 
 async def episodes(request: Request, lanes: Lanes) -> Response:
@@ -297,7 +297,9 @@ async def ingest_events(
                 report = await lanes.writer(
                     lanes.writer.memory.ingest, path, format=fmt, conversation=conversation, progress=progress
                 )
-                data = as_json(report)
+                # The report names the private copy: name the file as the user gave it instead.
+                folder_text = json.dumps(f"{folder}{os.sep}")[1:-1]
+                data = json.loads(json.dumps(as_json(report)).replace(folder_text, ""))
                 data["file"] = path.name
                 await send.send({"event": "report", "report": data})
             except Exception as exc:

@@ -74,8 +74,10 @@ def usage_error(message: str, hint: str = "see /api/openapi.json") -> LocalmemEr
 
 
 class Lane:
-    """One Memory whose calls run one at a time in a worker thread; each call is logged with
-    its time, not its arguments (they are the user's memories)."""
+    """One Memory whose calls run one at a time in a worker thread, returning their results as
+    JSON-ready data (:func:`as_json`: the same whether a Memory method returns a dict or a
+    dataclass); each call is logged with its time, not its arguments (they are the user's
+    memories)."""
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
@@ -86,7 +88,8 @@ class Lane:
             self._limiter = anyio.CapacityLimiter(1)
         started = time.perf_counter()
         try:
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+            result = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+            return as_json(result)
         finally:
             name = getattr(fn, "__name__", "call")
             log.debug("%s: %.3f s", name, time.perf_counter() - started)

@@ -572,7 +572,7 @@ async def forget_confirm(request: Request, lanes: Lanes) -> Response:
 async def correct_post(request: Request, lanes: Lanes) -> Response:
     form = await request.form()
     added = await lanes.writer(lanes.writer.memory.correct, str(form.get("item") or ""), str(form.get("text") or ""))
-    return RedirectResponse(f"/memory/m:{added.id}", status_code=303)
+    return RedirectResponse(f"/memory/{added['id']}", status_code=303)
 
 
 def report_html(report: dict[str, Any]) -> str:

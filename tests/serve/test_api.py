@@ -139,6 +139,7 @@ def test_add_correct_ingest_and_forget(tmp_path):
             assert events[-1]["event"] == "report", events[-1]
             report = events[-1]["report"]
             assert report["added"] > 0 and report["format"] == "chatgpt" and report["file"] == "conversations.json"
+            assert report["path"] == "conversations.json" and "localmem-upload-" not in json.dumps(report)
             assert report["notes"]  # what was left out, and why
             assert any(e["event"] == "progress" and e["total"] for e in events)
             assert not list(tmp_path.glob("localmem-upload-*"))
