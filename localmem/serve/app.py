@@ -62,6 +62,13 @@ def open_reader(writer: Memory) -> Memory:
     return Memory(config=writer.config, models=writer.models, create=False)
 
 
+def warm_up(reader: Memory) -> None:
+    """Import what the first page needs (the search module's imports take most of a cold first
+    page) before the URL is printed; no model is loaded."""
+    reader.stats()
+    reader.recent(1)
+
+
 def serve(
     writer: Memory,
     host: str,
@@ -86,6 +93,7 @@ def serve(
         if writer.config.extract == "llm":
             writer.extract_in_background()
         app = build_app(writer, reader, guard)
+        warm_up(reader)
         shown = f"[{host}]" if ":" in host else host
         link = f"http://{shown}:{port}/?token={guard.token}"
         (announce or (lambda text: print(text, file=sys.stderr, flush=True)))(link)

@@ -4,7 +4,8 @@ response headers going out) and as a client on the same machine sees it (the rou
 
 The store is the one ``bench ingest`` builds (``<workdir>/bench-<N>.db``, built first if
 missing); the server runs in this process, on a free port of 127.0.0.1, behind its token, with
-the configured models (the embedder is loaded and run once before the clock starts). Budgets
+the configured models (the embedder is loaded and run once before the clock starts), warmed up
+as ``localmem serve`` is before it prints its URL. Budgets
 (issue 35): the first page ≤ 300 ms, a search ≤ 100 ms, the timeline ≤ 200 ms of server time.
 """
 
@@ -20,7 +21,7 @@ from typing import Any, Callable, Sequence
 from ..benchmarks import bench as bench_mod
 from ..config import Config
 from ..memory import Memory
-from .app import build_app, open_reader
+from .app import build_app, open_reader, warm_up
 from .calls import as_json
 from .security import Guard
 
@@ -84,6 +85,7 @@ def bench_serve(size: int, workdir: Path | None, config: Config, requests: int =
     port = _free_port()
     guard = Guard.create("127.0.0.1", port)
     app = build_app(writer, reader, guard, mcp=False)
+    warm_up(reader)  # as serve does before it prints the URL
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
