@@ -1078,11 +1078,10 @@ class Memory:
         from .retrieval.filters import day_or_time
         from .store import browse
 
-        if not start or not end:
+        first, last = day_or_time(start, "start"), day_or_time(end, "end")
+        if first is None or last is None:
             raise LocalmemError("a period needs a start and an end", "give dates like 2024-03-01")
-        return browse.period(
-            self.conn, self.namespace, day_or_time(start, "start"), day_or_time(end, "end"), limit=limit
-        )
+        return browse.period(self.conn, self.namespace, first, last, limit=limit)
 
     def context(self, item: str, around: int = 3) -> dict[str, Any]:
         """Message ``item`` (``m:ID``) in its conversation, with the ``around`` messages said

@@ -70,6 +70,13 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return data
 
 
+def _need(data: dict[str, Any], name: str) -> str:
+    """The text field ``name`` of ``data``, which must be given."""
+    value = _text(data, name)
+    assert value is not None  # _text raised when it is missing
+    return value
+
+
 def _text(data: dict[str, Any], name: str, required: bool = True) -> str | None:
     value = data.get(name)
     if value is None or value == "":
@@ -121,7 +128,7 @@ async def search(request: Request, lanes: Lanes) -> Response:
 
 async def ask(request: Request, lanes: Lanes) -> Response:
     data = await _json_body(request)
-    question = _text(data, "question")
+    question = _need(data, "question")
     now = _text(data, "now", required=False)
     if data.get("stream") is False:
         return ok(await lanes.writer(lanes.writer.memory.ask, question, now=now))

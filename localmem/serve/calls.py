@@ -65,12 +65,18 @@ def error_dict(exc: BaseException) -> dict[str, Any]:
     }
 
 
+class ReportedError(LocalmemError):
+    """An error known by its JSON form only (an error event of a stream, a usage error)."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(str(error["error"]), error.get("hint"))
+        self.code = str(error.get("code") or "error")
+        self.exit_code = int(error.get("exit_code") or 1)
+
+
 def usage_error(message: str, hint: str = "see /api/openapi.json") -> LocalmemError:
     """A request the API cannot read (a missing field, a wrong type): code "usage", as the CLI's."""
-    exc = LocalmemError(message, hint)
-    exc.code = "usage"
-    exc.exit_code = 2
-    return exc
+    return ReportedError({"error": message, "code": "usage", "hint": hint, "exit_code": 2})
 
 
 class Lane:

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from ..errors import LocalmemError
 from . import api, svg
-from .calls import Lanes, as_json, error_dict, error_status
+from .calls import Lanes, ReportedError, as_json, error_dict, error_status
 
 CONTEXT_AROUND = 2  # messages shown around a cited one
 WINDOW = 20  # messages on a conversation page
@@ -617,15 +617,12 @@ async def import_post(request: Request, lanes: Lanes) -> Response:
         return response
     result: dict[str, Any] | None = None
     async for line in response.body_iterator:
-        event = json.loads(line)
+        event = json.loads(line if isinstance(line, (str, bytes)) else bytes(line))
         if event["event"] in ("report", "error"):
             result = event
     if result is None or result["event"] == "error":
         error = (result or {}).get("error") or {"error": "the import stopped", "code": "unexpected"}
-        exc = LocalmemError(error["error"], error.get("hint"))
-        exc.code = error["code"]
-        exc.exit_code = error.get("exit_code", 1)
-        return error_page(request, exc, "Import failed")
+        return error_page(request, ReportedError(error), "Import failed")
     return layout(request, "Import", report_html(result["report"]), "/curate")
 
 

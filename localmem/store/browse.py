@@ -213,9 +213,10 @@ def window(
     conn: apsw.Connection, ns: str, conversation: str, first: int, last: int, focus: str | None = None
 ) -> dict[str, Any]:
     """The messages of ``conversation`` at places ``first``..``last``; ``focus``: the one in the middle."""
-    low, high = conn.execute(q("conversation_bounds"), {"ns": ns, "conversation": conversation}).fetchone()
-    if low is None:
+    bounds = conn.execute(q("conversation_bounds"), {"ns": ns, "conversation": conversation}).fetchone()
+    if bounds is None or bounds[0] is None:
         raise NotFoundError(f"no conversation {conversation!r} in namespace '{ns}'")
+    low, high = int(bounds[0]), int(bounds[1])
     params = {"ns": ns, "conversation": conversation, "from": first, "to": last}
     keys = ("id", "speaker", "role", "text", "time", "seq", "replaces", "replaced_by")
     messages = []

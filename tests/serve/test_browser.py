@@ -1,6 +1,6 @@
 """`localmem serve` in a real browser: headless Chromium from the distribution (/usr/bin/chromium)
 driven by Playwright, against a spawned server with the scripted models. Screenshots of each page
-go to $LM_SCREENSHOTS (default: <tmp>/localmem-screenshots), kept by CI as artifacts.
+go to $LOCALMEM_SCREENSHOTS (default: <tmp>/localmem-screenshots), kept by CI as artifacts.
 
 CI: apt-get install -y chromium; python -m pytest -m browser tests/serve/test_browser.py"""
 
@@ -36,8 +36,12 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install 
 pytest.importorskip("starlette", reason="pip install 'localmem[mcp]' to test localmem serve")
 
 
+# Read at collection: every test runs without the caller's LOCALMEM_* variables (tests/conftest.py).
+SCREENSHOTS = os.environ.get("LOCALMEM_SCREENSHOTS")
+
+
 def shots() -> Path:
-    folder = Path(os.environ.get("LM_SCREENSHOTS") or Path(tempfile.gettempdir()) / "localmem-screenshots")
+    folder = Path(SCREENSHOTS or Path(tempfile.gettempdir()) / "localmem-screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
