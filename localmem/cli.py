@@ -1378,7 +1378,12 @@ def models(state: _State, verify: bool, as_json: bool) -> None:
         )
 
 
-def _listen_address(value: str, allow_remote: bool, flag: str = "--http") -> tuple[str, int]:
+def _listen_address(
+    value: str,
+    allow_remote: bool,
+    flag: str = "--http",
+    risk: str = "the server has no authentication (whoever reaches it can read and delete this memory)",
+) -> tuple[str, int]:
     """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
     with --allow-remote."""
     import ipaddress
@@ -1399,8 +1404,7 @@ def _listen_address(value: str, allow_remote: bool, flag: str = "--http") -> tup
         loopback = False  # a host name other than localhost may resolve to any address
     if not loopback and not allow_remote:
         raise ConfigError(
-            f"{flag} {value}: {host} is not a loopback address, and the server has no "
-            "authentication (whoever reaches it can read and delete this memory); use "
+            f"{flag} {value}: {host} is not a loopback address, and {risk}; use "
             f"127.0.0.1:{port}, or add --allow-remote if you mean it"
         )
     return host, port
@@ -1474,7 +1478,9 @@ def serve_command(
     """See and curate this memory in a browser, with a JSON API (/api) and MCP (/mcp) for programs.
     Prints the URL to open, with its token; Ctrl-C stops."""
     state: _State = ctx.obj
-    host, port = _listen_address(address, allow_remote, "--address")
+    host, port = _listen_address(
+        address, allow_remote, "--address", "its traffic, the token included, is plain HTTP that others can read"
+    )
     try:
         from .serve import app as serve_app
     except ImportError as exc:
