@@ -53,3 +53,14 @@ def test_guard_accepts_its_own_host_and_origin_only():
     assert not guard.origin_ok("null", "127.0.0.1:8770")
     assert guard.token_ok(guard.token) and not guard.token_ok(guard.csrf) and not guard.token_ok(None)
     assert Guard.create("127.0.0.1", 8770).token != guard.token  # new at every start
+
+
+def test_the_static_assets_load_nothing_from_elsewhere():
+    from localmem.serve.app import STATIC
+
+    files = sorted(STATIC.iterdir())
+    assert {f.name for f in files} == {"app.css", "app.js"}
+    for f in files:
+        text = f.read_text()
+        assert "http://" not in text and "https://" not in text and "@import" not in text and "url(" not in text, f
+        assert "innerHTML" not in text  # only the server's own escaped HTML goes in, with insertAdjacentHTML
