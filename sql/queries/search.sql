@@ -130,3 +130,7 @@ LIMIT :k;
 SELECT r.replaces, max(r.id) FROM messages AS r
 WHERE r.replaces IN (SELECT value FROM json_each(:ids))
 GROUP BY r.replaces;
+
+-- name: data_version
+-- Moves whenever another connection has committed a change to the store (not this one's own).
+PRAGMA data_version;
