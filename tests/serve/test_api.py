@@ -273,11 +273,13 @@ def test_mcp_tools_are_served_at_mcp_behind_the_token(served):
 
 
 def test_ctrl_c_stops_cleanly(tmp_path):
-    db = tmp_path / "c.db"
-    seed(db, STORY[:1])
-    server = spawn(tmp_path, db)
+    server = spawn(tmp_path, tmp_path / "new.db")  # serve creates the store
     with client(server) as http:
-        assert http.get("/api/stats").status_code == 200
+        assert http.get("/api/stats").json()["messages"] == 0
+        refused = http.get("/", params={"q": "Where did Ann move?", "do": "ask"}).text
+        assert "Not in memory" in refused and "Searched this namespace for <q>Where did Ann move?</q>" in refused
+        assert "nothing stored matched the question" in refused
+        assert "Nothing stored yet" in http.get("/timeline").text
     assert server.stop(signal.SIGINT) == 0
     log = server.stderr.read_text()
     assert "stopped" in log and "Traceback" not in log
