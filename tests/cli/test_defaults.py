@@ -23,6 +23,7 @@ REAL = {
     ("ingest", "--extract"): DEFAULTS.extract,
     ("ingest", "--consolidate"): DEFAULTS.consolidate,
     ("mcp", "--extract"): DEFAULTS.extract,
+    ("serve", "--extract"): DEFAULTS.extract,
     ("ingest", "--workers"): DEFAULTS.llm_workers,
     ("flush", "--workers"): DEFAULTS.llm_workers,
     ("search", "--budget"): DEFAULTS.channel_budget,
