@@ -1080,12 +1080,20 @@ class Memory:
         """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
         return self.get(f"u:{item}" if isinstance(item, int) else item)
 
-    def timeline(self, period: str = "month") -> list[dict[str, Any]]:
+    def timeline(self, period: str = "month", *, speaker: str | None = None) -> list[dict[str, Any]]:
         """Messages and episodes of this namespace per ``period`` ("week" or "month"), oldest
-        first: ``start``, ``end`` (ISO dates, the end excluded), ``messages``, ``episodes``."""
+        first: ``start``, ``end`` (ISO dates, the end excluded), ``messages``, ``episodes``;
+        ``speaker``: only their messages, and the episodes they speak in."""
         from .store import browse
 
-        return browse.timeline(self.conn, self.namespace, _choice("period", period, ("week", "month")))
+        return browse.timeline(self.conn, self.namespace, _choice("period", period, ("week", "month")), speaker)
+
+    def speakers(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+        """Who speaks in this namespace, the most messages first: ``speaker``, ``messages``,
+        ``first`` and ``last`` (times)."""
+        from .store import browse
+
+        return browse.speakers(self.conn, self.namespace, limit)
 
     def period(self, start: str, end: str, limit: int = DEFAULT_LIST_LIMIT) -> dict[str, Any]:
         """The conversations with messages said in [``start``, ``end``) (ISO dates or times) and

@@ -244,7 +244,13 @@ async def episodes(request: Request, lanes: Lanes) -> Response:
 
 async def timeline(request: Request, lanes: Lanes) -> Response:
     period = request.query_params.get("period") or "month"
-    return ok({"period": period, "periods": await lanes.reader(lanes.reader.memory.timeline, period)})
+    speaker = request.query_params.get("speaker") or None
+    periods = await lanes.reader(lanes.reader.memory.timeline, period, speaker=speaker)
+    return ok({"period": period, "speaker": speaker, "periods": periods})
+
+
+async def speakers(request: Request, lanes: Lanes) -> Response:
+    return ok({"speakers": await lanes.reader(lanes.reader.memory.speakers)})
 
 
 async def period(request: Request, lanes: Lanes) -> Response:
@@ -460,9 +466,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "/api/timeline",
         timeline,
-        "Messages and episodes per week or month.",
-        (("period", "string", False, "week or month (default)."),),
+        "Messages and episodes per week or month (empty periods included).",
+        (
+            ("period", "string", False, "week or month (default)."),
+            ("speaker", "string", False, "Only this speaker's messages, and the episodes they speak in."),
+        ),
     ),
+    Endpoint("GET", "/api/speakers", speakers, "Who speaks: messages, first and last, the most first."),
     Endpoint(
         "GET",
         "/api/period",

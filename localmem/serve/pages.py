@@ -286,17 +286,19 @@ async def conversation(request: Request, lanes: Lanes) -> Response:
 
 async def timeline(request: Request, lanes: Lanes) -> Response:
     period = request.query_params.get("period") or "month"
-    periods = await lanes.reader(lanes.reader.memory.timeline, period)
+    speaker = request.query_params.get("speaker") or None
+    periods = await lanes.reader(lanes.reader.memory.timeline, period, speaker=speaker)
     other = "week" if period == "month" else "month"
     total = sum(p["messages"] for p in periods)
+    whose = f' said by <strong>{e(speaker)}</strong> (<a href="/timeline">everyone</a>)' if speaker else ""
     rows = "".join(
         f'<tr><td><a href="{e(url("/period", start=p["start"], end=p["end"]))}">{e(p["start"])}</a></td>'
         f'<td class="n">{p["messages"]:,}</td><td class="n">{p["episodes"]:,}</td></tr>'
         for p in periods
     )
     body = (
-        f"<p>{total:,} messages over {len(periods)} {e(period)}s. Per <strong>{e(period)}</strong> · "
-        f'<a href="{e(url("/timeline", period=other))}">per {other}</a>. Click a bar (or focus it with '
+        f"<p>{total:,} messages{whose} over {len(periods)} {e(period)}s. Per <strong>{e(period)}</strong> · "
+        f'<a href="{e(url("/timeline", period=other, speaker=speaker))}">per {other}</a>. Click a bar (or focus it with '
         f"<kbd>Tab</kbd>, move with <kbd>←</kbd> <kbd>→</kbd>) to open that {e(period)}.</p>"
         f'<p class="legend"><span class="key messages"></span> messages <span class="key episodes"></span> episodes</p>'
         f'<div class="chart" id="chart">{svg.timeline(periods, period)}</div>'
@@ -304,7 +306,7 @@ async def timeline(request: Request, lanes: Lanes) -> Response:
         f"<details><summary>As a table</summary><table><thead><tr><th scope=col>{e(period.title())} from</th>"
         f"<th scope=col>Messages</th><th scope=col>Episodes</th></tr></thead><tbody>{rows}</tbody></table></details>"
     )
-    return layout(request, "Timeline", body, "/timeline")
+    return layout(request, f"Timeline of {speaker}" if speaker else "Timeline", body, "/timeline")
 
 
 async def period_page(request: Request, lanes: Lanes) -> Response:
@@ -335,7 +337,26 @@ async def period_page(request: Request, lanes: Lanes) -> Response:
 
 
 async def people(request: Request, lanes: Lanes) -> Response:
-    everyone = await lanes.reader(api.people_of, lanes.reader.memory)
+    mem = lanes.reader.memory
+    everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.speakers()))
+    known = {p["name"].lower() for p in everyone}
+    rows = "".join(
+        f'<tr><th scope="row"><a href="{e(url("/timeline", speaker=t["speaker"]))}">{e(t["speaker"])}</a>'
+        + (
+            f' · <a href="/people/{e(quote(t["speaker"], safe=""))}">profile</a>'
+            if t["speaker"].lower() in known
+            else ""
+        )
+        + f'</th><td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td></tr>'
+        for t in talkers
+    )
+    speaking = (
+        '<h2 id="who">Who speaks</h2><table aria-labelledby="who"><thead><tr><th scope=col>Speaker '
+        "(their timeline)</th><th scope=col>Messages</th><th scope=col>First</th><th scope=col>Last</th></tr>"
+        f"</thead><tbody>{rows}</tbody></table>"
+        if rows
+        else ""
+    )
     items = "".join(
         f'<li class="item"><a href="/people/{e(quote(p["name"], safe=""))}">{e(p["name"])}</a> '
         f'<span class="note">{p["units"]:,} memories'
@@ -343,13 +364,13 @@ async def people(request: Request, lanes: Lanes) -> Response:
         + "</span></li>"
         for p in everyone
     )
-    body = (
-        f'<ul class="list people">{items}</ul>'
+    body = '<h2 id="known-people">What memory knows about people</h2>' + (
+        f'<ul class="list people" aria-labelledby="known-people">{items}</ul>'
         if items
-        else "<p>No people yet. People are found when memory is built with the local LLM "
-        "(<code>localmem ingest --extract llm</code>, or <code>localmem serve --extract llm</code>).</p>"
+        else "<p>Nothing yet. People and what is known about them are found when memory is built with "
+        "the local LLM (<code>localmem ingest --extract llm</code>, or <code>localmem serve --extract llm</code>).</p>"
     )
-    return layout(request, "People", body, "/people")
+    return layout(request, "People", body + speaking, "/people")
 
 
 async def person(request: Request, lanes: Lanes) -> Response:
@@ -373,7 +394,10 @@ async def person(request: Request, lanes: Lanes) -> Response:
         )
         parts.append(f'<h3>{e(aspect)}</h3><ul class="list">{rows}</ul>')
     eps = prof["episodes"]
-    parts.append(f'<h2 id="tl">Timeline ({len(eps)} episodes)</h2>{svg.sparkline([ep["time"] for ep in eps])}')
+    parts.append(
+        f'<h2 id="tl">Timeline ({len(eps)} episodes)</h2>{svg.sparkline([ep["time"] for ep in eps])}'
+        f'<p><a href="{e(url("/timeline", speaker=prof["name"]))}">What {e(prof["name"])} said, month by month</a></p>'
+    )
     parts.append(
         '<ol class="list">'
         + "".join(

@@ -160,13 +160,14 @@ def _missing(what: str, item: str, ns: str) -> NotFoundError:
     )
 
 
-def timeline(conn: apsw.Connection, ns: str, period: str) -> list[dict[str, Any]]:
+def timeline(conn: apsw.Connection, ns: str, period: str, speaker: str | None = None) -> list[dict[str, Any]]:
     """Messages and episodes per ``period`` ("week", starting on Monday, or "month"), oldest
     first: ``start`` and ``end`` (ISO dates, end excluded), ``messages``, ``episodes``; the
-    periods between the first and the last with neither are there too, with zeros."""
+    periods between the first and the last with neither are there too, with zeros. ``speaker``:
+    only their messages, and the episodes they speak in."""
     counts: dict[str, dict[str, Any]] = {}
     for name, query in (("messages", "timeline_messages"), ("episodes", "timeline_episodes")):
-        for start, n in conn.execute(q(query), {"ns": ns, "period": period}):
+        for start, n in conn.execute(q(query), {"ns": ns, "period": period, "speaker": speaker}):
             if start is None:  # a time SQLite cannot read
                 continue
             counts.setdefault(start, {"start": start, "messages": 0, "episodes": 0})[name] = n
@@ -235,3 +236,9 @@ def window(
         "more_after": last < high,
         "messages": messages,
     }
+
+
+def speakers(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
+    """Who speaks in ``ns``, the most messages first: ``speaker``, ``messages``, ``first``, ``last``."""
+    keys = ("speaker", "messages", "first", "last")
+    return [dict(zip(keys, row)) for row in conn.execute(q("speakers_list"), {"ns": ns, "limit": limit})]

@@ -65,15 +65,19 @@ WHERE us.message_id = :id ORDER BY u.id;
 SELECT CASE :period WHEN 'week' THEN date(sent_at, '-6 days', 'weekday 1') ELSE date(sent_at, 'start of month') END
          AS period,
        count(*)
-FROM messages WHERE ns = :ns AND sent_at IS NOT NULL
+FROM messages WHERE ns = :ns AND sent_at IS NOT NULL AND (:speaker IS NULL OR speaker = :speaker)
 GROUP BY period ORDER BY period;
 
 -- name: timeline_episodes
--- Episodes per period, by when they started (as timeline_messages).
+-- Episodes per period, by when they started (as timeline_messages); with :speaker, those with
+-- a message of theirs.
 SELECT CASE :period WHEN 'week' THEN date(occurred_start, '-6 days', 'weekday 1')
                     ELSE date(occurred_start, 'start of month') END AS period,
        count(*)
 FROM units WHERE ns = :ns AND kind = 'episode' AND occurred_start IS NOT NULL
+  AND (:speaker IS NULL OR EXISTS (
+        SELECT 1 FROM unit_sources AS us JOIN messages AS m ON m.id = us.message_id
+        WHERE us.unit_id = units.id AND m.speaker = :speaker))
 GROUP BY period ORDER BY period;
 
 -- name: period_conversations
@@ -98,3 +102,8 @@ ORDER BY seq, id;
 
 -- name: conversation_bounds
 SELECT min(seq), max(seq) FROM messages WHERE ns = :ns AND conversation = :conversation;
+
+-- name: speakers_list
+-- Who speaks in :ns: how many messages, the first and the last; the most talkative first.
+SELECT speaker, count(*), min(sent_at), max(sent_at)
+FROM messages WHERE ns = :ns GROUP BY speaker ORDER BY count(*) DESC, speaker LIMIT :limit;

@@ -73,6 +73,13 @@ def test_search_show_context_timeline_and_views(served):
         assert http.get("/api/doctor").json()["db"]["integrity"] == "ok"
         assert isinstance(http.get("/api/episodes").json()["episodes"], list)
         assert http.get("/api/people").json() == {"people": []}  # no extraction ran
+        talkers = http.get("/api/speakers").json()["speakers"]
+        assert [(t["speaker"], t["messages"]) for t in talkers] == [("Ann", 3), ("Bob", 3)]
+        ann = http.get("/api/timeline", params={"speaker": "Ann"}).json()["periods"]
+        assert [(p["start"], p["messages"]) for p in ann] == [("2024-03-01", 2), ("2024-04-01", 1)]
+        people = http.get("/people").text
+        assert "Who speaks" in people and 'href="/timeline?speaker=Ann"' in people
+        assert "Timeline of Ann" in http.get("/timeline", params={"speaker": "Ann"}).text
 
 
 def test_errors_have_the_cli_shape_and_status(served):

@@ -35,6 +35,13 @@ def test_months_and_weeks_include_the_empty_ones(mem):
         mem.timeline("year")
 
 
+def test_a_speakers_timeline_and_who_speaks(mem):
+    mem.add("Bob", "hello", time="2024-01-02T10:00", conversation="b", id="y1")
+    assert [(p["start"], p["messages"]) for p in mem.timeline("month", speaker="Bob")] == [("2024-01-01", 1)]
+    assert mem.timeline("month", speaker="Nobody") == []
+    assert [(s["speaker"], s["messages"]) for s in mem.speakers()] == [("Ann", 4), ("Bob", 1)]
+
+
 def test_a_period_lists_its_conversations(mem):
     found = mem.period("2024-01-01", "2024-02-01")
     assert [(c["conversation"], c["messages"]) for c in found["conversations"]] == [("a", 1), ("b", 1)]
