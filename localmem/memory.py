@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .config import (
-    ALL_CHANNELS,
     ASK_MODES,
     CONSOLIDATE_MODES,
     DATE_ORDERS,
@@ -28,7 +27,6 @@ from .config import (
     EXTRACT_MODES,
     FORMATS,
     MAX_AGENT_STEPS,
-    RERANK_MODES,
     Config,
     Key,
     as_key,
@@ -157,6 +155,7 @@ class Memory:
         create: bool = True,
         key: str | Key | None = None,
     ) -> None:
+        from .retrieval.batch import SpeakerNames
         from .store import db
 
         cfg = config or Config()
@@ -179,7 +178,7 @@ class Memory:
         self._key = as_key(key) if key is not None else cfg.key()
         self._conn: "apsw.Connection | None" = db.connect(self.path, cfg.busy_timeout_ms, key=self._key)
         self._worker: "ExtractionWorker | None" = None
-        self._names: tuple[tuple[Any, ...], list[str]] | None = None  # see _speaker_names
+        self._names = SpeakerNames()  # kept between searches (see retrieval.batch.SpeakerNames)
 
     # -- lifecycle -------------------------------------------------------------
     @property
@@ -568,21 +567,16 @@ class Memory:
         the fusion order, "llm" asks the LLM whether each of the top candidates is relevant
         (slow). ``recipe`` and the filters (``since`` … ``meta``): as in :meth:`search`.
         """
-        from .store import db
+        from .retrieval import batch as batch_mod
 
         params = replace(
             self.search_params(k, budget, channels, promote, rerank, recipe=recipe),
             filters=_filters(since, until, speaker, conversation, meta),
         )
-        bound = db.has_vectors(self.conn)
-        pending: list[str] = []
-        for query in queries:
-            pending.append(without_surrogates(query))  # a query is not stored: repaired, not refused
-            if len(pending) >= batch:
-                yield from self._search_batch(pending, params, bound)
-                pending = []
-        if pending:
-            yield from self._search_batch(pending, params, bound)
+        options = batch_mod.SearchOptions.from_config(self.config)
+        yield from batch_mod.search_many(
+            self.conn, self.namespace, self.models, queries, params, options, batch, names=self._names
+        )
 
     def search_params(
         self,
@@ -597,75 +591,10 @@ class Memory:
     ) -> "SearchParams":
         """The checked search parameters: ``recipe`` (default: the default search) with these
         sizes, and ``channels``, ``promote`` and ``rerank`` where given."""
-        from .retrieval.search import SearchParams
+        from .retrieval import batch as batch_mod
 
-        base = recipe or SearchParams()
-        chosen = tuple(channels) if channels else base.channels
-        unknown = set(chosen) - set(ALL_CHANNELS)
-        if unknown:
-            raise LocalmemError(
-                f"unknown channel(s) {', '.join(sorted(unknown))}; available: {', '.join(ALL_CHANNELS)}"
-            )
-        if k < 1:
-            raise LocalmemError("k must be at least 1")
-        rerank = rerank or base.rerank
-        if rerank not in RERANK_MODES:
-            raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
-        return replace(
-            base,
-            k=k,
-            budget=max(budget or self.config.channel_budget, k),
-            rrf_k=self.config.rrf_k,
-            channels=chosen,
-            promote=base.promote if promote is None else promote,
-            rerank=rerank,
-            now=now,
-            present_first=self.config.present_first,
-        )
-
-    def _search_batch(self, queries: list[str], params: "SearchParams", bound: bool) -> Iterator[list["Hit"]]:
-        from .models.embedding import embed_batched
-        from .retrieval import search
-        from .store import db
-
-        vectors: Any = [None] * len(queries)
-        if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
-            embedder = self.embedder
-            db.check_embedder(self.conn, embedder.model_id, embedder.dim)
-            vectors = embed_batched(embedder, self._vector_texts(queries, params), self.config.embed_batch)
-        reranker = None
-        if params.rerank == "llm":
-            reranker = self.models.llm_reranker()
-        elif params.rerank == "auto":
-            reranker = self.reranker
-        for query, vec in zip(queries, vectors):
-            yield search.search(self.conn, self.namespace, query, vec, params, reranker)
-
-    def _vector_texts(self, queries: Sequence[str], params: "SearchParams") -> list[str]:
-        """What the vector channels embed for ``queries``: without the speakers' names, unless
-        the search recipe says otherwise (see :mod:`localmem.retrieval.query_text`)."""
-        if not params.without_speakers:
-            return list(queries)
-        from .retrieval.query_text import without_names
-
-        names = self._speaker_names()
-        return [without_names(query, names) for query in queries]
-
-    def _speaker_names(self) -> list[str]:
-        """The speakers' names a vector query leaves out, read again only when the store has
-        changed since (finding them scans the namespace's messages three times: a fifth of a
-        search's time on 10,000 messages). ``data_version`` moves when another connection
-        commits, ``total_changes`` when this one writes."""
-        from .retrieval.query_text import speaker_names
-        from .retrieval.speakers import speakers
-        from .store.queries import q
-
-        (version,) = self.conn.execute(q("data_version")).fetchall()[0]
-        state = (id(self.conn), version, self.conn.total_changes())
-        if self._names is None or self._names[0] != state:
-            known = speakers(self.conn, self.namespace, self.config.user_name)
-            self._names = (state, speaker_names(name for aliases in known.values() for name in aliases))
-        return self._names[1]
+        options = batch_mod.SearchOptions.from_config(self.config)
+        return batch_mod.search_params(options, k, budget, channels, promote, rerank, recipe=recipe, now=now)
 
     def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
@@ -712,11 +641,7 @@ class Memory:
         ``since``, ``until``, ``speaker``, ``conversation``, ``meta``: the evidence is searched
         only among what passes these filters (as in :meth:`search`; fast mode only).
         """
-        from .answer import checks
-        from .answer import fast as answer_mod
-        from .retrieval.search import fit_budget
-        from .retrieval.speakers import speakers as speakers_of
-        from .store import db
+        from .answer import pipeline
 
         if mode not in ASK_MODES:
             raise LocalmemError(f"unknown ask mode {mode!r}; available: {', '.join(ASK_MODES)}")
@@ -731,49 +656,38 @@ class Memory:
             )
         started = time.perf_counter()
         today = self._today(now)
+        options = pipeline.AskOptions.from_config(self.config)
         if mode == "agentic":
-            return self._ask_agentic(question, today, steps, trace, started, on_text)
-        speakers = speakers_of(self.conn, self.namespace, self.config.user_name)
+            return pipeline.ask_agentic(
+                self.conn,
+                self.namespace,
+                self.models,
+                question,
+                today,
+                options,
+                steps=steps,
+                trace=trace,
+                on_text=on_text,
+                started=started,
+                names=self._names,
+            )
         params = replace(
-            self.search_params(
-                k or self.config.ask_candidates, channels=channels, promote=promote, recipe=recipe, now=today
-            ),
+            self.search_params(k or options.candidates, channels=channels, promote=promote, recipe=recipe, now=today),
             filters=filters,
         )
-        hits = next(iter(self._search_batch([question], params, db.has_vectors(self.conn))))
-        if self.config.ask_evidence == "messages":
-            hits = answer_mod.as_messages(self.conn, hits)
-        pool = hits
-        if self.config.ask_focus:
-            hits = checks.focus(question, hits, speakers)
-        searched = time.perf_counter() - started
-        llm = self.llm if hits else None  # nothing found: refuse without loading a model
-        # Loaded first, so the evidence the model reads is counted by its own tokenizer.
-        count = self.token_counter()[0]
-        if self.config.ask_long_tokens and hits:
-            from .answer import excerpts
-
-            query_vec = (
-                self.embedder.embed(self._vector_texts([question], params))[0] if db.has_vectors(self.conn) else None
-            )
-            hits = excerpts.shorten(self.conn, hits, query_vec, count, self.config.ask_long_tokens)
-        hits = fit_budget(hits, max_tokens or self.config.ask_max_tokens, count)
-        result = answer_mod.answer(
+        return pipeline.ask(
             self.conn,
-            llm if hits else None,
+            self.namespace,
+            self.models,
             question,
-            hits,
+            params,
             today,
-            on_text,
-            speakers if self.config.ask_check else {},
-            pool,
-            dates=self.config.ask_dates,
-            user_name=self.config.user_name,
-            verify=self.config.ask_verify,
+            options,
+            max_tokens=max_tokens,
+            on_text=on_text,
+            started=started,
+            names=self._names,
         )
-        result.timings["search"] = round(searched, 3)
-        result.timings["total"] = round(time.perf_counter() - started, 3)
-        return result
 
     def answer(
         self,
@@ -786,29 +700,14 @@ class Memory:
         """Answer ``question`` from exactly ``evidence`` (no search, no focus): what :meth:`ask`
         does after its search, for callers that choose the evidence themselves. Evidence that
         does not fit the model's context window is left out, oldest first."""
-        from .answer import fast as answer_mod
-        from .retrieval.speakers import speakers as speakers_of
+        from .answer import pipeline
 
         question = _question(question)
-        started = time.perf_counter()
         today = self._today(now)
-        llm = self.llm if evidence else None
-        kept = answer_mod.fit_context(list(evidence), self.config.n_ctx, self.token_counter()[0], question)
-        speakers = speakers_of(self.conn, self.namespace, self.config.user_name) if self.config.ask_check else {}
-        result = answer_mod.answer(
-            self.conn,
-            llm,
-            question,
-            kept,
-            today,
-            on_text,
-            speakers,
-            dates=self.config.ask_dates,
-            user_name=self.config.user_name,
-            verify=self.config.ask_verify,
+        options = pipeline.AskOptions.from_config(self.config)
+        return pipeline.answer_from(
+            self.conn, self.namespace, self.models, question, evidence, today, options, on_text=on_text
         )
-        result.timings["total"] = round(time.perf_counter() - started, 3)
-        return result
 
     def _today(self, now: dt.date | str | None) -> dt.date:
         from .retrieval.channels import latest_time
@@ -818,34 +717,6 @@ class Memory:
         except ValueError as exc:
             raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
         return today or latest_time(self.conn, self.namespace)
-
-    def _ask_agentic(
-        self,
-        question: str,
-        today: dt.date,
-        steps: int,
-        trace: Callable[[Any], None] | None,
-        started: float,
-        on_text: Callable[[str], None] | None,
-    ) -> "Answer":
-        from .answer import agentic
-        from .retrieval.speakers import speakers
-        from .store import db
-
-        bound = db.has_vectors(self.conn)
-
-        def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:
-            params = self.search_params(k, channels=channels, now=today)
-            return next(iter(self._search_batch([query], params, bound)))
-
-        tools = agentic.Tools(
-            self.conn, self.namespace, retrieve, speakers(self.conn, self.namespace, self.config.user_name)
-        )
-        result = agentic.run(
-            tools, self.llm, question, today, steps=steps, trace=trace, on_text=on_text, dates=self.config.ask_dates
-        )
-        result.timings["total"] = round(time.perf_counter() - started, 3)
-        return result
 
     def profile(self, name: str, *, namespace: str | None = None, summary: bool = False) -> "Profile":
         """A person's timeline (the episodes they are in, in time order, with their role) and

@@ -106,7 +106,14 @@ def run(
             trace(current)
     # Nothing kept means nothing judged useful: the answer call is skipped and it is a refusal.
     out = answer_mod.answer(
-        tools.conn, llm if kept else None, question, kept, today, on_text, tools.speakers, dates=dates
+        tools.conn,
+        llm if kept else None,
+        question,
+        kept,
+        answer_mod.AnswerOptions(dates=dates),
+        today,
+        on_text=on_text,
+        speakers=tools.speakers,
     )
     out.mode = "agentic"
     out.calls += calls

@@ -15,8 +15,10 @@ import datetime as dt
 import json
 import re
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from ..config import Config
 from ..models.protocols import LLM, Judge
 from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
@@ -140,18 +142,36 @@ def is_refusal(text: str) -> bool:
     return not said or any(phrase in said for phrase in _REFUSALS)
 
 
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How :func:`answer` writes and checks an answer (from :class:`~localmem.config.Config`).
+
+    ``dates``: the relative times in messages are followed by the dates they mean
+    (:func:`times.with_dates`), and the answer's own relative times are given as dates
+    (:func:`times.absolute`). ``user_name``: shown instead of the user's speaker label in a
+    user–assistant chat. ``verify``: the least P(yes) the model may give that the cited items
+    state the answer (:func:`check`); 0 skips the check."""
+
+    dates: bool = False
+    user_name: str | None = None
+    verify: float = 0.0
+
+    @classmethod
+    def from_config(cls, config: Config) -> "AnswerOptions":
+        return cls(dates=config.ask_dates, user_name=config.user_name, verify=config.ask_verify)
+
+
 def answer(
     conn: Any,
     llm: LLM | None,
     question: str,
     hits: Sequence[Hit],
+    options: AnswerOptions,
     today: dt.date | None,
+    *,
     on_text: Callable[[str], None] | None = None,
     speakers: Names | None = None,
     pool: Sequence[Hit] = (),
-    dates: bool = False,
-    user_name: str | None = None,
-    verify: float = 0.0,
 ) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call.
 
@@ -164,14 +184,12 @@ def answer(
     and an answer must rest on something they said or something said about them
     (:func:`about_someone_else`); in a user–assistant chat (:class:`Speakers`) the prompt
     says who "I" and "you" are, and ``user_name`` is shown instead of the user's speaker
-    label. ``dates``: the relative times in messages are followed by the dates they mean
-    (:func:`times.with_dates`), and the answer's own relative times are given as dates
-    (:func:`times.absolute`). A date question ("how many days ago", "which came first") is
+    label (``options``, :class:`AnswerOptions`, also says whether dates are added and the
+    answer is checked). A date question ("how many days ago", "which came first") is
     counted by :mod:`answer.dates` from the items the model cites, not by the model.
-    ``verify``: the least P(yes) the model may give that the cited items state the answer
-    (:func:`check`); 0 skips the check, and so does a model without the :class:`Judge`
-    capability.
+    A model without the :class:`Judge` capability is not checked.
     """
+    dates, user_name, verify = options.dates, options.user_name, options.verify
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
     out = Answer(

@@ -308,7 +308,7 @@ def test_raw_turn_hybrid_reads_whole_messages_alone(
     with open_memory(config.db_path, embedder=embedder) as mem:
         mem.conn.execute("delete from message_parts")  # what whole-message vectors alone find
     # The baseline embeds the question as asked; so does the plain search compared with it.
-    monkeypatch.setattr("localmem.memory.Memory._vector_texts", lambda self, queries, params: list(queries))
+    monkeypatch.setattr("localmem.retrieval.batch.vector_texts", lambda conn, ns, queries, *rest: list(queries))
     plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
     assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]
     # (that it ignores sentence parts is tested in tests/pipeline/test_parts.py)

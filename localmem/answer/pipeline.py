@@ -1,0 +1,197 @@
+"""Asking: from a question to an :class:`~localmem.types.Answer`, in the order the steps run.
+
+Fast mode (REMem-S), :func:`ask`: one search; the units found replaced by the messages they
+rest on (``ask_evidence = messages``); the hits focused on the person asked about
+(``ask_focus``); long messages shortened to their matching sentences (``ask_long_tokens``);
+the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
+(:func:`localmem.answer.fast.answer`). Nothing found means a refusal without loading the LLM.
+Agentic mode, :func:`ask_agentic`: the tool loop of :mod:`localmem.answer.agentic`.
+:func:`answer_from` answers from evidence the caller chose.
+
+The settings these steps read are an :class:`AskOptions`, built from the config; the
+models come from a :class:`~localmem.models.factory.Models`, loaded on first use.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from ..config import Config
+from ..retrieval.batch import SearchOptions
+from .fast import AnswerOptions
+
+if TYPE_CHECKING:
+    import apsw
+
+    from ..models.factory import Models
+    from ..retrieval.batch import SpeakerNames
+    from ..retrieval.search import SearchParams
+    from ..types import Answer, Hit
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    """The settings of asking (each from the config setting named in brackets).
+
+    ``candidates`` (``ask_candidates``): hits searched for; ``max_tokens``
+    (``ask_max_tokens``): evidence tokens given to the model; ``evidence`` (``ask_evidence``):
+    "messages" puts the messages a unit rests on in its place; ``focus`` (``ask_focus``): keep
+    the hits about the person asked about; ``long_tokens`` (``ask_long_tokens``): messages
+    longer than this are shown as their matching sentences (0: whole); ``check``
+    (``ask_check``): the checks of who a question and its answer are about; ``n_ctx``: the
+    model's context window (what :func:`answer_from` fits evidence to); ``answer``: how the
+    answer is written and checked; ``search``: what the search takes from the config."""
+
+    candidates: int
+    max_tokens: int
+    evidence: str
+    focus: bool
+    long_tokens: int
+    check: bool
+    n_ctx: int
+    user_name: str | None
+    answer: AnswerOptions
+    search: SearchOptions
+
+    @classmethod
+    def from_config(cls, config: Config) -> "AskOptions":
+        return cls(
+            candidates=config.ask_candidates,
+            max_tokens=config.ask_max_tokens,
+            evidence=config.ask_evidence,
+            focus=config.ask_focus,
+            long_tokens=config.ask_long_tokens,
+            check=config.ask_check,
+            n_ctx=config.n_ctx,
+            user_name=config.user_name,
+            answer=AnswerOptions.from_config(config),
+            search=SearchOptions.from_config(config),
+        )
+
+
+def ask(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    question: str,
+    params: "SearchParams",
+    today: dt.date,
+    options: AskOptions,
+    *,
+    max_tokens: int | None = None,
+    on_text: Callable[[str], None] | None = None,
+    started: float | None = None,
+    names: "SpeakerNames | None" = None,
+) -> "Answer":
+    """Answer ``question`` in fast mode (see the module docstring): search with ``params``,
+    then one answer call over the best hits that fit ``max_tokens`` (default
+    ``options.max_tokens``). ``started``: when the caller's clock started (``perf_counter``),
+    for the timings; ``names``: the speakers' names kept between searches."""
+    from ..retrieval.batch import search_one, vector_texts
+    from ..retrieval.search import fit_budget
+    from ..retrieval.speakers import speakers as speakers_of
+    from ..store import db
+    from . import checks
+    from . import fast as answer_mod
+
+    started = time.perf_counter() if started is None else started
+    speakers = speakers_of(conn, namespace, options.user_name)
+    hits = search_one(conn, namespace, models, question, params, options.search, names=names)
+    if options.evidence == "messages":
+        hits = answer_mod.as_messages(conn, hits)
+    pool = hits
+    if options.focus:
+        hits = checks.focus(question, hits, speakers)
+    searched = time.perf_counter() - started
+    llm = models.llm if hits else None  # nothing found: refuse without loading a model
+    # Loaded first, so the evidence the model reads is counted by its own tokenizer.
+    count = models.counter()[0]
+    if options.long_tokens and hits:
+        from . import excerpts
+
+        query_vec = (
+            models.embedder.embed(vector_texts(conn, namespace, [question], params, options.user_name, names))[0]
+            if db.has_vectors(conn)
+            else None
+        )
+        hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens)
+    hits = fit_budget(hits, max_tokens or options.max_tokens, count)
+    result = answer_mod.answer(
+        conn,
+        llm if hits else None,
+        question,
+        hits,
+        options.answer,
+        today,
+        on_text=on_text,
+        speakers=speakers if options.check else {},
+        pool=pool,
+    )
+    result.timings["search"] = round(searched, 3)
+    result.timings["total"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def answer_from(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    question: str,
+    evidence: Sequence["Hit"],
+    today: dt.date,
+    options: AskOptions,
+    *,
+    on_text: Callable[[str], None] | None = None,
+) -> "Answer":
+    """Answer ``question`` from exactly ``evidence`` (no search, no focus); evidence that
+    does not fit the model's context window is left out, oldest first."""
+    from ..retrieval.speakers import speakers as speakers_of
+    from . import fast as answer_mod
+
+    started = time.perf_counter()
+    llm = models.llm if evidence else None
+    kept = answer_mod.fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
+    speakers = speakers_of(conn, namespace, options.user_name) if options.check else {}
+    result = answer_mod.answer(conn, llm, question, kept, options.answer, today, on_text=on_text, speakers=speakers)
+    result.timings["total"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def ask_agentic(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    question: str,
+    today: dt.date,
+    options: AskOptions,
+    *,
+    steps: int,
+    trace: Callable[[Any], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    started: float | None = None,
+    names: "SpeakerNames | None" = None,
+) -> "Answer":
+    """Answer ``question`` in agentic mode: at most ``steps`` tool calls chosen by the model
+    (:mod:`localmem.answer.agentic`), each search counting from ``today``."""
+    from ..retrieval.batch import search_batch, search_params
+    from ..retrieval.speakers import speakers
+    from ..store import db
+    from . import agentic
+
+    started = time.perf_counter() if started is None else started
+    bound = db.has_vectors(conn)
+
+    def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:
+        params = search_params(options.search, k, channels=channels, now=today)
+        found = search_batch(conn, namespace, models, [query], params, options.search, bound, names=names)
+        return next(iter(found))
+
+    tools = agentic.Tools(conn, namespace, retrieve, speakers(conn, namespace, options.user_name))
+    result = agentic.run(
+        tools, models.llm, question, today, steps=steps, trace=trace, on_text=on_text, dates=options.answer.dates
+    )
+    result.timings["total"] = round(time.perf_counter() - started, 3)
+    return result

@@ -1,0 +1,209 @@
+"""Searching many queries at once: the checked search parameters, the queries' vectors
+embedded in batches, the reranker the parameters ask for, then :func:`search.search` per query.
+
+What a search takes from the configuration is a :class:`SearchOptions`; what the caller
+chooses (channels, sizes, a recipe) is checked by :func:`search_params` into a
+:class:`~localmem.retrieval.search.SearchParams`. The models are loaded only when a query
+needs them: no vectors in the store, or no vector channel, means no embedder.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from ..config import ALL_CHANNELS, DEFAULT_K, RERANK_MODES, Config
+from ..errors import LocalmemError
+from ..text.files import without_surrogates
+
+if TYPE_CHECKING:
+    import apsw
+
+    from ..models.factory import Models
+    from ..types import Hit
+    from .search import SearchParams
+
+# Queries embedded at once by :func:`search_many` unless the caller says otherwise.
+DEFAULT_BATCH = 64
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a search takes from :class:`~localmem.config.Config` (the caller's choices are
+    the :class:`~localmem.retrieval.search.SearchParams`): candidates per channel, the RRF
+    constant, how many present-tense hits go first, the embedding batch, and the user's name
+    (a speaker's name, left out of the vector query)."""
+
+    channel_budget: int
+    rrf_k: int
+    present_first: int
+    embed_batch: int
+    user_name: str | None
+
+    @classmethod
+    def from_config(cls, config: Config) -> "SearchOptions":
+        return cls(
+            channel_budget=config.channel_budget,
+            rrf_k=config.rrf_k,
+            present_first=config.present_first,
+            embed_batch=config.embed_batch,
+            user_name=config.user_name,
+        )
+
+
+def search_params(
+    options: SearchOptions,
+    k: int = DEFAULT_K,
+    budget: int | None = None,
+    channels: Sequence[str] | None = None,
+    promote: bool | None = None,
+    rerank: str | None = None,
+    *,
+    recipe: "SearchParams | None" = None,
+    now: dt.date | None = None,
+) -> "SearchParams":
+    """The checked search parameters: ``recipe`` (default: the default search) with these
+    sizes, and ``channels``, ``promote`` and ``rerank`` where given."""
+    from .search import SearchParams
+
+    base = recipe or SearchParams()
+    chosen = tuple(channels) if channels else base.channels
+    unknown = set(chosen) - set(ALL_CHANNELS)
+    if unknown:
+        raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}; available: {', '.join(ALL_CHANNELS)}")
+    if k < 1:
+        raise LocalmemError("k must be at least 1")
+    rerank = rerank or base.rerank
+    if rerank not in RERANK_MODES:
+        raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
+    return replace(
+        base,
+        k=k,
+        budget=max(budget or options.channel_budget, k),
+        rrf_k=options.rrf_k,
+        channels=chosen,
+        promote=base.promote if promote is None else promote,
+        rerank=rerank,
+        now=now,
+        present_first=options.present_first,
+    )
+
+
+def search_many(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    queries: Iterable[str],
+    params: "SearchParams",
+    options: SearchOptions,
+    batch: int = DEFAULT_BATCH,
+    *,
+    names: "SpeakerNames | None" = None,
+) -> Iterator[list["Hit"]]:
+    """The hits of each of ``queries`` in ``namespace``, yielded per query; the queries are
+    embedded ``batch`` at a time. A query is not stored, so a lone surrogate in it is
+    repaired, not refused. ``names``: the speakers' names kept between searches."""
+    from ..store import db
+
+    bound = db.has_vectors(conn)
+    pending: list[str] = []
+    for query in queries:
+        pending.append(without_surrogates(query))
+        if len(pending) >= batch:
+            yield from search_batch(conn, namespace, models, pending, params, options, bound, names=names)
+            pending = []
+    if pending:
+        yield from search_batch(conn, namespace, models, pending, params, options, bound, names=names)
+
+
+def search_one(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    query: str,
+    params: "SearchParams",
+    options: SearchOptions,
+    *,
+    names: "SpeakerNames | None" = None,
+) -> list["Hit"]:
+    """The hits of one query (as it is: no repair)."""
+    from ..store import db
+
+    bound = db.has_vectors(conn)
+    return next(iter(search_batch(conn, namespace, models, [query], params, options, bound, names=names)))
+
+
+def search_batch(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    queries: list[str],
+    params: "SearchParams",
+    options: SearchOptions,
+    bound: bool,
+    *,
+    names: "SpeakerNames | None" = None,
+) -> Iterator[list["Hit"]]:
+    """The hits of each of ``queries``, embedded together; ``bound``: whether the store has
+    vectors at all (without them nothing is embedded); ``names``: as in :func:`vector_texts`."""
+    from ..models.embedding import embed_batched
+    from ..store import db
+    from . import search
+
+    vectors: Any = [None] * len(queries)
+    if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
+        embedder = models.embedder
+        db.check_embedder(conn, embedder.model_id, embedder.dim)
+        texts = vector_texts(conn, namespace, queries, params, options.user_name, names)
+        vectors = embed_batched(embedder, texts, options.embed_batch)
+    reranker = None
+    if params.rerank == "llm":
+        reranker = models.llm_reranker()
+    elif params.rerank == "auto":
+        reranker = models.reranker
+    for query, vec in zip(queries, vectors):
+        yield search.search(conn, namespace, query, vec, params, reranker)
+
+
+def vector_texts(
+    conn: "apsw.Connection",
+    namespace: str,
+    queries: Sequence[str],
+    params: "SearchParams",
+    user_name: str | None,
+    names: "SpeakerNames | None" = None,
+) -> list[str]:
+    """What the vector channels embed for ``queries``: without the speakers' names, unless
+    the search recipe says otherwise (see :mod:`localmem.retrieval.query_text`). ``names``:
+    where those names are kept between searches (without it they are read afresh)."""
+    if not params.without_speakers:
+        return list(queries)
+    from .query_text import without_names
+
+    found = (names or SpeakerNames())(conn, namespace, user_name)
+    return [without_names(query, found) for query in queries]
+
+
+class SpeakerNames:
+    """The speakers' names a vector query leaves out, kept between searches and read again
+    only when the store has changed since (finding them scans the namespace's messages three
+    times: a fifth of a search's time on 10,000 messages). ``data_version`` moves when another
+    connection commits, ``total_changes`` when this one writes; another namespace or user name
+    reads them again too. Each :class:`~localmem.memory.Memory` keeps one (its calls run one
+    at a time)."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[tuple[Any, ...], list[str]] | None = None
+
+    def __call__(self, conn: "apsw.Connection", namespace: str, user_name: str | None) -> list[str]:
+        from ..store.queries import q
+        from .query_text import speaker_names
+        from .speakers import speakers
+
+        (version,) = conn.execute(q("data_version")).fetchall()[0]
+        state = (id(conn), version, conn.total_changes(), namespace, user_name)
+        if self._kept is None or self._kept[0] != state:
+            known = speakers(conn, namespace, user_name)
+            self._kept = (state, speaker_names(name for aliases in known.values() for name in aliases))
+        return self._kept[1]
