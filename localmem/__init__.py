@@ -35,16 +35,16 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .config import Config, Key
-    from .memory import AddedMessage, Memory
+    from .memory import Memory
     from .pipeline.ingest import IngestReport
     from .retrieval.search import SearchParams
-    from .types import Answer, Citation, Hit, HitSource
+    from .types import AddedMessage, Answer, Citation, Hit, HitSource
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "Memory": "memory",
-    "AddedMessage": "memory",
+    "AddedMessage": "types",
     "Config": "config",
     "Key": "config",
     "Hit": "types",

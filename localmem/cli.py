@@ -887,9 +887,9 @@ def ask(
 def stats(state: _State, show_sources: bool, as_json: bool) -> None:
     """Counts for the namespace: messages, conversations, units, entities, links."""
     mem = state.memory("read")
-    data = mem.stats()
+    data = mem.stats().to_dict()
     if show_sources:
-        data["source_list"] = mem.sources()
+        data["source_list"] = [s.to_dict() for s in mem.sources()]
     if as_json:
         _print_json(data)
         return
@@ -909,7 +909,7 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
 @click.pass_obj
 def namespaces(state: _State, as_json: bool) -> None:
     """List the namespaces in the store."""
-    rows = state.memory("open").namespaces()
+    rows = [r.to_dict() for r in state.memory("open").namespaces()]
     if as_json:
         _print_json(rows)
     elif not rows:
@@ -962,7 +962,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 @click.pass_obj
 def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
     """Restore a file written by 'export' (in one transaction); a file cut short or edited is refused."""
-    counts = state.memory("write").restore(file, force=force)
+    counts = state.memory("write").restore(file, force=force).to_dict()
     unchecked = counts.pop("unchecked", None)
     if unchecked:
         click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)", err=True)
@@ -1025,7 +1025,7 @@ def forget(
             "--match TEXT, --source ID, --namespace NS"
         )
     mem = state.memory("open" if "namespace" in given else "read")
-    result = mem.forget(**given, dry_run=not yes)
+    result = mem.forget(**given, dry_run=not yes).to_dict()
     target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
     if as_json:
         _print_json({"target": target, **result})
@@ -1071,7 +1071,7 @@ def _id_list(ids: list[Any], most: int = 20) -> str:
 @click.pass_obj
 def vacuum(state: _State, as_json: bool) -> None:
     """Compact the store: merge the full-text indexes, rewrite the file without free pages, empty the WAL."""
-    result = state.memory("open").vacuum()
+    result = state.memory("open").vacuum().to_dict()
     if as_json:
         _print_json(result)
     else:
@@ -1093,7 +1093,7 @@ def vacuum(state: _State, as_json: bool) -> None:
 def reembed(state: _State, as_json: bool) -> None:
     """Re-embed every message and unit with the configured embedder (atomic)."""
     with _progress(state, "re-embedding") as progress:
-        result = state.memory("open").reembed(progress)
+        result = state.memory("open").reembed(progress).to_dict()
     if as_json:
         _print_json(result)
     else:
@@ -1111,7 +1111,7 @@ def doctor(state: _State, as_json: bool) -> None:
     path = state.config.resolved_db_path()
     # A store that does not exist yet is reported as such, not created: versions come from an
     # in-memory store.
-    report = state.memory("open" if path.exists() else "none").doctor()
+    report = state.memory("open" if path.exists() else "none").doctor().to_dict()
     if not path.exists():
         report["db"] = {
             "path": str(path),
@@ -1178,7 +1178,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
             f"{state.config.resolved_db_path()} is already encrypted; change its "
             "passphrase with 'localmem rekey --new-key-env VAR'"
         ) from None
-    _echo_key_change(mem.encrypt(key, _phases(state)), as_json, "encrypted")
+    _echo_key_change(mem.encrypt(key, _phases(state)).to_dict(), as_json, "encrypted")
 
 
 @cli.command()
@@ -1188,7 +1188,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
 def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
     """Change the passphrase of the encrypted store (opened with --key-env) the same safe way."""
     key = _new_key(new_key_env, "--new-key-env")
-    _echo_key_change(state.memory("open").rekey(key, _phases(state)), as_json, "passphrase changed")
+    _echo_key_change(state.memory("open").rekey(key, _phases(state)).to_dict(), as_json, "passphrase changed")
 
 
 @cli.command()
@@ -1196,7 +1196,7 @@ def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
 @click.pass_obj
 def decrypt(state: _State, as_json: bool) -> None:
     """Write the encrypted store (opened with --key-env) back as a plain file, the same safe way."""
-    _echo_key_change(state.memory("open").decrypt(_phases(state)), as_json, "decrypted")
+    _echo_key_change(state.memory("open").decrypt(_phases(state)).to_dict(), as_json, "decrypted")
 
 
 @cli.command()
@@ -1275,7 +1275,7 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
 @click.pass_obj
 def episodes(state: _State, limit: int, as_json: bool) -> None:
     """The episodes of the namespace in time order."""
-    rows = state.memory("read").episodes(limit)
+    rows = [r.to_dict() for r in state.memory("read").episodes(limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1293,7 +1293,7 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
 @click.pass_obj
 def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int, as_json: bool) -> None:
     """Facts (subject – predicate – object) with their times."""
-    rows = state.memory("read").facts(entity=entity, start=start, end=end, limit=limit)
+    rows = [r.to_dict() for r in state.memory("read").facts(entity=entity, start=start, end=end, limit=limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1308,7 +1308,7 @@ def facts(state: _State, entity: str | None, start: str | None, end: str | None,
 @click.pass_obj
 def entities(state: _State, limit: int, as_json: bool) -> None:
     """Resolved entities with their aliases and how often they are mentioned."""
-    rows = state.memory("read").entities(limit)
+    rows = [r.to_dict() for r in state.memory("read").entities(limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1323,7 +1323,7 @@ def entities(state: _State, limit: int, as_json: bool) -> None:
 def show(state: _State, item: str, as_json: bool) -> None:
     """One memory in full: a message (m:ID) with its source, metadata, corrections and the units
     resting on it, or a unit (u:ID) with its source messages, entities and links."""
-    found = state.memory("read").get(item)
+    found = state.memory("read").get(item).to_dict()
     if as_json:
         _print_json(found)
     elif found["kind"] == "message":

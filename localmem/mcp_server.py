@@ -290,7 +290,7 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         source_id: Annotated[int | None, Field(ge=1, description="A source id (see stats).")] = None,
     ) -> Annotated[CallToolResult, res.ForgetOut]:
         deleted = await calls(mem.forget, ids=[message_id] if message_id else None, source_id=source_id)
-        out = res.ForgetOut.model_validate(deleted)
+        out = res.ForgetOut.model_validate(deleted.to_dict())
         return _result(res.forget_text(out), out)
 
     @server.tool(
@@ -302,7 +302,7 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         annotations=ToolAnnotations(title="Memory statistics", **READ_ONLY),
     )
     async def stats() -> Annotated[CallToolResult, res.StatsOut]:
-        out = res.StatsOut.model_validate(await calls(mem.stats))
+        out = res.StatsOut.model_validate((await calls(mem.stats)).to_dict())
         return _result(res.stats_text(out), out)
 
     return server

@@ -1,17 +1,17 @@
 """The facade: :class:`Memory` checks arguments and delegates to the stages.
 
 Every CLI command (and every MCP tool) calls one method. Stage modules are imported when a
-method first needs them, so opening a store or importing localmem stays fast.
+method first needs them, so opening a store or importing localmem stays fast. Asking lives in
+:mod:`localmem.answer.pipeline`, search batching in :mod:`localmem.retrieval.batch`, building
+memory in :mod:`localmem.pipeline`, housekeeping and browsing in :mod:`localmem.store`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import inspect
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
@@ -20,20 +20,20 @@ from .config import (
     CONSOLIDATE_MODES,
     DATE_ORDERS,
     DEFAULT_AGENT_STEPS,
-    DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
     DEFAULT_RECENT,
     EXTRACT_MODES,
-    FORMATS,
     MAX_AGENT_STEPS,
     Config,
     Key,
     as_key,
 )
-from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError, UnknownFormatError
+from .errors import InvalidTextError, LocalmemError, NotFoundError, StoreNotFoundError
 from .models.factory import Models
+from .serial import one_at_a_time
 from .text.files import has_surrogates, without_surrogates
+from .types import AddedMessage
 
 if TYPE_CHECKING:
     import apsw
@@ -46,76 +46,17 @@ if TYPE_CHECKING:
     from .pipeline.worker import ExtractionWorker
     from .retrieval.filters import Filters
     from .retrieval.search import SearchParams
+    from .store import results
     from .types import Answer, Hit
 
 __all__ = ["Memory", "AddedMessage"]
 
 Progress = Callable[[int, int], None]
+Phases = Callable[[str], None]
 When = str | dt.date | None  # a day or a time (datetime is a date), or text either parses
 
 
-@dataclass(frozen=True)
-class AddedMessage:
-    """A message :meth:`Memory.add` or :meth:`Memory.correct` stored (``added`` False: it was
-    already stored); ``replaces``: the message a correction replaces."""
-
-    id: int
-    external_id: str
-    conversation: str
-    added: bool
-    replaces: int | None = None
-
-    @property
-    def ref(self) -> str:
-        """Its printed id, ``m:<id>``."""
-        return f"m:{self.id}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.ref,
-            "external_id": self.external_id,
-            "conversation": self.conversation,
-            "added": self.added,
-            "replaces": f"m:{self.replaces}" if self.replaces is not None else None,
-        }
-
-
-def _one_at_a_time(cls: type) -> type:
-    """Every public method of ``cls`` runs holding the instance's lock, with the store's
-    low-level errors (locked, damaged) turned into :class:`LocalmemError` s; a generator
-    holds it while it computes each item, not while the caller holds the item."""
-    for name, fn in list(vars(cls).items()):
-        if name.startswith("_") or not inspect.isfunction(fn):
-            continue
-        setattr(cls, name, _serial_generator(fn) if inspect.isgeneratorfunction(fn) else _serial(fn))
-    return cls
-
-
-def _serial(fn: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def call(self: "Memory", *args: Any, **kwargs: Any) -> Any:
-        with self._lock, self._locked():
-            return fn(self, *args, **kwargs)
-
-    return call
-
-
-def _serial_generator(fn: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
-    @functools.wraps(fn)
-    def call(self: "Memory", *args: Any, **kwargs: Any) -> Iterator[Any]:
-        items = fn(self, *args, **kwargs)
-        while True:
-            with self._lock, self._locked():
-                try:
-                    item = next(items)
-                except StopIteration:
-                    return
-            yield item
-
-    return call
-
-
-@_one_at_a_time
+@one_at_a_time
 class Memory:
     """Long-term memory in one SQLite file.
 
@@ -158,17 +99,12 @@ class Memory:
         from .retrieval.batch import SpeakerNames
         from .store import db
 
-        cfg = config or Config()
-        if path is not None:
-            cfg = replace(cfg, db_path=Path(path))
-        if namespace is not None:
-            cfg = replace(cfg, namespace=namespace)
+        cfg = replace(config or Config(), **({"db_path": Path(path)} if path is not None else {}))
+        cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
         _storable("the namespace", cfg.namespace)
-        self.config = cfg
-        self.path = cfg.resolved_db_path()
-        self.namespace = cfg.namespace
+        self.config, self.path, self.namespace = cfg, cfg.resolved_db_path(), cfg.namespace
         self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         in_memory = str(self.path) == ":memory:"
         if not create and not in_memory and not self.path.exists():
@@ -225,7 +161,8 @@ class Memory:
 
     def _locked(self) -> Any:
         """The store's low-level errors (locked, damaged) as :class:`LocalmemError` s: every
-        public call runs inside it (:func:`_one_at_a_time`), and so do the pipeline's writes."""
+        public call runs inside it (:func:`~localmem.serial.one_at_a_time`), and so do the
+        pipeline's writes."""
         from .store import db
 
         return db.store_errors(str(self.path), self.config.busy_timeout_ms)
@@ -264,46 +201,30 @@ class Memory:
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
         if date_order is not None:
             _choice("--date-order", date_order, DATE_ORDERS)
-        if workers is not None and workers < 1:
-            raise LocalmemError(f"--workers must be at least 1, got {workers}")
-        file = Path(path)
-        if format is not None and format not in FORMATS:
-            raise UnknownFormatError(file, f"unknown format '{format}'; use one of {', '.join(FORMATS)}")
+        _workers(workers)
         _storable("the namespace", namespace)
         _storable("the conversation name", conversation)
         options = formats.Options.from_config(self.config, date_order=date_order)
-        parsed = formats.parse(file, None, format, conversation, options=options)
-        embedder = self.embedder
-        _ = embedder.dim  # load the model before anything is written
-        total, done = parsed.message_count, 0
-
-        def step(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress(done, total)
-
+        parsed = formats.parse(Path(path), None, format, conversation, options=options)
+        _ = self.embedder.dim  # load the model before anything is written
         if extract == "llm":
             _ = self.llm.model_id  # resolve the model before anything is written
         report = ingest.store_parsed(
             self.conn,
-            embedder,
+            self.embedder,
             parsed,
             namespace=namespace or self.namespace,
             force_namespace=namespace is not None,
             batch=self.config.ingest_batch,
             embed_batch=self.config.embed_batch,
-            progress=step,
+            progress=ingest.counting(progress, parsed.message_count),
         )
+        names = [nsr.namespace for nsr in report.namespaces]
         if extract == "llm":
-            report.build = {
-                nsr.namespace: self.extract(
-                    namespace=nsr.namespace, progress=progress, consolidate=consolidate, workers=workers
-                ).to_dict()
-                for nsr in report.namespaces
-            }
+            kw = {"progress": progress, "consolidate": consolidate, "workers": workers}
+            report.build = {ns: self.extract(namespace=ns, **kw).to_dict() for ns in names}  # type: ignore[arg-type]
         else:
-            report.episodes = {nsr.namespace: self.segment_without_llm(nsr.namespace) for nsr in report.namespaces}
+            report.episodes = {ns: self.segment_without_llm(ns) for ns in names}
         return report
 
     def segment_without_llm(self, namespace: str | None = None, *, final: bool = True) -> int:
@@ -311,9 +232,8 @@ class Memory:
         extraction waits for a later ``build`` with a model. Returns the episodes closed."""
         from .pipeline import pipeline
 
-        return pipeline.segment_without_llm(
-            self.conn, self.embedder, namespace or self.namespace, self._locked, final=final
-        )
+        ns = namespace or self.namespace
+        return pipeline.segment_without_llm(self.conn, self.embedder, ns, self._locked, final=final)
 
     def extract(
         self,
@@ -335,9 +255,7 @@ class Memory:
         from .pipeline import pipeline
 
         consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
-        workers = self.config.llm_workers if workers is None else workers
-        if workers < 1:
-            raise LocalmemError(f"--workers must be at least 1, got {workers}")
+        workers = _workers(self.config.llm_workers if workers is None else workers)
         return pipeline.extract_episodes(
             self.conn,
             self.llm,
@@ -359,21 +277,12 @@ class Memory:
         ``mode``: "fast" (one call per episode) or "full" (predict, then calibrate)."""
         from .pipeline import pipeline
 
-        mode = _choice("--consolidate", mode, CONSOLIDATE_MODES)
-        if mode == "off":
+        if _choice("--consolidate", mode, CONSOLIDATE_MODES) == "off":
             raise LocalmemError("consolidate needs a mode: fast or full")
-        ns = namespace or self.namespace
-        llm = self.llm
+        ns, llm = namespace or self.namespace, self.llm
+        log = pipeline.CallLog(self.conn, ns, llm.model_id)
         return pipeline.consolidate_namespace(
-            self.conn,
-            llm,
-            self.embedder,
-            ns,
-            mode,
-            pipeline.CallLog(self.conn, ns, llm.model_id),
-            self._locked,
-            progress,
-            self.config.verify_facts,
+            self.conn, llm, self.embedder, ns, mode, log, self._locked, progress, self.config.verify_facts
         )
 
     def extract_in_background(self) -> None:
@@ -413,7 +322,6 @@ class Memory:
         ``extract="llm"`` an episode this message closes is extracted here, or by the background
         thread after :meth:`extract_in_background`.
         """
-        from .importers import formats
         from .pipeline import ingest
         from .retrieval.filters import check_meta
         from .text.times import parse_timestamp, to_iso
@@ -422,14 +330,10 @@ class Memory:
             raise LocalmemError("add() needs a non-empty speaker")
         if not isinstance(text, str):
             raise LocalmemError("add() needs the message text as a string")
-        for what, value in (
-            ("the speaker", speaker),
-            ("the message text", text),
-            ("the role", role),
-            ("the conversation name", conversation),
-            ("the message id", id),
-        ):
+        for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role)):
             _storable(what, value)
+        _storable("the conversation name", conversation)
+        _storable("the message id", id)
         self._check_text(text)
         stored_meta = dict(check_meta(meta)) if meta else None
         when = time if time is not None else dt.datetime.now()
@@ -437,17 +341,7 @@ class Memory:
             sent_at = to_iso(when) if isinstance(when, dt.datetime) else parse_timestamp(when)
         except ValueError as exc:
             raise LocalmemError(f"add(): {exc}") from exc
-        message = formats.MessageIn(
-            conversation=conversation or DEFAULT_CONVERSATION,
-            session="",
-            seq=0,
-            external_id=id or "",
-            speaker=speaker.strip(),
-            text=text,
-            role=role,
-            sent_at=sent_at,
-            raw={"speaker": speaker, "text": text, "time": sent_at, "role": role},
-        )
+        message = ingest.said(speaker, text, sent_at, role, conversation, id)
         message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message, stored_meta)
         if added:
             self._after_add()
@@ -522,27 +416,12 @@ class Memory:
         """
         from .retrieval.search import fit_budget
 
-        hits = next(
-            iter(
-                self.search_many(
-                    [query],
-                    k=k,
-                    budget=budget,
-                    channels=channels,
-                    promote=promote,
-                    rerank=rerank,
-                    recipe=recipe,
-                    since=since,
-                    until=until,
-                    speaker=speaker,
-                    conversation=conversation,
-                    meta=meta,
-                )
-            )
+        filters = {"since": since, "until": until, "speaker": speaker, "conversation": conversation, "meta": meta}
+        found = self.search_many(
+            [query], k=k, budget=budget, channels=channels, promote=promote, rerank=rerank, recipe=recipe, **filters
         )
-        if max_tokens is not None:
-            hits = fit_budget(hits, max_tokens, self.token_counter()[0])
-        return hits
+        hits = next(iter(found))
+        return fit_budget(hits, max_tokens, self.token_counter()[0]) if max_tokens is not None else hits
 
     def search_many(
         self,
@@ -671,10 +550,10 @@ class Memory:
                 started=started,
                 names=self._names,
             )
-        params = replace(
-            self.search_params(k or options.candidates, channels=channels, promote=promote, recipe=recipe, now=today),
-            filters=filters,
+        params = self.search_params(
+            k or options.candidates, channels=channels, promote=promote, recipe=recipe, now=today
         )
+        params = replace(params, filters=filters)
         return pipeline.ask(
             self.conn,
             self.namespace,
@@ -702,8 +581,7 @@ class Memory:
         does not fit the model's context window is left out, oldest first."""
         from .answer import pipeline
 
-        question = _question(question)
-        today = self._today(now)
+        question, today = _question(question), self._today(now)
         options = pipeline.AskOptions.from_config(self.config)
         return pipeline.answer_from(
             self.conn, self.namespace, self.models, question, evidence, today, options, on_text=on_text
@@ -727,8 +605,7 @@ class Memory:
         from .answer import profile as profile_mod
         from .store import db
 
-        ns = namespace or self.namespace
-        prof = profile_mod.profile(self.conn, ns, name)
+        prof = profile_mod.profile(self.conn, namespace or self.namespace, name)
         basis = profile_mod.stale_summary(self.conn, prof) if summary else None
         if basis is not None:
             llm = self.llm
@@ -736,17 +613,18 @@ class Memory:
         return prof
 
     # -- housekeeping --------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> "results.Stats":
         """Counts for this namespace and the store; with background extraction on, also what
         it has done (``background_extraction``: builds, episodes, failures, the last error)."""
         from .store import manage
 
         data = manage.stats(self.conn, self.namespace, self.path)
         if self._worker is not None:
-            data["background_extraction"] = self._worker.status()
+            data.background_extraction = self._worker.status()
         return data
 
-    def namespaces(self) -> list[dict[str, Any]]:
+    def namespaces(self) -> list["results.NamespaceSummary"]:
+        """The namespaces in the store, with their counts."""
         from .store import manage
 
         return manage.namespaces(self.conn)
@@ -769,7 +647,7 @@ class Memory:
         before: When = None,
         match: str | None = None,
         dry_run: bool = False,
-    ) -> dict[str, Any]:
+    ) -> "results.ForgetResult":
         """Delete exactly one target, with what rests only on it, so that none of it is left in
         the store's file (its WAL included).
 
@@ -778,38 +656,29 @@ class Memory:
         whose text contains ``match`` (case-insensitive), a source of this namespace
         (``source_id``), or a whole ``namespace``. A unit resting only on deleted messages goes
         with them; one that also rests on other messages stays with those (``kept_units``).
-
-        Returns what went (or, with ``dry_run``, would go): ``messages`` (``m:ID``), ``units``
-        (``u:ID``), ``entities`` (``e:ID``), ``sources`` (source ids), ``kept_units``, ``counts``
-        (of the first four), ``dry_run``, and ``file``: None when nothing was deleted, else
-        what scrubbing the file did (``wal_emptied`` is False while another connection reads an
-        older snapshot: its old pages stay in the WAL until :meth:`vacuum`; ``freed_bytes``,
-        ``bytes_before``, ``bytes_after``, ``seconds``).
+        Returns what went (or, with ``dry_run``, would go): see
+        :class:`~localmem.store.results.ForgetResult`.
         """
         from .retrieval.filters import day_or_time
         from .store import forget as forget_mod
         from .store.refs import parse
+        from .store.results import ForgetResult
 
-        given = [
-            name
-            for name, value in (
-                ("namespace", namespace),
-                ("source_id", source_id),
-                ("ids", ids),
-                ("conversation", conversation),
-                ("before", before),
-                ("match", match),
-            )
-            if value is not None
-        ]
+        targets = {
+            "namespace": namespace,
+            "source_id": source_id,
+            "ids": ids,
+            "conversation": conversation,
+            "before": before,
+            "match": match,
+        }
+        given = [name for name, value in targets.items() if value is not None]
         if len(given) != 1:
             raise LocalmemError(
                 f"forget needs exactly one target, got {len(given)}" + (f" ({', '.join(given)})" if given else ""),
                 "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace",
             )
-        if isinstance(ids, str):
-            ids = [ids]
-        parsed = [parse(item) for item in ids or []]
+        parsed = [parse(item) for item in ([ids] if isinstance(ids, str) else ids or [])]
         if ids is not None and not parsed:
             raise LocalmemError("forget() was given no ids")
         if match is not None and (not isinstance(match, str) or not match.strip()):
@@ -818,29 +687,33 @@ class Memory:
             raise LocalmemError(
                 f"forget() needs source_id as a number, not {source_id!r}", "see 'localmem stats --sources'"
             )
-        return forget_mod.forget(
+        named = {kind: [n for k, n in parsed if k == kind] if ids is not None else None for kind in ("m", "u")}
+        report = forget_mod.forget(
             self.conn,
             self.path,
             self.namespace,
             namespace=namespace,
             source_id=source_id,
-            messages=[n for kind, n in parsed if kind == "m"] if ids is not None else None,
-            units=[n for kind, n in parsed if kind == "u"] if ids is not None else None,
+            messages=named["m"],
+            units=named["u"],
             conversation=conversation,
             before=day_or_time(before, "--before"),
             match=match.strip() if match is not None else None,
             dry_run=dry_run,
         )
+        return ForgetResult(**report)
 
-    def vacuum(self) -> dict[str, Any]:
+    def vacuum(self) -> "results.VacuumReport":
         """Compact the store: merge the full-text indexes, rewrite the file without its free
         pages (a store made before auto_vacuum is switched to incremental), and empty the WAL;
         sizes before and after."""
         from .store import purge
+        from .store.results import VacuumReport
 
-        return purge.vacuum(self.conn, self.path)
+        return VacuumReport(**purge.vacuum(self.conn, self.path))
 
-    def sources(self) -> list[dict[str, Any]]:
+    def sources(self) -> list["results.Source"]:
+        """The sources (imports) of this namespace."""
         from .store import manage
 
         return manage.sources(self.conn, self.namespace)
@@ -851,7 +724,7 @@ class Memory:
 
         return transfer.export(self.conn, out, namespaces=namespaces, vectors=vectors)
 
-    def restore(self, path: str | Path, *, force: bool = False) -> dict[str, Any]:
+    def restore(self, path: str | Path, *, force: bool = False) -> "results.RestoreReport":
         """Import an export file, in one transaction; counts per record type. Namespaces already
         in the store are refused, not merged. A file whose trailer is missing or does not match
         it (cut short, or edited) is refused with nothing stored, unless ``force`` (for exports
@@ -861,13 +734,14 @@ class Memory:
 
         return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
 
-    def reembed(self, progress: Progress | None = None) -> dict[str, Any]:
+    def reembed(self, progress: Progress | None = None) -> "results.ReembedReport":
         """Re-embed every message and unit with the configured embedder."""
         from .store import manage
 
         return manage.reembed(self.conn, self.embedder, self.config.embed_batch, progress)
 
-    def doctor(self) -> dict[str, Any]:
+    def doctor(self) -> "results.DoctorReport":
+        """Versions, SQLite features and where each model resolves from."""
         from .store import manage
 
         return manage.doctor(self.conn, self.config, self.path)
@@ -878,7 +752,7 @@ class Memory:
         """Whether the store is encrypted (it was opened with a key)."""
         return self._key is not None
 
-    def encrypt(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def encrypt(self, key: str | Key, progress: Phases | None = None) -> "results.KeyChange":
         """Encrypt this plain store in place with ``key``: a new encrypted file is written,
         checked, and moved over the store (a kill leaves the old store or the new one).
         ``progress(phase)`` is called as each phase starts."""
@@ -886,7 +760,7 @@ class Memory:
             raise LocalmemError(f"{self.path} is already encrypted; change its passphrase with rekey")
         return self._change_key(as_key(key), progress)
 
-    def rekey(self, key: str | Key, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def rekey(self, key: str | Key, progress: Phases | None = None) -> "results.KeyChange":
         """Change the passphrase of this encrypted store, the same safe way as :meth:`encrypt`."""
         if not self.encrypted:
             raise LocalmemError(f"{self.path} is not encrypted; encrypt it with encrypt")
@@ -895,13 +769,13 @@ class Memory:
             raise LocalmemError("the new passphrase is the one the store already has; nothing was changed")
         return self._change_key(new, progress)
 
-    def decrypt(self, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def decrypt(self, progress: Phases | None = None) -> "results.KeyChange":
         """Write this encrypted store back as a plain one, the same safe way as :meth:`encrypt`."""
         if not self.encrypted:
             raise LocalmemError(f"{self.path} is not encrypted; nothing to do")
         return self._change_key(None, progress)
 
-    def _change_key(self, new: Key | None, progress: Callable[[str], None] | None) -> dict[str, Any]:
+    def _change_key(self, new: Key | None, progress: Phases | None) -> "results.KeyChange":
         from .store import cipher, db
 
         if str(self.path) == ":memory:":
@@ -916,7 +790,8 @@ class Memory:
         return report
 
     # -- what was remembered ---------------------------------------------------------
-    def episodes(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+    def episodes(self, limit: int = DEFAULT_LIST_LIMIT) -> list["results.Episode"]:
+        """The latest episodes of this namespace."""
         from .store import browse
 
         return browse.episodes(self.conn, self.namespace, limit)
@@ -928,18 +803,19 @@ class Memory:
         start: str | None = None,
         end: str | None = None,
         limit: int = DEFAULT_LIST_LIMIT,
-    ) -> list[dict[str, Any]]:
+    ) -> list["results.Fact"]:
         """Facts in time order, optionally about ``entity`` and within ``start``..``end`` (ISO)."""
         from .store import browse
 
         return browse.facts(self.conn, self.namespace, entity=entity, start=start, end=end, limit=limit)
 
-    def entities(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+    def entities(self, limit: int = DEFAULT_LIST_LIMIT) -> list["results.Entity"]:
+        """The entities of this namespace, most mentioned first."""
         from .store import browse
 
         return browse.entities(self.conn, self.namespace, limit)
 
-    def get(self, item: str) -> dict[str, Any]:
+    def get(self, item: str) -> "results.MessageDetail | results.UnitDetail":
         """One memory of this namespace in full: a message (``m:ID``: text, speaker, role,
         conversation, time, metadata, source, corrections, the units resting on it) or a unit
         (``u:ID``: text, times, source messages, entities, links)."""
@@ -947,7 +823,7 @@ class Memory:
 
         return browse.get(self.conn, self.namespace, item)
 
-    def show(self, item: str | int) -> dict[str, Any]:
+    def show(self, item: str | int) -> "results.MessageDetail | results.UnitDetail":
         """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
         return self.get(f"u:{item}" if isinstance(item, int) else item)
 
@@ -1000,6 +876,12 @@ def _choice(what: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise LocalmemError(f"{what} {value} is unknown; use one of: {', '.join(choices)}")
     return value
+
+
+def _workers(workers: int | None) -> int | None:
+    if workers is not None and workers < 1:
+        raise LocalmemError(f"--workers must be at least 1, got {workers}")
+    return workers
 
 
 def _filters(

@@ -7,10 +7,39 @@ question is about read :class:`Speakers`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Iterator, Mapping, Sequence
 
 from .prompts.answer import VERSION as ANSWER_PROMPT_VERSION
+
+
+class Record(Mapping[str, Any]):
+    """Base of the reports the facade returns (dataclasses declared with ``eq=False``): its
+    fields, in order, are the keys of :meth:`to_dict`, the JSON that ``--json`` and the MCP
+    tools print. A field whose metadata says ``omit_none`` is left out while it is ``None``.
+
+    A record also reads as that mapping (``report["counts"]`` is ``report.counts``, and it
+    equals the dict), for callers written when these methods returned dicts."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as the JSON object the CLI and MCP print (a fresh dict, shallow)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)  # type: ignore[arg-type]
+            if not (f.metadata.get("omit_none") and getattr(self, f.name) is None)
+        }
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+OMIT_NONE = {"omit_none": True}  # field(metadata=OMIT_NONE): left out of to_dict() while None
 
 
 @dataclass
@@ -90,6 +119,32 @@ class Answer:
         out["citations"] = [{"id": f"m:{c.pop('message_id')}", **c} for c in out["citations"]]
         out["evidence"] = [hit.to_dict() for hit in self.evidence]
         return out
+
+
+@dataclass(frozen=True)
+class AddedMessage:
+    """A message :meth:`Memory.add` or :meth:`Memory.correct` stored (``added`` False: it was
+    already stored); ``replaces``: the message a correction replaces."""
+
+    id: int
+    external_id: str
+    conversation: str
+    added: bool
+    replaces: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """Its printed id, ``m:<id>``."""
+        return f"m:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.ref,
+            "external_id": self.external_id,
+            "conversation": self.conversation,
+            "added": self.added,
+            "replaces": f"m:{self.replaces}" if self.replaces is not None else None,
+        }
 
 
 Names = Mapping[str, Sequence[str]]  # a speaker -> the names they go by, their own first

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import apsw
 
+from ..config import DEFAULT_CONVERSATION
 from ..errors import DiskFullError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
 from ..models.embedding import embed_messages, to_blob
@@ -366,6 +367,39 @@ def add_message(
         found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
         return found[0], False
     return new_id, True
+
+
+def said(
+    speaker: str, text: str, sent_at: str, role: str | None, conversation: str | None, external_id: str | None
+) -> MessageIn:
+    """The message for :func:`add_message` that ``speaker`` said at ``sent_at`` (ISO), in
+    ``conversation`` (default :data:`~localmem.config.DEFAULT_CONVERSATION`); its raw record
+    keeps what was given."""
+    return MessageIn(
+        conversation=conversation or DEFAULT_CONVERSATION,
+        session="",
+        seq=0,
+        external_id=external_id or "",
+        speaker=speaker.strip(),
+        text=text,
+        role=role,
+        sent_at=sent_at,
+        raw={"speaker": speaker, "text": text, "time": sent_at, "role": role},
+    )
+
+
+def counting(progress: Callable[[int, int], None] | None, total: int) -> Progress:
+    """A :data:`Progress` for :func:`store_parsed` that calls ``progress(done, total)`` with the
+    running count after every batch."""
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    return step
 
 
 @dataclass

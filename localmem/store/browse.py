@@ -12,11 +12,15 @@ from ..errors import NotFoundError
 from ..text.names import normalise
 from .queries import q
 from .refs import parse, ref
+from .results import Entity, Episode, Fact, MessageDetail, UnitDetail
 
 
-def episodes(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
+def episodes(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[Episode]:
     keys = ("id", "conversation", "title", "narrative", "start", "end", "stage", "messages")
-    return [_unit_ref(dict(zip(keys, row))) for row in conn.execute(q("episodes_list"), {"ns": ns, "limit": limit})]
+    return [
+        Episode(**_unit_ref(dict(zip(keys, row))))
+        for row in conn.execute(q("episodes_list"), {"ns": ns, "limit": limit})
+    ]
 
 
 def facts(
@@ -27,7 +31,7 @@ def facts(
     start: str | None = None,
     end: str | None = None,
     limit: int = 1000,
-) -> list[dict[str, Any]]:
+) -> list[Fact]:
     keys = (
         "id",
         "subject",
@@ -40,7 +44,7 @@ def facts(
         "mentioned_at",
     )
     params = {"ns": ns, "entity": normalise(entity) if entity else None, "from": start, "to": end, "limit": limit}
-    return [_unit_ref(dict(zip(keys, row))) for row in conn.execute(q("facts_list"), params)]
+    return [Fact(**_unit_ref(dict(zip(keys, row)))) for row in conn.execute(q("facts_list"), params)]
 
 
 def _unit_ref(row: dict[str, Any]) -> dict[str, Any]:
@@ -48,18 +52,17 @@ def _unit_ref(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def entities(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
-    keys = ("id", "name", "type", "units", "aliases")
-    return [dict(zip(keys, row)) for row in conn.execute(q("entities_list"), {"ns": ns, "limit": limit})]
+def entities(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[Entity]:
+    return [Entity(*row) for row in conn.execute(q("entities_list"), {"ns": ns, "limit": limit})]
 
 
-def get(conn: apsw.Connection, ns: str, item: str) -> dict[str, Any]:
+def get(conn: apsw.Connection, ns: str, item: str) -> MessageDetail | UnitDetail:
     """One message (``m:ID``) or unit (``u:ID``) of namespace ``ns``, in full."""
     kind, number = parse(item)
     return message(conn, ns, number) if kind == "m" else unit(conn, ns, number)
 
 
-def message(conn: apsw.Connection, ns: str, message_id: int) -> dict[str, Any]:
+def message(conn: apsw.Connection, ns: str, message_id: int) -> MessageDetail:
     """A message with its source, metadata, corrections and the units resting on it."""
     row = conn.execute(q("message_get"), {"id": message_id, "ns": ns}).fetchone()
     if row is None:
@@ -83,31 +86,31 @@ def message(conn: apsw.Connection, ns: str, message_id: int) -> dict[str, Any]:
         source_kind,
         source_uri,
     ) = row
-    return {
-        "id": ref("m", mid),
-        "kind": "message",
-        "namespace": namespace,
-        "conversation": conversation,
-        "session": session,
-        "seq": seq,
-        "external_id": external_id,
-        "speaker": speaker,
-        "role": role,
-        "text": text,
-        "time": sent_at,
-        "attachments": json.loads(attachments) if attachments else [],
-        "meta": json.loads(meta) if meta else {},
-        "replaces": ref("m", replaces) if replaces is not None else None,
-        "replaced_by": ref("m", replaced_by) if replaced_by is not None else None,
-        "source": {"id": source_id, "kind": source_kind, "uri": source_uri},
-        "units": [
+    return MessageDetail(
+        id=ref("m", mid),
+        kind="message",
+        namespace=namespace,
+        conversation=conversation,
+        session=session,
+        seq=seq,
+        external_id=external_id,
+        speaker=speaker,
+        role=role,
+        text=text,
+        time=sent_at,
+        attachments=json.loads(attachments) if attachments else [],
+        meta=json.loads(meta) if meta else {},
+        replaces=ref("m", replaces) if replaces is not None else None,
+        replaced_by=ref("m", replaced_by) if replaced_by is not None else None,
+        source={"id": source_id, "kind": source_kind, "uri": source_uri},
+        units=[
             {"id": ref("u", uid), "kind": kind, "text": utext}
             for uid, kind, utext in conn.execute(q("message_units"), {"id": mid})
         ],
-    }
+    )
 
 
-def unit(conn: apsw.Connection, ns: str, unit_id: int) -> dict[str, Any]:
+def unit(conn: apsw.Connection, ns: str, unit_id: int) -> UnitDetail:
     """A unit with its source messages, entities and links."""
     row = conn.execute(q("unit_get"), {"id": unit_id}).fetchone()
     if row is None or row[1] != ns:
@@ -150,7 +153,7 @@ def unit(conn: apsw.Connection, ns: str, unit_id: int) -> dict[str, Any]:
         {**dict(zip(("type", "weight", "direction"), r[:3])), "id": ref("u", r[3]), "kind": r[4], "text": r[5]}
         for r in conn.execute(q("unit_links"), {"id": unit_id})
     ]
-    return found
+    return UnitDetail(**found)
 
 
 def _missing(what: str, item: str, ns: str) -> NotFoundError:
@@ -207,7 +210,7 @@ def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> dict[
     if kind != "m":
         raise NotFoundError(f"{item} is not a message; only messages have a place in a conversation")
     found = message(conn, ns, number)
-    return window(conn, ns, found["conversation"], found["seq"] - around, found["seq"] + around, found["id"])
+    return window(conn, ns, found.conversation, found.seq - around, found.seq + around, found.id)
 
 
 def window(

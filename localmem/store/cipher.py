@@ -32,6 +32,7 @@ from ..errors import (
     NotEncryptedError,
     StoreInUseError,
 )
+from .results import KeyChange
 
 # ChaCha20-Poly1305 (sqlite3mc's default scheme): authenticated, so a changed page is an error,
 # never silently wrong data; it reserves 32 bytes a page for nonce and tag (+0.8% file size).
@@ -168,7 +169,7 @@ def check_encrypted_open(conn: apsw.Connection, path: str) -> None:
 # -- encrypt, rekey, decrypt -----------------------------------------------------------------
 def change_key(
     conn: apsw.Connection, path: Path, old: Key | None, new: Key | None, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> KeyChange:
     """Write the store open on ``conn`` (keyed with ``old``) to a new file keyed with ``new``
     (``None``: not encrypted), check it, and move it over the store.
 
@@ -212,15 +213,15 @@ def change_key(
         _release(conn)
         raise
     step("replaced")
-    return {
-        "path": str(path),
-        "encrypted": new is not None,
-        "tables": len(counts),
-        "rows": sum(counts.values()),
-        "bytes_before": before,
-        "bytes_after": _size(path),
-        "seconds": round(time.perf_counter() - started, 2),
-    }
+    return KeyChange(
+        path=str(path),
+        encrypted=new is not None,
+        tables=len(counts),
+        rows=sum(counts.values()),
+        bytes_before=before,
+        bytes_after=_size(path),
+        seconds=round(time.perf_counter() - started, 2),
+    )
 
 
 def remove_new_file(path: Path) -> None:

@@ -16,9 +16,10 @@ from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
 from . import cipher, db
 from .queries import q
+from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
 
 
-def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
+def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
     messages, conversations, sessions, first, last = conn.execute(q("stats_messages"), {"ns": ns}).fetchone()
     sources, unfinished, entities, links = conn.execute(q("stats_other"), {"ns": ns}).fetchone()
     units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
@@ -30,43 +31,39 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> dict[str, Any]:
         index = {
             table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)
         }
-    return {
-        "namespace": ns,
-        "messages": messages,
-        "conversations": conversations,
-        "sessions": sessions,
-        "first_message_at": first,
-        "last_message_at": last,
-        "sources": sources,
-        "unfinished_sources": unfinished,
-        "units": units,
-        "entities": entities,
-        "links": links,
-        "db_path": str(path),
-        "db_bytes": size,
-        "encrypted": cipher.file_state(path) == "encrypted",
-        "schema_version": db.schema_version(conn),
-        "embedder": meta.get("embed_model_id"),
-        "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
-        "vector_index": index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
-    }
+    return Stats(
+        namespace=ns,
+        messages=messages,
+        conversations=conversations,
+        sessions=sessions,
+        first_message_at=first,
+        last_message_at=last,
+        sources=sources,
+        unfinished_sources=unfinished,
+        units=units,
+        entities=entities,
+        links=links,
+        db_path=str(path),
+        db_bytes=size,
+        encrypted=cipher.file_state(path) == "encrypted",
+        schema_version=db.schema_version(conn),
+        embedder=meta.get("embed_model_id"),
+        embed_dim=int(meta["embed_dim"]) if "embed_dim" in meta else None,
+        vector_index=index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
+    )
 
 
-def namespaces(conn: apsw.Connection) -> list[dict[str, Any]]:
-    return [
-        {"namespace": ns, "messages": m, "conversations": c, "units": u, "first_message_at": f, "last_message_at": last}
-        for ns, m, c, u, f, last in conn.execute(q("namespaces"))
-    ]
+def namespaces(conn: apsw.Connection) -> list[NamespaceSummary]:
+    return [NamespaceSummary(*row) for row in conn.execute(q("namespaces"))]
 
 
-def sources(conn: apsw.Connection, ns: str) -> list[dict[str, Any]]:
-    keys = ("id", "kind", "uri", "sha256", "status", "created_at", "finished_at", "messages")
-    return [dict(zip(keys, row)) for row in conn.execute(q("sources_list"), {"ns": ns})]
+def sources(conn: apsw.Connection, ns: str) -> list[Source]:
+    return [Source(*row) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
 def reembed(
     conn: apsw.Connection, embedder: Embedder, batch: int, progress: Callable[[int, int], None] | None = None
-) -> dict[str, Any]:
+) -> ReembedReport:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
     atomically (old vectors stay if interrupted)."""
     messages = conn.execute(q("messages_for_reembed")).fetchall()
@@ -89,13 +86,13 @@ def reembed(
         conn.execute(q("parts_delete_all"))
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
         store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
-    return {
-        "embedder": embedder.model_id,
-        "dim": embedder.dim,
-        "messages": len(messages),
-        "parts": parts,
-        "units": len(units),
-    }
+    return ReembedReport(
+        embedder=embedder.model_id,
+        dim=embedder.dim,
+        messages=len(messages),
+        parts=parts,
+        units=len(units),
+    )
 
 
 def _integrity(conn: apsw.Connection) -> dict[str, Any]:
@@ -120,7 +117,7 @@ def _encryption(path: Path) -> str:
     return f"encrypted ({cipher.CIPHER}, key from the passphrase by PBKDF2-HMAC-SHA256 x {cipher.KDF_ITER})"
 
 
-def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
+def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.backends import onnx_providers
     from ..models.catalog import resolve_embedder
@@ -171,7 +168,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> dict[str, Any]:
         if config.rerank_model
         else {"status": "none configured"}
     )
-    return report
+    return DoctorReport(**report)
 
 
 def require_namespace(conn: apsw.Connection, ns: str, default: str, path: Path) -> None:

@@ -29,6 +29,7 @@ from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
 from . import db
 from .queries import q
+from .results import RestoreReport
 from .vectors import store_vectors
 
 FORMAT = "localmem-export"
@@ -143,7 +144,7 @@ class Writer:
 
 def restore(
     conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder], force: bool = False
-) -> dict[str, Any]:
+) -> RestoreReport:
     """Import an export file in one transaction, reading it a line at a time; counts per
     record type. A file that is not whole (no trailer, or one that does not match) is refused,
     with nothing stored, unless ``force``: then it is imported and ``unchecked`` says why it
@@ -173,7 +174,7 @@ def restore(
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(conn.execute(q("ids_in_use")).fetchone())
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
-    counts: dict[str, Any] = {}
+    counts: dict[str, int] = {}
     with conn:
         if has_vectors and not stored_id:
             db.bind_embedder(conn, header["embed_model_id"], int(header["embed_dim"]))
@@ -207,9 +208,7 @@ def restore(
             )
         if embedder is not None:
             _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
-    if problem:
-        counts["unchecked"] = problem
-    return counts
+    return RestoreReport(counts, problem or None)
 
 
 class _Unresolved(LookupError):

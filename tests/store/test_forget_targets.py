@@ -214,11 +214,11 @@ def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
 
 def test_forgetting_a_message_takes_what_rests_only_on_it(store):
     ids, conn = store.ids, store.conn
-    plan = store.forget(ids=[f"m:{ids['s1']}"], dry_run=True)
+    plan = store.forget(ids=[f"m:{ids['s1']}"], dry_run=True).to_dict()
     assert plan["messages"] == [f"m:{ids['s1']}"] and plan["units"] == [f"u:{ids['gist']}"]
     assert plan["entities"] == ["e:1"] and plan["sources"] == []  # the reply keeps the source
     assert sorted(plan["kept_units"]) == sorted([f"u:{ids['fact']}", f"u:{ids['secret_episode']}"])
-    done = store.forget(ids=[f"m:{ids['s1']}"])
+    done = store.forget(ids=[f"m:{ids['s1']}"]).to_dict()
     assert plan.pop("file") is None and done.pop("file")["wal_emptied"] is True
     assert done == {**plan, "dry_run": False}
     # the fact rested on the secret and on a daily note: it stays, with the daily note

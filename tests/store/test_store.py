@@ -868,13 +868,13 @@ def test_forget_namespace(populated):
     conn = populated.conn
     kept = export_text(populated, namespaces=["tiny-1", "tiny-2"])
     assert count(conn, "select count(*) from messages_fts where messages_fts match 'mochi'") == 4
-    plan = populated.forget(namespace="test", dry_run=True)
+    plan = populated.forget(namespace="test", dry_run=True).to_dict()
     assert plan["counts"] == {"sources": 1, "messages": 25, "units": 7, "entities": 1}  # 2 units + 5 episodes
     assert plan["messages"] == [
         f"m:{i}" for (i,) in conn.execute("select id from messages where ns = 'test' order by id")
     ]
     assert count(conn, "select count(*) from messages where ns = 'test'") == 25
-    done = populated.forget(namespace="test")
+    done = populated.forget(namespace="test").to_dict()
     assert done.pop("file")["wal_emptied"] is True and plan.pop("file") is None
     assert done == {**plan, "dry_run": False}
     for table in ("sources", "messages", "units", "entities", "llm_calls"):

@@ -1,0 +1,260 @@
+"""What the store's housekeeping and browsing return: one :class:`~localmem.types.Record`
+dataclass per report, whose fields are the keys its ``to_dict()`` (the ``--json`` output and
+the MCP tools' structured output) gives, in the same order.
+
+Ids are printed ids throughout: ``m:ID`` a message, ``u:ID`` a unit, ``e:ID`` an entity;
+sources are plain numbers. Times are ISO text, sizes bytes, durations seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..types import OMIT_NONE, Record
+
+
+@dataclass(eq=False)
+class Stats(Record):
+    """Counts for one namespace and facts about the store's file (:meth:`Memory.stats`)."""
+
+    namespace: str
+    messages: int
+    conversations: int
+    sessions: int
+    first_message_at: str | None
+    last_message_at: str | None
+    sources: int
+    unfinished_sources: int  # imports that stopped before their end
+    units: dict[str, int]  # per unit kind (episode, gist, fact, knowledge…)
+    entities: int
+    links: int
+    db_path: str
+    db_bytes: int  # the file and its WAL
+    encrypted: bool
+    schema_version: int
+    embedder: str | None  # the model the store's vectors come from
+    embed_dim: int | None
+    vector_index: dict[str, str]  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
+    # with background extraction on: builds, episodes, failures, the last error
+    background_extraction: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(eq=False)
+class NamespaceSummary(Record):
+    """One namespace of the store (:meth:`Memory.namespaces`)."""
+
+    namespace: str
+    messages: int
+    conversations: int
+    units: int
+    first_message_at: str | None
+    last_message_at: str | None
+
+
+@dataclass(eq=False)
+class Source(Record):
+    """One import (a file, or the messages added to a conversation) (:meth:`Memory.sources`)."""
+
+    id: int
+    kind: str
+    uri: str
+    sha256: str | None
+    status: str  # "done", or the state an interrupted import stopped in
+    created_at: str
+    finished_at: str | None
+    messages: int
+
+
+@dataclass(eq=False)
+class ForgetResult(Record):
+    """What :meth:`Memory.forget` deleted (or, with ``dry_run``, would delete).
+
+    ``messages`` (``m:ID``), ``units`` (``u:ID``), ``sources`` (source ids) and ``entities``
+    (``e:ID``) went; ``kept_units`` (``u:ID``) rested on deleted messages but also on others,
+    so they stay. ``counts`` counts the first four (keys ``sources``, ``messages``, ``units``,
+    ``entities``). ``file`` is ``None`` when nothing was deleted (a dry run, or nothing
+    matched); else what scrubbing the file did: ``wal_emptied`` (False while another
+    connection reads an older snapshot: its old pages stay in the WAL until
+    :meth:`Memory.vacuum`), ``freed_bytes``, ``bytes_before``, ``bytes_after``, ``seconds``,
+    ``vacuumed`` (the file was written anew) and ``vacuum_reason``."""
+
+    messages: list[str]
+    units: list[str]
+    sources: list[int]
+    entities: list[str]
+    kept_units: list[str]
+    counts: dict[str, int]
+    dry_run: bool
+    file: dict[str, Any] | None
+
+
+@dataclass(eq=False)
+class VacuumReport(Record):
+    """What :meth:`Memory.vacuum` did to the file."""
+
+    bytes_before: int
+    bytes_after: int
+    reclaimed_bytes: int
+    auto_vacuum: str  # the mode before, "-> incremental"
+    fts_optimize_seconds: float  # merging the full-text indexes
+    wal_emptied: bool  # False: another connection was still reading
+    seconds: float
+
+
+@dataclass(eq=False)
+class ReembedReport(Record):
+    """What :meth:`Memory.reembed` embedded again, and with which model."""
+
+    embedder: str
+    dim: int
+    messages: int
+    parts: int  # sentence parts of the messages, cut again
+    units: int
+
+
+@dataclass(eq=False)
+class RestoreReport(Record):
+    """What :meth:`Memory.restore` imported: ``counts`` per record type (``source``,
+    ``message``, ``unit``…, in the order the file first has them); ``unchecked``: why the file
+    could not be checked whole (only with ``force``). ``to_dict()`` is the counts, then
+    ``unchecked`` when set."""
+
+    counts: dict[str, int]
+    unchecked: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.counts, **({"unchecked": self.unchecked} if self.unchecked else {})}
+
+
+@dataclass(eq=False)
+class KeyChange(Record):
+    """What :meth:`Memory.encrypt`, :meth:`~Memory.rekey` and :meth:`~Memory.decrypt` wrote:
+    the store at ``path`` is now ``encrypted`` (or not), with the same ``tables`` and ``rows``."""
+
+    path: str
+    encrypted: bool
+    tables: int
+    rows: int
+    bytes_before: int
+    bytes_after: int
+    seconds: float
+
+
+@dataclass(eq=False)
+class DoctorReport(Record):
+    """Versions, SQLite features and where each model resolves from (:meth:`Memory.doctor`).
+
+    ``db``: path, schema versions, the meta table, integrity and auto_vacuum; ``encryption``:
+    the store's state and the cipher library; ``embedder``, ``llm``, ``reranker``: where each
+    model resolves from (``status`` first)."""
+
+    localmem: str | None
+    python: str
+    platform: str
+    apsw: str
+    sqlite: str
+    fts5: bool
+    sqlite_vec: str
+    onnxruntime: str | None
+    tokenizers: str | None
+    numpy: str | None
+    db: dict[str, Any]
+    encryption: dict[str, Any]
+    embedder: dict[str, Any]
+    onnx_providers: Any
+    llm: dict[str, Any]
+    reranker: dict[str, Any]
+
+
+@dataclass(eq=False)
+class Episode(Record):
+    """An episode: a stretch of one conversation, with its title and narrative."""
+
+    id: str
+    conversation: str
+    title: str | None
+    narrative: str | None
+    start: str | None
+    end: str | None
+    stage: str
+    messages: int
+
+
+@dataclass(eq=False)
+class Fact(Record):
+    """A fact: subject, predicate, object, and when it held."""
+
+    id: str
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    text: str
+    occurred_start: str | None
+    occurred_end: str | None
+    precision: str | None
+    mentioned_at: str | None
+
+
+@dataclass(eq=False)
+class Entity(Record):
+    """A person, place or thing named in memory."""
+
+    id: int
+    name: str
+    type: str | None
+    units: int  # units that mention it
+    aliases: Any
+
+
+@dataclass(eq=False)
+class MessageDetail(Record):
+    """One message in full (:meth:`Memory.get` of ``m:ID``): ``source`` (id, kind, uri),
+    ``units`` resting on it (id, kind, text), and the message it corrects (``replaces``) or
+    the correction that replaced it (``replaced_by``)."""
+
+    id: str
+    kind: str  # "message"
+    namespace: str
+    conversation: str
+    session: str
+    seq: int
+    external_id: str
+    speaker: str
+    role: str | None
+    text: str
+    time: str | None
+    attachments: list[Any]
+    meta: dict[str, Any]
+    replaces: str | None
+    replaced_by: str | None
+    source: dict[str, Any]
+    units: list[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class UnitDetail(Record):
+    """One unit in full (:meth:`Memory.get` of ``u:ID``): its text, times and provenance, the
+    messages it rests on (``sources``), its ``entities`` and its ``links`` to other units."""
+
+    id: str
+    namespace: str
+    kind: str
+    conversation: str | None
+    episode_id: str | None
+    title: str | None
+    text: str
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    aspect: str | None
+    occurred_start: str | None
+    occurred_end: str | None
+    precision: str | None
+    mentioned_at: str | None
+    stage: str | None
+    prompt_version: str | None
+    model_id: str | None
+    sources: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    links: list[dict[str, Any]]
