@@ -213,10 +213,9 @@ class Memory:
             self.conn,
             self.embedder,
             parsed,
+            ingest.IngestOptions.from_config(self.config),
             namespace=namespace or self.namespace,
             force_namespace=namespace is not None,
-            batch=self.config.ingest_batch,
-            embed_batch=self.config.embed_batch,
             progress=ingest.counting(progress, parsed.message_count),
         )
         names = [nsr.namespace for nsr in report.namespaces]
@@ -254,19 +253,12 @@ class Memory:
         """
         from .pipeline import pipeline
 
-        consolidate = _choice("--consolidate", consolidate or self.config.consolidate, CONSOLIDATE_MODES)
-        workers = _workers(self.config.llm_workers if workers is None else workers)
+        options = pipeline.ExtractOptions.from_config(self.config, consolidate=consolidate, workers=workers)
+        _choice("--consolidate", options.consolidate, CONSOLIDATE_MODES)
+        _workers(options.workers)
+        ns = namespace or self.namespace
         return pipeline.extract_episodes(
-            self.conn,
-            self.llm,
-            self.embedder,
-            namespace or self.namespace,
-            self._locked,
-            final=final,
-            consolidate=consolidate,
-            verify=self.config.verify_facts,
-            progress=progress,
-            workers=workers,
+            self.conn, self.llm, self.embedder, ns, self._locked, options, final=final, progress=progress
         )
 
     def consolidate(
@@ -281,9 +273,8 @@ class Memory:
             raise LocalmemError("consolidate needs a mode: fast or full")
         ns, llm = namespace or self.namespace, self.llm
         log = pipeline.CallLog(self.conn, ns, llm.model_id)
-        return pipeline.consolidate_namespace(
-            self.conn, llm, self.embedder, ns, mode, log, self._locked, progress, self.config.verify_facts
-        )
+        options = pipeline.ExtractOptions.from_config(self.config, consolidate=mode)
+        return pipeline.consolidate_namespace(self.conn, llm, self.embedder, ns, log, self._locked, options, progress)
 
     def extract_in_background(self) -> None:
         """With ``extract="llm"``: from now on, episodes that :meth:`add` closes are extracted by

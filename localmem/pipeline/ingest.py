@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import apsw
 
-from ..config import DEFAULT_CONVERSATION
+from ..config import DEFAULT_CONVERSATION, Config
 from ..errors import DiskFullError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
 from ..models.embedding import embed_messages, to_blob
@@ -117,15 +117,27 @@ def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
                 db.bind_embedder(conn, embedder.model_id, embedder.dim)
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    """How an ingest writes (from :class:`~localmem.config.Config`): ``batch`` messages per
+    transaction (``ingest_batch``), ``embed_batch`` texts per embedder call (``embed_batch``)."""
+
+    batch: int
+    embed_batch: int
+
+    @classmethod
+    def from_config(cls, config: Config) -> "IngestOptions":
+        return cls(batch=config.ingest_batch, embed_batch=config.embed_batch)
+
+
 def store_parsed(
     conn: apsw.Connection,
     embedder: Embedder,
     parsed: ParsedInput,
+    options: IngestOptions,
     *,
     namespace: str,
     force_namespace: bool,
-    batch: int,
-    embed_batch: int,
     progress: Progress | None = None,
 ) -> IngestReport:
     """Store every message of ``parsed``, source by source (each its own row in ``sources``,
@@ -136,7 +148,9 @@ def store_parsed(
     whole batches, which a re-run keeps and completes (a source stays ``loading`` until its
     last batch is in)."""
     try:
-        return _store_parsed(conn, embedder, parsed, namespace, force_namespace, batch, embed_batch, progress)
+        return _store_parsed(
+            conn, embedder, parsed, namespace, force_namespace, options.batch, options.embed_batch, progress
+        )
     except apsw.FullError as exc:
         stored = _stored(conn, parsed, namespace, force_namespace)
         raise DiskFullError(

@@ -28,6 +28,7 @@ from functools import partial
 from itertools import islice
 from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, TypeVar
 
+from ..config import Config
 from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
 from ..store import db
@@ -38,6 +39,30 @@ from . import extract, link, resolve, segment
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
 Locked = Callable[[], ContextManager[Any]]
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """How a build runs (from :class:`~localmem.config.Config`, with the caller's overrides).
+
+    ``consolidate``: "off", "fast" or "full" predict–calibrate after extraction
+    (``consolidate``); ``verify``: the fact check's least P(yes), 0 for none
+    (``verify_facts``); ``workers``: episodes extracted at once against a model server
+    (``llm_workers``)."""
+
+    consolidate: str = "off"
+    verify: float = 0.0
+    workers: int = 1
+
+    @classmethod
+    def from_config(
+        cls, config: Config, *, consolidate: str | None = None, workers: int | None = None
+    ) -> "ExtractOptions":
+        return cls(
+            consolidate=consolidate or config.consolidate,
+            verify=config.verify_facts,
+            workers=config.llm_workers if workers is None else workers,
+        )
 
 
 class CallLog:
@@ -229,18 +254,18 @@ def extract_episodes(
     embedder: Embedder,
     ns: str,
     locked: Locked,
+    options: ExtractOptions,
     *,
     final: bool,
-    consolidate: str,
-    verify: float,
     progress: Progress | None = None,
-    workers: int = 1,
 ) -> ExtractionReport:
     """Stages 2 to 6 for namespace ``ns``: segment unassigned messages into episodes with the
-    LLM, extract and store each closed episode (one transaction each), then consolidate.
-    ``final=False`` leaves the open buffer open (streaming adds). ``workers``: episodes whose
-    extraction and fact check run at once (a model server only); entity decisions and storing
-    stay in episode order, each episode seeing the entities of those before it."""
+    LLM, extract and store each closed episode (one transaction each), then consolidate
+    (``options.consolidate``). ``final=False`` leaves the open buffer open (streaming adds).
+    ``options.workers``: episodes whose extraction and fact check run at once (a model server
+    only); entity decisions and storing stay in episode order, each episode seeing the
+    entities of those before it."""
+    verify = options.verify
     report = ExtractionReport()
     log = CallLog(conn, ns, llm.model_id)
     t0 = time.perf_counter()
@@ -250,7 +275,7 @@ def extract_episodes(
     report.seconds["segment"] = round(time.perf_counter() - t0, 2)
     todo = conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}).fetchall()
     t0 = time.perf_counter()
-    report.workers = workers_for(llm, workers)
+    report.workers = workers_for(llm, options.workers)
     jobs = [
         partial(think, llm, episode_id, conversation, episode_messages(conn, episode_id), verify)
         for episode_id, conversation in todo
@@ -262,8 +287,8 @@ def extract_episodes(
         if progress:
             progress(done, len(todo))
     report.seconds["extract"] = round(time.perf_counter() - t0, 2)
-    if consolidate != "off":
-        done_report = consolidate_namespace(conn, llm, embedder, ns, consolidate, log, locked, progress, verify)
+    if options.consolidate != "off":
+        done_report = consolidate_namespace(conn, llm, embedder, ns, log, locked, options, progress)
         report.consolidation = done_report.to_dict()
         report.seconds["consolidate"] = done_report.seconds
     report.llm = [
@@ -278,15 +303,16 @@ def consolidate_namespace(
     llm: LLM,
     embedder: Embedder,
     ns: str,
-    mode: str,
     log: CallLog,
     locked: Locked,
+    options: ExtractOptions,
     progress: Progress | None = None,
-    verify: float = 0.0,
 ) -> consolidate_mod.Report:
-    """Stage 6 for every extracted episode of ``ns`` not consolidated yet, oldest first.
-    ``verify``: the fact check's threshold for statements, applied in ``full`` mode only
-    (``fast`` is one call per episode: its cost is what it promises)."""
+    """Stage 6 for every extracted episode of ``ns`` not consolidated yet, oldest first, in
+    mode ``options.consolidate``. ``options.verify``: the fact check's threshold for
+    statements, applied in ``full`` mode only (``fast`` is one call per episode: its cost is
+    what it promises)."""
+    mode, verify = options.consolidate, options.verify
     if mode not in consolidate_mod.MODES:
         raise ValueError(f"unknown consolidation mode {mode!r}")
     report = consolidate_mod.Report()
