@@ -220,8 +220,11 @@ class Memory:
         )
         names = [nsr.namespace for nsr in report.namespaces]
         if extract == "llm":
-            kw = {"progress": progress, "consolidate": consolidate, "workers": workers}
-            report.build = {ns: self.extract(namespace=ns, **kw).to_dict() for ns in names}  # type: ignore[arg-type]
+            built = {
+                ns: self.extract(namespace=ns, progress=progress, consolidate=consolidate, workers=workers)
+                for ns in names
+            }
+            report.build = {ns: done.to_dict() for ns, done in built.items()}
         else:
             report.episodes = {ns: self.segment_without_llm(ns) for ns in names}
         return report
