@@ -99,8 +99,11 @@ class Memory:
         from .retrieval.batch import SpeakerNames
         from .store import db
 
-        cfg = replace(config or Config(), **({"db_path": Path(path)} if path is not None else {}))
-        cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
+        cfg = config or Config()
+        if path is not None:
+            cfg = replace(cfg, db_path=Path(path))
+        if namespace is not None:
+            cfg = replace(cfg, namespace=namespace)
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
         _storable("the namespace", cfg.namespace)
@@ -410,9 +413,19 @@ class Memory:
         """
         from .retrieval.search import fit_budget
 
-        filters = {"since": since, "until": until, "speaker": speaker, "conversation": conversation, "meta": meta}
         found = self.search_many(
-            [query], k=k, budget=budget, channels=channels, promote=promote, rerank=rerank, recipe=recipe, **filters
+            [query],
+            k=k,
+            budget=budget,
+            channels=channels,
+            promote=promote,
+            rerank=rerank,
+            recipe=recipe,
+            since=since,
+            until=until,
+            speaker=speaker,
+            conversation=conversation,
+            meta=meta,
         )
         hits = next(iter(found))
         return fit_budget(hits, max_tokens, self.token_counter()[0]) if max_tokens is not None else hits

@@ -384,7 +384,7 @@ def add_message(
 
 
 def said(
-    speaker: str, text: str, sent_at: str, role: str | None, conversation: str | None, external_id: str | None
+    speaker: str, text: str, sent_at: str | None, role: str | None, conversation: str | None, external_id: str | None
 ) -> MessageIn:
     """The message for :func:`add_message` that ``speaker`` said at ``sent_at`` (ISO), in
     ``conversation`` (default :data:`~localmem.config.DEFAULT_CONVERSATION`); its raw record
