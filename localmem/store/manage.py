@@ -6,7 +6,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import apsw
 
@@ -22,7 +22,7 @@ from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stat
 def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
     messages, conversations, sessions, first, last = conn.execute(q("stats_messages"), {"ns": ns}).fetchone()
     sources, unfinished, entities, links = conn.execute(q("stats_other"), {"ns": ns}).fetchone()
-    units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
+    units = cast("dict[str, int]", dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall()))  # kind -> count
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     meta = db.all_meta(conn)
     index: dict[str, str] = {}
