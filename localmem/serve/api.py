@@ -197,7 +197,7 @@ async def forget_call(lanes: Lanes, data: dict[str, Any], confirm: bool) -> dict
     if data.get("source_id") not in (None, ""):
         target["source_id"] = _int(data["source_id"], "source_id", 0, 1, 2**62)
     mem = lanes.writer.memory
-    result = (await lanes.writer(mem.forget, dry_run=not confirm, **target)).to_dict()
+    result = await lanes.writer(mem.forget, dry_run=not confirm, **target)
     if not confirm:
         result["texts"] = await lanes.reader(_texts, lanes.reader.memory, result["messages"] + result["units"])
     return result
