@@ -114,7 +114,7 @@ class StoreLockedError(LocalmemError):
     exit_code = 3
     code = "store_locked"
 
-    def __init__(self, path: str, timeout_ms: int = 5000, cause: str | None = None) -> None:
+    def __init__(self, path: str, timeout_ms: int, cause: str | None = None) -> None:
         why = cause or (
             f"another connection (another process, or another Memory in this one) held "
             f"its write lock for the whole {timeout_ms / 1000:g} s this call may wait "

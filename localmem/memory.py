@@ -639,10 +639,10 @@ class Memory:
     def require_namespace(self) -> None:
         """Raise :class:`~localmem.errors.UnknownNamespaceError`, listing the namespaces there
         are, unless the store holds this one (a new store's default namespace is fine)."""
-        from .config import DEFAULT_NAMESPACE
+        from .config import DEFAULTS
         from .store import manage
 
-        manage.require_namespace(self.conn, self.namespace, DEFAULT_NAMESPACE, self.path)
+        manage.require_namespace(self.conn, self.namespace, DEFAULTS.namespace, self.path)
 
     def forget(
         self,

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..config import DEFAULTS
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import agent as prompt
@@ -138,7 +139,7 @@ def _call(tools: Tools, step: Step, kept: Sequence[Hit]) -> list[Hit]:
         query = (args.get("query") or "").strip()
         if query:
             channels = ["vector"] if step.tool == "semantic_retrieve" else ["bm25"]
-            found = tools.retrieve(query, channels, 30)
+            found = tools.retrieve(query, channels, DEFAULTS.ask_candidates)  # as many as fast mode's search
             hits = [h for h in found if _within(h, start, end)][:RESULTS_PER_STEP]
     elif step.tool == "entity_units":
         hits = _entity_units(tools, args, start, end, step)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import Memory
-from ..config import DEFAULT_NAMESPACE, Config, Key, home_dir, user_cache_dir
+from ..config import DEFAULTS, Config, Key, home_dir, user_cache_dir
 from ..files import private_dir
 from ..models.protocols import Embedder
 
@@ -65,7 +65,7 @@ SEARCH_COLUMNS: list[str] = [
 DEFAULT_SEED = 20240501
 QUERY_SEED = 777_001
 WARMUP_QUERIES = 5
-NAMESPACE = DEFAULT_NAMESPACE
+NAMESPACE = DEFAULTS.namespace
 # The passphrase of the encrypted twin stores of ``compare_encrypted`` (synthetic data only).
 BENCH_KEY = Key("localmem bench passphrase", "the bench's own passphrase")
 _START = dt.datetime(2022, 1, 3, 8, 0, 0)

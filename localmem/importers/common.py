@@ -9,15 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import (
-    DEFAULT_DATE_ORDER,
-    DEFAULT_NOTES_AUTHOR,
-    DEFAULT_TIMEZONE,
-    MAX_INPUT_BYTES,
-    MAX_JSON_DEPTH,
-    MAX_MESSAGE_CHARS,
-    NOTE_SPLIT_CHARS,
-)
+from ..config import DEFAULTS, MAX_JSON_DEPTH, NOTE_SPLIT_CHARS
 from ..errors import InputError
 from ..text.files import SURROGATE_ESCAPE, without_surrogates
 from ..text.times import parse_timestamp
@@ -46,12 +38,12 @@ Groups = list[tuple[str | None, list[MessageIn]]]  # (namespace or None: the cal
 class Options:
     """The settings an input is read with (from the config; see ``Config``)."""
 
-    max_chars: int = MAX_MESSAGE_CHARS
-    timezone: str | None = DEFAULT_TIMEZONE  # None: times kept with the offset they came with
-    notes_author: str = DEFAULT_NOTES_AUTHOR
-    date_order: str = DEFAULT_DATE_ORDER
+    max_chars: int = DEFAULTS.max_message_chars
+    timezone: str | None = DEFAULTS.timezone  # None: times kept with the offset they came with
+    notes_author: str = DEFAULTS.notes_author
+    date_order: str = DEFAULTS.date_order
     note_split_chars: int = NOTE_SPLIT_CHARS
-    max_input_bytes: int = MAX_INPUT_BYTES
+    max_input_bytes: int = DEFAULTS.max_input_bytes
 
     @classmethod
     def from_config(cls, config: Any, *, date_order: str | None = None) -> "Options":

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import apsw
 import numpy as np
 
-from ..config import ALL_CHANNELS, CHANNELS, RRF_K  # noqa: F401 (the channel names, defined once)
+from ..config import ALL_CHANNELS, CHANNELS, DEFAULT_K, DEFAULTS  # noqa: F401 (the channel names, defined once)
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
@@ -67,7 +67,7 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     return _or(kept or [min(words, key=lambda w: docs[w])])
 
 
-def rrf(rankings: dict[str, Sequence[Key]], k: int = RRF_K) -> list[tuple[Key, float, dict[str, int]]]:
+def rrf(rankings: dict[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[tuple[Key, float, dict[str, int]]]:
     """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the lists an item is in (rank from 1).
 
     Returns ``(key, score, {channel: rank})`` best first; ties keep first-seen order.
@@ -84,9 +84,9 @@ def rrf(rankings: dict[str, Sequence[Key]], k: int = RRF_K) -> list[tuple[Key, f
 
 @dataclass(frozen=True)
 class SearchParams:
-    k: int = 10
-    budget: int = 50
-    rrf_k: int = RRF_K  # Memory's searches (baselines too) pass Config.rrf_k
+    k: int = DEFAULT_K
+    budget: int = DEFAULTS.channel_budget
+    rrf_k: int = DEFAULTS.rrf_k  # Memory's searches (baselines too) pass Config.rrf_k
     channels: tuple[str, ...] = CHANNELS
     now: dt.date | None = None  # "now" for the temporal channel; default: the latest message time
     promote: bool = False  # CAST episodic promotion of the fused candidates

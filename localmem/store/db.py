@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 
 import apsw
 
-from ..config import DEFAULT_BUSY_TIMEOUT_MS, Key
+from ..config import DEFAULTS, Key
 from ..errors import (
     DiskFullError,
     EmbedderMismatchError,
@@ -52,7 +52,7 @@ def now_iso() -> str:
 
 
 @contextlib.contextmanager
-def store_errors(path: str, timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
+def store_errors(path: str, timeout_ms: int = DEFAULTS.busy_timeout_ms) -> Iterator[None]:
     """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why,
     'database disk image is malformed' into a :class:`StoreCorruptError` (the statement that
     met the damage, and the transaction around it, were rolled back), and 'database or disk is
@@ -78,7 +78,7 @@ def _busy_cause(exc: apsw.BusyError) -> str | None:
 
 def connect(
     path: Path | str,
-    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int = DEFAULTS.busy_timeout_ms,
     tracer: Callable[[str, Any], None] | None = None,
     key: Key | None = None,
 ) -> apsw.Connection:

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from ..config import MAX_INPUT_BYTES
+from ..config import DEFAULTS
 from ..errors import InputError
 
 _KINDS = {
@@ -20,7 +20,7 @@ _KINDS = {
 }
 
 
-def read_input(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_input(path: Path, limit: int = DEFAULTS.max_input_bytes) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them, with clear errors for
     missing files, directories and unreadable files.
 
@@ -53,7 +53,7 @@ def read_input(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
     return data
 
 
-def read_stream(stream: BinaryIO, name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_stream(stream: BinaryIO, name: str, limit: int = DEFAULTS.max_input_bytes) -> bytes:
     """At most ``limit`` bytes of ``stream`` (standard input), refusing more."""
     data = stream.read(limit + 1)
     if len(data) > limit:

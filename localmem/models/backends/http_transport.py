@@ -21,6 +21,7 @@ import time
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
+from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelServerError
 
 CONNECT_TIMEOUT = 10.0  # seconds to open a connection: a server that is up accepts at once
@@ -60,7 +61,7 @@ class Transport:
     several threads at once (the connection pool is shared)."""
 
     def __init__(
-        self, url: str, *, api_key: str | None = None, timeout: float = 600.0, key_env: str | None = None
+        self, url: str, *, api_key: str | None = None, timeout: float = DEFAULTS.llm_timeout, key_env: str | None = None
     ) -> None:
         try:
             import httpx2

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
 from ..protocols import Completion, Judged, Message
@@ -69,9 +70,9 @@ class LlamaLLM:
         path: Path,
         model_id: str,
         *,
-        n_ctx: int = 4096,
-        n_threads: int = 0,
-        n_gpu_layers: int = 0,
+        n_ctx: int = DEFAULTS.n_ctx,
+        n_threads: int = DEFAULTS.n_threads,
+        n_gpu_layers: int = DEFAULTS.n_gpu_layers,
         chat_format: str | None = None,
         seed: int = 0,
         flash_attn: bool = False,

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelNotFoundError
 from . import library
 
@@ -28,7 +29,12 @@ class OnnxEmbedder:
     """
 
     def __init__(
-        self, model_path: Path, tokenizer_path: Path, model_id: str, max_tokens: int = 256, threads: int = 0
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        model_id: str,
+        max_tokens: int = DEFAULTS.embed_max_tokens,
+        threads: int = DEFAULTS.onnx_threads,
     ) -> None:
         self.model_id = model_id
         self.model_path = Path(model_path)

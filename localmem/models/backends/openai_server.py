@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+from ...config import DEFAULTS
 from ...errors import ModelNotFoundError, ModelServerError
 from ..protocols import Completion, Judged, Message
 from .http_transport import NotJson, Rejected, Transport
@@ -106,7 +107,7 @@ class ServerLLM:
         *,
         api_key: str | None = None,
         key_env: str | None = None,
-        timeout: float = 600.0,
+        timeout: float = DEFAULTS.llm_timeout,
         estimate: Callable[[str], int] = lambda text: len(text) // 4 + 1,
     ) -> None:
         self.transport = Transport(url, api_key=api_key, timeout=timeout, key_env=key_env)
