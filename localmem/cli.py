@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 import click
 
@@ -20,32 +20,115 @@ from .config import (
     ASK_MODES,
     CHANNELS,
     CONSOLIDATE_MODES,
-    DATE_ORDERS,
     DEFAULT_AGENT_STEPS,
     DEFAULT_CONVERSATION,
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_MAX_TOKENS,
     EVAL_SYSTEMS,
-    EXTRACT_MODES,
     FORMATS,
     RERANK_MODES,
     Config,
+    Setting,
+    settings,
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
 
-DEFAULTS = Config()  # every default the help text names is read from here
-
 EXIT_INTERRUPTED = 130
+
+# The options every command accepts, before or after its name: the settings declared
+# `everywhere` (config.py), then these two. Each command parses them itself (_Command), into
+# the root context's meta, where _State reads them when the command runs.
+_GLOBAL_FLAGS = (
+    (("--quiet", "-q", "quiet"), "No progress bars."),
+    (("--debug", "debug"), "Show tracebacks on errors."),
+)
+_GIVEN = "localmem.given"  # ctx.meta key: the global options given, by name
+
+
+def setting_option(name: str, help: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command's option that sets setting ``name`` for this run: its flag, type, choices
+    and help (with the default and the environment variable) come from the declaration."""
+    spec = settings()[name]
+    return click.option(*spec.flags, cls=SettingOption, setting=name, **_option_attrs(spec, help))
+
+
+class SettingOption(click.Option):
+    """An option that sets a setting (``setting``: its name), so the docs can say which
+    commands take it."""
+
+    def __init__(self, *args: Any, setting: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setting = setting
+
+
+def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
+    kind: Any = click.Path(path_type=Path) if spec.kind is Path else spec.kind
+    if spec.choices:
+        kind = click.Choice(spec.choices)
+    default = f" Default: {spec.shown_default()}." if spec.default is not None or spec.shown else ""
+    return {"type": kind, "metavar": spec.metavar, "help": f"{help or spec.help}{default} Env: {spec.env}."}
+
+
+def _global_options(taken: Collection[str] = ()) -> list[click.Option]:
+    """Fresh global options, without the flags in ``taken`` (a command's own ``--namespace``
+    stays its own; ``-n`` after it is still the global one)."""
+    made = [
+        SettingOption([*spec.flags, spec.name], setting=spec.name, **_option_attrs(spec))
+        for spec in settings().values()
+        if spec.everywhere
+    ] + [click.Option(list(flags), is_flag=True, help=help) for flags, help in _GLOBAL_FLAGS]
+    kept = []
+    for option in made:
+        option.opts = [flag for flag in option.opts if flag not in taken]
+        if option.opts:
+            option.expose_value, option.callback = False, _remember
+            kept.append(option)
+    return kept
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Keep a global option given on the command line (the last one given wins)."""
+    from click.core import ParameterSource
+
+    if param.name and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        ctx.find_root().meta.setdefault(_GIVEN, {})[param.name] = value
+    return value
+
+
+class _Command(click.Command):
+    """A command that also takes the global options (hidden from its help: `localmem --help`
+    lists them), and opens the run's configuration before it runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        taken = {flag for p in self.params for flag in (*p.opts, *p.secondary_opts)}
+        for option in _global_options(taken):
+            option.hidden = True
+            self.params.append(option)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        state = ctx.find_object(_State)
+        if state is not None:
+            state.load()  # a bad setting fails here, before the command does anything
+        return super().invoke(ctx)
+
+
+class _SubGroup(click.Group):
+    """A group under the top one (bench, eval): its commands take the global options too."""
+
+    command_class = _Command
 
 
 class _Group(click.Group):
-    """The top-level group: global options also after the command, and every error in one
-    place (one line, or JSON with ``--json``, and the error's exit code)."""
+    """The top-level group: every command takes the global options (_Command), and every
+    error is handled in one place (one line, or JSON with ``--json``, and the error's exit code)."""
+
+    command_class = _Command
+    group_class = _SubGroup
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        args = _hoist_global_options(self, ctx, list(args))
         ctx.meta[_JSON_ERRORS] = "--json" in (args[: args.index("--")] if "--" in args else args)
         return super().parse_args(ctx, args)
 
@@ -58,8 +141,9 @@ class _Group(click.Group):
             raise
 
     def _invoke(self, ctx: click.Context) -> Any:
-        # ctx.params holds the parsed group options (also when called as cli([...]) in-process).
-        debug = bool(ctx.params.get("debug")) or "--debug" in sys.argv[1:]
+        # The global options parsed so far, before or after the command (also when called as
+        # cli([...]) in-process); argv for a failure before the command parsed its own.
+        debug = bool(ctx.meta.get(_GIVEN, {}).get("debug")) or "--debug" in sys.argv[1:]
         as_json = bool(ctx.meta.get(_JSON_ERRORS))
         try:
             return super().invoke(ctx)
@@ -142,66 +226,37 @@ def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) ->
     ctx.exit(int(data["exit_code"]))
 
 
-def _hoist_global_options(group: click.Group, ctx: click.Context, args: list[str]) -> list[str]:
-    """``args`` with the group's options that follow the command moved before it, so that
-    ``localmem stats --db X`` means ``localmem --db X stats``. An option the command defines
-    itself stays with the command (``forget --namespace NS``); nothing after ``--`` moves."""
-
-    def options(command: click.Command) -> dict[str, click.Option]:
-        return {
-            name: p
-            for p in command.get_params(ctx)
-            if isinstance(p, click.Option)
-            for name in (*p.opts, *p.secondary_opts)
-        }
-
-    def takes_value(option: click.Option, token: str) -> bool:
-        return not option.is_flag and not option.count and "=" not in token
-
-    own_globals = options(group)
-    at = 0
-    while at < len(args) and args[at].startswith("-") and args[at] != "--":  # options before the command
-        option = own_globals.get(args[at].split("=", 1)[0])
-        at += 2 if option is not None and takes_value(option, args[at]) else 1
-    command: click.Command = group
-    end = at
-    while isinstance(command, click.Group) and end < len(args):
-        found = command.get_command(ctx, args[end])
-        if found is None:
-            return args  # click reports the unknown command
-        command, end = found, end + 1
-    own = options(command)
-    moved: list[str] = []
-    kept: list[str] = []
-    i = end
-    while i < len(args):
-        token = args[i]
-        if token == "--":
-            kept += args[i:]
-            break
-        name = token.split("=", 1)[0] if token.startswith("--") else token
-        option = own.get(name) or (own_globals.get(name) if token.startswith("-") else None)
-        if option is None:
-            kept.append(token)
-            i += 1
-            continue
-        into = kept if name in own else moved
-        into.append(token)
-        if takes_value(option, token) and i + 1 < len(args):
-            into.append(args[i + 1])
-            i += 1
-        i += 1
-    return args[:at] + moved + args[at:end] + kept
-
-
 class _State:
-    """What the group options decided; opens the Memory on demand."""
+    """What the global options decided; loads the configuration and opens the Memory on demand."""
 
-    def __init__(self, config: Config, quiet: bool) -> None:
-        self.config = config
-        self.quiet = quiet
-        self.namespace_given = "namespace" in dict(config.origins)
+    def __init__(self, given: dict[str, Any]) -> None:
+        self.given = given  # the global options given, by name (filled as the command line is parsed)
+        self._config: Config | None = None
+        self.namespace_given = False
         self._memory: Any = None
+
+    def load(self) -> Config:
+        """The configuration: the global options given, over the environment and config file."""
+        if self._config is None:
+            self._config = Config.load(self.given)
+            self.namespace_given = "namespace" in dict(self._config.origins)
+        return self._config
+
+    @property
+    def config(self) -> Config:
+        return self.load()
+
+    @config.setter
+    def config(self, config: Config) -> None:
+        self._config = config
+
+    @property
+    def quiet(self) -> bool:
+        return bool(self.given.get("quiet"))
+
+    @property
+    def debug(self) -> bool:
+        return bool(self.given.get("debug"))
 
     def use_namespace(self, namespace: str) -> None:
         """Work in ``namespace`` (a command's own --namespace), before the store is opened."""
@@ -288,94 +343,19 @@ def _progress(
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-workers_option = click.option(
-    "--workers",
-    type=int,
-    help="With a model server (--llm-url): episodes extracted at once; the in-process "
-    f"model takes one at a time. Default: {DEFAULTS.llm_workers}. Env: LOCALMEM_LLM_WORKERS.",
-)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    "db_path",
-    type=click.Path(path_type=Path),
-    help="The store file (default: memory.db in the user data dir). Env: LOCALMEM_DB_PATH.",
+@click.group(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    params=_global_options(),
+    epilog="The options above may also follow the command: 'localmem stats --db X' is 'localmem --db X stats'.",
 )
-@click.option(
-    "--namespace", "-n", help=f"Namespace to work in (default: '{DEFAULTS.namespace}'). Env: LOCALMEM_NAMESPACE."
-)
-@click.option(
-    "--embed-model",
-    type=click.Path(path_type=Path),
-    help="A custom ONNX embedder (with --embed-tokenizer). Env: LOCALMEM_EMBED_MODEL.",
-)
-@click.option(
-    "--embed-tokenizer",
-    type=click.Path(path_type=Path),
-    help="tokenizer.json of the custom embedder. Env: LOCALMEM_EMBED_TOKENIZER.",
-)
-@click.option("--llm-model", help="A GGUF file or model id for extraction. Env: LOCALMEM_LLM_MODEL.")
-@click.option(
-    "--llm-url",
-    help="Use the model server at this OpenAI-compatible URL instead of the in-process "
-    "model, e.g. http://127.0.0.1:11434/v1. Env: LOCALMEM_LLM_URL.",
-)
-@click.option(
-    "--llm-name", help="The model the server is asked for (needed when it serves several). Env: LOCALMEM_LLM_NAME."
-)
-@click.option(
-    "--rerank-model",
-    type=click.Path(path_type=Path),
-    help="A cross-encoder ONNX file for reranking (with --rerank-tokenizer). Env: LOCALMEM_RERANK_MODEL.",
-)
-@click.option(
-    "--rerank-tokenizer",
-    type=click.Path(path_type=Path),
-    help="tokenizer.json of the cross-encoder. Env: LOCALMEM_RERANK_TOKENIZER.",
-)
-@click.option(
-    "--key-env",
-    metavar="VAR",
-    help="The environment variable holding the passphrase of an encrypted store (the "
-    "passphrase itself is never an argument). Env: LOCALMEM_KEY_ENV.",
-)
-@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
-@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="localmem")
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    db_path: Path | None,
-    namespace: str | None,
-    embed_model: Path | None,
-    embed_tokenizer: Path | None,
-    llm_model: str | None,
-    llm_url: str | None,
-    llm_name: str | None,
-    rerank_model: Path | None,
-    rerank_tokenizer: Path | None,
-    key_env: str | None,
-    quiet: bool,
-    debug: bool,
-) -> None:
+def cli(ctx: click.Context) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
-    config = Config.load(
-        {
-            "db_path": db_path,
-            "namespace": namespace,
-            "embed_model": embed_model,
-            "embed_tokenizer": embed_tokenizer,
-            "llm_model": llm_model,
-            "llm_url": llm_url,
-            "llm_name": llm_name,
-            "rerank_model": rerank_model,
-            "rerank_tokenizer": rerank_tokenizer,
-            "key_env": key_env,
-        }
-    )
-    state = _State(config, quiet)
+    state = _State(ctx.meta.setdefault(_GIVEN, {}))
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
 
@@ -389,26 +369,10 @@ def cli(
     help="Input format (default: detected; in a folder, forced on every file).",
 )
 @click.option("--conversation", help="Conversation name for inputs that carry none (default: file name).")
-@click.option(
-    "--date-order",
-    type=click.Choice(DATE_ORDERS[1:]),
-    help="How WhatsApp dates such as 01/02/2024 are read; without it each file decides, "
-    "and the report says what was assumed when it cannot. Env: LOCALMEM_DATE_ORDER.",
-)
-@click.option(
-    "--extract",
-    type=click.Choice(EXTRACT_MODES),
-    help="'none' stores and indexes raw messages only; 'llm' also builds episodes, facts and "
-    f"entities with the local LLM. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
-)
-@click.option(
-    "--consolidate",
-    type=click.Choice(CONSOLIDATE_MODES),
-    help="With --extract llm: learn lasting knowledge about people episode by episode "
-    "(predict-calibrate); 'fast' is one LLM call per episode, 'full' two. "
-    f"Default: {DEFAULTS.consolidate}. Env: LOCALMEM_CONSOLIDATE.",
-)
-@workers_option
+@setting_option("date_order")
+@setting_option("extract")
+@setting_option("consolidate")
+@setting_option("llm_workers")
 @json_option
 @click.pass_obj
 def ingest(
@@ -686,7 +650,7 @@ def _read_queries(path: Path) -> Iterator[str]:
 @cli.command()
 @click.argument("query", required=False)
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Number of hits.")
-@click.option("--budget", type=int, help=f"Candidates each channel produces (default: {DEFAULTS.channel_budget}).")
+@setting_option("channel_budget")
 @click.option(
     "--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} (default: {','.join(CHANNELS)})."
 )
@@ -774,9 +738,7 @@ def search(
 )
 @click.option("--trace", is_flag=True, help="Agentic mode: print every step on stderr.")
 @click.option("--now", help="The date relative questions count from (default: the latest message time).")
-@click.option(
-    "--max-tokens", type=int, help=f"Evidence tokens given to the model (default: {DEFAULTS.ask_max_tokens})."
-)
+@setting_option("ask_max_tokens")
 @click.option("--channels", help=f"Search channels (default: {','.join(CHANNELS)}); see `localmem search --help`.")
 @click.option(
     "--questions",
@@ -785,11 +747,7 @@ def search(
     help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.",
 )
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
-@click.option(
-    "--user-name",
-    help="Your name: in a chat between you and an assistant, evidence and answers "
-    "say it instead of 'user' (setting user_name). Env: LOCALMEM_USER_NAME.",
-)
+@setting_option("user_name")
 @_filter_options
 @json_option
 @click.pass_obj
@@ -1200,7 +1158,7 @@ def decrypt(state: _State, as_json: bool) -> None:
 
 
 @cli.command()
-@workers_option
+@setting_option("llm_workers")
 @json_option
 @click.pass_obj
 def flush(state: _State, workers: int | None, as_json: bool) -> None:
@@ -1423,11 +1381,9 @@ def _listen_address(
     is_flag=True,
     help="Allow --http on an address other machines can reach (there is no authentication).",
 )
-@click.option(
-    "--extract",
-    type=click.Choice(EXTRACT_MODES),
-    help="'llm': episodes closed by remember are extracted with the local LLM in the background "
-    f"and flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
+@setting_option(
+    "extract",
+    "'llm': episodes closed by remember are extracted with the local LLM in the background and flushed at shutdown.",
 )
 @click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
 @click.pass_context
@@ -1446,9 +1402,7 @@ def mcp_command(
         raise
     if extract:
         state.config = replace(state.config, extract=extract)
-    mcp_server.serve(
-        state.memory("write"), http=address, log_file=log_file, debug=bool(ctx.find_root().params.get("debug"))
-    )
+    mcp_server.serve(state.memory("write"), http=address, log_file=log_file, debug=state.debug)
 
 
 @cli.command(name="serve")
@@ -1464,11 +1418,9 @@ def mcp_command(
     is_flag=True,
     help="Allow an address other machines can reach (they still need the token; the traffic is not encrypted).",
 )
-@click.option(
-    "--extract",
-    type=click.Choice(EXTRACT_MODES),
-    help="'llm': messages added or imported are built into memory by the local LLM in the background, "
-    f"flushed at shutdown. Default: {DEFAULTS.extract}. Env: LOCALMEM_EXTRACT.",
+@setting_option(
+    "extract",
+    "'llm': messages added or imported are built into memory by the local LLM in the background, flushed at shutdown.",
 )
 @click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
 @click.pass_context
@@ -1495,7 +1447,7 @@ def serve_command(
         port,
         allow_remote=allow_remote,
         log_file=log_file,
-        debug=bool(ctx.find_root().params.get("debug")),
+        debug=state.debug,
         announce=lambda link: click.echo(f"localmem: open {link}"),
     )
 

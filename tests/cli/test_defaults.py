@@ -1,38 +1,35 @@
-"""Every documented default is the real one: the CLI's help text and README's settings table
-are checked against Config and the defaults the commands use."""
+"""Every documented default is the real one: the CLI's help text names the defaults the code
+uses, every setting's declaration parses back to its own default, and the generated docs
+(docs/configuration.md, docs/cli.md) are what scripts/gen_docs.py writes from the code now."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
 import re
 from pathlib import Path
 
 import click
+import pytest
 
 from localmem import config as cfg
-from localmem.cli import cli
-from localmem.config import Config
+from localmem.cli import SettingOption, cli
+from localmem.config import Config, settings
+from tests.fakes import HashEmbedder
+from tests.helpers import SAMPLE_CHAT, runner
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
 DEFAULTS = Config()
-# (command path, option) -> the value the code uses when the option is not given.
+# (command path, option) -> the value the code uses when an option that is no setting is not given.
 REAL = {
-    ("", "--db"): "memory.db",  # in the user data dir (config.default_db_path)
-    ("", "--namespace"): DEFAULTS.namespace,
     ("add", "--conversation"): cfg.DEFAULT_CONVERSATION,
-    ("ingest", "--extract"): DEFAULTS.extract,
-    ("ingest", "--consolidate"): DEFAULTS.consolidate,
-    ("mcp", "--extract"): DEFAULTS.extract,
-    ("serve", "--extract"): DEFAULTS.extract,
-    ("ingest", "--workers"): DEFAULTS.llm_workers,
-    ("flush", "--workers"): DEFAULTS.llm_workers,
-    ("search", "--budget"): DEFAULTS.channel_budget,
     ("search", "--channels"): ",".join(cfg.CHANNELS),
-    ("ask", "--max-tokens"): DEFAULTS.ask_max_tokens,
     ("ask", "--channels"): ",".join(cfg.CHANNELS),
     ("eval locomo", "--channels"): ",".join(cfg.CHANNELS),
 }
-_SAID = re.compile(r"[Dd]efault:?\s*'?([\w.,-]+)'?")
+_SAID = re.compile(r"[Dd]efault:?\s*'?([\w.,-]*\w)'?")
+_WORDS = ("detected", "file", "all", "now", "the", "stdout")  # "default: the latest message time": words, not values
 
 
 def _commands(group: click.Group, path: str = ""):
@@ -45,42 +42,87 @@ def _commands(group: click.Group, path: str = ""):
             yield sub, command
 
 
+def _gen_docs():
+    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "scripts" / "gen_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _said(value) -> str:
+    """A value as a person writes it in a config file or an environment variable."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def test_every_default_named_in_the_help_text_is_the_real_one():
     checked = 0
     for path, command in _commands(cli):
         for param in command.params:
-            if not isinstance(param, click.Option) or not param.help:
+            if not isinstance(param, click.Option) or not param.help or param.hidden:
                 continue
-            said = [
-                m for m in _SAID.findall(param.help) if m not in ("detected", "file", "all", "now", "the", "stdout")
-            ]  # words, not values
             name = max(param.opts, key=len)
-            for value in said:
-                assert (path, name) in REAL, f"{path} {name} names a default ({value}) no test checks"
-                assert value.rstrip(".") == str(REAL[(path, name)]), (path, name, value)
-                checked += 1
-    assert checked >= len(REAL)
+            said = [m for m in _SAID.findall(param.help) if m not in _WORDS]
+            if isinstance(param, SettingOption):  # the help is generated: it must say the Config default
+                real = getattr(DEFAULTS, param.setting)
+                expected = [] if real is None else [_said(real)]
+                if param.setting == "db_path":
+                    expected = ["memory.db"]  # in the user data dir (config.default_db_path)
+                assert said == expected, (path, name, said, real)
+                assert param.help.endswith(f"Env: LOCALMEM_{param.setting.upper()}."), (path, name)
+            else:
+                for value in said:
+                    assert (path, name) in REAL, f"{path} {name} names a default ({value}) no test checks"
+                    assert value == str(REAL[(path, name)]), (path, name, value)
+            checked += len(said)
+    assert checked >= len(REAL) + 8
 
 
-def test_shown_defaults_are_what_the_code_uses():
-    search = cli.commands["search"]
-    defaults = {max(p.opts, key=len): p.default for p in search.params if isinstance(p, click.Option)}
-    assert defaults["--k"] == cfg.DEFAULT_K and defaults["--max-tokens"] == cfg.DEFAULT_SEARCH_MAX_TOKENS
-    ask = {max(p.opts, key=len): p.default for p in cli.commands["ask"].params if isinstance(p, click.Option)}
-    assert ask["--steps"] == cfg.DEFAULT_AGENT_STEPS and ask["--mode"] == cfg.ASK_MODES[0]
+def test_every_setting_parses_its_own_default_and_documents_it():
+    fields = [f.name for f in dataclasses.fields(Config) if f.name != "origins"]
+    assert list(settings()) == fields  # every field but origins is a declared setting
+    for name, spec in settings().items():
+        assert spec.help.strip() and spec.help.endswith("."), name
+        if spec.default is None:
+            assert spec.optional, name
+            continue
+        # the default, written as the docs show it, read back through the environment
+        loaded = Config.load(env={spec.env: spec.shown_default()}, config_file=Path("/nonexistent/config.toml"))
+        assert getattr(loaded, name) == spec.default and loaded.origin(name) == "env", name
+        assert type(spec.default) is spec.kind, name
 
 
-def test_the_readme_settings_table_lists_every_setting_with_its_real_default():
-    rows = {}
-    for line in README.read_text(encoding="utf-8").splitlines():
-        found = re.match(r"\|\s*`(\w+)`\s*\|\s*(.*?)\s*\|", line)
-        if found:
-            rows[found.group(1)] = found.group(2).strip("` ")
-    settings = [f.name for f in dataclasses.fields(Config) if f.name != "origins"]
-    assert sorted(set(settings) - set(rows)) == [], "settings missing from README's table"
-    for name in settings:
-        real = getattr(DEFAULTS, name)
-        shown = "none" if real is None else str(real).lower() if isinstance(real, bool) else str(real)
-        if name == "db_path":
-            shown = "memory.db in the user data dir"
-        assert rows[name] == shown, (name, rows[name], shown)
+def test_every_setting_flag_sets_it(tmp_path):
+    """Each option the declarations name exists on the CLI and carries its setting."""
+    seen: dict[str, set[str]] = {}
+    for _, command in _commands(cli):
+        for param in command.params:
+            if isinstance(param, SettingOption):
+                seen.setdefault(param.setting, set()).update(param.opts)
+    flagged = {name: set(spec.flags) for name, spec in settings().items() if spec.flags}
+    assert {name: opts & flagged[name] for name, opts in seen.items()} == flagged
+
+
+@pytest.fixture
+def store(tmp_path, use_models) -> Path:
+    use_models(embedder=HashEmbedder())
+    path = tmp_path / "s.db"
+    assert runner().invoke(cli, ["--db", str(path), "-q", "ingest", str(SAMPLE_CHAT)]).exit_code == 0
+    return path
+
+
+def test_search_returns_as_many_hits_as_its_help_says_by_default(store):
+    shown = re.search(
+        r"--k INTEGER\s+Number of hits\.\s+\[default: (\d+)\]", runner().invoke(cli, ["search", "-h"]).stdout
+    )
+    hits = json.loads(runner().invoke(cli, ["--db", str(store), "search", "Mochi", "--json"]).stdout)["hits"]
+    assert shown and len(hits) == int(shown.group(1))  # the sample chat has more messages than that
+    fewer = json.loads(runner().invoke(cli, ["--db", str(store), "search", "Mochi", "-k", "3", "--json"]).stdout)
+    assert len(fewer["hits"]) == 3
+
+
+def test_the_generated_docs_are_fresh():
+    gen_docs = _gen_docs()
+    assert gen_docs.stale() == [], "run: python scripts/gen_docs.py"
+    text = gen_docs.CONFIGURATION.read_text(encoding="utf-8")
+    for name, spec in settings().items():
+        assert f"| `{name}` | `{spec.env}` |" in text, name
