@@ -282,7 +282,7 @@ class Config:
     max_input_bytes: int = setting(
         512 * 2**20, "The largest input file read (512 MiB); a FIFO, a device or a socket is refused."
     )
-    rrf_k: int = setting(2, "Reciprocal rank fusion's k.")
+    rrf_k: int = setting(2, "Reciprocal rank fusion's k.")  # not 60: a channel's first hits lead (docs/decisions.md)
     channel_budget: int = setting(50, "Candidates each search channel produces.", flags=("--budget",))
     onnx_threads: int = setting(0, "onnxruntime threads (0: its choice).")
     extract: str = setting(
@@ -309,6 +309,7 @@ class Config:
         "llama.cpp's fused attention: faster prefill on CPU, but greedy answers then depend on "
         "what the prompt cache held.",
     )
+    # The evidence budget is most of an answer's time (prefill); measured in docs/decisions.md.
     ask_candidates: int = setting(30, "Hits an answer's search returns before the evidence budget is applied.")
     ask_max_tokens: int = setting(200, "Evidence tokens given to the model.", flags=("--max-tokens",))
     ask_evidence: str = setting(
@@ -334,6 +335,7 @@ class Config:
         "A message longer than this (tokens) is given to the model as its sentences that match "
         "the question, with their neighbours; 0 shows every message whole.",
     )
+    # Off: the 1.5B model's P(yes) did not separate right answers from wrong (docs/decisions.md).
     ask_verify: float = setting(
         0.0,
         "Before an answer is returned, the model's P(yes) that its cited evidence states it must "
@@ -357,6 +359,7 @@ class Config:
         choices=CONSOLIDATE_MODES,
         flags=("--consolidate",),
     )
+    # 0.6 dropped only wrong facts on conv-26 (docs/decisions.md).
     verify_facts: float = setting(
         0.6,
         "Extracted facts the model gives P(yes) below this against their messages are dropped "
@@ -394,6 +397,7 @@ class Config:
     llm_api_key_env: str | None = setting(
         None, "The environment variable holding the model server's API key (never the key itself)."
     )
+    # Generous: a CPU server's extraction call takes over a minute (docs/decisions.md).
     llm_timeout: float = setting(600.0, "Seconds one call to the model server may take.", check=_positive_seconds)
     llm_workers: int = setting(
         1,
@@ -405,6 +409,7 @@ class Config:
     rerank_backend: str = setting(
         "onnx", "The reranker backend ('onnx': a user-supplied cross-encoder; none without rerank_model)."
     )
+    # So that "on Friday" means the user's Friday; a time without a zone is stored as written.
     timezone: str = setting(
         "local",
         "The zone a time that names its own is stored in: 'local' (this machine's), 'UTC' or a "
@@ -419,6 +424,7 @@ class Config:
         choices=DATE_ORDERS,
         flags=("--date-order",),
     )
+    # A name, never the passphrase: an argument shows in the process list, a config file to its readers.
     key_env: str | None = setting(
         None,
         "The environment variable holding the passphrase of an encrypted store (the passphrase "

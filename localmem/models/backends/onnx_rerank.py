@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...config import DEFAULTS
 from ...errors import ModelNotFoundError
 from .onnx_embed import open_encoder
 
@@ -25,7 +26,13 @@ class OnnxCrossEncoder:
     between threads (a lock covers loading and each call)."""
 
     def __init__(
-        self, model_path: Path, tokenizer_path: Path, model_id: str, *, max_tokens: int = 512, threads: int = 0
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        model_id: str,
+        *,
+        max_tokens: int = 512,
+        threads: int = DEFAULTS.onnx_threads,
     ) -> None:
         self.model_id = model_id
         self.model_path = Path(model_path)
