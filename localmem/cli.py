@@ -38,8 +38,8 @@ from .files import open_private
 EXIT_INTERRUPTED = 130
 
 # The options every command accepts, before or after its name: the settings declared
-# `everywhere` (config.py), then these two. Each command parses them itself (_Command), into
-# the root context's meta, where _State reads them when the command runs.
+# `everywhere` (config.py), these two, and --version. Each command parses them itself
+# (_Command), into the root context's meta, where _State reads them when the command runs.
 _GLOBAL_FLAGS = (
     (("--quiet", "-q", "quiet"), "No progress bars."),
     (("--debug", "debug"), "Show tracebacks on errors."),
@@ -79,13 +79,12 @@ def _global_options(taken: Collection[str] = ()) -> list[click.Option]:
         for spec in settings().values()
         if spec.everywhere
     ] + [click.Option(list(flags), is_flag=True, help=help) for flags, help in _GLOBAL_FLAGS]
-    kept = []
+    for option in made:
+        option.expose_value, option.callback = False, _remember
+    made += click.version_option(package_name="localmem")(click.Command("")).params  # click's own --version
     for option in made:
         option.opts = [flag for flag in option.opts if flag not in taken]
-        if option.opts:
-            option.expose_value, option.callback = False, _remember
-            kept.append(option)
-    return kept
+    return [option for option in made if option.opts]
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -351,7 +350,6 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
     params=_global_options(),
     epilog="The options above may also follow the command: 'localmem stats --db X' is 'localmem --db X stats'.",
 )
-@click.version_option(package_name="localmem")
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
