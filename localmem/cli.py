@@ -140,14 +140,15 @@ class _Group(click.Group):
             raise
 
     def _invoke(self, ctx: click.Context) -> Any:
-        # The global options parsed so far, before or after the command (also when called as
-        # cli([...]) in-process); argv for a failure before the command parsed its own.
-        debug = bool(ctx.meta.get(_GIVEN, {}).get("debug")) or "--debug" in sys.argv[1:]
+
+        def debug() -> bool:  # asked once the command has parsed its own (--debug may follow it)
+            return bool(ctx.meta.get(_GIVEN, {}).get("debug")) or "--debug" in sys.argv[1:]
+
         as_json = bool(ctx.meta.get(_JSON_ERRORS))
         try:
             return super().invoke(ctx)
         except LocalmemError as exc:
-            if debug:
+            if debug():
                 raise
             _fail(ctx, as_json, exc.to_dict(), f"error: {exc}")
         except KeyboardInterrupt:
@@ -183,7 +184,7 @@ class _Group(click.Group):
             sys.stderr.close()
             ctx.exit(0)
         except Exception as exc:  # an unexpected failure: one line unless --debug
-            if debug:
+            if debug():
                 raise
             if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
                 # Python keeps an argument's bytes that are not UTF-8 as lone surrogates.

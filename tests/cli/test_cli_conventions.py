@@ -61,6 +61,24 @@ def test_global_options_work_after_the_command(db, tmp_path):
     )
 
 
+def test_a_global_option_after_the_command_wins_and_is_checked_like_one_before(db, tmp_path):
+    # the last one given counts, as when both come before the command
+    result = run("--db", str(tmp_path / "other.db"), "stats", "--db", str(db), "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["messages"] > 0
+    for args in (
+        ["stats", "--db", str(db), "--llm-url", "ftp://x"],
+        ["--llm-url", "ftp://x", "--db", str(db), "stats"],
+    ):
+        err = assert_one_line_error(run(*args), code=2)
+        assert err.startswith("error: setting llm_url must be an http:// or https:// URL"), err
+    # --debug, -q and --version after the command are the global ones
+    missing = run("stats", "--db", str(tmp_path / "typo.db"), "--debug")
+    assert type(missing.exception).__name__ == "StoreNotFoundError"  # raised, not a one-line error
+    assert run("stats", "--version").stdout == run("--version").stdout != ""
+    # hidden from the command's help (`localmem --help` lists them), and there only once
+    assert "--db" not in run("stats", "--help").stdout and "--db" in run("--help").stdout
+
+
 def test_forget_namespace_option_is_its_target_or_where_it_works(db):
     run("add", "Ana", "work chat", "--conversation", "w", "--db", str(db), "-n", "ana")
     # with another target, --namespace says where; alone, it is the target
