@@ -1,11 +1,10 @@
 """Every documented default is the real one: the CLI's help text names the defaults the code
 uses, every setting's declaration parses back to its own default, and the generated docs
-(docs/configuration.md, docs/cli.md) are what scripts/gen_docs.py writes from the code now."""
+(docs/configuration.md, docs/cli.md) are what localmem.docsgen writes from the code now."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -14,12 +13,12 @@ import click
 import pytest
 
 from localmem import config as cfg
+from localmem import docsgen
 from localmem.cli import SettingOption, cli
 from localmem.config import Config, settings
 from tests.fakes import HashEmbedder
 from tests.helpers import SAMPLE_CHAT, runner
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULTS = Config()
 # (command path, option) -> the value the code uses when an option that is no setting is not given.
 REAL = {
@@ -40,13 +39,6 @@ def _commands(group: click.Group, path: str = ""):
             yield from _commands(command, sub)
         else:
             yield sub, command
-
-
-def _gen_docs():
-    spec = importlib.util.spec_from_file_location("gen_docs", REPO / "scripts" / "gen_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _said(value) -> str:
@@ -121,8 +113,7 @@ def test_search_returns_as_many_hits_as_its_help_says_by_default(store):
 
 
 def test_the_generated_docs_are_fresh():
-    gen_docs = _gen_docs()
-    assert gen_docs.stale() == [], "run: python scripts/gen_docs.py"
-    text = gen_docs.CONFIGURATION.read_text(encoding="utf-8")
+    assert docsgen.stale() == [], "run: python -m localmem.docsgen"
+    text = docsgen.CONFIGURATION.read_text(encoding="utf-8")
     for name, spec in settings().items():
         assert f"| `{name}` | `{spec.env}` |" in text, name
