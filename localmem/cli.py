@@ -71,14 +71,16 @@ def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
     return {"type": kind, "metavar": spec.metavar, "help": f"{help or spec.help}{default} Env: {spec.env}."}
 
 
-def _global_options(taken: Collection[str] = ()) -> list[click.Option]:
+def _global_options(taken: Collection[str] = ()) -> list[click.Parameter]:
     """Fresh global options, without the flags in ``taken`` (a command's own ``--namespace``
     stays its own; ``-n`` after it is still the global one)."""
-    made = [
+    made: list[click.Parameter] = []
+    made += [
         SettingOption([*spec.flags, spec.name], setting=spec.name, **_option_attrs(spec))
         for spec in settings().values()
         if spec.everywhere
-    ] + [click.Option(list(flags), is_flag=True, help=help) for flags, help in _GLOBAL_FLAGS]
+    ]
+    made += [click.Option(list(flags), is_flag=True, help=help) for flags, help in _GLOBAL_FLAGS]
     for option in made:
         option.expose_value, option.callback = False, _remember
     made += click.version_option(package_name="localmem")(click.Command("")).params  # click's own --version
@@ -104,7 +106,8 @@ class _Command(click.Command):
         super().__init__(*args, **kwargs)
         taken = {flag for p in self.params for flag in (*p.opts, *p.secondary_opts)}
         for option in _global_options(taken):
-            option.hidden = True
+            if isinstance(option, click.Option):
+                option.hidden = True
             self.params.append(option)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -118,7 +118,7 @@ def stale() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Write docs/configuration.md and docs/cli.md.")
     parser.add_argument("--check", action="store_true", help="only check that the files are up to date")
     args = parser.parse_args(argv)
     if args.check:
