@@ -22,6 +22,7 @@ import re
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
@@ -482,8 +483,8 @@ _KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str,
 
 
 @functools.cache
-def settings() -> dict[str, Setting]:
-    """Every setting by name, in the order :class:`Config` declares them."""
+def settings() -> Mapping[str, Setting]:
+    """Every setting by name, in the order :class:`Config` declares them (read-only)."""
     found = {}
     for f in fields(Config):
         if "setting" not in f.metadata:
@@ -497,7 +498,7 @@ def settings() -> dict[str, Setting]:
             optional=rest.strip() == "None",
             **f.metadata["setting"],
         )
-    return found
+    return MappingProxyType(found)
 
 
 DEFAULTS = Config()  # every setting's default, for code that needs one without a Config
