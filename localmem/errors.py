@@ -114,11 +114,12 @@ class StoreLockedError(LocalmemError):
     exit_code = 3
     code = "store_locked"
 
-    def __init__(self, path: str, timeout_ms: int, cause: str | None = None) -> None:
+    def __init__(self, path: str, timeout_ms: int | None = None, cause: str | None = None) -> None:
+        # timeout_ms: the busy_timeout_ms the call waited (None: not known here).
+        waited = f"the whole {timeout_ms / 1000:g} s" if timeout_ms is not None else "all the time"
         why = cause or (
             f"another connection (another process, or another Memory in this one) held "
-            f"its write lock for the whole {timeout_ms / 1000:g} s this call may wait "
-            f"(busy_timeout_ms)"
+            f"its write lock for {waited} this call may wait (busy_timeout_ms)"
         )
         super().__init__(
             f"{path} is busy: {why}",

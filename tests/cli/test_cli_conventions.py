@@ -187,7 +187,7 @@ def test_every_error_class_says_what_to_do():
         errors.UnknownFormatError("notes.bin", "unrecognised format"),
         errors.SchemaTooNewError("m.db", 99, 10),
         errors.NotALocalmemStoreError("m.db", "not an SQLite database"),
-        errors.StoreLockedError("m.db", 5000),
+        errors.StoreLockedError("m.db"),
         errors.StoreCorruptError("m.db", "malformed"),
         errors.EmbedderMismatchError("a", 8, "b", 16),
         errors.ModelNotFoundError("no GGUF model qwen"),
