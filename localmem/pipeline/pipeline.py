@@ -28,7 +28,7 @@ from functools import partial
 from itertools import islice
 from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, TypeVar
 
-from ..config import Config
+from ..config import DEFAULTS, Config
 from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
 from ..store import db
@@ -50,9 +50,9 @@ class ExtractOptions:
     (``verify_facts``); ``workers``: episodes extracted at once against a model server
     (``llm_workers``)."""
 
-    consolidate: str = "off"
-    verify: float = 0.0
-    workers: int = 1
+    consolidate: str = DEFAULTS.consolidate
+    verify: float = 0.0  # off unless from_config (verify_facts): a bare ExtractOptions checks nothing
+    workers: int = DEFAULTS.llm_workers
 
     @classmethod
     def from_config(
