@@ -49,3 +49,11 @@ def open_private(path: Path, encoding: str = "utf-8") -> IO[str]:
     if hasattr(os, "fchmod"):  # an existing file keeps its mode otherwise (not on Windows)
         os.fchmod(fd, FILE_MODE)
     return os.fdopen(fd, "w", encoding=encoding)
+
+
+def real_file(path: str | Path) -> Path:
+    """The file ``path`` names once every symbolic link in it is followed. A command that
+    replaces or measures the store file works on this one: SQLite opens the real file and keeps
+    its WAL and journal beside it, and renaming a new file over a link would replace the link,
+    leaving the file it pointed to as it was."""
+    return Path(os.path.realpath(path))

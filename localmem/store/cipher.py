@@ -32,6 +32,7 @@ from ..errors import (
     NotEncryptedError,
     StoreInUseError,
 )
+from ..files import real_file
 from .results import KeyChange
 
 # ChaCha20-Poly1305 (sqlite3mc's default scheme): authenticated, so a changed page is an error,
@@ -182,10 +183,16 @@ def change_key(
     table. A kill before the rename leaves the old store (and a ``.localmem-new`` file the next
     run removes); after it, the new one. On success ``conn`` is left on the replaced file: close
     it and open the store again with ``new``.
+
+    A ``path`` that is a symbolic link (or under one) is worked on where it leads: the new file
+    is written beside the real file and renamed over it, so the link stays a link to the same,
+    now changed, file (renaming over the link would replace the link and leave the real file as
+    it was). ``real_path`` in the report names that file.
     """
     step = progress or (lambda phase: None)
     started = time.perf_counter()
-    path = Path(path)
+    given = str(path)
+    path = real_file(path)
     tmp = path.with_name(path.name + NEW_SUFFIX)
     before = _size(path)
     _hold_alone(conn, str(path))
@@ -214,19 +221,21 @@ def change_key(
         raise
     step("replaced")
     return KeyChange(
-        path=str(path),
+        path=given,
         encrypted=new is not None,
         tables=len(counts),
         rows=sum(counts.values()),
         bytes_before=before,
         bytes_after=_size(path),
         seconds=round(time.perf_counter() - started, 2),
+        real_path=str(path),
     )
 
 
 def remove_new_file(path: Path) -> None:
     """Delete the new file of an encrypt / rekey / decrypt that did not finish, and its journal."""
-    tmp = Path(path).with_name(Path(path).name + NEW_SUFFIX)
+    path = real_file(path)
+    tmp = path.with_name(path.name + NEW_SUFFIX)
     for p in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         p.unlink(missing_ok=True)
 
@@ -309,4 +318,5 @@ def _fsync(path: Path) -> None:
 
 
 def _size(path: Path) -> int:
+    path = real_file(path)
     return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())

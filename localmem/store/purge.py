@@ -35,6 +35,7 @@ from typing import Any
 
 import apsw
 
+from ..files import real_file
 from . import db, leftovers
 from .queries import q
 
@@ -159,5 +160,8 @@ def _vacuum(conn: apsw.Connection) -> None:
 
 
 def file_size(path: Path) -> int:
-    """The store's size on disk: the file and its WAL."""
-    return sum(p.stat().st_size for p in (Path(path), Path(f"{path}-wal")) if p.is_file())
+    """The store's size on disk: the file and its WAL (beside the real file, for a symlinked store)."""
+    if str(path) == ":memory:":
+        return 0
+    real = real_file(path)
+    return sum(p.stat().st_size for p in (real, Path(f"{real}-wal")) if p.is_file())

@@ -130,7 +130,8 @@ class RestoreReport(Record):
 @dataclass(eq=False)
 class KeyChange(Record):
     """What :meth:`Memory.encrypt`, :meth:`~Memory.rekey` and :meth:`~Memory.decrypt` wrote:
-    the store at ``path`` is now ``encrypted`` (or not), with the same ``tables`` and ``rows``."""
+    the store at ``path`` is now ``encrypted`` (or not), with the same ``tables`` and ``rows``;
+    ``real_path`` is the file that was replaced (``path`` with its symbolic links followed)."""
 
     path: str
     encrypted: bool
@@ -139,6 +140,7 @@ class KeyChange(Record):
     bytes_before: int
     bytes_after: int
     seconds: float
+    real_path: str = ""
 
 
 @dataclass(eq=False)
