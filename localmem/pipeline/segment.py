@@ -213,6 +213,11 @@ def segment_namespace(
         ]
         for episode in plan(pending, detect, final=final, cap=cap, gap_hours=gap_hours):
             with conn:
+                # The messages were read before this transaction: a forget or another segmenter
+                # may have taken one since. The episode is then left to the next pass.
+                ids = json.dumps([m.id for m in episode])
+                if conn.execute(q("pending_still"), {"ids": ids}).fetchone()[0] != len(episode):
+                    continue
                 created.append(_store_episode(conn, ns, conv, episode))
     return created
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -146,6 +147,7 @@ def _open(
         with store_errors(spath, busy_timeout_ms):
             migrate(conn, spath)
             ensure_codes(conn)
+            _finish_forget(conn, spath)
     except apsw.CorruptError as exc:
         conn.close()
         raise StoreCorruptError(spath, str(exc)) from exc
@@ -153,6 +155,22 @@ def _open(
         conn.close()
         raise
     return conn
+
+
+def _finish_forget(conn: apsw.Connection, path: str) -> None:
+    """A forget that committed but was stopped before its scrub (killed, or kept from emptying
+    the WAL by a reader) left the deleted text in the file's free room: finish it now, and say so."""
+    from . import purge  # purge uses this module
+
+    done = purge.finish_pending(conn, Path(path))
+    if done is not None:
+        logging.getLogger("localmem.store").warning(
+            "localmem: %s: finished the scrub of a forget that stopped after its commit (the file was "
+            "written anew: %s -> %s bytes)",
+            path,
+            f"{done.bytes_before:,}",
+            f"{done.bytes_after:,}",
+        )
 
 
 class _Patience:

@@ -15,7 +15,7 @@ or a whole namespace (ids, conversations and sources of the namespace worked in)
   logged model replies that hold the text lose it.
 
 This module only works out the ids and names the deletion (``forget_delete`` or
-``forget_namespace``); :func:`purge.purge` runs it and does the rest, the same for every kind:
+``forget_namespace``), inside the write transaction that deletes them; :func:`purge.purge` runs it and does the rest, the same for every kind:
 the message after a deleted one is indexed again, logged replies of episodes that read a
 deleted message lose their text, summaries written from forgotten memory go, and none of it
 stays in the file's bytes or its WAL. A dry run reports the same without deleting anything.
@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import apsw
 
 from ..errors import LocalmemError, NotFoundError
-from . import purge
+from . import db, purge
 from .queries import q
 from .refs import ref
 
@@ -86,7 +86,65 @@ def forget(
 ) -> dict[str, Any]:
     """Delete one target (exactly one given; ``messages``/``units`` together are one target,
     the ids named) in namespace ``ns``, or the whole ``namespace``, from the store at ``path``;
-    what went (or would go), and what scrubbing the file did."""
+    what went (or would go), and what scrubbing the file did.
+
+    What goes is worked out inside the write transaction that deletes it (:func:`purge.purge`),
+    so the report lists exactly what went: a message another writer adds while the forget runs
+    is either among them (added before the forget took the write lock) or kept (added after).
+    A dry run works it out in one read snapshot."""
+    target = dict(
+        namespace=namespace,
+        source_id=source_id,
+        messages=messages,
+        units=units,
+        conversation=conversation,
+        before=before,
+        match=match,
+    )
+    if dry_run:
+        with db.reading(conn):
+            return _decide(conn, ns, **target)[0].report(dry_run=True)
+    decided: list[Plan] = []
+
+    def decide() -> tuple[str, dict[str, Any]] | None:
+        plan, folded = _decide(conn, ns, **target)
+        decided.append(plan)
+        if plan.empty:
+            return None
+        if namespace is not None:
+            return "forget_namespace", {"ns": namespace}
+        return (
+            "forget_delete",
+            {
+                "ns": ns,
+                "folded": folded,
+                "units": json.dumps(plan.units),
+                "messages": json.dumps(plan.messages),
+                "entities": json.dumps(plan.entities),
+                "sources": json.dumps(plan.sources),
+            },
+        )
+
+    scrubbed = purge.purge(conn, path, decide)
+    report = decided[-1].report(dry_run=False)
+    report["file"] = scrubbed.to_dict() if scrubbed is not None else None
+    return report
+
+
+def _decide(
+    conn: apsw.Connection,
+    ns: str,
+    *,
+    namespace: str | None,
+    source_id: int | None,
+    messages: Sequence[int] | None,
+    units: Sequence[int] | None,
+    conversation: str | None,
+    before: str | None,
+    match: str | None,
+) -> tuple[Plan, str | None]:
+    """What the target takes with it, read in the caller's transaction; and the case-folded
+    ``match`` (for the logged replies that lose it)."""
     folded = None
     if namespace is not None:
         plan = _namespace_plan(conn, namespace)
@@ -122,25 +180,7 @@ def forget(
             "forget needs exactly one target",
             "name ids (m:ID, u:ID), a conversation, --before, --match, --source or --namespace",
         )
-    report = plan.report(dry_run)
-    if dry_run or plan.empty:
-        return report
-    if namespace is not None:
-        query, params = "forget_namespace", {"ns": namespace}
-    else:
-        query, params = (
-            "forget_delete",
-            {
-                "ns": ns,
-                "folded": folded,
-                "units": json.dumps(plan.units),
-                "messages": json.dumps(plan.messages),
-                "entities": json.dumps(plan.entities),
-                "sources": json.dumps(plan.sources),
-            },
-        )
-    report["file"] = purge.purge(conn, path, query, params).to_dict()
-    return report
+    return plan, folded
 
 
 def _column(conn: apsw.Connection, name: str, **params: Any) -> list[int]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import apsw
 
@@ -51,20 +51,46 @@ class Scrub:
     seconds: float
     vacuumed: bool = False  # the file was written anew (VACUUM), and why
     vacuum_reason: str | None = None
+    # True: the file may still hold what was deleted (the WAL could not be emptied); the next
+    # open of the store (or `localmem vacuum`) finishes the job.
+    pending: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any]) -> Scrub:
-    """Run the named deletion ``query`` with ``params`` in one write transaction, repair what
-    the deleted rows leave in rows that stay, then scrub the file (see the module docstring)."""
+# The meta row a forget commits with its deletion and removes once the file holds none of what
+# it deleted: while it is there, the next open of the store finishes the job (finish_pending).
+PENDING = "forget_scrub_pending"
+
+Decide = Callable[[], "tuple[str, dict[str, Any]] | None"]
+
+
+def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
+    """Work out what goes and delete it in one write transaction, repair what the deleted rows
+    leave in rows that stay, then scrub the file (see the module docstring).
+
+    ``decide()`` runs inside the transaction, which holds the store's write lock from its first
+    read: what it chooses (the named deletion query and its parameters, or None for nothing to
+    delete) is what is deleted, and nothing another writer adds can fall between the two (a
+    message added meanwhile to a source about to be left empty went with it, unreported). None
+    when there was nothing to delete.
+
+    The deletion commits with the meta row ``PENDING``; the scrub after the commit removes it.
+    A process killed between the two leaves it, and the next open finishes the scrub
+    (:func:`finish_pending`).
+    """
     started = time.perf_counter()
     before = file_size(path)
     forgotten = leftovers.Forgotten()
     conn.create_scalar_function("localmem_forgotten", forgotten, -1)
     try:
         with conn:
+            deletion = decide()
+            if deletion is None:
+                return None
+            query, params = deletion
+            step("decided")
             conn.execute(q("purge_watch"))
             if conn.execute(q("codes_exist")).fetchone():
                 conn.execute(q("purge_watch_codes"))
@@ -77,15 +103,61 @@ def purge(conn: apsw.Connection, path: Path, query: str, params: dict[str, Any])
             conn.execute(q("fts_optimize"))
             conn.execute(q("purge_rewrite_fts"))
             conn.execute(q("purge_unwatch"))
+            if str(path) != ":memory:":
+                db.set_meta(conn, PENDING, db.now_iso())
+            step("deleted")
     finally:
         conn.create_scalar_function("localmem_forgotten", _ignore, -1)
+    step("committed")
     done = scrub(conn, path, before, started)
+    step("scrubbed")
     reason = _vacuum_needed(conn, path, done, forgotten)
     if reason is not None:
         _vacuum(conn)
         again = scrub(conn, path, before, started)
         done = replace(again, freed_bytes=done.freed_bytes + again.freed_bytes, vacuumed=True, vacuum_reason=reason)
+        step("vacuumed")
+    if done.wal_emptied:
+        done = replace(done, pending=not _clear_pending(conn))
+    else:
+        done = replace(done, pending=str(path) != ":memory:")
     return done
+
+
+def step(name: str) -> None:
+    """Called as a purge passes each of its steps (decided, deleted, committed, scrubbed,
+    vacuumed): a seam for the tests that stop a forget at each one (and by nothing else)."""
+
+
+def _clear_pending(conn: apsw.Connection) -> bool:
+    """Remove the ``PENDING`` row once the file is clean; False if the WAL could not be
+    emptied of that last write (the row stays: the next open checks the file again)."""
+    with conn:
+        conn.execute(q("meta_delete"), {"key": PENDING})
+    return checkpoint(conn)
+
+
+def finish_pending(conn: apsw.Connection, path: Path) -> Scrub | None:
+    """Finish the scrub of a forget that committed but was stopped before its file was clean
+    (killed, or a reader kept the WAL from being emptied): the file is written anew from its
+    live rows (what the forget deleted is no longer known, so the whole file is rewritten)
+    and the WAL emptied. None when no forget left one, or the store is read-only."""
+    if str(path) == ":memory:" or conn.readonly("main") or db.get_meta(conn, PENDING) is None:
+        return None
+    started = time.perf_counter()
+    before = file_size(path)
+    if not checkpoint(conn):
+        return None  # a reader holds the WAL: the next open tries again
+    _vacuum(conn)
+    done = scrub(conn, path, before, started)
+    if not done.wal_emptied:
+        return None
+    return replace(
+        done,
+        vacuumed=True,
+        vacuum_reason="finishing a forget that stopped after its commit",
+        pending=not _clear_pending(conn),
+    )
 
 
 def _ignore(*_values: Any) -> None:
@@ -142,6 +214,8 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     fts_seconds = time.perf_counter() - t0
     _vacuum(conn)
     result = scrub(conn, path, before, started)
+    if result.wal_emptied and db.get_meta(conn, PENDING) is not None:
+        _clear_pending(conn)  # a forget stopped before its scrub: this vacuum was it
     return {
         "bytes_before": before,
         "bytes_after": result.bytes_after,

@@ -13,6 +13,15 @@ WHERE m.ns = :ns AND m.conversation = :conversation AND NOT EXISTS (
     WHERE us.message_id = m.id AND u.kind = 'episode')
 ORDER BY m.seq;
 
+-- name: pending_still
+-- How many of the messages :ids are still stored and in no episode: read in the transaction that
+-- stores their episode (another connection may have forgotten one, or put it in an episode,
+-- since they were read).
+SELECT count(*) FROM messages AS m
+WHERE m.id IN (SELECT value FROM json_each(:ids)) AND NOT EXISTS (
+    SELECT 1 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+    WHERE us.message_id = m.id AND u.kind = 'episode');
+
 -- name: episode_insert
 INSERT INTO units (ns, kind, conversation, title, text, occurred_start, occurred_end,
                    time_precision, mentioned_at, stage, data, created_at)
