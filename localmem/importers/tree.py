@@ -6,16 +6,26 @@ when their suffix is one an input has (.json, .jsonl, .ndjson, .txt, .md, .markd
 messages (ChatGPT's ``chat.html``, ``user.json``…) are reported with the reason, as are files
 that could not be parsed. Hidden files and folders (``.obsidian``, ``__MACOSX``) are not read.
 A .zip inside a folder is read as a folder; one inside a .zip is reported.
+
+Only what is inside is read, and everything not read is reported with why: a symbolic link
+leading out of the folder (``d/passwd.txt -> /etc/passwd``), a linked folder (never followed),
+a folder that cannot be listed, a .zip member whose name leads out of the archive (``../x``,
+``/etc/x``) or that is a link, and a member that declares, or unpacks to, more than
+``max_input_bytes`` or far more than a text compresses from (a zip bomb: 700 MiB from 713 KB).
+A member's declared size is checked before a byte of it is unpacked, and it is unpacked in
+chunks that stop at that size, so no zip takes more memory than its largest acceptable member.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..errors import InputError, UnknownFormatError
 from ..text.files import read_input
@@ -85,9 +95,14 @@ def is_tree(path: Path) -> bool:
 def parse_tree(root: Path, fmt: str | None, conversation: str | None, options: Options):
     from .formats import ParsedInput, ParsedSource, Skipped, parse_source
 
-    entries = list(_entries(root, options))
     sources: list[ParsedSource] = []
     skipped: list[Skipped] = []
+    entries: list[Entry] = []
+    for found in _entries(root, options):
+        if isinstance(found, Entry):
+            entries.append(found)
+        else:
+            skipped.append(Skipped(found.rel, found.why, found.failed))
     names_by_dir: dict[str, set[str]] = {}
     for e in entries:
         names_by_dir.setdefault(str(PurePosixPath(e.rel).parent), set()).add(PurePosixPath(e.rel).name)
@@ -178,19 +193,62 @@ def _not_an_input(rel: str) -> str | None:
     return f"{_KINDS.get(suffix, 'not a supported input')} ({suffix or 'no suffix'})"
 
 
-def _entries(root: Path, options: Options, prefix: str = ""):
+@dataclass
+class NotRead:
+    """An entry of the tree that is not read: ``rel`` inside it, and why (``failed``: it could
+    not be read, rather than being something that is not an input)."""
+
+    rel: str
+    why: str
+    failed: bool = False
+
+
+# A member unpacking to more than this many times its packed size, and to more than
+# BOMB_FLOOR bytes, is a zip bomb: text and JSON deflate 3 to 20 times, a log of repeated lines
+# up to ~100; the bomb of the trial unpacked 1,000 times (713 KB to 700 MiB).
+BOMB_RATIO = 200
+BOMB_FLOOR = 16 * 2**20
+CHUNK = 1 << 20
+
+
+def _entries(root: Path, options: Options, prefix: str = "") -> Iterator[Entry | NotRead]:
     if root.is_file():  # a .zip
         yield from _zip_entries(root, options, prefix)
         return
-    for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _hidden(d))
+    inside = os.path.realpath(root)
+    problems: list[OSError] = []
+    for top, dirs, files in os.walk(root, onerror=problems.append):
+        for problem in problems:  # a folder os.walk could not list (reported as it is met)
+            yield NotRead(_rel(root, problem.filename, prefix), f"cannot list the folder: {problem.strerror}", True)
+        problems.clear()
+        kept = []
+        for d in sorted(dirs):
+            rel = prefix + (Path(top) / d).relative_to(root).as_posix()
+            if _hidden(d):
+                yield NotRead(rel, "a hidden folder (not read)")
+            elif os.path.islink(Path(top) / d):
+                yield NotRead(
+                    rel, f"a symbolic link to a folder ({os.readlink(Path(top) / d)}): links are not followed"
+                )
+            else:
+                kept.append(d)
+        dirs[:] = kept
         for name in sorted(files):
-            if _hidden(name):
-                continue
             path = Path(top) / name
             rel = prefix + path.relative_to(root).as_posix()
+            if _hidden(name):
+                yield NotRead(rel, "a hidden file (not read)")
+                continue
+            if path.is_symlink():
+                target = os.path.realpath(path)
+                if os.path.commonpath([inside, target]) != inside:
+                    yield NotRead(rel, f"a symbolic link leading out of the folder (to {target}): not followed")
+                    continue
             if path.suffix.lower() == ".zip" and zipfile.is_zipfile(path):
-                yield from _zip_entries(path, options, rel + "/")
+                try:
+                    yield from _zip_entries(path, options, rel + "/")
+                except InputError as exc:
+                    yield NotRead(rel, exc.problem, True)
                 continue
             try:
                 modified = _epoch(path.stat().st_mtime, options)
@@ -199,38 +257,91 @@ def _entries(root: Path, options: Options, prefix: str = ""):
             yield Entry(
                 rel, path, str(path.resolve()), modified, lambda path=path: read_input(path, options.max_input_bytes)
             )
+    for problem in problems:  # the root itself
+        yield NotRead(_rel(root, problem.filename, prefix), f"cannot list the folder: {problem.strerror}", True)
 
 
-def _zip_entries(archive: Path, options: Options, prefix: str):
+def _rel(root: Path, filename: str | None, prefix: str) -> str:
+    try:
+        return prefix + Path(filename or root).relative_to(root).as_posix()
+    except ValueError:
+        return str(filename)
+
+
+def _zip_entries(archive: Path, options: Options, prefix: str) -> Iterator[Entry | NotRead]:
     try:
         zf = zipfile.ZipFile(archive)
     except (OSError, zipfile.BadZipFile) as exc:
         raise InputError(archive, f"cannot open the .zip: {exc}") from exc
+    hidden_reported: set[str] = set()
     for info in sorted(zf.infolist(), key=lambda i: i.filename):
-        parts = PurePosixPath(info.filename).parts
-        if info.is_dir() or any(_hidden(p) for p in parts):
+        name = info.filename
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or re.match(r"[A-Za-z]:", name):
+            yield NotRead(prefix + name, "a .zip member whose name leads out of the archive: not read")
+            continue
+        if info.is_dir():
+            continue
+        hidden = next((i for i, p in enumerate(parts) if _hidden(p)), None)
+        if hidden is not None:
+            top = "/".join(parts[: hidden + 1])
+            if top not in hidden_reported:
+                hidden_reported.add(top)
+                kind = "file" if hidden == len(parts) - 1 else "folder"
+                yield NotRead(prefix + top, f"a hidden {kind} (not read)")
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            yield NotRead(prefix + name, "a symbolic link inside the .zip: not followed")
+            continue
+        too_big = _declared_too_big(info, options.max_input_bytes)
+        if too_big:
+            yield NotRead(prefix + name, too_big, True)
             continue
         y, mo, d, h, mi, s = info.date_time
         modified = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}"  # a zip keeps local time
         yield Entry(
-            prefix + info.filename,
-            archive / info.filename,
-            f"{archive.resolve()}!/{info.filename}",
+            prefix + name,
+            archive / name,
+            f"{archive.resolve()}!/{name}",
             modified,
             lambda info=info: _member(zf, info, archive, options.max_input_bytes),
         )
 
 
+def _declared_too_big(info: zipfile.ZipInfo, limit: int) -> str | None:
+    """Why a member is refused from its declared sizes alone (before it is unpacked), or None."""
+    if info.file_size > limit:
+        return (
+            f"declares {info.file_size:,} bytes unpacked, more than {limit:,} (the max_input_bytes setting); "
+            "raise max_input_bytes"
+        )
+    if info.file_size > BOMB_FLOOR and info.file_size > BOMB_RATIO * max(info.compress_size, 1):
+        return (
+            f"a zip bomb: {info.compress_size:,} bytes declare {info.file_size:,} unpacked "
+            f"(more than {BOMB_RATIO} times; text packs 3 to 20 times); not unpacked"
+        )
+    return None
+
+
 def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive: Path, limit: int) -> bytes:
-    """A member's bytes, at most ``limit`` of them however small it claims to be."""
+    """A member's bytes, unpacked in chunks that stop at its declared size (and ``limit``):
+    a member that unpacks to more than it declares is refused, not read to its end."""
+    cap = min(info.file_size, limit)
+    data = bytearray()
     with zf.open(info) as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+        while len(data) <= cap:
+            chunk = fh.read(min(CHUNK, cap + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    if len(data) > cap:
         raise InputError(
             archive / info.filename,
-            f"unpacks to more than {limit:,} bytes (the max_input_bytes setting); raise max_input_bytes",
+            f"unpacks to more than the {cap:,} bytes it declares (a damaged or crafted .zip)"
+            if cap < limit
+            else f"unpacks to more than {limit:,} bytes (the max_input_bytes setting); raise max_input_bytes",
         )
-    return data
+    return bytes(data)
 
 
 def _hidden(name: str) -> bool:

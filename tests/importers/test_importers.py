@@ -467,7 +467,10 @@ def test_notes_folder_names_conversations_by_path(tmp_path):
     parsed, msgs = read(NOTES)
     names = ["ideas", "journal/2024-03-02", "projects/garden", "recipes/pesto"]
     assert sorted({m.conversation for m in msgs}) == names
-    assert [(s.path, s.why) for s in parsed.skipped] == [("attachments/garden-sketch.png", "media (.png)")]
+    assert [(s.path, s.why) for s in parsed.skipped] == [
+        (".obsidian", "a hidden folder (not read)"),
+        ("attachments/garden-sketch.png", "media (.png)"),
+    ]
     # the vault's subfolder names its notes as the vault does
     assert {m.conversation for m in read(NOTES / "journal")[1]} == {"journal/2024-03-02"}
     # outside a vault: the path inside the folder ingested, or the file's name

@@ -55,6 +55,7 @@ def test_a_folder_of_everything_is_ingested_and_the_rest_reported(utc_mem, expor
         "claude/projects.json": "Claude projects, no messages",
         "claude/users.json": "account details, no messages",
         "notes/attachments/garden-sketch.png": "media (.png)",
+        "notes/.obsidian": "a hidden folder (not read)",
     }
     assert not any(item["failed"] for item in report.not_read)
     assert any("ambiguous" in note for note in report.notes)  # the iOS chat's dates
@@ -91,7 +92,7 @@ def test_a_zip_of_an_export_is_read_like_its_folder(utc_mem, tmp_path):
     report = utc_mem.ingest(archive)
     assert report.format == "zip" and report.added == 14
     assert report.sources[0].uri == f"{archive.resolve()}!/conversations.json"
-    assert sorted(i["path"] for i in report.not_read) == ["chat.html", "message_feedback.json", "user.json"]
+    assert sorted(i["path"] for i in report.not_read) == ["__MACOSX", "chat.html", "message_feedback.json", "user.json"]
     assert utc_mem.ingest(archive).added == 0
 
 
@@ -114,11 +115,12 @@ def test_a_broken_file_in_a_folder_is_reported_and_the_rest_stored(utc_mem, tmp_
     report = utc_mem.ingest(folder)
     assert report.added == 8
     assert report.not_read == [
+        {"path": ".hidden.md", "why": "a hidden file (not read)", "failed": False},
         {
             "path": "broken.json",
             "failed": True,
             "why": "line 1 col 46: invalid JSON: Unterminated string starting at (the file looks truncated)",
-        }
+        },
     ]
 
 
@@ -180,7 +182,7 @@ def test_cli_folder_output_lists_files_notes_and_what_was_not_read(cli_env, expo
         "note: WhatsApp Chat - Sam Okafor.zip/_chat.txt: WhatsApp dates are ambiguous (no number "
         "above 12): read month-first"
     ) in out
-    assert "not read: 6 files" in out and "  chatgpt/chat.html: ChatGPT's web view" in out
+    assert "not read: 7 files" in out and "  chatgpt/chat.html: ChatGPT's web view" in out
     assert out.rstrip().splitlines()[-2].startswith("folder, ")
     again = run(db, "ingest", str(exports))
     assert "default: already ingested (64 messages), nothing to do" in again.stdout

@@ -400,4 +400,4 @@ def test_standard_input_and_zip_members_are_read_up_to_max_input_bytes(tmp_path)
         report = mem.ingest(archive)
     assert report.added == 1
     assert [r["path"] for r in report.not_read] == ["big.jsonl"]
-    assert "unpacks to more than 1,000 bytes" in report.not_read[0]["why"]
+    assert "declares 9,880 bytes unpacked, more than 1,000" in report.not_read[0]["why"]  # before unpacking
