@@ -64,7 +64,7 @@ class SettingOption(click.Option):
 
 
 def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
-    kind: Any = click.Path(path_type=Path) if spec.kind is Path else spec.kind
+    kind: Any = click.Path(path_type=Path, readable=False) if spec.kind is Path else spec.kind
     if spec.choices:
         kind = click.Choice(spec.choices)
     default = f" Default: {spec.shown_default()}." if spec.default is not None or spec.shown else ""
@@ -363,7 +363,7 @@ def cli(ctx: click.Context) -> None:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--format",
     "fmt",
@@ -674,7 +674,7 @@ def _read_queries(path: Path) -> Iterator[str]:
 @click.option(
     "--queries",
     "queries_file",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="Run every query in this file (one per line, or JSONL with 'query'); prints JSONL.",
 )
 @_filter_options
@@ -745,7 +745,7 @@ def search(
 @click.option(
     "--questions",
     "questions_file",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, readable=False),
     help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.",
 )
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
@@ -884,7 +884,7 @@ def namespaces(state: _State, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--output", "-o", type=click.Path(path_type=Path), help="Write here (default: stdout).")
+@click.option("--output", "-o", type=click.Path(path_type=Path, readable=False), help="Write here (default: stdout).")
 @click.option("--no-vectors", is_flag=True, help="Leave vectors out (import re-embeds).")
 @json_option
 @click.pass_obj
@@ -911,7 +911,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 
 
 @cli.command(name="import")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--force",
     is_flag=True,
@@ -1387,7 +1387,7 @@ def _listen_address(
     "extract",
     "'llm': episodes closed by remember are extracted with the local LLM in the background and flushed at shutdown.",
 )
-@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.option("--log-file", type=click.Path(path_type=Path, readable=False), help="Log to this file instead of stderr.")
 @click.pass_context
 def mcp_command(
     ctx: click.Context, http_address: str | None, allow_remote: bool, extract: str | None, log_file: Path | None
@@ -1424,7 +1424,7 @@ def mcp_command(
     "extract",
     "'llm': messages added or imported are built into memory by the local LLM in the background, flushed at shutdown.",
 )
-@click.option("--log-file", type=click.Path(path_type=Path), help="Log to this file instead of stderr.")
+@click.option("--log-file", type=click.Path(path_type=Path, readable=False), help="Log to this file instead of stderr.")
 @click.pass_context
 def serve_command(
     ctx: click.Context, address: str, allow_remote: bool, extract: str | None, log_file: Path | None
@@ -1462,7 +1462,9 @@ def bench() -> None:
 @bench.command(name="ingest")
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
 @click.option(
-    "--workdir", type=click.Path(path_type=Path), help="Where the bench stores live (kept for 'bench search')."
+    "--workdir",
+    type=click.Path(path_type=Path, readable=False),
+    help="Where the bench stores live (kept for 'bench search').",
 )
 @click.option(
     "--compare-encrypted",
@@ -1481,7 +1483,7 @@ def bench_ingest(state: _State, sizes: str, workdir: Path | None, compare_encryp
 
 @bench.command(name="search")
 @click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Hits per query.")
 @click.option(
@@ -1505,7 +1507,7 @@ def bench_search(
 
 @bench.command(name="serve")
 @click.option("--size", default="10000", show_default=True, help="Messages in the bench store.")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
 @click.option("--requests", default=50, show_default=True, help="Requests per row.")
 @json_option
 @click.pass_obj
@@ -1522,7 +1524,7 @@ def bench_serve(state: _State, size: str, workdir: Path | None, requests: int, a
 
 @bench.command(name="memory")
 @click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated unit counts.")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench stores live.")
+@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
 @click.option("--queries", "n_queries", default=100, show_default=True, help="Queries per size.")
 @json_option
 @click.pass_obj
@@ -1536,7 +1538,7 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 
 @bench.command(name="mcp")
 @click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
-@click.option("--workdir", type=click.Path(path_type=Path), help="Where the bench store lives.")
+@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench store lives.")
 @json_option
 @click.pass_obj
 def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
@@ -1591,7 +1593,7 @@ def eval_() -> None:
 
 
 @eval_.command(name="locomo")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path, readable=False))
 @click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
 @click.option(
     "--mode",
@@ -1627,7 +1629,9 @@ def eval_() -> None:
     show_default=True,
     help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.",
 )
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write report.json and report.md here.")
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path, readable=False), help="Write report.json and report.md here."
+)
 @json_option
 @click.pass_obj
 def eval_locomo(
@@ -1694,7 +1698,7 @@ def eval_locomo(
 
 
 @eval_.command(name="longmemeval")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path, readable=False))
 @click.option(
     "--mode",
     type=click.Choice(ASK_MODES),
@@ -1712,7 +1716,9 @@ def eval_locomo(
 @click.option("--ask-filters", is_flag=True, help="Give a baseline system localmem's answer-side filters.")
 @click.option("--questions", help="Comma-separated question_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many items.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Write answers.json and answers.md here.")
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path, readable=False), help="Write answers.json and answers.md here."
+)
 @json_option
 @click.pass_obj
 def eval_longmemeval(

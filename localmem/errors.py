@@ -141,6 +141,33 @@ class StoreInUseError(StoreLockedError):
         )
 
 
+class StoreReplacedError(StoreLockedError):
+    """The store's file was replaced (by encrypt, rekey or decrypt, or by hand) while this
+    connection had it open: SQLite refuses to write to the file it opened, now unlinked."""
+
+    code = "store_replaced"
+
+    def __init__(self, path: str) -> None:
+        LocalmemError.__init__(
+            self,
+            f"{path} was replaced while this command had it open (encrypt, rekey or decrypt swapped "
+            "the file); nothing was written",
+            "run the command again (with the store's new key, if it has one)",
+        )
+
+
+class StoreReadOnlyError(LocalmemError):
+    """The store's file, or its folder, cannot be written (permissions, a read-only disk)."""
+
+    code = "store_read_only"
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} cannot be written (the file, or the folder that holds its WAL, is read-only); nothing was written",
+            "check the file's and its folder's permissions, or copy the store somewhere writable",
+        )
+
+
 class StoreCorruptError(LocalmemError):
     """The store's file is damaged. It was not written to."""
 

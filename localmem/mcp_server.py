@@ -50,6 +50,7 @@ from .config import (
     MCP_TEXT_EVERY_SECONDS,
 )
 from .errors import LocalmemError
+from .files import private_dir, private_file
 from .memory import Memory
 
 log = logging.getLogger("localmem.mcp")
@@ -313,6 +314,9 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
 
 def setup_logging(log_file: Path | None, debug: bool = False) -> None:
     """Every log line to stderr, or to ``log_file``: never to stdout."""
+    if log_file:  # it holds what was asked of the memory: owner-only, as every file localmem makes
+        private_dir(log_file.parent)
+        private_file(log_file)
     handler: logging.Handler = (
         logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
     )
@@ -355,7 +359,7 @@ def serve(
             f"http://{http[0]}:{http[1]}/mcp" if http else "stdio",
         )
         if http is None:
-            anyio.run(server.run_stdio_async)
+            anyio.run(_run_stdio, server)
         else:
             _run_http(server, *http)
     except KeyboardInterrupt:
@@ -374,6 +378,92 @@ def serve(
         # client has not closed: the interpreter would wait for it forever. Everything is closed.
         logging.shutdown()
         os._exit(0)
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """The SDK's ``run_stdio_async``, except that a line it cannot decode gets a JSON-RPC error
+    reply (over HTTP it is answered 400) instead of being dropped while the client waits out
+    its timeout."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        lowlevel = server._lowlevel_server  # what run_stdio_async runs (mcp 2.x)
+        await lowlevel.run(
+            _RepliesToUndecodable(read_stream, write_stream),
+            write_stream,
+            lowlevel.create_initialization_options(),
+        )
+
+
+class _RepliesToUndecodable:
+    """The stdio transport's read stream, less the items it yields for lines it could not
+    decode (an exception each): each is answered with a JSON-RPC error, with the request's id
+    when the line is JSON that Python reads (a lone surrogate such as ``"\\ud800"`` is valid
+    JSON text that the SDK's parser refuses), and logged."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self.inner = inner
+        self.write_stream = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self.inner, "last_context", None)
+
+    async def __aenter__(self) -> "_RepliesToUndecodable":
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.inner.__aexit__(*exc)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> "_RepliesToUndecodable":
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            item = await self.inner.__anext__()
+            if not isinstance(item, Exception):
+                return item
+            reply = undecodable_reply(item)
+            log.warning("could not decode a request (id %s): %s", reply.id, reply.error.message)
+            from mcp.shared.message import SessionMessage
+
+            await self.write_stream.send(SessionMessage(reply))
+
+
+def undecodable_reply(exc: Exception) -> Any:
+    """The JSON-RPC error answering a line the transport could not decode (``exc``): a parse
+    error (-32700) or an invalid request (-32600), with the request's id if it can be read."""
+    import json
+
+    from mcp_types import ErrorData, JSONRPCError
+
+    errors = exc.errors() if hasattr(exc, "errors") else []  # pydantic's ValidationError
+    first = errors[0] if errors else {}
+    request_id = None
+    if first.get("type") == "json_invalid" and isinstance(first.get("input"), str):
+        try:
+            data = json.loads(first["input"])
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("id"), (int, str)) and not isinstance(data["id"], bool):
+            request_id = data["id"]
+        if data is not None:
+            message = (
+                "Parse error: the request is not valid JSON text for this server (a lone surrogate such as "
+                "\\ud800, half of an emoji's UTF-16 pair, or another character JSON does not allow); "
+                "send UTF-8 text"
+            )
+        else:
+            message = f"Parse error: the request is not JSON ({first.get('msg', exc)})"
+        return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=-32700, message=message))
+    detail = f"{'.'.join(str(p) for p in first.get('loc', ()))}: {first.get('msg')}" if first else str(exc)
+    return JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=-32600, message=f"Invalid Request: {detail[:300]}")
+    )
 
 
 def _run_http(server: MCPServer, host: str, port: int) -> None:

@@ -26,6 +26,8 @@ from ..errors import (
     SchemaTooNewError,
     StoreCorruptError,
     StoreLockedError,
+    StoreReadOnlyError,
+    StoreReplacedError,
     WrongKeyError,
 )
 from ..files import private_dir, private_file
@@ -56,8 +58,10 @@ def now_iso() -> str:
 def store_errors(path: str, timeout_ms: int = DEFAULTS.busy_timeout_ms) -> Iterator[None]:
     """Turn SQLite's 'database is locked' into a :class:`StoreLockedError` that says why,
     'database disk image is malformed' into a :class:`StoreCorruptError` (the statement that
-    met the damage, and the transaction around it, were rolled back), and 'database or disk is
-    full' into a :class:`DiskFullError` (the transaction was rolled back)."""
+    met the damage, and the transaction around it, were rolled back), 'database or disk is
+    full' into a :class:`DiskFullError` (the transaction was rolled back), and 'attempt to write a
+    readonly database' into a :class:`StoreReplacedError` (the file was swapped while open, as
+    encrypt does) or a :class:`StoreReadOnlyError`."""
     try:
         yield
     except apsw.BusyError as exc:
@@ -66,6 +70,10 @@ def store_errors(path: str, timeout_ms: int = DEFAULTS.busy_timeout_ms) -> Itera
         raise StoreCorruptError(path, str(exc)) from exc
     except apsw.FullError as exc:
         raise DiskFullError(path) from exc
+    except apsw.ReadOnlyError as exc:
+        if getattr(exc, "extendedresult", None) == apsw.SQLITE_READONLY_DBMOVED:
+            raise StoreReplacedError(path) from exc
+        raise StoreReadOnlyError(path) from exc
 
 
 def _busy_cause(exc: apsw.BusyError) -> str | None:
@@ -98,7 +106,10 @@ def connect(
         p = Path(spath)
         if p.is_dir():
             raise NotALocalmemStoreError(spath, "it is a directory")
-    cipher.check_before_open(spath, key)
+    try:
+        cipher.check_before_open(spath, key)
+    except OSError as exc:  # the file's first bytes could not be read
+        raise LocalmemError(f"cannot open {spath}: {exc.strerror or exc}; check the path and its permissions") from exc
     if spath != ":memory:":
         try:
             private_dir(p.parent)

@@ -204,6 +204,8 @@ def test_every_error_class_says_what_to_do():
         errors.KeyRequiredError("m.db"),
         errors.NotEncryptedError("m.db", "--key-env K"),
         errors.StoreInUseError("m.db"),
+        errors.StoreReplacedError("m.db"),
+        errors.StoreReadOnlyError("m.db"),
         errors.CipherBuildMissingError("encrypt"),
         errors.InvalidTextError("the message text", "a\ud83d"),
     ]
