@@ -739,7 +739,13 @@ class Memory:
         be checked."""
         from .store import transfer
 
-        return transfer.restore(self.conn, Path(path), embedder_factory=lambda: self.embedder, force=force)
+        return transfer.restore(
+            self.conn,
+            Path(path),
+            embedder_factory=lambda: self.embedder,
+            force=force,
+            max_chars=self.config.max_message_chars,
+        )
 
     def reembed(self, progress: Progress | None = None) -> "results.ReembedReport":
         """Re-embed every message and unit with the configured embedder."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import MessageIn, Probe, Reader, first_item, plural, shape, titled
+from .common import MessageIn, Probe, Reader, find_loop, first_item, plural, shape, titled
 
 NAME = "chatgpt"
 _TEXT_TYPES = ("text", "multimodal_text")
@@ -56,6 +56,7 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
     for ci, (conv, name) in enumerate(zip(conversations, names)):
         where = f"conversation {ci + 1} ({conv.get('title') or idents[ci]})"
         mapping = conv["mapping"]
+        _check_tree(mapping, reader, where)
         branch = _branch(mapping, conv.get("current_node"), reader, where)
         on_branch = set(branch)
         skipped["off-branch"] += sum(
@@ -66,12 +67,14 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
         for node_id in branch:
             msg = mapping[node_id].get("message")
             mwhere = f"{where} message {node_id}"
-            if not isinstance(msg, dict):
+            if msg is None:  # the root node, and nodes of messages not exported
                 continue
-            author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
+            if not isinstance(msg, dict):
+                raise reader.fail(f"mapping.{node_id}.message must be an object, got {shape(msg)}", where)
+            author = _object(msg, "author", reader, mwhere)
             role = author.get("role")
-            content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
-            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+            content = _object(msg, "content", reader, mwhere)
+            meta = _object(msg, "metadata", reader, mwhere)
             text, attachments = _content(content, meta, reader, mwhere)
             if role == "tool":
                 pending += [a for a in attachments if a["type"] == "image"]
@@ -112,6 +115,33 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
     return reader.unique(messages)
 
 
+def _object(msg: dict[str, Any], key: str, reader: Reader, where: str) -> dict[str, Any]:
+    """``msg[key]``, an object when present (missing or null: empty)."""
+    value = msg.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise reader.fail(f"{key} must be an object, got {shape(value)}", where)
+    return value
+
+
+def _check_tree(mapping: dict[str, Any], reader: Reader, where: str) -> None:
+    """Every node an object, and no node its own ancestor (a loop in the parent links, even off
+    the branch that is read)."""
+    for node_id, node in mapping.items():
+        if not isinstance(node, dict):
+            raise reader.fail(f"mapping.{node_id} must be an object (a node), got {shape(node)}", where)
+        if node.get("parent") is not None and not isinstance(node["parent"], str):
+            raise reader.fail(f"mapping.{node_id}.parent must be a node id, got {shape(node['parent'])}", where)
+        children = node.get("children")
+        if children is not None and not (isinstance(children, list) and all(isinstance(c, str) for c in children)):
+            raise reader.fail(f"mapping.{node_id}.children must be a list of node ids, got {shape(children)}", where)
+    parents = {k: n.get("parent") for k, n in mapping.items() if isinstance(n.get("parent"), str)}
+    loop = find_loop(parents)
+    if loop is not None:
+        raise reader.fail(f"the message tree loops at node {loop} (a message its own ancestor)", where)
+
+
 def _branch(mapping: dict[str, Any], current: Any, reader: Reader, where: str) -> list[str]:
     """Node ids from the root to ``current`` (or, without one, to the newest leaf)."""
     if not isinstance(current, str) or current not in mapping:
@@ -139,11 +169,13 @@ def _newest_leaf(mapping: dict[str, Any]) -> str | None:
     if not roots:
         return None
     node_id = roots[0]
+    seen = {node_id}
     while True:
-        children = [c for c in mapping[node_id].get("children") or () if c in mapping]
+        children = [c for c in mapping[node_id].get("children") or () if c in mapping and c not in seen]
         if not children:
             return node_id
         node_id = children[-1]
+        seen.add(node_id)
 
 
 def _content(
@@ -152,18 +184,26 @@ def _content(
     texts: list[str] = []
     attachments: list[dict[str, Any]] = []
     parts = content.get("parts")
-    if parts is None and isinstance(content.get("text"), str):
+    if parts is None and content.get("text") is not None:
         parts = [content["text"]]
-    for part in parts if isinstance(parts, list) else ():
+        if not isinstance(content["text"], str):
+            raise reader.fail(f"content.text must be text, got {shape(content['text'])}", where)
+    if parts is not None and not isinstance(parts, list):
+        raise reader.fail(f"content.parts must be a list, got {shape(parts)}", where)
+    for i, part in enumerate(parts or ()):
         if isinstance(part, str):
             if part:
                 texts.append(part)
         elif isinstance(part, dict):
             kind = str(part.get("content_type") or part.get("type") or "part")
-            if kind == "audio_transcription" and isinstance(part.get("text"), str):
+            if kind == "audio_transcription":
+                if not isinstance(part.get("text"), str):
+                    raise reader.fail(f"content.parts[{i}].text must be text, got {shape(part.get('text'))}", where)
                 texts.append(part["text"])
-            elif kind != "audio_transcription":
+            else:
                 attachments.append(_attachment(kind, part))
+        elif part is not None:
+            raise reader.fail(f"content.parts[{i}] must be text or an object, got {shape(part)}", where)
     for item in meta.get("attachments") or ():  # uploads: an image's part points at the same file
         if isinstance(item, dict):
             found = {

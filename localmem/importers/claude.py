@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import MessageIn, Probe, Reader, first_item, plural, shape, titled
+from .common import MessageIn, Probe, Reader, find_loop, first_item, plural, shape, titled
 
 NAME = "claude"
 _ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
@@ -94,7 +94,11 @@ def _branch(conv: dict[str, Any], reader: Reader, where: str) -> list[tuple[int,
     links messages to their parents; else every message in order."""
     turns = list(enumerate(conv["chat_messages"]))
     leaf = conv.get("current_leaf_message_uuid")
-    by_id = {t.get("uuid"): (i, t) for i, t in turns if isinstance(t, dict) and t.get("uuid")}
+    by_id = {t.get("uuid"): (i, t) for i, t in turns if isinstance(t, dict) and isinstance(t.get("uuid"), str)}
+    parents = {k: t.get("parent_message_uuid") for k, (_i, t) in by_id.items()}
+    loop = find_loop({k: v for k, v in parents.items() if isinstance(v, str)})
+    if loop is not None:
+        raise reader.fail(f"the messages' parent links loop at message {loop} (a message its own ancestor)", where)
     if (
         not isinstance(leaf, str)
         or leaf not in by_id
@@ -114,11 +118,12 @@ def _branch(conv: dict[str, Any], reader: Reader, where: str) -> list[tuple[int,
 def _text(turn: dict[str, Any], reader: Reader, where: str) -> tuple[str, int]:
     blocks = turn.get("content")
     if isinstance(blocks, list) and blocks:
-        texts = [
-            b["text"]
-            for b in blocks
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        ]
+        for bi, b in enumerate(blocks):
+            if not isinstance(b, dict):
+                raise reader.fail(f"content[{bi}] must be an object (a block), got {shape(b)}", where)
+            if b.get("type") == "text" and not isinstance(b.get("text"), str):
+                raise reader.fail(f"content[{bi}].text must be text, got {shape(b.get('text'))}", where)
+        texts = [b["text"] for b in blocks if b.get("type") == "text"]
         other = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") != "text")
         return reader.text("\n\n".join(t for t in texts if t), where), other
     return reader.text(turn.get("text") or "", where), 0

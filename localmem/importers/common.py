@@ -70,7 +70,8 @@ class Reader:
     ``rel`` is its path inside the folder or archive being walked (``None`` for a file given
     alone), ``conversation`` the caller's name for inputs that carry none, ``modified`` its
     modification time (ISO) when known. ``notes`` collects what the report should say;
-    ``repaired`` counts the lone surrogates replaced (:meth:`loads`), ``repaired_at`` where."""
+    ``repaired`` counts the lone surrogates replaced (:meth:`loads`), ``repaired_at`` where;
+    ``nuls`` the NUL characters taken out of message text (:meth:`text`), ``nuls_at`` where."""
 
     path: Path
     options: Options = field(default_factory=Options)
@@ -80,6 +81,8 @@ class Reader:
     notes: list[str] = field(default_factory=list)
     repaired: int = 0
     repaired_at: list[str] = field(default_factory=list)
+    nuls: int = 0
+    nuls_at: list[str] = field(default_factory=list)
 
     @property
     def default_conversation(self) -> str:
@@ -116,7 +119,13 @@ class Reader:
         )
 
     def note_repairs(self) -> None:
-        """Say in the notes what :meth:`loads` repaired."""
+        """Say in the notes what :meth:`loads` and :meth:`text` repaired."""
+        if self.nuls:
+            at = ", ".join(self.nuls_at[:3]) + (" and more" if len(self.nuls_at) > 3 else "")
+            self.note(
+                f"{self.nuls} NUL character(s) (U+0000: a byte no chat app types; text cut by a C "
+                f"program ends at one) removed from message text in {at}"
+            )
         if self.repaired:
             at = ", ".join(self.repaired_at[:3]) + (" and more" if len(self.repaired_at) > 3 else "")
             self.note(
@@ -135,6 +144,10 @@ class Reader:
             value = "\n".join(parts)
         if not isinstance(value, str):
             raise self.fail(f"message text must be a string, got {shape(value)}", where)
+        if "\x00" in value:  # stored, it would cut the text short for SQLite's C string functions
+            self.nuls += value.count("\x00")
+            self.nuls_at.append(where)
+            value = value.replace("\x00", "")
         if len(value) > self.options.max_chars:
             raise self.fail(
                 f"message text has {len(value):,} characters, over the limit of {self.options.max_chars:,}; "
@@ -174,6 +187,22 @@ class Probe:
 
     fits: bool
     why: str
+
+
+def find_loop(parents: dict[Any, Any]) -> Any:
+    """A node whose chain of parents (``parents[node]``, ending at a parent that is not a node)
+    comes back to a node already on it (a message its own parent, or ancestor), or None."""
+    done: set[Any] = set()
+    for start in parents:
+        chain: set[Any] = set()
+        node = start
+        while node in parents and node not in done:
+            if node in chain:
+                return node
+            chain.add(node)
+            node = parents[node]
+        done |= chain
+    return None
 
 
 def deeper_than(value: Any, limit: int) -> bool:

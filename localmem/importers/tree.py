@@ -175,6 +175,7 @@ def _slack(where: Path, inside: dict[str, Entry], name: str, conversation: str |
         digest.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
     reader = Reader(where, options, conversation)
     messages = slack.parse(files, reader)
+    reader.note_repairs()
     if not messages:
         return None
     uri = inside["users.json"].uri.rsplit("/users.json", 1)[0].removesuffix("!")

@@ -24,6 +24,7 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 import apsw
 
+from ..config import MAX_MESSAGE_CHARS
 from ..errors import EmbedderMismatchError, InputError, LocalmemError
 from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
@@ -143,12 +144,22 @@ class Writer:
 
 
 def restore(
-    conn: apsw.Connection, path: Path, embedder_factory: Callable[[], Embedder], force: bool = False
+    conn: apsw.Connection,
+    path: Path,
+    embedder_factory: Callable[[], Embedder],
+    force: bool = False,
+    max_chars: int = MAX_MESSAGE_CHARS,
 ) -> RestoreReport:
     """Import an export file in one transaction, reading it a line at a time; counts per
     record type. A file that is not whole (no trailer, or one that does not match) is refused,
     with nothing stored, unless ``force``: then it is imported and ``unchecked`` says why it
-    could not be checked."""
+    could not be checked.
+
+    A message record is checked as an ingest checks a message: its fields of the right types
+    (a number where text belongs is refused, naming the line and the field, not stored as a
+    number) and its text within ``max_chars`` (max_message_chars). Its text is otherwise kept
+    exactly, NUL characters included: a restore gives back what the store held (``Memory.add``
+    stores them; an ingest takes them out of what it reads, and says so)."""
     reader = _Reader(path)
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
@@ -191,6 +202,8 @@ def restore(
                 )
             if rec["type"] in ("vector", "part") and not has_vectors:
                 raise InputError(path, f"a {rec['type']} record, but the header says the file has no vectors", where)
+            if rec["type"] == "message":
+                _check_message(path, rec, max_chars, where)
             try:
                 _restore_one(conn, rec, ids, keep_ids)
             except _Unresolved as exc:
@@ -209,6 +222,41 @@ def restore(
         if embedder is not None:
             _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
     return RestoreReport(counts, problem or None)
+
+
+# A message record's fields and the JSON types each may hold (None: may be null or missing).
+_MESSAGE_FIELDS: dict[str, tuple[type, ...]] = {
+    "ns": (str,),
+    "conversation": (str,),
+    "external_id": (str,),
+    "speaker": (str,),
+    "text": (str,),
+    "seq": (int,),
+    "session": (str, type(None)),
+    "role": (str, type(None)),
+    "sent_at": (str, type(None)),
+}
+_JSON_TYPE = {str: "text", int: "a whole number", type(None): "null"}
+
+
+def _check_message(path: Path, rec: dict[str, Any], max_chars: int, where: str) -> None:
+    """Refuse a message record whose fields have the wrong types or whose text is too long."""
+    for key, types in _MESSAGE_FIELDS.items():
+        value = rec.get(key)
+        if key not in rec and type(None) in types:
+            continue
+        if not isinstance(value, types) or isinstance(value, bool):
+            wanted = " or ".join(_JSON_TYPE[t] for t in types)
+            got = "missing" if key not in rec else f"{type(value).__name__} {json.dumps(value)[:40]}"
+            raise InputError(path, f"message field '{key}' must be {wanted}, got {got}", where)
+    text = rec["text"]
+    if len(text) > max_chars:
+        raise InputError(
+            path,
+            f"message text has {len(text):,} characters, over the limit of {max_chars:,}; "
+            "raise max_message_chars in the config to import it",
+            where,
+        )
 
 
 class _Unresolved(LookupError):
