@@ -23,6 +23,17 @@ _HINT = re.compile(
 )
 
 
+# What would break the one line an error is printed as (line and paragraph breaks, other control
+# characters) or could not be printed at all (a lone surrogate): an error quoting a file's
+# content (a key, an id, a name) shows these escaped, as Python writes them.
+_NOT_ONE_LINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks, control characters and lone surrogates escapes (``\\n``)."""
+    return _NOT_ONE_LINE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
 def split_hint(text: str) -> tuple[str, str | None]:
     """``(message, hint)`` of a one-line error text whose hint follows the last "; " that
     starts an instruction; ``(text, None)`` when there is none."""
@@ -43,10 +54,10 @@ class LocalmemError(Exception):
     def __init__(self, message: str, hint: str | None = None, *, line: str | None = None) -> None:
         if hint is None:
             message, hint = split_hint(message)
-        hint = hint or self.default_hint
-        self.message = message
+        hint = one_line(hint) if hint else self.default_hint
+        self.message = one_line(message)
         self.hint = hint
-        super().__init__(line or (f"{message}; {hint}" if hint else message))
+        super().__init__(one_line(line) if line else (f"{self.message}; {hint}" if hint else self.message))
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.code, "hint": self.hint, "exit_code": self.exit_code}

@@ -36,6 +36,8 @@ def probe(doc: Any) -> Probe:
 
 
 def parse(doc: Any, reader: Reader) -> list[MessageIn]:
+    if not isinstance(doc, dict):
+        raise reader.fail(f"a DiscordChatExporter channel is an object with 'messages', got {shape(doc)}")
     guild = doc.get("guild") if isinstance(doc.get("guild"), dict) else {}
     channel = doc.get("channel") if isinstance(doc.get("channel"), dict) else {}
     items = doc.get("messages")
@@ -48,6 +50,7 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
         where = f"message {i + 1}"
         if not isinstance(item, dict):
             raise reader.fail(f"a message must be an object, got {shape(item)}", where)
+        _check_types(item, reader, where)
         if item.get("type", "Default") not in _KEPT:
             notices += 1
             continue
@@ -83,6 +86,22 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
     return reader.unique(messages)
 
 
+def _check_types(item: dict[str, Any], reader: Reader, where: str) -> None:
+    """The fields read from a message hold what the exporter writes there (or are missing)."""
+    for key in ("type", "content"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise reader.fail(f"'{key}' must be text, got {shape(item[key])}", where)
+    for key in ("embeds", "mentions", "attachments", "stickers"):
+        if item.get(key) is not None and not isinstance(item[key], list):
+            raise reader.fail(f"'{key}' must be a list, got {shape(item[key])}", where)
+    author = item.get("author")
+    if author is not None and not isinstance(author, dict):
+        raise reader.fail(f"'author' must be an object, got {shape(author)}", where)
+    for key in ("nickname", "name"):
+        if isinstance(author, dict) and author.get(key) is not None and not isinstance(author[key], str):
+            raise reader.fail(f"'author.{key}' must be text, got {shape(author[key])}", where)
+
+
 def _conversation(guild: dict[str, Any], channel: dict[str, Any]) -> str:
     name = str(channel.get("name") or channel.get("id") or "channel")
     kind = str(channel.get("type") or "")
@@ -95,7 +114,7 @@ def _conversation(guild: dict[str, Any], channel: dict[str, Any]) -> str:
 
 
 def _content(item: dict[str, Any]) -> str:
-    text = item.get("content") if isinstance(item.get("content"), str) else ""
+    text = item.get("content") or ""  # checked: text or missing
     if not text.strip():
         parts = []
         for embed in item.get("embeds") or ():

@@ -40,6 +40,7 @@ _KEPT = {
     "slackbot_response",
 }
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")
+_TS = re.compile(r"\d{1,12}(\.\d{1,9})?")  # epoch seconds and a sequence: "1709550000.000100"
 _MARKUP = re.compile(r"<([@#!])([^>|]+)(?:\|([^>]*))?>|<([^>|]+)(?:\|([^>]*))?>")
 
 
@@ -78,7 +79,7 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
         for lst in (load(k) for k in ("channels.json", "groups.json") if k in files)
         if isinstance(lst, list)
         for c in lst
-        if isinstance(c, dict)
+        if isinstance(c, dict) and isinstance(c.get("id"), str)
     }
     messages: list[MessageIn] = []
     events = 0
@@ -91,8 +92,7 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
             if not isinstance(day, list):
                 raise reader.fail(f"a day file must be a list of messages, got {shape(day)}", rel)
             for i, item in enumerate(day):
-                if not isinstance(item, dict) or not isinstance(item.get("ts"), str):
-                    raise reader.fail(f"message {i + 1} has no 'ts'", rel)
+                _check_message(item, reader, f"{rel} message {i + 1}")
                 item = {**item, "_file": rel}
                 raw.append(item)
         kept, skipped = _thread_order(raw)
@@ -101,7 +101,7 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
             where = f"{item.pop('_file')} ts {item['ts']}"
             attachments = [{"type": "reply", "to": parent}] if parent else []
             attachments += _files(item)
-            text = _text(item.get("text") or "", names, ids)
+            text = _text(item.get("text") or "", names, ids)  # checked: text or null
             if not text.strip() and not attachments:
                 continue
             in_thread = item.get("thread_ts") and (parent or item.get("reply_count"))
@@ -127,6 +127,21 @@ def parse(files: dict[str, bytes], reader: Reader) -> list[MessageIn]:
     return reader.unique(messages)
 
 
+def _check_message(item: Any, reader: Reader, where: str) -> None:
+    """A day file's message: an object whose ``ts`` is a Slack timestamp, and whose ``thread_ts``,
+    ``subtype`` and ``text`` are text when present, ``files`` a list."""
+    if not isinstance(item, dict):
+        raise reader.fail(f"a message must be an object, got {shape(item)}", where)
+    ts = item.get("ts")
+    if not isinstance(ts, str) or not _TS.fullmatch(ts):
+        raise reader.fail(f"'ts' must be a Slack timestamp such as \"1709550000.000100\", got {shape(ts)}", where)
+    for key in ("thread_ts", "subtype", "text", "user", "username"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise reader.fail(f"'{key}' must be text, got {shape(item[key])}", where)
+    if item.get("files") is not None and not isinstance(item["files"], list):
+        raise reader.fail(f"'files' must be a list, got {shape(item['files'])}", where)
+
+
 def _user_name(user: dict[str, Any]) -> str:
     profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
     for value in (
@@ -149,7 +164,8 @@ def _channels(lists: dict[str, Any], names: dict[str, str], reader: Reader) -> l
         for item in items:
             if not isinstance(item, dict):
                 continue
-            members = [names.get(m, m) for m in item.get("members") or () if isinstance(m, str)]
+            listed = item.get("members")
+            members = [names.get(m, m) for m in (listed if isinstance(listed, list) else ()) if isinstance(m, str)]
             if key == "dms.json":
                 found.append(_Channel(str(item.get("id")), "DM: " + ", ".join(members)))
             elif key == "mpims.json":

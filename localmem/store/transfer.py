@@ -410,6 +410,6 @@ class _Reader:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(self.path, f"invalid JSON: {exc.msg}", f"line {lineno}") from exc
-        if not isinstance(rec, dict) or "type" not in rec:
-            raise InputError(self.path, "each line must be an object with a 'type'", f"line {lineno}")
+        if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
+            raise InputError(self.path, "each line must be an object with a 'type' (text)", f"line {lineno}")
         return rec
