@@ -62,6 +62,9 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
                 raise reader.fail(f"unknown sender {turn.get('sender')!r} (expected 'human' or 'assistant')", twhere)
             text, other_blocks = _text(turn, reader, twhere)
             left_out["blocks"] += other_blocks
+            for key in ("attachments", "files", "files_v2"):
+                if turn.get(key) is not None and not isinstance(turn[key], list):
+                    raise reader.fail(f"'{key}' must be a list, got {shape(turn[key])}", twhere)
             attachments = _attachments(turn)
             if not text.strip() and not attachments:
                 left_out["empty"] += 1

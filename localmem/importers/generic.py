@@ -217,7 +217,7 @@ def transcript(text: str, reader: Reader) -> list[MessageIn]:
                     seq=len(messages),
                     external_id=f"L{lineno}",
                     speaker=speaker.strip(),
-                    text=body,
+                    text=reader.text(body, where),
                     sent_at=sent_at,
                     raw=line,
                 )
