@@ -388,8 +388,9 @@ async def _run_stdio(server: MCPServer) -> None:
 
     async with stdio_server() as (read_stream, write_stream):
         lowlevel = server._lowlevel_server  # what run_stdio_async runs (mcp 2.x)
+        replies: Any = _RepliesToUndecodable(read_stream, write_stream)  # duck-types the SDK's ReadStream
         await lowlevel.run(
-            _RepliesToUndecodable(read_stream, write_stream),
+            replies,
             write_stream,
             lowlevel.create_initialization_options(),
         )
@@ -441,7 +442,8 @@ def undecodable_reply(exc: Exception) -> Any:
 
     from mcp_types import ErrorData, JSONRPCError
 
-    errors = exc.errors() if hasattr(exc, "errors") else []  # pydantic's ValidationError
+    listed: Any = getattr(exc, "errors", None)  # pydantic's ValidationError
+    errors: list[Any] = list(listed()) if callable(listed) else []
     first = errors[0] if errors else {}
     request_id = None
     if first.get("type") == "json_invalid" and isinstance(first.get("input"), str):

@@ -38,8 +38,8 @@ def probe(doc: Any) -> Probe:
 def parse(doc: Any, reader: Reader) -> list[MessageIn]:
     if not isinstance(doc, dict):
         raise reader.fail(f"a DiscordChatExporter channel is an object with 'messages', got {shape(doc)}")
-    guild = doc.get("guild") if isinstance(doc.get("guild"), dict) else {}
-    channel = doc.get("channel") if isinstance(doc.get("channel"), dict) else {}
+    guild: dict[str, Any] = doc["guild"] if isinstance(doc.get("guild"), dict) else {}
+    channel: dict[str, Any] = doc["channel"] if isinstance(doc.get("channel"), dict) else {}
     items = doc.get("messages")
     if not isinstance(items, list):
         raise reader.fail(f"'messages' must be a list, got {shape(items)}")

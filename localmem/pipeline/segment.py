@@ -216,7 +216,8 @@ def segment_namespace(
                 # The messages were read before this transaction: a forget or another segmenter
                 # may have taken one since. The episode is then left to the next pass.
                 ids = json.dumps([m.id for m in episode])
-                if conn.execute(q("pending_still"), {"ids": ids}).fetchone()[0] != len(episode):
+                still = conn.execute(q("pending_still"), {"ids": ids}).fetchone()
+                if still is None or still[0] != len(episode):
                     continue
                 created.append(_store_episode(conn, ns, conv, episode))
     return created

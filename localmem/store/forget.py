@@ -23,6 +23,7 @@ stays in the file's bytes or its WAL. A dry run reports the same without deletin
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +93,10 @@ def forget(
     so the report lists exactly what went: a message another writer adds while the forget runs
     is either among them (added before the forget took the write lock) or kept (added after).
     A dry run works it out in one read snapshot."""
-    target = dict(
+    target = functools.partial(
+        _decide,
+        conn,
+        ns,
         namespace=namespace,
         source_id=source_id,
         messages=messages,
@@ -103,11 +107,11 @@ def forget(
     )
     if dry_run:
         with db.reading(conn):
-            return _decide(conn, ns, **target)[0].report(dry_run=True)
+            return target()[0].report(dry_run=True)
     decided: list[Plan] = []
 
     def decide() -> tuple[str, dict[str, Any]] | None:
-        plan, folded = _decide(conn, ns, **target)
+        plan, folded = target()
         decided.append(plan)
         if plan.empty:
             return None
