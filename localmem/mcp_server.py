@@ -34,7 +34,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from . import __version__
 from . import mcp_results as res
@@ -442,8 +442,7 @@ def undecodable_reply(exc: Exception) -> Any:
 
     from mcp_types import ErrorData, JSONRPCError
 
-    listed: Any = getattr(exc, "errors", None)  # pydantic's ValidationError
-    errors: list[Any] = list(listed()) if callable(listed) else []
+    errors: list[Any] = list(exc.errors()) if isinstance(exc, ValidationError) else []
     first = errors[0] if errors else {}
     request_id = None
     if first.get("type") == "json_invalid" and isinstance(first.get("input"), str):
