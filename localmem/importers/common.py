@@ -4,6 +4,7 @@ reader per input that checks text and times and turns problems into errors namin
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +99,11 @@ class Reader:
         text by UTF-16 units write it): it cannot be stored, embedded or even encoded as UTF-8,
         so it is repaired (and reported) rather than the whole input refused."""
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_not_json, parse_float=_finite)
         except RecursionError:
             raise self.too_deep(where) from None
+        except _NotJSON as exc:  # Python reads NaN and Infinity; JSON (and SQLite's json_valid) does not
+            raise self.fail(f"invalid JSON: {exc} is not a JSON value (a number must be finite)", where) from None
         if deeper_than(value, MAX_JSON_DEPTH):
             raise self.too_deep(where)
         if SURROGATE_ESCAPE.search(text):
@@ -187,6 +190,21 @@ class Probe:
 
     fits: bool
     why: str
+
+
+class _NotJSON(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a JSON text."""
+
+
+def _not_json(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400: read as infinity, which JSON cannot hold
+        raise _NotJSON(text)
+    return value
 
 
 def find_loop(parents: dict[Any, Any]) -> Any:

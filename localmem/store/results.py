@@ -77,7 +77,9 @@ class ForgetResult(Record):
     matched); else what scrubbing the file did: ``wal_emptied`` (False while another
     connection reads an older snapshot: its old pages stay in the WAL until
     :meth:`Memory.vacuum`), ``freed_bytes``, ``bytes_before``, ``bytes_after``, ``seconds``,
-    ``vacuumed`` (the file was written anew) and ``vacuum_reason``."""
+    ``vacuumed`` (the file was written anew), ``vacuum_reason`` and ``pending`` (True: the file
+    may still hold what was deleted, as the WAL could not be emptied; the next open of the store
+    finishes the scrub and says so on stderr)."""
 
     messages: list[str]
     units: list[str]
