@@ -24,7 +24,7 @@ from typing import IO, Any, Callable, Iterator, Sequence
 
 import apsw
 
-from ..config import MAX_MESSAGE_CHARS
+from ..config import DEFAULTS
 from ..errors import EmbedderMismatchError, InputError, LocalmemError
 from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
@@ -148,7 +148,7 @@ def restore(
     path: Path,
     embedder_factory: Callable[[], Embedder],
     force: bool = False,
-    max_chars: int = MAX_MESSAGE_CHARS,
+    max_chars: int = DEFAULTS.max_message_chars,
 ) -> RestoreReport:
     """Import an export file in one transaction, reading it a line at a time; counts per
     record type. A file that is not whole (no trailer, or one that does not match) is refused,

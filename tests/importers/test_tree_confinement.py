@@ -97,10 +97,16 @@ def test_zip_members_leading_out_or_linked_are_reported_not_read(tmp_path):
 
 def lying_zip(path: Path, unpacked: int, declared: int) -> Path:
     """A zip whose one member unpacks to ``unpacked`` bytes of JSONL but declares ``declared``."""
-    line = row("x" * 100)
-    body = (line * (unpacked // len(line) + 1))[:unpacked]
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("big.jsonl", body)
+    line = row("x" * 100).encode()
+    chunk = line * (2**20 // len(line))  # written a chunk at a time: this process stays small
+    info = zipfile.ZipInfo("big.jsonl")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(path, "w") as zf, zf.open(info, "w") as fh:
+        written = 0
+        while written < unpacked:
+            piece = chunk[: unpacked - written]
+            fh.write(piece)
+            written += len(piece)
     data = bytearray(path.read_bytes())
     local = data.index(b"PK\x03\x04")
     central = data.index(b"PK\x01\x02")
