@@ -206,3 +206,60 @@ def test_llm_relevance_scores_each_passage_and_reranks_search(tmp_path, tiny_llm
         hits = mem.search("Where did Ann go?", k=3, rerank="llm")
         assert hits and all("rerank" in h.channels for h in hits)
         assert all("rerank" not in h.channels for h in mem.search("Where did Ann go?", k=3, rerank="none"))
+
+
+def test_an_untested_binding_release_answers_through_the_public_api_with_the_same_tokens(tiny_llm, monkeypatch, caplog):
+    """On a llama-cpp-python release the private paths were not tested with, the backend
+    warns once and decodes with the public API: the same text, token counts and P(yes).
+
+    The text a schema fixes is evaluated in one batch by the fast path and token by token by
+    the public one; float rounding then differs, which flips near-ties of this junk model deep
+    into a long reply. So the long extraction reply is compared with jump-forward off on both
+    sides, and the short answer reply (the one ask gives) with it on."""
+    from localmem.models.backends import llama_private
+    from localmem.models.backends.llama import LlamaLLM
+    from localmem.prompts import answer, extract, verify
+
+    calls = [
+        (
+            answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023"),
+            answer.SCHEMA,
+            answer.MAX_TOKENS,
+            True,
+        ),
+        (
+            extract.render(["Ann: I moved to Oslo yesterday.", "Bob: Nice! Why Oslo?"], "8 May 2023"),
+            extract.SCHEMA,
+            120,
+            False,
+        ),
+    ]
+    check = verify.render(["Ann: I moved to Oslo yesterday."], "Ann moved to Oslo.")
+
+    def run(llm, on_text=None):
+        done = []
+        for messages, schema, cap, jump in calls:
+            llm.jump_forward = jump
+            done.append(llm.complete_json(messages, schema, cap, on_text=on_text))
+        llm.jump_forward = True
+        return done
+
+    fast = run(tiny_llm)
+    judged = tiny_llm.judge([check]).p_yes[0]
+    assert tiny_llm.fast
+
+    monkeypatch.setattr(llama_cpp, "__version__", "0.0.1")
+    monkeypatch.setattr(llama_private, "_warned", False)
+    public = LlamaLLM(tiny_llm.path, tiny_llm.model_id, n_ctx=2048, n_threads=1, chat_format=tiny_llm.chat_format)
+    with caplog.at_level("WARNING", logger="localmem.llm"):
+        pieces: list[str] = []
+        slow = run(public, pieces.append)
+        slow_judged = public.judge([check]).p_yes[0]
+        again = public.complete_json(*calls[0][:3])  # after other prompts: the prefix is evaluated again
+    assert public.fast is False
+    assert len([r for r in caplog.records if "0.0.1" in r.getMessage()]) == 1
+    for a, b in zip(fast, slow):
+        assert (b.text, b.completion_tokens, b.prompt_tokens) == (a.text, a.completion_tokens, a.prompt_tokens)
+    assert "".join(pieces) == "".join(s.text for s in slow)
+    assert again.text == fast[0].text
+    assert abs(slow_judged - judged) < 1e-3

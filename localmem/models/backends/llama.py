@@ -2,6 +2,9 @@
 
 The model loads once, on first use. Calls whose prompts share a prefix (static
 instructions first) reuse llama.cpp's evaluated prefix instead of prefilling it again.
+The fast decoding and prefix snapshots use the binding's private API (:mod:`.llama_private`)
+on the releases they were tested with; any other release is answered through its public
+API (:mod:`.llama_public`), with the same tokens.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
 from ..protocols import Completion, Judged, Message
-from . import library
-from .llama_prefix import PrefixCache
+from . import library, llama_private, llama_public
+from .llama_private import PrefixCache
 
 
 @contextlib.contextmanager
@@ -78,6 +81,7 @@ class LlamaLLM:
         flash_attn: bool = False,
         jump_forward: bool = True,
         lock: Path | None = None,
+        fast: bool | None = None,
     ) -> None:
         self.path = Path(path)
         self.model_id = model_id
@@ -90,6 +94,7 @@ class LlamaLLM:
         self.chat_format = chat_format
         self.seed = seed
         self._llama: Any = None
+        self.fast = fast  # the private fast paths; None: when the binding is a tested release
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
         self._prefixes = PrefixCache()
@@ -122,6 +127,8 @@ class LlamaLLM:
                 )
             except (ValueError, RuntimeError) as exc:
                 raise ModelNotFoundError(f"cannot load the GGUF model {self.path}: {exc}") from exc
+            if self.fast is None or self.fast:
+                self.fast = llama_private.supported(llama_cpp, self._llama)
         return self._llama
 
     def complete_json(
@@ -131,16 +138,21 @@ class LlamaLLM:
         max_tokens: int,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        """Greedy completion under the schema's grammar (see :mod:`.llama_greedy`)."""
-        from . import llama_greedy
-
+        """Greedy completion under the schema's grammar (see :mod:`.llama_private`)."""
         llama = self._model()
         started = time.perf_counter()
         with self._turn, machine_turn(self.lock):
-            tokens = self._prefill(messages)
-            done = llama_greedy.decode(
-                llama, self._grammar(schema), max_tokens, on_text, schema if self.jump_forward else None
-            )
+            if self.fast:
+                tokens = self._prefill(messages)
+                done = llama_private.decode(
+                    llama, self._grammar(schema), max_tokens, on_text, schema if self.jump_forward else None
+                )
+            else:
+                tokens = self._prompt_tokens(messages)
+                done = llama_public.decode(
+                    llama, self._grammar(schema), tokens, max_tokens, on_text, schema if self.jump_forward else None
+                )
+                self.prefilled += done.prefilled
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
         return Completion(
             text=text,
@@ -152,16 +164,25 @@ class LlamaLLM:
     def _prefill(self, messages: Sequence[Message]) -> list[int]:
         """Evaluate the chat prompt of ``messages`` (the system message is the reusable
         prefix); returns its tokens. Raises ``ValueError`` when it does not fit the context."""
-        from .llama_prefix import static_length
+        llama = self._model()
+        prompt, tokens = self._prompt(messages)
+        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+        self.prefilled += self._prefixes.prefill(
+            llama, tokens, llama_private.static_length(llama, prompt, tokens, system)
+        )
+        return tokens
 
+    def _prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        return self._prompt(messages)[1]
+
+    def _prompt(self, messages: Sequence[Message]) -> tuple[str, list[int]]:
+        """The chat prompt of ``messages`` and its tokens; ``ValueError`` when it does not fit."""
         llama = self._model()
         prompt, templated = self._chat_prompt(list(messages))
         tokens = self._tokenize_chat(prompt, messages, templated)
         if len(tokens) >= llama.n_ctx():
             raise ValueError(f"the prompt has {len(tokens)} tokens; the context window holds {llama.n_ctx()}")
-        system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
-        self.prefilled += self._prefixes.prefill(llama, tokens, static_length(llama, prompt, tokens, system))
-        return tokens
+        return prompt, tokens
 
     def _tokenize_chat(self, prompt: str, messages: Sequence[Message], templated: bool) -> list[int]:
         """The tokens of ``prompt``, the chat template filled with ``messages``: special tokens
@@ -258,11 +279,15 @@ class LlamaLLM:
         for messages in prompts:
             before = self.prefilled
             with machine_turn(self.lock):
-                tokens = self._prefill(messages)
+                if self.fast:
+                    tokens = self._prefill(messages)
+                    logits = llama_private.last_logits(llama)
+                else:
+                    tokens = self._prompt_tokens(messages)
+                    self.prefilled += len(tokens) - llama_public.reused(llama, tokens)
+                    logits = llama_public.last_logits(llama, tokens)
             out.prompt_tokens += len(tokens)
             out.prefilled += self.prefilled - before
-            # llama-cpp-python keeps no logits without logits_all; read the context's last row.
-            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
             margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])
             out.p_yes.append(float(1.0 / (1.0 + np.exp(-float(margin)))))
         return out
