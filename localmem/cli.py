@@ -1567,6 +1567,25 @@ def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool)
     _emit_rows([row], as_json, list(row))
 
 
+@bench.command(name="ask")
+@click.argument("questions_file", type=click.Path(path_type=Path))
+@json_option
+@click.pass_obj
+def bench_ask(state: _State, questions_file: Path, as_json: bool) -> None:
+    """Where ask's time goes over QUESTIONS_FILE (one question a line, or JSONL with 'query' and
+    optionally 'namespace' and 'now'), on this store: model load, search, first answer text,
+    prompt tokens, tokens reused from the cache, prompt evaluation, generated tokens and
+    generation time, each as p50 and p90."""
+    from .benchmarks import bench_ask as mod
+
+    questions = mod.read_questions(questions_file)
+    report = mod.run(state.memory("read"), questions)
+    if as_json:
+        _print_json(report)
+    else:
+        click.echo(mod.render(report))
+
+
 def _sizes(text: str) -> list[int]:
     try:
         sizes = [int(part.replace("_", "").lower().replace("k", "000")) for part in text.split(",") if part]

@@ -221,7 +221,10 @@ def answer(
         llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS, on_text=JsonFieldStream("answer", on_text) if on_text else None
     )
     out.timings["answer"] = round(time.perf_counter() - started, 3)
-    out.tokens = {"prompt": result.prompt_tokens, "completion": result.completion_tokens}
+    # Where the answer's time went: the prompt's evaluation (what the cache did not hold), then generation.
+    out.timings["prompt_eval"] = round(result.prompt_seconds, 3)
+    out.timings["generation"] = round(result.seconds - result.prompt_seconds, 3)
+    out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
     out.calls = result.calls
     if not result.ok:
         out.error, out.refusal = result.error, "invalid reply"

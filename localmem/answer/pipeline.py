@@ -107,6 +107,7 @@ def ask(
         hits = checks.focus(question, hits, speakers)
     searched = time.perf_counter() - started
     llm = models.llm if hits else None  # nothing found: refuse without loading a model
+    loaded = getattr(llm, "load_seconds", 0.0) is not None  # loaded before this question
     # Loaded first, so the evidence the model reads is counted by its own tokenizer.
     count = models.counter()[0]
     if options.long_tokens and hits:
@@ -131,6 +132,8 @@ def ask(
         pool=pool,
     )
     result.timings["search"] = round(searched, 3)
+    # Loading the model counts apart (it happens once a process, while counting tokens or answering).
+    result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
 

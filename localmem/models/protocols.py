@@ -30,6 +30,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    reused: int = 0  # of the prompt tokens, those taken from the model's cache (not evaluated)
+    prompt_seconds: float = 0.0  # of ``seconds``, evaluating the prompt (0: the backend does not say)
 
 
 @dataclass

@@ -26,6 +26,8 @@ class Structured:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    reused: int = 0  # prompt tokens taken from the model's cache
+    prompt_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -53,6 +55,8 @@ def complete_structured(
         result.prompt_tokens += done.prompt_tokens
         result.completion_tokens += done.completion_tokens
         result.seconds += done.seconds
+        result.reused += done.reused
+        result.prompt_seconds += done.prompt_seconds
         result.raw.append(done.text)
         try:
             value = json.loads(done.text)

@@ -99,6 +99,7 @@ class LlamaLLM:
         self._grammars: dict[str, Any] = {}
         self._prefixes = PrefixCache()
         self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
+        self.load_seconds: float | None = None  # how long loading the model took (None: not loaded)
         self._turn = threading.RLock()  # one call at a time in this process (machine_turn: across them)
 
     def _model(self) -> Any:
@@ -114,6 +115,7 @@ class LlamaLLM:
             except ImportError as exc:
                 raise MissingDependencyError("llama-cpp-python", "llm") from exc
             gpu_layers = self.n_gpu_layers if llama_cpp.llama_supports_gpu_offload() else 0
+            loading = time.perf_counter()
             try:
                 self._llama = llama_cpp.Llama(
                     model_path=str(self.path),
@@ -129,6 +131,7 @@ class LlamaLLM:
                 raise ModelNotFoundError(f"cannot load the GGUF model {self.path}: {exc}") from exc
             if self.fast is None or self.fast:
                 self.fast = llama_private.supported(llama_cpp, self._llama)
+            self.load_seconds = time.perf_counter() - loading
         return self._llama
 
     def complete_json(
@@ -143,7 +146,10 @@ class LlamaLLM:
         started = time.perf_counter()
         with self._turn, machine_turn(self.lock):
             if self.fast:
+                before, prefill_started = self.prefilled, time.perf_counter()
                 tokens = self._prefill(messages)
+                prompt_seconds = time.perf_counter() - prefill_started
+                evaluated = self.prefilled - before
                 done = llama_private.decode(
                     llama, self._grammar(schema), max_tokens, on_text, schema if self.jump_forward else None
                 )
@@ -153,12 +159,15 @@ class LlamaLLM:
                     llama, self._grammar(schema), tokens, max_tokens, on_text, schema if self.jump_forward else None
                 )
                 self.prefilled += done.prefilled
+                evaluated, prompt_seconds = done.prefilled, done.prompt_seconds
         text = llama.detokenize(done.tokens).decode("utf-8", errors="replace")
         return Completion(
             text=text,
             prompt_tokens=len(tokens),
             completion_tokens=len(done.tokens),
             seconds=time.perf_counter() - started,
+            reused=len(tokens) - evaluated,
+            prompt_seconds=prompt_seconds,
         )
 
     def _prefill(self, messages: Sequence[Message]) -> list[int]:

@@ -10,6 +10,7 @@ prefixes evicted by other prompts are evaluated again.
 from __future__ import annotations
 
 import codecs
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -22,6 +23,7 @@ class Decoded:
     full_checks: int = 0  # steps where the best token was rejected and the whole vocabulary was constrained
     forced: int = 0  # tokens the schema fixed, evaluated in batches rather than generated
     prefilled: int = 0  # prompt tokens evaluated (the rest were reused from the cache)
+    prompt_seconds: float = 0.0  # until the first token (the prompt's evaluation, and one step)
 
 
 def reused(llama: Any, tokens: Sequence[int]) -> int:
@@ -86,8 +88,11 @@ def decode(
         grammar=grammar,
         logits_processor=llama_cpp.LogitsProcessorList([force]),
     )
+    started = time.perf_counter()
+    prompt_seconds = 0.0
     try:
         for token in generator:
+            prompt_seconds = prompt_seconds or time.perf_counter() - started
             piece = llama.detokenize([token])
             if not piece:  # a control token: the end of the turn
                 break
@@ -112,7 +117,7 @@ def decode(
             plan()
     finally:
         generator.close()
-    return Decoded(tokens=out, forced=forced_count, prefilled=prefilled)
+    return Decoded(tokens=out, forced=forced_count, prefilled=prefilled, prompt_seconds=prompt_seconds)
 
 
 def last_logits(llama: Any, tokens: Sequence[int]) -> np.ndarray:

@@ -1,0 +1,131 @@
+"""Where ask's time goes, over a file of questions: ``localmem bench ask FILE``.
+
+Each question is asked as ``localmem ask --json`` would; its timings and token counts are
+one row, and every column gets its median and 90th percentile. The first question of a run
+pays for loading the model (the ``model_load`` column); the others show a warm process.
+``wall`` is the call as its caller waits for it (``total``, ask's own clock, starts after
+the arguments are checked); ``first_text`` is when the first piece of the answer's text was
+written (what ``ask`` shows first on a terminal), on the same clock as ``wall``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import Memory
+from ..errors import LocalmemError
+from ..text.files import read_input
+from .bench import _percentile
+
+# (column, unit, where ask's result keeps it)
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("wall", "s", "wall"),
+    ("total", "s", "timings.total"),
+    ("model_load", "s", "timings.model_load"),
+    ("search", "s", "timings.search"),
+    ("first_text", "s", "first_text"),
+    ("prompt_tokens", "tok", "tokens.prompt"),
+    ("reused_tokens", "tok", "tokens.reused"),
+    ("prompt_eval", "s", "timings.prompt_eval"),
+    ("gen_tokens", "tok", "tokens.completion"),
+    ("generation", "s", "timings.generation"),
+)
+
+
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """One question a line: plain text, or JSON with ``query`` (or ``question``) and, optionally,
+    ``namespace`` and ``now``."""
+    lines = read_input(Path(path)).decode("utf-8", errors="replace").splitlines()
+    out: list[dict[str, Any]] = []
+    for lineno, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                item = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise LocalmemError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
+            query = item.get("query", item.get("question"))
+            if not isinstance(query, str) or not query.strip():
+                raise LocalmemError(f"{path}:{lineno}: a JSON line needs a string 'query'")
+            out.append({**item, "query": query})
+        else:
+            out.append({"query": text})
+    if not out:
+        raise LocalmemError(f"{path}: no questions")
+    return out
+
+
+def _value(result: dict[str, Any], where: str) -> float | None:
+    node: Any = result
+    for part in where.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return float(node) if isinstance(node, (int, float)) else None
+
+
+def ask_one(mem: Memory, item: dict[str, Any], **options: Any) -> dict[str, Any]:
+    """Ask ``item``'s question (in its namespace, from its ``now``); the answer's dict with
+    ``first_text`` added."""
+    if item.get("namespace"):
+        mem.namespace = str(item["namespace"])
+    started = time.perf_counter()
+    first: list[float] = []
+
+    def on_text(piece: str) -> None:
+        if not first and piece.strip():
+            first.append(time.perf_counter() - started)
+
+    result = mem.ask(item["query"], now=item.get("now"), on_text=on_text, **options).to_dict()
+    result["wall"] = round(time.perf_counter() - started, 3)
+    result["first_text"] = round(first[0], 3) if first else None
+    return result
+
+
+def run(
+    mem: Memory, questions: Sequence[dict[str, Any]], progress: Callable[[int, int], None] | None = None
+) -> dict[str, Any]:
+    """Ask every question; the rows and each column's p50 and p90."""
+    rows = []
+    for done, item in enumerate(questions, 1):
+        result = ask_one(mem, item)
+        rows.append(
+            {
+                "query": item["query"],
+                "namespace": mem.namespace,
+                "answer": result.get("answer"),
+                "refused": result.get("refused"),
+                **{name: _value(result, where) for name, _unit, where in COLUMNS},
+            }
+        )
+        if progress:
+            progress(done, len(questions))
+    return {"questions": len(rows), "summary": summarise(rows), "rows": rows}
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
+    for name, _unit, _where in COLUMNS:
+        values = sorted(v for v in (r.get(name) for r in rows) if v is not None)
+        out[name] = {
+            "p50": round(_percentile(values, 50), 3) if values else None,
+            "p90": round(_percentile(values, 90), 3) if values else None,
+            "n": len(values),
+        }
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"{'column':<14} {'unit':<4} {'p50':>9} {'p90':>9} {'n':>4}"]
+    for name, unit, _where in COLUMNS:
+        cell = report["summary"][name]
+
+        def show(v: float | None) -> str:
+            return "-" if v is None else (f"{v:.0f}" if unit == "tok" else f"{v:.3f}")
+
+        lines.append(f"{name:<14} {unit:<4} {show(cell['p50']):>9} {show(cell['p90']):>9} {cell['n']:>4}")
+    lines.append(f"({report['questions']} questions; the first one's model_load is the process's)")
+    return "\n".join(lines)
