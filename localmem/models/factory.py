@@ -124,6 +124,7 @@ def _llama(config: Config) -> "LLM":
         flash_attn=config.flash_attn,
         chat_format=config.chat_format or found.chat_format,
         lock=cache / "llm.lock",
+        state_dir=cache / "llm-state",
     )
 
 

@@ -263,3 +263,36 @@ def test_an_untested_binding_release_answers_through_the_public_api_with_the_sam
     assert "".join(pieces) == "".join(s.text for s in slow)
     assert again.text == fast[0].text
     assert abs(slow_judged - judged) < 1e-3
+
+
+def test_a_new_process_reads_the_instruction_prefix_state_the_last_one_saved(tiny_llm, tmp_path):
+    """With a state directory, an evaluated instruction prefix is written to disk; a new
+    backend (a new process) restores it instead of evaluating it, and answers the same."""
+    from localmem.models.backends.llama import LlamaLLM
+    from localmem.prompts import answer
+
+    messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
+
+    def fresh() -> LlamaLLM:
+        return LlamaLLM(
+            tiny_llm.path,
+            tiny_llm.model_id,
+            n_ctx=2048,
+            n_threads=1,
+            chat_format=tiny_llm.chat_format,
+            state_dir=tmp_path / "state",
+        )
+
+    first = fresh()
+    cold = first.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    assert cold.reused == 0 and len(list((tmp_path / "state").iterdir())) == 1
+    second = fresh()
+    warm = second.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    assert second._prefixes.loaded == 1
+    assert warm.reused >= tiny_llm.count_tokens(answer.SYSTEM) and warm.reused + second.prefilled == warm.prompt_tokens
+    assert warm.text == cold.text
+    (file,) = (tmp_path / "state").iterdir()
+    file.write_bytes(b"damaged")
+    third = fresh()
+    assert third.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS).text == cold.text  # evaluated again
+    assert not file.exists() or file.read_bytes() != b"damaged"

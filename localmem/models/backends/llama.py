@@ -82,6 +82,7 @@ class LlamaLLM:
         jump_forward: bool = True,
         lock: Path | None = None,
         fast: bool | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         self.path = Path(path)
         self.model_id = model_id
@@ -97,7 +98,8 @@ class LlamaLLM:
         self.fast = fast  # the private fast paths; None: when the binding is a tested release
         self._formatter: Any = None
         self._grammars: dict[str, Any] = {}
-        self._prefixes = PrefixCache()
+        # state_dir: evaluated instruction prefixes kept on disk for the next process
+        self._prefixes = PrefixCache(directory=state_dir)
         self.prefilled = 0  # prompt tokens evaluated so far (the rest came from reused prefixes)
         self.load_seconds: float | None = None  # how long loading the model took (None: not loaded)
         self._turn = threading.RLock()  # one call at a time in this process (machine_turn: across them)
@@ -132,6 +134,10 @@ class LlamaLLM:
             if self.fast is None or self.fast:
                 self.fast = llama_private.supported(llama_cpp, self._llama)
             self.load_seconds = time.perf_counter() - loading
+            # What a saved prefix state depends on besides its tokens.
+            self._prefixes.identity = "|".join(
+                map(str, (self.model_id, self.path.stat().st_size, llama_cpp.__version__, self.flash_attn, gpu_layers))
+            )
         return self._llama
 
     def complete_json(

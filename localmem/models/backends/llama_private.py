@@ -31,14 +31,18 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import hashlib
 import logging
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...files import private_dir
 from .llama_public import Decoded
 
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
@@ -206,12 +210,51 @@ class _Snapshot:
 
 
 class PrefixCache:
-    """Snapshots of evaluated static prefixes, least recently used dropped first."""
+    """Snapshots of evaluated static prefixes, least recently used dropped first.
 
-    def __init__(self, max_entries: int = 8) -> None:
+    ``directory``: snapshots are also written there, one file a prefix, and read by the next
+    process instead of evaluating the prefix again (a new ``localmem ask`` evaluated the
+    answer prompt's ~530 instruction tokens before its question). ``identity`` names what the
+    state depends on besides the tokens (the model file, the binding's release, the context
+    settings): a file is used only under the same identity and tokens."""
+
+    def __init__(self, max_entries: int = 8, directory: Path | None = None, identity: str = "") -> None:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[int, ...], _Snapshot] = OrderedDict()
         self.restored = 0  # how many times a snapshot saved a re-prefill
+        self.loaded = 0  # of those, from a file another process wrote
+        self.directory = directory
+        self.identity = identity
+
+    def _file(self, key: tuple[int, ...]) -> Path | None:
+        if self.directory is None:
+            return None
+        digest = hashlib.sha256(f"{self.identity}\n{','.join(map(str, key))}".encode()).hexdigest()[:32]
+        return self.directory / f"prefix-{digest}.state"
+
+    def _read(self, key: tuple[int, ...]) -> _Snapshot | None:
+        path = self._file(key)
+        try:
+            blob = path.read_bytes() if path is not None else b""
+        except OSError:
+            return None
+        if not blob:
+            return None
+        return _Snapshot(list(key), (ctypes.c_uint8 * len(blob)).from_buffer_copy(blob), len(blob))
+
+    def _write(self, key: tuple[int, ...], snap: _Snapshot) -> None:
+        path = self._file(key)
+        if path is None or path.exists():
+            return
+        try:
+            private_dir(path.parent)
+            partial = path.with_suffix(f".{os.getpid()}.part")
+            with open(partial, "wb") as fh:  # written whole, then renamed: a reader never sees half
+                os.chmod(partial, 0o600)
+                fh.write(bytes(memoryview(snap.data)[: snap.size]))
+            os.replace(partial, path)
+        except OSError:  # a cache that cannot be written only costs the next process time
+            return
 
     def prefill(self, llama: Any, tokens: Sequence[int], n_static: int = 0) -> int:
         """Evaluate ``tokens`` so that the next-token logits are ready; ``n_static`` leading
@@ -219,13 +262,18 @@ class PrefixCache:
         import llama_cpp
 
         tokens = list(tokens)
-        keep = 0
+        keep = spent = 0  # spent: tokens evaluated for a new snapshot
         limit = min(llama.n_tokens, len(tokens) - 1)  # evaluate at least one token: fresh logits
         while keep < limit and llama.input_ids[keep] == tokens[keep]:
             keep += 1
         static = n_static if 0 < n_static < len(tokens) else 0
         key = tuple(tokens[:static])
         snap = self._entries.get(key) if static else None
+        if snap is None and static and keep < static:
+            snap = self._read(key)
+            if snap is not None:
+                self.loaded += 1
+                self._entries[key] = snap
         if snap is not None:
             self._entries.move_to_end(key)
             if keep < static:
@@ -234,18 +282,22 @@ class PrefixCache:
                     llama.input_ids[:static] = snap.tokens
                     keep = static
                     self.restored += 1
-                else:  # pragma: no cover - a state llama.cpp no longer accepts
+                else:  # a state llama.cpp does not accept (a damaged file): evaluated again
                     del self._entries[key]
+                    path = self._file(key)
+                    if path is not None:
+                        path.unlink(missing_ok=True)
                     keep = 0
         elif static:
             if keep > static:
                 keep = static
+            spent = static - keep
             llama.n_tokens = keep
             llama.eval(tokens[keep:static])  # eval() first drops the cache beyond n_tokens
             llama._ctx.kv_cache_seq_rm(0, static, -1)
             keep = static
             self._save(llama, key)
-        evaluated = len(tokens) - keep
+        evaluated = spent + len(tokens) - keep
         llama.n_tokens = keep
         llama.eval(tokens[keep:])
         return evaluated
@@ -259,6 +311,7 @@ class PrefixCache:
         if not written:  # pragma: no cover
             return
         self._entries[key] = _Snapshot(list(key), data, written)
+        self._write(key, self._entries[key])
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
