@@ -749,6 +749,12 @@ def search(
     help="Answer every question in this file (one per line, or JSONL with 'query'); prints JSONL.",
 )
 @click.option("--evidence", "show_evidence", is_flag=True, help="Also print the evidence the model saw.")
+@click.option(
+    "--stream/--no-stream",
+    default=True,
+    show_default=True,
+    help="Print the answer as the model writes it, then its citations (text output only).",
+)
 @setting_option("user_name")
 @_filter_options
 @json_option
@@ -764,6 +770,7 @@ def ask(
     channels: str | None,
     questions_file: Path | None,
     show_evidence: bool,
+    stream: bool,
     user_name: str | None,
     since: str | None,
     until: str | None,
@@ -794,7 +801,7 @@ def ask(
         raise click.UsageError("give a QUESTION or --questions FILE")
     streamed: list[str] = []
 
-    def stream(piece: str) -> None:  # the answer appears as the model writes it
+    def show_text(piece: str) -> None:  # the answer appears as the model writes it
         streamed.append(piece)
         click.echo(piece, nl=False)
 
@@ -806,7 +813,7 @@ def ask(
         channels=chosen,
         steps=steps,
         trace=show,
-        on_text=None if as_json else stream,
+        on_text=None if as_json or not stream else show_text,
         **filters,
     )
     if as_json:

@@ -476,3 +476,27 @@ def test_asks_about_someone_else_reads_questions_to_the_listener_as_about_them()
     assert not asks_about_someone_else("What is Melanie's favorite movie?", pool, SPEAKERS)
     assert not asks_about_someone_else("Who went to a council meeting for adoption?", pool, SPEAKERS)
     assert not asks_about_someone_else("What did Melanie do?", pool, SPEAKERS)
+
+
+def test_cli_ask_streams_the_answer_then_its_citations_and_no_stream_prints_the_same(tmp_path, use_models):
+    pieces: list[bool] = []
+
+    class Counting(ScriptedLLM):
+        def complete_json(self, messages, schema, max_tokens, on_text=None):
+            pieces.append(on_text is not None)
+            return super().complete_json(messages, schema, max_tokens, on_text=on_text)
+
+    llm = Counting(responder=lambda messages: {"answer": "Adoption agencies", "supports": [1], "confidence": 0.7})
+    fake = HashEmbedder()
+    use_models(embedder=fake, llm=llm)
+    db = tmp_path / "cli.db"
+    with open_memory(db, namespace="default", embedder=fake) as mem:
+        for speaker, text, when, ext in CHAT:
+            mem.add(speaker, text, time=when, id=ext)
+    streamed = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?", "--stream"])
+    whole = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?", "--no-stream"])
+    assert streamed.exit_code == 0 and whole.exit_code == 0, streamed.output + whole.output
+    assert pieces == [True, False]
+    assert streamed.stdout == whole.stdout
+    lines = streamed.stdout.splitlines()
+    assert lines[0] == "Adoption agencies" and lines[1].startswith("  [m:")
