@@ -16,7 +16,8 @@ Usage (the store is the eval's own, ``eval-locomo.db`` under ``LOCALMEM_HOME``; 
 already ingested is not ingested again)::
 
     python evals/locomo_prompt_recall.py ../shared/data/locomo/locomo-dev.json \
-        ../shared/data/locomo/locomo-dev-more.json [--conversations conv-26,...] [--json out.json]
+        ../shared/data/locomo/locomo-dev-more.json [--conversations conv-26,...] [--json out.json] \
+        [--params '{"session_weight": 0.1}']
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from localmem import Memory
 from localmem.benchmarks.retrieval import eval_db_path, parse_evidence
 from localmem.config import Config
 from localmem.models.protocols import Completion
+from localmem.retrieval.search import SearchParams
 
 SCORED = (1, 2, 3, 4)
 KS = (5, 10, 20)
@@ -67,8 +69,11 @@ def questions(path: Path, wanted: set[str] | None) -> dict[str, list[dict[str, A
     return out
 
 
-def measure(files: list[Path], wanted: set[str] | None, config: Config) -> list[dict[str, Any]]:
-    """One row per question: search recall@k and whether gold evidence reached the prompt."""
+def measure(
+    files: list[Path], wanted: set[str] | None, config: Config, recipe: SearchParams | None = None
+) -> list[dict[str, Any]]:
+    """One row per question: search recall@k and whether gold evidence reached the prompt
+    (``recipe``: the search parameters both use; default: the default search)."""
     db = eval_db_path(config)
     rows: list[dict[str, Any]] = []
     with Memory(db, config=config) as mem:
@@ -79,7 +84,7 @@ def measure(files: list[Path], wanted: set[str] | None, config: Config) -> list[
         for sid, items in questions(path, wanted).items():
             recorder = PromptRecorder()
             with Memory(db, namespace=sid, config=config, embedder=embedder, llm=recorder) as mem:
-                searched = list(mem.search_many([i["question"] for i in items], k=max(KS)))
+                searched = list(mem.search_many([i["question"] for i in items], k=max(KS), recipe=recipe))
                 for item, hits in zip(items, searched):
                     if item["category"] not in SCORED:
                         continue
@@ -87,7 +92,7 @@ def measure(files: list[Path], wanted: set[str] | None, config: Config) -> list[
                     for rank, hit in enumerate(hits, 1):
                         for source in hit.sources:
                             first.setdefault(source.external_id, rank)
-                    result = mem.ask(item["question"])
+                    result = mem.ask(item["question"], recipe=recipe)
                     shown = {s.external_id for h in result.evidence for s in h.sources}
                     gold = item["gold"]
                     rows.append(
@@ -129,9 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--conversations", help="comma-separated sample_ids (default: all)")
     parser.add_argument("--json", type=Path, help="write every question's row here")
+    parser.add_argument("--params", help="SearchParams fields to change, as JSON: '{\"session_weight\": 0.1}'")
     args = parser.parse_args(argv)
     wanted = set(args.conversations.split(",")) if args.conversations else None
-    rows = measure(args.files, wanted, Config.load())
+    recipe = SearchParams(**json.loads(args.params)) if args.params else None
+    rows = measure(args.files, wanted, Config.load(), recipe)
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")

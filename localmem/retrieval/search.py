@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -103,6 +104,13 @@ class SearchParams:
     present_first: int = 0  # a question about the present gets the newest of this many top hits first
     # The vector channels embed the query without the namespace's speaker names (query_text).
     without_speakers: bool = True
+    # Context of a hit (context_fusion; 0 turns each off): a message gains neighbour_weight ×
+    # the score of the turn before or after it, and session_weight × its session's score (the
+    # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
+    # that speaker's messages' scores by 1 + speaker_weight.
+    neighbour_weight: float = 0.0
+    session_weight: float = 0.0
+    speaker_weight: float = 0.0
 
 
 def run_channels(
@@ -242,6 +250,8 @@ def search(
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
+    if params.neighbour_weight or params.session_weight or params.speaker_weight:
+        fused = context_fusion(conn, ns, query, fused, params, allowed)
     fused = fused[: params.k * 3]
     hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
@@ -297,6 +307,81 @@ def evidence_fusion(
         score[("u", unit_id)] = max(score[("m", m)] for m in messages) - 1e-9
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+# A session's score is the sum of the fused scores of its best this-many messages: one strong
+# match and two near it say more about a session than one alone.
+SESSION_TOP = 3
+
+
+def context_fusion(
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    fused: list[tuple[Key, float, dict[str, int]]],
+    params: SearchParams,
+    allowed: Allowed | None = None,
+) -> list[tuple[Key, float, dict[str, int]]]:
+    """Messages scored with their context: a conversation answers in turns, and sessions keep
+    to a topic, so a message is more likely the one asked about when the turns next to it or
+    its session match too, and when the question names its speaker.
+
+    - neighbours: a message gains ``params.neighbour_weight`` × the fused score of each turn
+      right before or after it in its session (bringing in a reply no channel found: "Yes,
+      last Friday!" after the question that names the topic);
+    - two-stage: a message gains ``params.session_weight`` × its session's score;
+    - speaker: when the query names exactly one of the namespace's speakers, their messages'
+      scores are multiplied by ``1 + params.speaker_weight``.
+
+    Units keep their scores. Each step reads the scores before it (neighbours first).
+    """
+    score = {key: s for key, s, _ in fused}
+    ranks = {key: r for key, _, r in fused}
+    ids = [key[1] for key in score if key[0] == "m"]
+    if not ids:
+        return fused
+    if params.neighbour_weight:
+        base = dict(score)
+        for mid, other in conn.execute(q("message_neighbours"), {"ids": json.dumps(ids)}):
+            key = ("m", other)
+            if allowed is not None and not allowed.keeps(key):
+                continue
+            score[key] = score.get(key, 0.0) + params.neighbour_weight * base[("m", mid)]
+            ranks.setdefault(key, {})
+        ids = [key[1] for key in score if key[0] == "m"]
+    places = {
+        mid: (conv, session, speaker)
+        for mid, conv, session, speaker in conn.execute(q("message_places"), {"ids": json.dumps(ids)})
+    }
+    if params.session_weight:
+        sessions: dict[tuple[str, str], list[float]] = {}
+        for mid, (conv, session, _speaker) in places.items():
+            sessions.setdefault((conv, session), []).append(score[("m", mid)])
+        total = {key: sum(sorted(values, reverse=True)[:SESSION_TOP]) for key, values in sessions.items()}
+        for mid, (conv, session, _speaker) in places.items():
+            score[("m", mid)] += params.session_weight * total[(conv, session)]
+    if params.speaker_weight:
+        named = speaker_named(conn, ns, query)
+        if named is not None:
+            for mid, (_conv, _session, speaker) in places.items():
+                if speaker == named:
+                    score[("m", mid)] *= 1.0 + params.speaker_weight
+    order = sorted(score, key=lambda key: -score[key])
+    return [(key, score[key], ranks[key]) for key in order]
+
+
+def speaker_named(conn: apsw.Connection, ns: str, query: str) -> str | None:
+    """The one speaker of namespace ``ns`` that ``query`` names (by a name or alias written
+    with a capital letter, as a whole word); ``None`` when it names none or several."""
+    from .query_text import speaker_names
+    from .speakers import speakers
+
+    found = set()
+    for speaker, names in speakers(conn, ns).items():
+        for name in speaker_names(names):
+            if re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", query):
+                found.add(speaker)
+    return found.pop() if len(found) == 1 else None
 
 
 def newest_first(hits: list[Hit], top: int, query: str | None = None) -> list[Hit]:
@@ -529,7 +614,7 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
             q("messages_by_ids"), {"ids": json.dumps(message_ids)}
         ):
             captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
-            shown = text + ("".join(f" [image: {c}]" for c in captions))
+            shown = text + "".join(f" [{IMAGE}: {c}]" for c in captions)
             hits[("m", mid)] = Hit(
                 id=f"m:{mid}",
                 kind="message",
@@ -550,6 +635,21 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
         for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
             hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
     return hits
+
+
+# A shared image's caption follows the message's text as " [image: a photo of a dog]": what
+# the image shows, said by a captioner, not by the speaker (answers mark and check it).
+IMAGE = "image"
+_CAPTIONS = re.compile(r"(?: \[" + IMAGE + r": [^\[\]]*\])+$")
+_CAPTION = re.compile(r" \[" + IMAGE + r": ([^\[\]]*)\]")
+
+
+def split_captions(text: str) -> tuple[str, list[str]]:
+    """A message hit's text as what was said and the captions of its images (see :data:`IMAGE`)."""
+    found = _CAPTIONS.search(text)
+    if found is None:
+        return text, []
+    return text[: found.start()], _CAPTION.findall(found.group(0))
 
 
 def latest_messages(conn: apsw.Connection, ns: str, n: int) -> list[Hit]:
