@@ -9,13 +9,21 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import apsw
 import numpy as np
 
-from ..config import ALL_CHANNELS, CHANNELS, DEFAULT_K, DEFAULTS  # noqa: F401 (the channel names, defined once)
+from ..config import (  # noqa: F401 (the channel names, defined once)
+    ALL_CHANNELS,
+    CHANNELS,
+    DEFAULT_K,
+    DEFAULTS,
+    NEIGHBOUR_WEIGHT,
+    SESSION_WEIGHT,
+    SPEAKER_WEIGHT,
+)
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
@@ -108,9 +116,13 @@ class SearchParams:
     # the score of the turn before or after it, and session_weight × its session's score (the
     # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
     # that speaker's messages' scores by 1 + speaker_weight.
-    neighbour_weight: float = 0.0
-    session_weight: float = 0.0
-    speaker_weight: float = 0.0
+    neighbour_weight: float = NEIGHBOUR_WEIGHT
+    session_weight: float = SESSION_WEIGHT
+    speaker_weight: float = SPEAKER_WEIGHT
+    # Pseudo-relevance feedback: a "feedback" channel ranks messages by the query vector moved
+    # toward the mean of its best this-many fused messages (feedback_weight × that mean); 0: off.
+    feedback: int = 0
+    feedback_weight: float = 0.5
 
 
 def run_channels(
@@ -246,6 +258,8 @@ def search(
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
     allowed = allowed_by(conn, ns, params.filters)
     rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
+    if params.feedback and query_vec is not None and "vector" in params.channels:
+        rankings["feedback"] = feedback_ranking(conn, ns, query_vec, rrf(rankings, params.rrf_k), params, allowed)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
@@ -309,6 +323,33 @@ def evidence_fusion(
     return [(key, score[key], ranks[key]) for key in order]
 
 
+def feedback_ranking(
+    conn: apsw.Connection,
+    ns: str,
+    query_vec: np.ndarray,
+    fused: Sequence[tuple[Key, float, dict[str, int]]],
+    params: SearchParams,
+    allowed: Allowed | None = None,
+) -> list[Key]:
+    """Messages nearest the query moved toward its best ``params.feedback`` fused messages
+    (Rocchio's pseudo-relevance feedback): what the best matches say besides the question's
+    own words ("adopted", "puppy" for a question about a new dog) finds what else says it."""
+    best = [key[1] for key, _, _ in fused if key[0] == "m"][: params.feedback]
+    if not best:
+        return []
+    vectors = [
+        np.frombuffer(blob, dtype=np.float32)
+        for _id, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(best)})
+    ]
+    if not vectors:
+        return []
+    moved = query_vec + params.feedback_weight * np.mean(vectors, axis=0)
+    moved = (moved / (np.linalg.norm(moved) or 1.0)).astype(np.float32)
+    only_messages = replace(params, channels=("vector",), units=False)
+    rankings, _raw = run_channels(conn, ns, "", moved, only_messages, None, allowed)
+    return rankings.get("vector", [])
+
+
 # A session's score is the sum of the fused scores of its best this-many messages: one strong
 # match and two near it say more about a session than one alone.
 SESSION_TOP = 3
@@ -361,7 +402,8 @@ def context_fusion(
         for mid, (conv, session, _speaker) in places.items():
             score[("m", mid)] += params.session_weight * total[(conv, session)]
     if params.speaker_weight:
-        named = speaker_named(conn, ns, query)
+        # The speakers among the candidates: the one a question names nearly always is.
+        named = speaker_named(query, (speaker for _conv, _session, speaker in places.values()))
         if named is not None:
             for mid, (_conv, _session, speaker) in places.items():
                 if speaker == named:
@@ -370,17 +412,12 @@ def context_fusion(
     return [(key, score[key], ranks[key]) for key in order]
 
 
-def speaker_named(conn: apsw.Connection, ns: str, query: str) -> str | None:
-    """The one speaker of namespace ``ns`` that ``query`` names (by a name or alias written
-    with a capital letter, as a whole word); ``None`` when it names none or several."""
+def speaker_named(query: str, speakers: Iterable[str]) -> str | None:
+    """The one of ``speakers`` that ``query`` names (a name written with a capital letter, as
+    a whole word); ``None`` when it names none or several."""
     from .query_text import speaker_names
-    from .speakers import speakers
 
-    found = set()
-    for speaker, names in speakers(conn, ns).items():
-        for name in speaker_names(names):
-            if re.search(r"(?<!\w)" + re.escape(name) + r"(?!\w)", query):
-                found.add(speaker)
+    found = {name for name in speaker_names(set(speakers)) if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query)}
     return found.pop() if len(found) == 1 else None
 
 
