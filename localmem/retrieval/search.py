@@ -121,6 +121,9 @@ class SearchParams:
     speaker_weight: float = SPEAKER_WEIGHT
     # Pseudo-relevance feedback: a "feedback" channel ranks messages by the query vector moved
     # toward the mean of its best this-many fused messages (feedback_weight × that mean); 0: off.
+    # The n-th message of one session (in score order, from 0) has its score × this ** n: a
+    # question spanning sessions needs one hit from each more than a third from one (1.0: off).
+    session_decay: float = 1.0
     feedback: int = 0
     feedback_weight: float = 0.5
 
@@ -264,7 +267,7 @@ def search(
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
-    if params.neighbour_weight or params.session_weight or params.speaker_weight:
+    if params.neighbour_weight or params.session_weight or params.speaker_weight or params.session_decay < 1.0:
         fused = context_fusion(conn, ns, query, fused, params, allowed)
     fused = fused[: params.k * 3]
     hydrated = hydrate(conn, [key for key, _, _ in fused])
@@ -374,6 +377,7 @@ def context_fusion(
     - speaker: when the query names exactly one of the namespace's speakers, their messages'
       scores are multiplied by ``1 + params.speaker_weight``.
 
+    Messages without a session (``session`` is '') have no neighbours and no session score.
     Units keep their scores. Each step reads the scores before it (neighbours first).
     """
     score = {key: s for key, s, _ in fused}
@@ -397,10 +401,11 @@ def context_fusion(
     if params.session_weight:
         sessions: dict[tuple[str, str], list[float]] = {}
         for mid, (conv, session, _speaker) in places.items():
-            sessions.setdefault((conv, session), []).append(score[("m", mid)])
+            if session:  # a message without a session (session '') is in no session
+                sessions.setdefault((conv, session), []).append(score[("m", mid)])
         total = {key: sum(sorted(values, reverse=True)[:SESSION_TOP]) for key, values in sessions.items()}
         for mid, (conv, session, _speaker) in places.items():
-            score[("m", mid)] += params.session_weight * total[(conv, session)]
+            score[("m", mid)] += params.session_weight * total.get((conv, session), 0.0)
     if params.speaker_weight:
         # The speakers among the candidates: the one a question names nearly always is.
         named = speaker_named(query, (speaker for _conv, _session, speaker in places.values()))
@@ -409,6 +414,14 @@ def context_fusion(
                 if speaker == named:
                     score[("m", mid)] *= 1.0 + params.speaker_weight
     order = sorted(score, key=lambda key: -score[key])
+    if params.session_decay < 1.0:
+        seen: dict[tuple[str, str], int] = {}
+        for key in order:
+            if key[0] == "m" and key[1] in places:
+                where = places[key[1]][:2]
+                score[key] *= params.session_decay ** seen.get(where, 0)
+                seen[where] = seen.get(where, 0) + 1
+        order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
 
 

@@ -143,8 +143,9 @@ JOIN messages AS m ON m.id = j.value;
 
 -- name: message_neighbours
 -- The turns right before and after each of :ids in the same session: (message id, neighbour id).
+-- Messages without a session (session '') have none: the turns next to them may be days apart.
 SELECT m.id, n.id
 FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value
 JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq IN (m.seq - 1, m.seq + 1)
-WHERE n.session = m.session;
+WHERE n.session = m.session AND m.session != '';
