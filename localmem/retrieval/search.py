@@ -372,7 +372,8 @@ def context_fusion(
 
     - neighbours: a message gains ``params.neighbour_weight`` × the fused score of each turn
       right before or after it in its session (bringing in a reply no channel found: "Yes,
-      last Friday!" after the question that names the topic);
+      last Friday!" after the question that names the topic; such a hit's ``channels`` say
+      ``neighbour`` with the rank of the hit it sits by);
     - two-stage: a message gains ``params.session_weight`` × its session's score;
     - speaker: when the query names exactly one of the namespace's speakers, their messages'
       scores are multiplied by ``1 + params.speaker_weight``.
@@ -387,12 +388,15 @@ def context_fusion(
         return fused
     if params.neighbour_weight:
         base = dict(score)
+        place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
         for mid, other in conn.execute(q("message_neighbours"), {"ids": json.dumps(ids)}):
             key = ("m", other)
             if allowed is not None and not allowed.keeps(key):
                 continue
             score[key] = score.get(key, 0.0) + params.neighbour_weight * base[("m", mid)]
-            ranks.setdefault(key, {})
+            if key not in place:  # found by no channel: "neighbour" names the rank of the hit it sits by
+                found = ranks.setdefault(key, {})
+                found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
         ids = [key[1] for key in score if key[0] == "m"]
     places = {
         mid: (conv, session, speaker)
