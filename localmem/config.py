@@ -48,6 +48,10 @@ EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks
 # time (why it is in the default set: docs/decisions.md).
 CHANNELS = ("vector", "bm25", "temporal")
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
+# Search scores a message with its context (retrieval.search.context_fusion; docs/recall.md):
+NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in its session
+SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
+SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)
 LLM_BACKENDS_AUTO = ("openai", "llama")  # what llm_backend "auto" becomes: with llm_url, without
 
 # -- defaults of the commands' own options (not settings) -------------------------------------

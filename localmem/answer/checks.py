@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..retrieval.search import split_captions
 from ..text.words import content_words, stem
 from ..types import Citation, Hit, Names, Speakers
 
@@ -232,3 +233,34 @@ def best_matching(words: set[str], pool: Sequence[Hit]) -> list[Hit]:
 
 def _all_names(speakers: Names) -> set[str]:
     return {stem(n.lower()) for names in speakers.values() for n in names}
+
+
+# A question about an image itself may be answered from its description.
+_ASKS_IMAGE = re.compile(
+    r"\b(?:photos?|pictures?|pics?|images?|snaps?|selfies?|paintings?|drawings?|look(?:s|ed)? like)\b", re.I
+)
+
+
+def from_image_descriptions(question: str, reply: str, evidence: Sequence[Hit], speakers: Names) -> bool:
+    """True when most of the reply's own words (those not in the question, nor a speaker's
+    name) are found in the captions of images shared in ``evidence`` and in nothing said
+    there: more of them only in captions than in what was said. The answer then rests on
+    what a captioner said an image shows, not on what anyone said. A question that asks about
+    a photo or picture may be answered from its description.
+
+    (LoCoMo's captions are a captioning model's: "What did John celebrate at a restaurant with
+    teammates?" was answered "a photo of a group of people sitting at a table".)
+    """
+    if _ASKS_IMAGE.search(question):
+        return False
+    words = {stem(w) for w in content_words(reply)} - {stem(w) for w in content_words(question)} - _all_names(speakers)
+    if not words:
+        return False
+    said: set[str] = set()
+    shown: set[str] = set()
+    for hit in evidence:
+        body, captions = split_captions(_words(hit)) if hit.kind == "message" else (hit.text, [])
+        said |= {stem(w) for w in content_words(body)}
+        shown |= {stem(w) for c in captions for w in content_words(c)}
+    only_shown = (words & shown) - said
+    return len(only_shown) > len(words & said)

@@ -24,13 +24,13 @@ from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
 from ..prompts import check as check_prompt
 from ..prompts import item_text
-from ..retrieval.search import hydrate
+from ..retrieval.search import hydrate, split_captions
 from ..store.queries import q
 from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
 from ..types import Answer, Citation, Hit, Names, Speakers
 from . import dates as date_rules
-from .checks import about_someone_else, asks_about_someone_else, best_matching
+from .checks import about_someone_else, asks_about_someone_else, best_matching, from_image_descriptions
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -61,11 +61,14 @@ def evidence_text(hit: Hit, dates: bool = False, names: Mapping[str, str] | None
         speaker = hit.sources[0].speaker
         if text.startswith(f"{speaker}: "):
             text = f"{names[speaker]}: {text[len(speaker) + 2 :]}"
+    text, captions = split_captions(text) if hit.kind == "message" else (text, [])
     text = item_text(text)  # before the dates are added: their brackets are the only ones
     said_on = _said_on([hit]) if dates else None
     if said_on is not None:
         text = with_dates(text, said_on)
-    return f"{text}{replaced}"
+    # A caption describes the image the speaker shared; it is not what they said (prompts/answer).
+    shown = "".join(f" ({prompt.IMAGE_DESCRIPTION}: {item_text(c)})" for c in captions)
+    return f"{text}{shown}{replaced}"
 
 
 def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
@@ -243,6 +246,10 @@ def answer(
     out.citations = citations(conn, [evidence[n - 1] for n in out.supports])
     if not out.refused and about_someone_else(question, text, found, out.citations, speakers or {}):
         out.refused, out.refusal, out.answer = True, "someone else", prompt.REFUSAL
+    elif not out.refused and from_image_descriptions(question, text, evidence, speakers or {}):
+        # The answer's words are only in what a captioner said an image shows: a photo of "a
+        # group of people at a table" does not say what was celebrated there.
+        out.refused, out.refusal, out.unsupported, out.answer = True, "image description", text, prompt.REFUSAL
     elif not out.refused and not out.citations:
         # An answer that names no item it rests on is not given: nothing shows where it came
         # from (the model's own knowledge, or a message imitating a reply, as in the forgery

@@ -21,7 +21,14 @@ from .. import Answer, Config, Memory, SearchParams
 from ..config import EVAL_SYSTEMS
 
 RAW_TURNS = SearchParams(
-    channels=("vector", "bm25"), units=False, parts=False, promote=False, without_speakers=False
+    channels=("vector", "bm25"),
+    units=False,
+    parts=False,
+    promote=False,
+    without_speakers=False,
+    neighbour_weight=0.0,
+    session_weight=0.0,
+    speaker_weight=0.0,
 )  # plain RAG embeds the question as asked
 
 

@@ -402,7 +402,14 @@ def _index_overlap(
     index = mem.stats()["vector_index"].get("units", "exact")
     exact_units = _exact_unit_vectors(mem.embedder.dim, n_units, seed)
     ids = np.arange(1, len(exact_units) + 1)
-    recipe = SearchParams(channels=("vector",), parts=False, evidence_fusion=False)
+    recipe = SearchParams(
+        channels=("vector",),
+        parts=False,
+        evidence_fusion=False,
+        neighbour_weight=0.0,
+        session_weight=0.0,
+        speaker_weight=0.0,
+    )
     shares = []
     for query in list(queries)[:sample]:
         vec = mem.embedder.embed([query])[0]

@@ -11,6 +11,8 @@ else than the person asked about (LoCoMo's adversarial questions swap the speake
 Everything static (rules and worked examples with made-up people, none of whom appear in
 the shipped sample chat) comes first, so llama.cpp reuses it across questions.
 
+v6: a shared image's caption is shown as "(image description: ...)", and a rule says what it is.
+
 v4: an item's text is given on one line with its own brackets and braces as parentheses
 (:func:`localmem.prompts.item_text`), so the only square brackets are the item numbers and
 the dates after relative times, both written here: a message cannot open a new item.
@@ -22,7 +24,9 @@ from typing import Any, Sequence
 
 from . import item_text
 
-VERSION = "answer-v5"
+VERSION = "answer-v6"
+# What an image's caption is called in an item: "... (image description: a photo of a dog)".
+IMAGE_DESCRIPTION = "image description"
 REFUSAL = "not in memory"
 MAX_SUPPORTS = 6
 MAX_ANSWER_CHARS = 120
@@ -49,6 +53,7 @@ Rules:
 - Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
 - Every item starts with its date. A relative time may be followed by the date it means in brackets, "yesterday [7 May 2023]": answer a "when" question with what the brackets say. Otherwise count from the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
 - Answer about the person the question names. What someone else did or said is not an answer.
+- "(image description: ...)" describes a photo the speaker shared, written by a program that only saw the photo. It tells what the photo shows, not what the speaker said or did: answer from the speaker's own words.
 - When items disagree, the later item replaces the earlier one: for how things are now, answer from the latest item; for how they were before, from the earlier one.
 - If the items do not say the answer, reply with the answer "{REFUSAL}". Never guess.
 - "supports": the numbers of the items your answer rests on.

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import apsw
 import numpy as np
 
-from ..config import ALL_CHANNELS, CHANNELS, DEFAULT_K, DEFAULTS  # noqa: F401 (the channel names, defined once)
+from ..config import (  # noqa: F401 (the channel names, defined once)
+    ALL_CHANNELS,
+    CHANNELS,
+    DEFAULT_K,
+    DEFAULTS,
+    NEIGHBOUR_WEIGHT,
+    SESSION_WEIGHT,
+    SPEAKER_WEIGHT,
+)
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
@@ -103,6 +112,20 @@ class SearchParams:
     present_first: int = 0  # a question about the present gets the newest of this many top hits first
     # The vector channels embed the query without the namespace's speaker names (query_text).
     without_speakers: bool = True
+    # Context of a hit (context_fusion; 0 turns each off): a message gains neighbour_weight ×
+    # the score of the turn before or after it, and session_weight × its session's score (the
+    # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
+    # that speaker's messages' scores by 1 + speaker_weight.
+    neighbour_weight: float = NEIGHBOUR_WEIGHT
+    session_weight: float = SESSION_WEIGHT
+    speaker_weight: float = SPEAKER_WEIGHT
+    # Pseudo-relevance feedback: a "feedback" channel ranks messages by the query vector moved
+    # toward the mean of its best this-many fused messages (feedback_weight × that mean); 0: off.
+    # The n-th message of one session (in score order, from 0) has its score × this ** n: a
+    # question spanning sessions needs one hit from each more than a third from one (1.0: off).
+    session_decay: float = 1.0
+    feedback: int = 0
+    feedback_weight: float = 0.5
 
 
 def run_channels(
@@ -238,10 +261,14 @@ def search(
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
     allowed = allowed_by(conn, ns, params.filters)
     rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
+    if params.feedback and query_vec is not None and "vector" in params.channels:
+        rankings["feedback"] = feedback_ranking(conn, ns, query_vec, rrf(rankings, params.rrf_k), params, allowed)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
+    if params.neighbour_weight or params.session_weight or params.speaker_weight or params.session_decay < 1.0:
+        fused = context_fusion(conn, ns, query, fused, params, allowed)
     fused = fused[: params.k * 3]
     hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
@@ -297,6 +324,118 @@ def evidence_fusion(
         score[("u", unit_id)] = max(score[("m", m)] for m in messages) - 1e-9
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def feedback_ranking(
+    conn: apsw.Connection,
+    ns: str,
+    query_vec: np.ndarray,
+    fused: Sequence[tuple[Key, float, dict[str, int]]],
+    params: SearchParams,
+    allowed: Allowed | None = None,
+) -> list[Key]:
+    """Messages nearest the query moved toward its best ``params.feedback`` fused messages
+    (Rocchio's pseudo-relevance feedback): what the best matches say besides the question's
+    own words ("adopted", "puppy" for a question about a new dog) finds what else says it."""
+    best = [key[1] for key, _, _ in fused if key[0] == "m"][: params.feedback]
+    if not best:
+        return []
+    vectors = [
+        np.frombuffer(blob, dtype=np.float32)
+        for _id, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(best)})
+    ]
+    if not vectors:
+        return []
+    moved = query_vec + params.feedback_weight * np.mean(vectors, axis=0)
+    moved = (moved / (np.linalg.norm(moved) or 1.0)).astype(np.float32)
+    only_messages = replace(params, channels=("vector",), units=False)
+    rankings, _raw = run_channels(conn, ns, "", moved, only_messages, None, allowed)
+    return rankings.get("vector", [])
+
+
+# A session's score is the sum of the fused scores of its best this-many messages: one strong
+# match and two near it say more about a session than one alone.
+SESSION_TOP = 3
+
+
+def context_fusion(
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    fused: list[tuple[Key, float, dict[str, int]]],
+    params: SearchParams,
+    allowed: Allowed | None = None,
+) -> list[tuple[Key, float, dict[str, int]]]:
+    """Messages scored with their context: a conversation answers in turns, and sessions keep
+    to a topic, so a message is more likely the one asked about when the turns next to it or
+    its session match too, and when the question names its speaker.
+
+    - neighbours: a message gains ``params.neighbour_weight`` × the fused score of each turn
+      right before or after it in its session (bringing in a reply no channel found: "Yes,
+      last Friday!" after the question that names the topic; such a hit's ``channels`` say
+      ``neighbour`` with the rank of the hit it sits by);
+    - two-stage: a message gains ``params.session_weight`` × its session's score;
+    - speaker: when the query names exactly one of the namespace's speakers, their messages'
+      scores are multiplied by ``1 + params.speaker_weight``.
+
+    Messages without a session (``session`` is '') have no neighbours and no session score.
+    Units keep their scores. Each step reads the scores before it (neighbours first).
+    """
+    score = {key: s for key, s, _ in fused}
+    ranks = {key: r for key, _, r in fused}
+    ids = [key[1] for key in score if key[0] == "m"]
+    if not ids:
+        return fused
+    if params.neighbour_weight:
+        base = dict(score)
+        place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
+        for mid, other in conn.execute(q("message_neighbours"), {"ids": json.dumps(ids)}):
+            key = ("m", other)
+            if allowed is not None and not allowed.keeps(key):
+                continue
+            score[key] = score.get(key, 0.0) + params.neighbour_weight * base[("m", mid)]
+            if key not in place:  # found by no channel: "neighbour" names the rank of the hit it sits by
+                found = ranks.setdefault(key, {})
+                found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
+        ids = [key[1] for key in score if key[0] == "m"]
+    places = {
+        mid: (conv, session, speaker)
+        for mid, conv, session, speaker in conn.execute(q("message_places"), {"ids": json.dumps(ids)})
+    }
+    if params.session_weight:
+        sessions: dict[tuple[str, str], list[float]] = {}
+        for mid, (conv, session, _speaker) in places.items():
+            if session:  # a message without a session (session '') is in no session
+                sessions.setdefault((conv, session), []).append(score[("m", mid)])
+        total = {key: sum(sorted(values, reverse=True)[:SESSION_TOP]) for key, values in sessions.items()}
+        for mid, (conv, session, _speaker) in places.items():
+            score[("m", mid)] += params.session_weight * total.get((conv, session), 0.0)
+    if params.speaker_weight:
+        # The speakers among the candidates: the one a question names nearly always is.
+        named = speaker_named(query, (speaker for _conv, _session, speaker in places.values()))
+        if named is not None:
+            for mid, (_conv, _session, speaker) in places.items():
+                if speaker == named:
+                    score[("m", mid)] *= 1.0 + params.speaker_weight
+    order = sorted(score, key=lambda key: -score[key])
+    if params.session_decay < 1.0:
+        seen: dict[tuple[str, str], int] = {}
+        for key in order:
+            if key[0] == "m" and key[1] in places:
+                where = places[key[1]][:2]
+                score[key] *= params.session_decay ** seen.get(where, 0)
+                seen[where] = seen.get(where, 0) + 1
+        order = sorted(score, key=lambda key: -score[key])
+    return [(key, score[key], ranks[key]) for key in order]
+
+
+def speaker_named(query: str, speakers: Iterable[str]) -> str | None:
+    """The one of ``speakers`` that ``query`` names (a name written with a capital letter, as
+    a whole word); ``None`` when it names none or several."""
+    from .query_text import speaker_names
+
+    found = {name for name in speaker_names(set(speakers)) if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", query)}
+    return found.pop() if len(found) == 1 else None
 
 
 def newest_first(hits: list[Hit], top: int, query: str | None = None) -> list[Hit]:
@@ -529,7 +668,7 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
             q("messages_by_ids"), {"ids": json.dumps(message_ids)}
         ):
             captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
-            shown = text + ("".join(f" [image: {c}]" for c in captions))
+            shown = text + "".join(f" [{IMAGE}: {c}]" for c in captions)
             hits[("m", mid)] = Hit(
                 id=f"m:{mid}",
                 kind="message",
@@ -550,6 +689,21 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
         for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
             hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
     return hits
+
+
+# A shared image's caption follows the message's text as " [image: a photo of a dog]": what
+# the image shows, said by a captioner, not by the speaker (answers mark and check it).
+IMAGE = "image"
+_CAPTIONS = re.compile(r"(?: \[" + IMAGE + r": [^\[\]]*\])+$")
+_CAPTION = re.compile(r" \[" + IMAGE + r": ([^\[\]]*)\]")
+
+
+def split_captions(text: str) -> tuple[str, list[str]]:
+    """A message hit's text as what was said and the captions of its images (see :data:`IMAGE`)."""
+    found = _CAPTIONS.search(text)
+    if found is None:
+        return text, []
+    return text[: found.start()], _CAPTION.findall(found.group(0))
 
 
 def latest_messages(conn: apsw.Connection, ns: str, n: int) -> list[Hit]:

@@ -134,3 +134,18 @@ GROUP BY r.replaces;
 -- name: data_version
 -- Moves whenever another connection has committed a change to the store (not this one's own).
 PRAGMA data_version;
+
+-- name: message_places
+-- Where each of :ids (a JSON array of message ids) was said: its session and speaker.
+SELECT m.id, m.conversation, m.session, m.speaker
+FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value;
+
+-- name: message_neighbours
+-- The turns right before and after each of :ids in the same session: (message id, neighbour id).
+-- Messages without a session (session '') have none: the turns next to them may be days apart.
+SELECT m.id, n.id
+FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value
+JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq IN (m.seq - 1, m.seq + 1)
+WHERE n.session = m.session AND m.session != '';

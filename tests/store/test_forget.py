@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from localmem.cli import cli
+from localmem.retrieval.search import SearchParams
 from localmem.store import db
 from localmem.store.purge import file_size
 from tests.fakes import HashEmbedder, ScriptedLLM
@@ -71,13 +72,14 @@ def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
     with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(_chat(tmp_path, "a.jsonl", first))
         mem.ingest(_chat(tmp_path, "b.jsonl", first + [("Ann", "then we spoke of tea")]))
-        assert [h.text for h in mem.search("qzvorpal", channels=["bm25"])] == [
+        bm25 = {"channels": ["bm25"], "recipe": SearchParams(neighbour_weight=0.0, session_weight=0.0)}
+        assert [h.text for h in mem.search("qzvorpal", **bm25)] == [
             "Bob: the secret word is qzvorpal",
             "Ann: then we spoke of tea",
         ]  # found by its context too
         mem.forget(source_id=mem.sources()[0]["id"])
-        assert mem.search("qzvorpal", channels=["bm25"]) == []
-        assert [h.text for h in mem.search("tea", channels=["bm25"])] == ["Ann: then we spoke of tea"]
+        assert mem.search("qzvorpal", **bm25) == []
+        assert [h.text for h in mem.search("tea", **bm25)] == ["Ann: then we spoke of tea"]
         context = mem.conn.execute("select count(*) from messages_fts where messages_fts match 'context:qzvorpal'")
         assert context.fetchone()[0] == 0
 

@@ -19,7 +19,7 @@ from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import EmbedderMismatchError, LocalmemError, NotFoundError
 from localmem.models.embedding import to_blob, unit_text
-from localmem.retrieval.search import fts_query, rrf
+from localmem.retrieval.search import SearchParams, fts_query, rrf
 from localmem.store import db
 from localmem.store.queries import q, query_names, sql_dir
 from tests.conftest import FIXTURES
@@ -469,6 +469,9 @@ def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
     assert order.index(("m", 1)) < order.index(("m", 2))
 
 
+WITHOUT_CONTEXT = SearchParams(neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0)
+
+
 def test_hit_structure(mem):
     mem.ingest(LOCOMO, namespace="test")
     hits = mem.search("Biscuit puppy beagle", k=5)
@@ -493,6 +496,10 @@ def test_hit_structure(mem):
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
         for chan in d["channels"].values():
             assert set(chan) == {"rank", "score"} and chan["rank"] >= 1
+        # RRF's sum, and what the message's context adds (context_fusion only adds or multiplies by > 1)
+        assert d["score"] >= sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()) - 1e-6
+    for hit in mem.search("Biscuit puppy beagle", k=5, recipe=WITHOUT_CONTEXT):
+        d = hit.to_dict()
         assert d["score"] == pytest.approx(
             sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()), abs=1e-6
         )
@@ -551,7 +558,8 @@ def test_single_channels(mem):
     vector = mem.search("cat Mochi", channels=["vector"], k=30)
     assert len(vector) == 25  # kNN ranks every message
     assert all(set(h.channels) == {"vector"} for h in vector)
-    bm25 = mem.search("Mochi", channels=["bm25"], k=30)
+    # BM25 alone, without the context of a hit (context_fusion: neighbours, session, speaker)
+    bm25 = mem.search("Mochi", channels=["bm25"], k=30, recipe=WITHOUT_CONTEXT)
     assert bm25 and all(set(h.channels) == {"bm25"} for h in bm25)
     # the three messages that say it first, then replies to them (the previous turn is context)
     assert [("Mochi" in h.text) for h in bm25] == [True, True, True, False]
