@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import apsw
 import numpy as np
@@ -67,7 +67,7 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     return _or(kept or [min(words, key=lambda w: docs[w])])
 
 
-def rrf(rankings: dict[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[tuple[Key, float, dict[str, int]]]:
+def rrf(rankings: Mapping[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[tuple[Key, float, dict[str, int]]]:
     """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the lists an item is in (rank from 1).
 
     Returns ``(key, score, {channel: rank})`` best first; ties keep first-seen order.
