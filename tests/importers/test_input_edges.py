@@ -109,6 +109,7 @@ def test_text_that_cannot_be_stored_is_refused_where_a_caller_gives_it(mem):
     assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # the real embedder embeds 400 messages
 @pytest.mark.skipif(not default_embedder_installed(), reason="the default embedder is not installed")
 def test_cli_with_the_real_embedder_stores_every_message_and_says_what_it_repaired(tmp_path):
     """Before: the tokenizer's TypeError stopped the ingest at 256 of 400, on every re-run."""
