@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import apsw
 
+from ..models.protocols import LLM
 from ..store import db
 from ..store.queries import q
 from ..store.rows import one_row, one_value
@@ -175,7 +176,7 @@ def render_case(conn: apsw.Connection, case: Borderline) -> str:
 
 
 def decide(
-    conn: apsw.Connection, llm: Any, cases: Sequence[Borderline], log: Callable[..., None] | None = None
+    conn: apsw.Connection, llm: LLM, cases: Sequence[Borderline], log: Callable[..., None] | None = None
 ) -> dict[str, int | None]:
     """Ask the model about all ``cases`` in one call: normalised name → entity id or ``None``.
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import apsw
 import numpy as np
 
 from ..config import ALL_CHANNELS, CHANNELS, DEFAULT_K, DEFAULTS  # noqa: F401 (the channel names, defined once)
+from ..models.protocols import Reranker
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
@@ -228,7 +229,12 @@ def _memory_channels(
 
 
 def search(
-    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None, params: SearchParams, reranker: Any = None
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    query_vec: np.ndarray | None,
+    params: SearchParams,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
     """The top ``params.k`` hits for ``query`` in namespace ``ns``.
 
@@ -326,7 +332,7 @@ def _on_subject(hit: Hit, head: Sequence[Hit], query: str) -> bool:
     return best > 0 and mine >= 0.9 * best
 
 
-def _reranked(reranker: Any, query: str, hits: list[Hit], top: int) -> list[Hit]:
+def _reranked(reranker: Reranker, query: str, hits: list[Hit], top: int) -> list[Hit]:
     """The first ``top`` hits in the reranker's order, the rest after them as they were."""
     from .rerank import rerank_order
 
