@@ -557,7 +557,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
+        import tomli as tomllib  # pyright: ignore[reportMissingImports]  # a dependency on 3.10 only
     try:
         with path.open("rb") as fh:
             data = tomllib.load(fh)

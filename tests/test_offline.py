@@ -92,6 +92,7 @@ def _python(code: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow
 def test_a_model_library_is_imported_with_telemetry_and_downloads_off():
     code = (
         "import os, sys; from localmem.models.backends import library; library('tokenizers'); "
@@ -104,6 +105,7 @@ def test_a_model_library_is_imported_with_telemetry_and_downloads_off():
     assert done.stdout.split() == ["1", "0", "1", "False"]
 
 
+@pytest.mark.slow
 def test_onnxruntime_imported_earlier_with_telemetry_is_reported():
     code = (
         "import onnxruntime; from localmem.models.backends import library; library('onnxruntime'); "
@@ -154,6 +156,7 @@ def _network_sockets(trace: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.models
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (apt-get install strace)")
 @pytest.mark.skipif(not default_embedder_installed(), reason="the default embedder is not installed")

@@ -14,12 +14,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import apsw
+
 from ..config import DEFAULTS
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import agent as prompt
 from ..retrieval.search import hydrate, mark_supersession
 from ..store.queries import q
+from ..store.rows import all_rows
 from ..text.names import normalise
 from ..types import Hit
 from . import fast as answer_mod
@@ -46,7 +49,7 @@ class Tools:
     """What the loop may call: search with a channel set (Memory's, bound to a namespace)
     and the store for the entity and episode tools."""
 
-    conn: Any
+    conn: apsw.Connection
     ns: str
     retrieve: Callable[[str, Sequence[str], int], list[Hit]]
     speakers: answer_mod.Names = field(default_factory=dict)
@@ -165,9 +168,9 @@ def _entity_units(tools: Tools, args: dict[str, Any], start: str | None, end: st
     order = args.get("order") if args.get("order") in ("oldest", "newest") else "newest"
     params = {"ns": tools.ns, "name": name, "tag": tag, "start": start, "end": end, "order": order}
     if args.get("count"):
-        total = len(tools.conn.execute(q("agent_entity_units"), {**params, "limit": 10_000}).fetchall())
+        total = len(all_rows(tools.conn.execute(q("agent_entity_units"), {**params, "limit": 10_000})))
         step.note = f"count: {total}"
-    rows = tools.conn.execute(q("agent_entity_units"), {**params, "limit": RESULTS_PER_STEP}).fetchall()
+    rows = all_rows(tools.conn.execute(q("agent_entity_units"), {**params, "limit": RESULTS_PER_STEP}))
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return [found[("u", r[0])] for r in rows if ("u", r[0]) in found]
 
@@ -181,16 +184,16 @@ def _personal_knowledge(tools: Tools, args: dict[str, Any], step: Step) -> list[
         return []
     aspect = (args.get("tag") or "").strip().lower() or None
     params = {"ns": tools.ns, "name": name}
-    aspects = tools.conn.execute(q("agent_person_aspects"), params).fetchall()
+    aspects = all_rows(tools.conn.execute(q("agent_person_aspects"), params))
     if not aspects:
         step.note = "no lasting knowledge about them (not consolidated)"
         return []
     if aspect is None or aspect not in {a for a, _n in aspects}:
         step.note = "aspects: " + ", ".join(f"{a} ({n})" for a, n in aspects)
         aspect = None
-    rows = tools.conn.execute(
-        q("agent_person_knowledge"), {**params, "aspect": aspect, "limit": RESULTS_PER_STEP}
-    ).fetchall()
+    rows = all_rows(
+        tools.conn.execute(q("agent_person_knowledge"), {**params, "aspect": aspect, "limit": RESULTS_PER_STEP})
+    )
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return mark_supersession(tools.conn, [found[("u", r[0])] for r in rows if ("u", r[0]) in found])
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
+import apsw
 import numpy as np
 
 from ..store.queries import q
@@ -27,7 +28,11 @@ MAX_MATCHES = 3
 
 
 def shorten(
-    conn: Any, hits: Sequence[Hit], query_vec: np.ndarray | None, count: Callable[[str], int], long_tokens: int
+    conn: apsw.Connection,
+    hits: Sequence[Hit],
+    query_vec: np.ndarray | None,
+    count: Callable[[str], int],
+    long_tokens: int,
 ) -> list[Hit]:
     """``hits`` with each long message replaced by its excerpt (see the module docstring)."""
     if query_vec is None:

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+import apsw
+
 from ..config import Config
 from ..models.protocols import LLM, Judge
 from ..models.structured import JsonFieldStream, complete_structured
@@ -26,6 +28,7 @@ from ..prompts import check as check_prompt
 from ..prompts import item_text
 from ..retrieval.search import hydrate, split_captions
 from ..store.queries import q
+from ..store.rows import all_rows
 from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
 from ..types import Answer, Citation, Hit, Names, Speakers
@@ -80,7 +83,7 @@ def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
 SOURCE_MESSAGES = 2
 
 
-def as_messages(conn: Any, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
+def as_messages(conn: apsw.Connection, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
     """The evidence in the speakers' words: each gist or fact replaced, at its rank, by the
     messages it rests on (when there are at most ``per_unit``); messages already shown are not
     repeated. Episodes and broader units stay as they are, after all the messages: a token
@@ -165,7 +168,7 @@ class AnswerOptions:
 
 
 def answer(
-    conn: Any,
+    conn: apsw.Connection,
     llm: LLM | None,
     question: str,
     hits: Sequence[Hit],
@@ -213,10 +216,12 @@ def answer(
     if speakers and asks_about_someone_else(question, found, speakers):
         out.refusal = "asks about someone else"  # no model call: nothing it could say would be about them
         return out
-    chat = isinstance(speakers, Speakers) and speakers.chat
-    names = {speakers.user: user_name} if chat and user_name and speakers.user != user_name else None
+    # In a user–assistant chat (Speakers.chat: both are known), who is who.
+    user = speakers.user if isinstance(speakers, Speakers) and speakers.chat else None
+    assistant = speakers.assistant if isinstance(speakers, Speakers) and speakers.chat else None
+    names = {user: user_name} if user is not None and user_name and user != user_name else None
     lines = [evidence_line(h, dates, names) for h in evidence]
-    who = (user_name or speakers.user, speakers.assistant) if chat else None
+    who = (user_name or user, assistant) if user is not None and assistant is not None else None
     started = time.perf_counter()
     asked_dates = date_rules.classify(question)
     messages = prompt.render(question, lines, day, who, dated=asked_dates is not None)
@@ -346,12 +351,12 @@ def _said_on(hits: Sequence[Hit]) -> dt.date | None:
     return None
 
 
-def citations(conn: Any, hits: Sequence[Hit]) -> list[Citation]:
+def citations(conn: apsw.Connection, hits: Sequence[Hit]) -> list[Citation]:
     """The distinct source messages of ``hits``, in time order."""
     ids = list(dict.fromkeys(s.message_id for h in hits for s in h.sources))
     if not ids:
         return []
-    rows = conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}).fetchall()
+    rows = all_rows(conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}))
     found = [
         Citation(mid, ext, conv, speaker, sent_at, text)
         for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows

@@ -14,11 +14,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import apsw
+
 from ..errors import LocalmemError, NotFoundError
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import profile as summary_prompt
 from ..store.queries import q
+from ..store.rows import all_rows, one_row
 from ..text.names import normalise
 
 
@@ -68,9 +71,9 @@ class Profile:
         return out
 
 
-def profile(conn: Any, ns: str, name: str) -> Profile:
+def profile(conn: apsw.Connection, ns: str, name: str) -> Profile:
     """The profile of the entity ``name`` names in ``ns`` (alias-aware)."""
-    rows = conn.execute(q("profile_entity"), {"ns": ns, "norm": normalise(name)}).fetchall()
+    rows = all_rows(conn.execute(q("profile_entity"), {"ns": ns, "norm": normalise(name)}))
     if not rows:
         people = [r[0] for r in conn.execute(q("profile_people"), {"ns": ns, "limit": 8})]
         known = (
@@ -106,8 +109,8 @@ def profile(conn: Any, ns: str, name: str) -> Profile:
     return Profile(shown, entity_id, kind, aliases, episodes, dict(sorted(knowledge.items())), summary, summary_at)
 
 
-def _stored_summary(conn: Any, entity_id: int) -> tuple[str | None, str | None, str | None]:
-    summary, summary_at, data = conn.execute(q("entity_summary"), {"id": entity_id}).fetchone()
+def _stored_summary(conn: apsw.Connection, entity_id: int) -> tuple[str | None, str | None, str | None]:
+    summary, summary_at, data = one_row(conn.execute(q("entity_summary"), {"id": entity_id}))
     basis = (json.loads(data or "{}").get("summary") or {}).get("basis")
     return summary, summary_at, basis
 
@@ -122,7 +125,7 @@ class SummaryBasis:
     digest: str
 
 
-def stale_summary(conn: Any, prof: Profile) -> SummaryBasis | None:
+def stale_summary(conn: apsw.Connection, prof: Profile) -> SummaryBasis | None:
     """What a new summary of ``prof`` would rest on, when the stored one is missing or rests
     on something else (new or replaced knowledge, new episodes); None when it is current or
     memory holds nothing about the person."""
@@ -142,7 +145,7 @@ def stale_summary(conn: Any, prof: Profile) -> SummaryBasis | None:
     return None if basis == digest and prof.summary else SummaryBasis(statements, episodes, digest)
 
 
-def write_summary(conn: Any, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
+def write_summary(conn: apsw.Connection, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
     """Have the model write ``prof``'s summary from ``basis`` and store it on the person
     (the model call runs first; only the write needs the caller's transaction)."""
     result = complete_structured(

@@ -104,6 +104,7 @@ def _row(name: str, times: list[float], cpu: list[float]) -> dict[str, Any]:
 async def _listed(argv: list[str], env: dict[str, str], remember: bool) -> tuple[float, float]:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    from mcp.types import TextContent
 
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
     with open(os.devnull, "w") as devnull:
@@ -121,5 +122,6 @@ async def _listed(argv: list[str], env: dict[str, str], remember: bool) -> tuple
                 )
                 first = time.perf_counter() - started
                 if result.is_error:
-                    raise RuntimeError(f"remember failed: {result.content[0].text}")
+                    said = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+                    raise RuntimeError(f"remember failed: {said}")
     return listed, first

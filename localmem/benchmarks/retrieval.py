@@ -134,7 +134,7 @@ def locomo_retrieval(
         rerank,
         raw,
     )
-    scored = set(SCORED_CATEGORIES) if benchmark == "locomo" else None
+    scored: set[int] | None = set(SCORED_CATEGORIES) if benchmark == "locomo" else None
     rows, overall = _summarise(questions, ks, benchmark, scored)
     return {
         "benchmark": benchmark,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import MessageIn, Probe, Reader, find_loop, first_item, plural, shape, titled
+from .common import MessageIn, Probe, Reader, find_loop, first_item, plural, shape, str_field, titled
 
 NAME = "chatgpt"
 _TEXT_TYPES = ("text", "multimodal_text")
@@ -72,7 +72,7 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
             if not isinstance(msg, dict):
                 raise reader.fail(f"mapping.{node_id}.message must be an object, got {shape(msg)}", where)
             author = _object(msg, "author", reader, mwhere)
-            role = author.get("role")
+            role = str_field(author, "role")
             content = _object(msg, "content", reader, mwhere)
             meta = _object(msg, "metadata", reader, mwhere)
             text, attachments = _content(content, meta, reader, mwhere)

@@ -268,6 +268,18 @@ def lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
+def dict_field(item: dict[str, Any], key: str) -> dict[str, Any]:
+    """``item[key]`` when it is an object, else an empty one (exports leave fields out, or null)."""
+    value = item.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def str_field(item: dict[str, Any], key: str) -> str:
+    """``item[key]`` when it is a string, else an empty one."""
+    value = item.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def shape(value: Any) -> str:
     if isinstance(value, dict):
         keys = ", ".join(list(value)[:5])

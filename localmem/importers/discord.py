@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .common import MessageIn, Probe, Reader, plural, shape
+from .common import MessageIn, Probe, Reader, dict_field, plural, shape
 
 NAME = "discord"
 _KEPT = {"Default", "Reply", "ChatInputCommand", "ContextMenuCommand", "ThreadStarterMessage"}
@@ -54,7 +54,7 @@ def parse(doc: Any, reader: Reader) -> list[MessageIn]:
         if item.get("type", "Default") not in _KEPT:
             notices += 1
             continue
-        author = item.get("author") if isinstance(item.get("author"), dict) else {}
+        author = dict_field(item, "author")
         speaker = next(
             (str(author[k]).strip() for k in ("nickname", "name", "id") if author.get(k) not in (None, "")), "unknown"
         )

@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..text.files import decode
-from .common import MessageIn, Reader, plural, shape
+from .common import MessageIn, Reader, dict_field, plural, shape
 
 NAME = "slack"
 LISTS = ("channels.json", "groups.json", "mpims.json", "dms.json")
@@ -143,7 +143,7 @@ def _check_message(item: Any, reader: Reader, where: str) -> None:
 
 
 def _user_name(user: dict[str, Any]) -> str:
-    profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+    profile = dict_field(user, "profile")
     for value in (
         profile.get("real_name"),
         user.get("real_name"),
@@ -206,8 +206,8 @@ def _speaker(item: dict[str, Any], names: dict[str, str]) -> str:
     user = item.get("user")
     if isinstance(user, str) and user in names:
         return names[user]
-    profile = item.get("user_profile") if isinstance(item.get("user_profile"), dict) else {}
-    bot = item.get("bot_profile") if isinstance(item.get("bot_profile"), dict) else {}
+    profile = dict_field(item, "user_profile")
+    bot = dict_field(item, "bot_profile")
     for value in (profile.get("real_name"), profile.get("display_name"), item.get("username"), bot.get("name"), user):
         if isinstance(value, str) and value.strip():
             return value.strip()

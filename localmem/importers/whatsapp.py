@@ -205,7 +205,8 @@ def _records(text: str, reader: Reader) -> list[_Record]:
             continue
         speaker, body = _split(line[match.start("rest") :])
         marked = speaker is not None and body[:1] in ("\u200e", "\u200f")
-        date = tuple(re.split(r"[./-] ?", match.group("date")))
+        first, second, third = re.split(r"[./-] ?", match.group("date"))  # the pattern has three numbers
+        date = (first, second, third)
         records.append(
             _Record(
                 lineno,

@@ -210,7 +210,9 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
     if wanted is not None:
         text = str(wanted)
         if text in manifests() and manifests()[text].role == "llm":
-            return _from_manifest(manifests()[text], cache_dir, config.origin("llm_model"), required=True)
+            found = _from_manifest(manifests()[text], cache_dir, config.origin("llm_model"), required=True)
+            assert found is not None  # required: a missing package raised
+            return found
         path = Path(text)
         if not path.is_file():
             raise ModelNotFoundError(
@@ -253,11 +255,12 @@ def locate_llm(config: Config, cache_dir: Path) -> dict[str, Any]:
             report.setdefault("status", f"missing: run {chosen[0].info['install']}, or use a model server (--llm-url)")
             report["id"] = chosen[0].id
         else:
-            target = cache_dir / "models" / man.info["file_name"] if len(man.parts) > 1 else man.parts[0].locate()
+            first = man.parts[0]  # an LLM's manifest names its file's parts
+            target = cache_dir / "models" / man.info["file_name"] if len(man.parts) > 1 else first.locate()
             report.update(
                 id=man.id,
                 path=str(target),
-                **{"from": config.origin("llm_model") if wanted is not None else f"package {man.parts[0].package}"},
+                **{"from": config.origin("llm_model") if wanted is not None else f"package {first.package}"},
             )
             if target is not None and not Path(target).is_file():
                 report["path"] = f"{target} (assembled on first use)"

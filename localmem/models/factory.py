@@ -249,8 +249,10 @@ class Models:
         The LLM is never loaded (nor a packaged model assembled) just to count: a search reads
         and writes nothing it does not need. Answers load the LLM first, so what the model reads
         is counted by its own tokenizer."""
-        if self._llm is not None and isinstance(self._llm, TokenCounter):
-            return self._llm.count_tokens, f"llm:{self._llm.model_id}"
+        llm = self._llm
+        model_id = llm.model_id if llm is not None else ""  # read as an LLM: narrowed to a TokenCounter, it has none
+        if isinstance(llm, TokenCounter):
+            return llm.count_tokens, f"llm:{model_id}"
         embedder = self.embedder
         if isinstance(embedder, TokenCounter):
             return embedder.count_tokens, f"embedder:{embedder.model_id}"

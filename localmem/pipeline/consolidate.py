@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import apsw
 import numpy as np
 
 from ..config import CONSOLIDATE_MODES
@@ -36,6 +37,7 @@ from ..prompts import verify as verify_prompt
 from ..retrieval import vector_index
 from ..store import db
 from ..store.queries import q
+from ..store.rows import all_rows, one_row, one_value
 from ..text.words import content_words, stem
 from . import resolve
 from .extract import (
@@ -95,15 +97,15 @@ class Episode:
     people: dict[str, int]  # normalised name or alias → entity id
 
 
-def load_episode(conn: Any, episode_id: int) -> Episode:
-    eid, conversation, title, text, when = conn.execute(q("consolidate_episode"), {"id": episode_id}).fetchone()
-    rows = conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
+def load_episode(conn: apsw.Connection, episode_id: int) -> Episode:
+    eid, conversation, title, text, when = one_row(conn.execute(q("consolidate_episode"), {"id": episode_id}))
+    rows = all_rows(conn.execute(q("episode_messages"), {"episode_id": episode_id}))
     msgs = [EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None) for mid, sp, tx, at, a, _e in rows]
     people = {alias: entity for alias, entity in conn.execute(q("episode_people"), {"id": episode_id})}
     return Episode(eid, conversation or "", title or "", text or "", when, msgs, people)
 
 
-def held(conn: Any, ns: str, query_vec: np.ndarray, limit: int = HELD) -> list[Known]:
+def held(conn: apsw.Connection, ns: str, query_vec: np.ndarray, limit: int = HELD) -> list[Known]:
     """The current (not superseded) knowledge nearest to the episode, nearest first."""
     near = [uid for uid, _d in vector_index.knn(conn, "units", ns, query_vec, limit * 3, kind="knowledge")]
     if not near:
@@ -196,7 +198,7 @@ def _speaker_named(episode: Episode, name: str) -> str | None:
 
 
 def store(
-    conn: Any,
+    conn: apsw.Connection,
     ns: str,
     episode: Episode,
     statements: Sequence[Statement],
@@ -261,23 +263,25 @@ def store(
                 conn.execute(q("unit_source_insert"), {"unit_id": same, "message_id": mid})
             out.reinforced.append(same)
             continue
-        unit_id = conn.execute(
-            q("knowledge_insert"),
-            {
-                "ns": ns,
-                "conversation": episode.conversation,
-                "episode_id": episode.id,
-                "text": st.text,
-                "subject": st.subject,
-                "aspect": st.aspect,
-                "occurred_start": when[:10] if when else None,
-                "mentioned_at": when,
-                "prompt_version": version,
-                "model_id": model_id,
-                "content_hash": content_hash("knowledge", st.text, (when or "")[:10]),
-                "created_at": now,
-            },
-        ).fetchone()[0]
+        unit_id = one_value(
+            conn.execute(
+                q("knowledge_insert"),
+                {
+                    "ns": ns,
+                    "conversation": episode.conversation,
+                    "episode_id": episode.id,
+                    "text": st.text,
+                    "subject": st.subject,
+                    "aspect": st.aspect,
+                    "occurred_start": when[:10] if when else None,
+                    "mentioned_at": when,
+                    "prompt_version": version,
+                    "model_id": model_id,
+                    "content_hash": content_hash("knowledge", st.text, (when or "")[:10]),
+                    "created_at": now,
+                },
+            )
+        )
         for mid in sources:
             conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
         conn.execute(
@@ -313,9 +317,9 @@ def store(
     return out
 
 
-def _same_statement(conn: Any, ns: str, entity: int, vec: np.ndarray) -> int | None:
+def _same_statement(conn: apsw.Connection, ns: str, entity: int, vec: np.ndarray) -> int | None:
     """A held statement about ``entity`` that says what ``vec`` says, if any."""
-    rows = conn.execute(q("knowledge_vectors_of_entity"), {"ns": ns, "entity_id": entity}).fetchall()
+    rows = all_rows(conn.execute(q("knowledge_vectors_of_entity"), {"ns": ns, "entity_id": entity}))
     if not rows:
         return None
     ids = [r[0] for r in rows]
@@ -369,7 +373,7 @@ def check(
 
 
 def consolidate_episode(
-    conn: Any,
+    conn: apsw.Connection,
     llm: LLM,
     embedder: Any,
     ns: str,

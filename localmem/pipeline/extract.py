@@ -13,7 +13,9 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
+
+import apsw
 
 from ..models.embedding import message_text, to_blob, unit_text
 from ..models.protocols import LLM, Judge, Judged
@@ -22,6 +24,7 @@ from ..prompts import extract as prompt
 from ..prompts import verify as verify_prompt
 from ..store import db
 from ..store.queries import q
+from ..store.rows import one_value
 from ..text.times import Span, find_time_phrases, resolve_phrase
 from ..text.words import content_words, stem
 from . import resolve
@@ -73,8 +76,9 @@ class Extraction:
 
 def _ref_date(messages: Sequence[EpisodeMessage], indexes: Sequence[int]) -> dt.date | None:
     for i in list(indexes) + list(range(len(messages))):
-        if 0 <= i < len(messages) and messages[i].sent_at:
-            return dt.date.fromisoformat(messages[i].sent_at[:10])
+        sent_at = messages[i].sent_at if 0 <= i < len(messages) else None
+        if sent_at:
+            return dt.date.fromisoformat(sent_at[:10])
     return None
 
 
@@ -189,7 +193,7 @@ def is_chatter(predicate: str, text: str) -> bool:
     return len(words) > 1 and bool(_CHATTER.match(words[1]) or _REPORTING.match(words[1]))
 
 
-def own_speaker(subject: str, sources: Sequence[EpisodeMessage], speakers: set[str]) -> bool:
+def own_speaker(subject: str, sources: Sequence[EpisodeMessage], speakers: AbstractSet[str]) -> bool:
     """A fact about a speaker must come from that speaker's own messages.
 
     Small models attribute a reply's content to the wrong side of the chat ("Caroline said
@@ -349,7 +353,7 @@ class Stored:
 
 
 def store(
-    conn: Any,
+    conn: apsw.Connection,
     ns: str,
     episode_id: int,
     conversation: str,
@@ -381,28 +385,30 @@ def store(
         precision = ev.span.precision if ev.span else "unknown"
         fact_text = f"{ev.subject} {ev.predicate} {ev.object}".strip()
         for kind, text in (("gist", ev.text), ("fact", fact_text)):
-            unit_id = conn.execute(
-                q("unit_insert"),
-                {
-                    "ns": ns,
-                    "kind": kind,
-                    "conversation": conversation,
-                    "episode_id": episode_id,
-                    "text": text,
-                    "subject": ev.subject if kind == "fact" else None,
-                    "predicate": ev.predicate if kind == "fact" else None,
-                    "object": ev.object if kind == "fact" else None,
-                    "occurred_start": start,
-                    "occurred_end": end,
-                    "time_precision": precision,
-                    "mentioned_at": ev.mentioned_at,
-                    "prompt_version": prompt.VERSION,
-                    "model_id": model_id,
-                    "content_hash": content_hash(kind, text, start or ""),
-                    "data": json.dumps({"time_checked": ev.time_checked}),
-                    "created_at": now,
-                },
-            ).fetchone()[0]
+            unit_id = one_value(
+                conn.execute(
+                    q("unit_insert"),
+                    {
+                        "ns": ns,
+                        "kind": kind,
+                        "conversation": conversation,
+                        "episode_id": episode_id,
+                        "text": text,
+                        "subject": ev.subject if kind == "fact" else None,
+                        "predicate": ev.predicate if kind == "fact" else None,
+                        "object": ev.object if kind == "fact" else None,
+                        "occurred_start": start,
+                        "occurred_end": end,
+                        "time_precision": precision,
+                        "mentioned_at": ev.mentioned_at,
+                        "prompt_version": prompt.VERSION,
+                        "model_id": model_id,
+                        "content_hash": content_hash(kind, text, start or ""),
+                        "data": json.dumps({"time_checked": ev.time_checked}),
+                        "created_at": now,
+                    },
+                )
+            )
             out.units[kind] = out.units.get(kind, 0) + 1
             for mid in ev.source_ids:
                 conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
@@ -439,7 +445,9 @@ def store(
     return out
 
 
-def borderline(conn: Any, ns: str, messages: Sequence[EpisodeMessage], ex: Extraction) -> list[resolve.Borderline]:
+def borderline(
+    conn: apsw.Connection, ns: str, messages: Sequence[EpisodeMessage], ex: Extraction
+) -> list[resolve.Borderline]:
     """The extraction's entity mentions that need the model to resolve (see resolve.find_borderline)."""
     return resolve.find_borderline(
         conn, ns, [resolve.Mentioned(e.name, e.type, e.tag) for e in ex.entities], {m.speaker for m in messages}

@@ -22,6 +22,7 @@ from ..models.embedding import embed_messages, to_blob
 from ..models.protocols import Embedder
 from ..store import db
 from ..store.queries import q
+from ..store.rows import one_row, one_value
 from ..store.vectors import insert_parts
 from ..text.files import without_surrogates
 
@@ -240,17 +241,19 @@ def _store_source(
             source_id = found[0]
         else:
             with conn:
-                source_id = conn.execute(
-                    q("source_insert"),
-                    {
-                        "ns": ns,
-                        "kind": source.format,
-                        "uri": without_surrogates(source.uri),  # a name not UTF-8
-                        "sha256": source.sha256,
-                        "status": "loading",
-                        "created_at": db.now_iso(),
-                    },
-                ).fetchone()[0]
+                source_id = one_value(
+                    conn.execute(
+                        q("source_insert"),
+                        {
+                            "ns": ns,
+                            "kind": source.format,
+                            "uri": without_surrogates(source.uri),  # a name not UTF-8
+                            "sha256": source.sha256,
+                            "status": "loading",
+                            "created_at": db.now_iso(),
+                        },
+                    )
+                )
         nsr = NamespaceReport(ns, source_id, len(messages))
         seconds = 0.0
         for start in range(0, len(messages), batch):
@@ -342,17 +345,19 @@ def add_source(conn: apsw.Connection, ns: str, conversation: str) -> int:
     found = conn.execute(q("source_find"), {"ns": ns, "sha256": key}).fetchone()
     if found:
         return found[0]
-    return conn.execute(
-        q("source_insert"),
-        {
-            "ns": ns,
-            "kind": "api",
-            "uri": f"add:{conversation}",
-            "sha256": key,
-            "status": "loaded",
-            "created_at": db.now_iso(),
-        },
-    ).fetchone()[0]
+    return one_value(
+        conn.execute(
+            q("source_insert"),
+            {
+                "ns": ns,
+                "kind": "api",
+                "uri": f"add:{conversation}",
+                "sha256": key,
+                "status": "loaded",
+                "created_at": db.now_iso(),
+            },
+        )
+    )
 
 
 def add_message(
@@ -372,13 +377,13 @@ def add_message(
     vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
     with conn:
         source_id = add_source(conn, ns, message.conversation)
-        message.seq = conn.execute(q("conversation_next_seq"), key).fetchone()[0]
+        message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
         message.external_id = message.external_id or f"a{message.seq}"
         new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
         if new_id is not None:
             insert_parts(conn, ns, new_id, parts[0])
     if new_id is None:  # a concurrent writer stored the same id first
-        found = conn.execute(q("message_find"), {**key, "external_id": message.external_id}).fetchone()
+        found = one_row(conn.execute(q("message_find"), {**key, "external_id": message.external_id}))
         return found[0], False
     return new_id, True
 
@@ -470,4 +475,4 @@ def correct_message(
         )
         assert new_id is not None  # the id was free inside this transaction
         insert_parts(conn, ns, new_id, parts[0])
-    return Correction(new_id, message.external_id, conversation, current)
+        return Correction(new_id, message.external_id, conversation, current)

@@ -28,11 +28,14 @@ from functools import partial
 from itertools import islice
 from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, TypeVar
 
+import apsw
+
 from ..config import DEFAULTS, Config
 from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
 from ..store import db
 from ..store.queries import q
+from ..store.rows import all_rows
 from . import consolidate as consolidate_mod
 from . import extract, link, resolve, segment
 
@@ -69,7 +72,7 @@ class CallLog:
     """Records each structured LLM call: tokens, time and the raw reply (so a failure can be
     inspected and better rules can re-read what the model said without calling it again)."""
 
-    def __init__(self, conn: Any, ns: str, model_id: str) -> None:
+    def __init__(self, conn: apsw.Connection, ns: str, model_id: str) -> None:
         self.conn, self.ns, self.model_id = conn, ns, model_id
         self.episode_id: int | None = None
 
@@ -112,7 +115,7 @@ class ExtractionReport:
         return asdict(self)
 
 
-def segment_without_llm(conn: Any, embedder: Embedder, ns: str, locked: Locked, *, final: bool) -> int:
+def segment_without_llm(conn: apsw.Connection, embedder: Embedder, ns: str, locked: Locked, *, final: bool) -> int:
     """Stage 2 without a model: close episodes by time gaps and drops in embedding similarity;
     their extraction waits for a later build with a model. Returns the episodes closed."""
     detector = segment.EmbeddingDetector(segment.stored_vectors(conn, embedder.dim))
@@ -134,8 +137,8 @@ class Thought:
     decided: dict[str, int | None] = field(default_factory=dict)
 
 
-def episode_messages(conn: Any, episode_id: int) -> list[extract.EpisodeMessage]:
-    rows = conn.execute(q("episode_messages"), {"episode_id": episode_id}).fetchall()
+def episode_messages(conn: apsw.Connection, episode_id: int) -> list[extract.EpisodeMessage]:
+    rows = all_rows(conn.execute(q("episode_messages"), {"episode_id": episode_id}))
     return [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None) for mid, sp, tx, at, a, _e in rows]
 
 
@@ -145,14 +148,18 @@ def think(llm: LLM, episode_id: int, conversation: str, msgs: list[extract.Episo
     about in parallel (:func:`in_order`)."""
     result = extract.call(llm, msgs)
     thought = Thought(
-        episode_id, conversation, msgs, result, extract.interpret(result.data, msgs) if result.ok else None
+        episode_id,
+        conversation,
+        msgs,
+        result,
+        extract.interpret(result.data, msgs) if result.data is not None else None,
     )
     if thought.extraction is not None and verify > 0 and isinstance(llm, Judge):
         thought.checked = extract.verify(llm, thought.extraction, msgs, verify)
     return thought
 
 
-def decide(conn: Any, llm: LLM, ns: str, thought: Thought) -> None:
+def decide(conn: apsw.Connection, llm: LLM, ns: str, thought: Thought) -> None:
     """Stage 4's model call: the borderline entity decisions. It reads the entities earlier
     episodes stored, so it runs in episode order, after they are stored."""
     if thought.extraction is not None:
@@ -214,7 +221,13 @@ class _Running(Generic[T]):
 
 
 def store(
-    conn: Any, ns: str, thought: Thought, embedder: Embedder, model_id: str, log: CallLog, report: ExtractionReport
+    conn: apsw.Connection,
+    ns: str,
+    thought: Thought,
+    embedder: Embedder,
+    model_id: str,
+    log: CallLog,
+    report: ExtractionReport,
 ) -> None:
     """Stages 3 to 5's writes for one episode, in the caller's transaction: the call log, the
     units and entities (or the episode marked failed), and the links."""
@@ -249,7 +262,7 @@ def store(
 
 
 def extract_episodes(
-    conn: Any,
+    conn: apsw.Connection,
     llm: LLM,
     embedder: Embedder,
     ns: str,
@@ -273,7 +286,7 @@ def extract_episodes(
     with locked():
         segment.segment_namespace(conn, ns, detector, final=final)
     report.seconds["segment"] = round(time.perf_counter() - t0, 2)
-    todo = conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}).fetchall()
+    todo = all_rows(conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}))
     t0 = time.perf_counter()
     report.workers = workers_for(llm, options.workers)
     jobs = [
@@ -299,7 +312,7 @@ def extract_episodes(
 
 
 def consolidate_namespace(
-    conn: Any,
+    conn: apsw.Connection,
     llm: LLM,
     embedder: Embedder,
     ns: str,

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import apsw
 
+from ..models.protocols import LLM
 from ..store import db
 from ..store.queries import q
+from ..store.rows import one_row, one_value
 from ..text.names import normalise
 
 _PERSONISH = {"person"}
@@ -86,10 +88,12 @@ def resolve(
 
 
 def _create(conn: apsw.Connection, ns: str, name: str, norm: str, entity_type: str) -> int:
-    entity_id = conn.execute(
-        q("entity_insert"),
-        {"ns": ns, "name": name.strip(), "norm_name": norm, "type": entity_type, "created_at": db.now_iso()},
-    ).fetchone()[0]
+    entity_id = one_value(
+        conn.execute(
+            q("entity_insert"),
+            {"ns": ns, "name": name.strip(), "norm_name": norm, "type": entity_type, "created_at": db.now_iso()},
+        )
+    )
     conn.execute(q("alias_insert"), {"entity_id": entity_id, "alias": name.strip(), "norm_alias": norm})
     return entity_id
 
@@ -163,7 +167,7 @@ def render_case(conn: apsw.Connection, case: Borderline) -> str:
         f"{', '.join(case.context) or 'nobody else'}"
     ]
     for i, cand in enumerate(case.candidates):
-        tags, company = (json.loads(v or "[]") for v in conn.execute(q("entity_profile"), {"id": cand.id}).fetchone())
+        tags, company = (json.loads(v or "[]") for v in one_row(conn.execute(q("entity_profile"), {"id": cand.id})))
         lines.append(
             f'Known {i}: "{cand.name}" ({", ".join(tags) or "no details"}), seen with: '
             f"{', '.join(company) or 'nobody else'}"
@@ -172,7 +176,7 @@ def render_case(conn: apsw.Connection, case: Borderline) -> str:
 
 
 def decide(
-    conn: apsw.Connection, llm: Any, cases: Sequence[Borderline], log: Callable[..., None] | None = None
+    conn: apsw.Connection, llm: LLM, cases: Sequence[Borderline], log: Callable[..., None] | None = None
 ) -> dict[str, int | None]:
     """Ask the model about all ``cases`` in one call: normalised name → entity id or ``None``.
 
@@ -189,7 +193,7 @@ def decide(
     )
     if log:
         log(stage="resolve", prompt_version=prompt.VERSION, result=result)
-    if not result.ok:
+    if result.data is None:
         return {}
     out: dict[str, int | None] = {}
     for answer in result.data["answers"]:

@@ -24,6 +24,7 @@ from ..models.structured import complete_structured
 from ..prompts import segment as prompt
 from ..store import db
 from ..store.queries import q
+from ..store.rows import one_value
 
 DEFAULT_CAP = 25
 DEFAULT_THRESHOLD = 0.7
@@ -78,7 +79,7 @@ class LLMDetector:
         self.stats.completion_tokens += result.completion_tokens
         if self.log:
             self.log(stage="segment", prompt_version=prompt.VERSION, result=result)
-        if not result.ok:
+        if result.data is None:
             self.stats.failures += 1
             return []
         return sorted(
@@ -225,17 +226,19 @@ def segment_namespace(
 
 def _store_episode(conn: apsw.Connection, ns: str, conv: str, msgs: list[PendingMessage]) -> int:
     times = [m.sent_at for m in msgs if m.sent_at]
-    episode_id = conn.execute(
-        q("episode_insert"),
-        {
-            "ns": ns,
-            "conversation": conv,
-            "start": min(times) if times else None,
-            "end": max(times) if times else None,
-            "data": json.dumps({"session": msgs[0].session, "messages": len(msgs)}),
-            "created_at": db.now_iso(),
-        },
-    ).fetchone()[0]
+    episode_id = one_value(
+        conn.execute(
+            q("episode_insert"),
+            {
+                "ns": ns,
+                "conversation": conv,
+                "start": min(times) if times else None,
+                "end": max(times) if times else None,
+                "data": json.dumps({"session": msgs[0].session, "messages": len(msgs)}),
+                "created_at": db.now_iso(),
+            },
+        )
+    )
     for m in msgs:
         conn.execute(q("unit_source_insert"), {"unit_id": episode_id, "message_id": m.id})
     return episode_id

@@ -17,6 +17,7 @@ import apsw
 import numpy as np
 
 from ..store.queries import q
+from ..store.rows import one_value
 from ..text.names import normalise
 from . import vector_index
 from .query_time import Range
@@ -173,9 +174,9 @@ def episode_members(
     members: set[Key] = set()
     kept = 0
     for episode_id, _distance in vector_index.knn(conn, "units", ns, query_vec, episodes * 4, kind="episode"):
-        fits = conn.execute(
-            q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities), **bounds}
-        ).fetchone()[0]
+        fits = one_value(
+            conn.execute(q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities), **bounds})
+        )
         if not fits:
             continue
         members |= {(kind, int(i)) for kind, i in conn.execute(q("episode_members"), {"id": episode_id})}

@@ -110,10 +110,10 @@ def _point(text: str, now: dt.date) -> tuple[dt.date, dt.date] | None:
             day = _holiday(name, now.year - 1)
         if not unit:
             return day, day
-        span = {"day": 1, "week": 7, "month": 30}[unit]
+        days = {"day": 1, "week": 7, "month": 30}[unit]
         if side == "before":
-            return day - dt.timedelta(days=span), day - dt.timedelta(days=1)
-        return day + dt.timedelta(days=1), day + dt.timedelta(days=span)
+            return day - dt.timedelta(days=days), day - dt.timedelta(days=1)
+        return day + dt.timedelta(days=1), day + dt.timedelta(days=days)
     m = re.fullmatch(rf"(?:(last|this|next|past) )?({_SEASON})(?: (?:of )?(\d{{4}}))?", text)
     if m:
         which, name, year = m.groups()

@@ -10,7 +10,7 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import apsw
 import numpy as np
@@ -24,6 +24,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     SESSION_WEIGHT,
     SPEAKER_WEIGHT,
 )
+from ..models.protocols import Reranker
 from ..store.queries import q
 from ..text.words import STOPWORDS, porter
 from ..text.words import words as all_words
@@ -76,7 +77,7 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     return _or(kept or [min(words, key=lambda w: docs[w])])
 
 
-def rrf(rankings: dict[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[tuple[Key, float, dict[str, int]]]:
+def rrf(rankings: Mapping[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[tuple[Key, float, dict[str, int]]]:
     """Reciprocal rank fusion: ``sum(1 / (k + rank))`` over the lists an item is in (rank from 1).
 
     Returns ``(key, score, {channel: rank})`` best first; ties keep first-seen order.
@@ -251,7 +252,12 @@ def _memory_channels(
 
 
 def search(
-    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray | None, params: SearchParams, reranker: Any = None
+    conn: apsw.Connection,
+    ns: str,
+    query: str,
+    query_vec: np.ndarray | None,
+    params: SearchParams,
+    reranker: Reranker | None = None,
 ) -> list[Hit]:
     """The top ``params.k`` hits for ``query`` in namespace ``ns``.
 
@@ -465,7 +471,7 @@ def _on_subject(hit: Hit, head: Sequence[Hit], query: str) -> bool:
     return best > 0 and mine >= 0.9 * best
 
 
-def _reranked(reranker: Any, query: str, hits: list[Hit], top: int) -> list[Hit]:
+def _reranked(reranker: Reranker, query: str, hits: list[Hit], top: int) -> list[Hit]:
     """The first ``top`` hits in the reranker's order, the rest after them as they were."""
     from .rerank import rerank_order
 

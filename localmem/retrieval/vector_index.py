@@ -27,6 +27,7 @@ import numpy as np
 
 from ..config import EXACT_BELOW
 from ..store.queries import q
+from ..store.rows import all_rows, one_row
 
 OVERSAMPLE = 10
 _TABLES = {
@@ -103,7 +104,9 @@ def _hamming(planes: np.ndarray, query: np.ndarray) -> np.ndarray:
 _CACHES: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Codes]]" = weakref.WeakKeyDictionary()
 
 
-def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int, kind: str | None = None) -> list[tuple[int, float]]:
+def knn(
+    conn: apsw.Connection, table: str, ns: str, query: np.ndarray, k: int, kind: str | None = None
+) -> list[tuple[int, float]]:
     """The ``k`` nearest rows of ``table`` ("messages", "units" or "parts") in ``ns`` to ``query`` as
     ``(id, cosine distance)``, nearest first; ``kind`` restricts units to one kind."""
     codes_after, vectors_of, exact, int8_of = _TABLES[table]
@@ -113,7 +116,7 @@ def knn(conn: Any, table: str, ns: str, query: np.ndarray, k: int, kind: str | N
         params = {"embedding": query.tobytes(), "k": k, "ns": ns}
         if kind is not None:
             exact, params["kind"] = "vec_units_knn_kind", kind
-        return [(int(i), float(d)) for i, d in conn.execute(q(exact), params).fetchall()]
+        return [(int(i), float(d)) for i, d in all_rows(conn.execute(q(exact), params))]
     candidates = _hamming_nearest(cached, query, k * OVERSAMPLE, kind)
     return _rescored(conn, table, [int(i) for i in candidates], query, k)
 
@@ -124,7 +127,9 @@ AMONG_EXACT = 50_000
 _READ_CHUNK = 10_000
 
 
-def knn_among(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int], k: int) -> list[tuple[int, float]]:
+def knn_among(
+    conn: apsw.Connection, table: str, ns: str, query: np.ndarray, ids: Sequence[int], k: int
+) -> list[tuple[int, float]]:
     """The ``k`` nearest of the rows ``ids`` of ``table`` in ``ns`` (a filtered search), as
     :func:`knn` returns them."""
     if not ids or k < 1:
@@ -138,12 +143,15 @@ def knn_among(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[i
     return _rescored(conn, table, list(ids), query, k)
 
 
-def _row_count(conn: Any, table: str, ns: str) -> int:
-    rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
-    return int(dict(zip(("messages", "units", "parts"), rows))[table])
+def _row_count(conn: apsw.Connection, table: str, ns: str) -> int:
+    rows = one_row(conn.execute(q("stats_vector_rows"), {"ns": ns}))
+    counts: dict[str, int] = dict(zip(("messages", "units", "parts"), rows))
+    return int(counts[table])
 
 
-def _rescored(conn: Any, table: str, candidates: list[int], query: np.ndarray, k: int) -> list[tuple[int, float]]:
+def _rescored(
+    conn: apsw.Connection, table: str, candidates: list[int], query: np.ndarray, k: int
+) -> list[tuple[int, float]]:
     """``candidates`` ranked by cosine distance to ``query`` over their int8 copies (float
     vectors for rows without one), the ``k`` nearest."""
     _codes_after, vectors_of, _exact, int8_of = _TABLES[table]
@@ -185,7 +193,7 @@ def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     return (vectors @ query) / np.maximum(norms, 1e-12)
 
 
-def shortlist(conn: Any, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
+def shortlist(conn: apsw.Connection, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
     """At most ``n`` of ``ids`` whose codes are closest to ``query``'s, for callers that would
     otherwise read every candidate's float vector; all of ``ids`` on small namespaces."""
     codes_after = _TABLES[table][0]
@@ -217,7 +225,7 @@ def _hamming_nearest(cached: _Codes, query: np.ndarray, n: int, kind: str | None
     return ids[best]
 
 
-def _load(conn: Any, table: str, ns: str, codes_after: str) -> _Codes | None:
+def _load(conn: apsw.Connection, table: str, ns: str, codes_after: str) -> _Codes | None:
     """The namespace's codes, brought up to date; ``None`` when the store keeps none."""
     try:
         changes = {name: (ins, rel) for name, ins, rel in conn.execute(q("codes_changes"))}
@@ -232,6 +240,6 @@ def _load(conn: Any, table: str, ns: str, codes_after: str) -> _Codes | None:
         cached = per_conn[(table, ns)] = _Codes()
     if cached.inserts != inserts:
         after = int(cached.ids[-1]) if len(cached.ids) else 0
-        cached.append(conn.execute(q(codes_after), {"ns": ns, "after": after}).fetchall())
+        cached.append(all_rows(conn.execute(q(codes_after), {"ns": ns, "after": after})))
         cached.inserts, cached.reloads = inserts, reloads
     return cached

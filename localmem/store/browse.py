@@ -135,7 +135,7 @@ def unit(conn: apsw.Connection, ns: str, unit_id: int) -> UnitDetail:
         "prompt_version",
         "model_id",
     )
-    found = dict(zip(keys, row))
+    found: dict[str, Any] = dict(zip(keys, row))
     found["id"] = ref("u", unit_id)
     if found["episode_id"] is not None:
         found["episode_id"] = ref("u", found["episode_id"])

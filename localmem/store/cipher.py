@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..files import real_file
 from .results import KeyChange
+from .rows import one_value
 
 # ChaCha20-Poly1305 (sqlite3mc's default scheme): authenticated, so a changed page is an error,
 # never silently wrong data; it reserves 32 bytes a page for nonce and tag (+0.8% file size).
@@ -275,7 +276,7 @@ def _row_counts(conn: apsw.Connection, schema: str = "main") -> dict[str, int]:
         )
         if not str(sql).upper().startswith("CREATE VIRTUAL")
     ]
-    return {t: conn.execute(f'select count(*) from {schema}."{t}"').fetchone()[0] for t in tables}
+    return {t: one_value(conn.execute(f'select count(*) from {schema}."{t}"')) for t in tables}
 
 
 def _rekey_copy(tmp: Path, old: Key | None, new: Key | None) -> None:

@@ -33,6 +33,7 @@ from ..errors import (
 from ..files import private_dir, private_file
 from . import cipher
 from .queries import migrations, q
+from .rows import all_rows
 
 MMAP_BYTES = 1 << 30
 # The page cache of a connection to an encrypted store, in KiB (SQLite's default is 2 MiB): every
@@ -339,8 +340,9 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
     finally:
         conn.enable_load_extension(False)
     conn.execute("select vec_version()").fetchall()
-    conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)
-    conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)
+    # apsw types a scalar function as taking any number of values; numargs=1 registers these for one.
+    conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
+    conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
     conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
 
@@ -405,7 +407,7 @@ def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
 
 
 def all_meta(conn: apsw.Connection) -> dict[str, str]:
-    return dict(conn.execute(q("meta_all")).fetchall())
+    return dict(all_rows(conn.execute(q("meta_all"))))
 
 
 def check_embedder(conn: apsw.Connection, model_id: str, dim: int | None) -> bool:

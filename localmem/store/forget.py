@@ -35,6 +35,7 @@ from ..errors import LocalmemError, NotFoundError
 from . import db, purge
 from .queries import q
 from .refs import ref
+from .rows import all_rows
 
 
 @dataclass
@@ -210,15 +211,13 @@ def _named(conn: apsw.Connection, ns: str, kind: str, ids: Sequence[int]) -> lis
 def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[int]) -> Plan:
     """Everything that goes with ``messages`` and ``named_units`` (see the module docstring)."""
     m_json = json.dumps(list(messages))
-    resting = conn.execute(q("forget_units_resting_on"), {"messages": m_json}).fetchall()
+    resting = all_rows(conn.execute(q("forget_units_resting_on"), {"messages": m_json}))
     explicit = set(named_units)
     gone = explicit | {unit for unit, only in resting if only}
     kept = {unit for unit, only in resting if not only}
     frontier = set(gone)
     while frontier:  # what was derived from a unit that goes (an episode's units), level by level
-        rows = conn.execute(
-            q("forget_children"), {"units": json.dumps(sorted(frontier)), "messages": m_json}
-        ).fetchall()
+        rows = all_rows(conn.execute(q("forget_children"), {"units": json.dumps(sorted(frontier)), "messages": m_json}))
         frontier = set()
         for unit, parent, elsewhere in rows:
             if unit in gone:

@@ -6,7 +6,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 import apsw
 
@@ -17,17 +17,18 @@ from ..text.sentences import sentence_spans
 from . import cipher, db
 from .queries import q
 from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
+from .rows import all_rows, one_row, one_value
 
 
 def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
-    messages, conversations, sessions, first, last = conn.execute(q("stats_messages"), {"ns": ns}).fetchone()
-    sources, unfinished, entities, links = conn.execute(q("stats_other"), {"ns": ns}).fetchone()
-    units = cast("dict[str, int]", dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall()))  # kind -> count
+    messages, conversations, sessions, first, last = one_row(conn.execute(q("stats_messages"), {"ns": ns}))
+    sources, unfinished, entities, links = one_row(conn.execute(q("stats_other"), {"ns": ns}))
+    units: dict[str, int] = dict(all_rows(conn.execute(q("stats_units"), {"ns": ns})))  # kind -> count
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     meta = db.all_meta(conn)
     index: dict[str, str] = {}
     if db.has_vectors(conn):
-        rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
+        rows = one_row(conn.execute(q("stats_vector_rows"), {"ns": ns}))
         index = {
             table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)
         }
@@ -66,8 +67,8 @@ def reembed(
 ) -> ReembedReport:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
     atomically (old vectors stay if interrupted)."""
-    messages = conn.execute(q("messages_for_reembed")).fetchall()
-    units = conn.execute(q("units_for_reembed")).fetchall()
+    messages = all_rows(conn.execute(q("messages_for_reembed")))
+    units = all_rows(conn.execute(q("units_for_reembed")))
     parts = sum(len(sentence_spans(text)) for _, _, _, text, _ in messages)
     total, done = len(messages) + parts + len(units), 0
 
@@ -131,7 +132,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
         "apsw": apsw.apsw_version(),
         "sqlite": apsw.sqlite_lib_version(),
         "fts5": fts5,
-        "sqlite_vec": conn.execute("select vec_version()").fetchone()[0],
+        "sqlite_vec": one_value(conn.execute("select vec_version()")),
         "onnxruntime": cipher.dist_version("onnxruntime"),
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),

@@ -38,6 +38,7 @@ import apsw
 from ..files import real_file
 from . import db, leftovers
 from .queries import q
+from .rows import one_row
 
 
 @dataclass
@@ -198,7 +199,7 @@ def checkpoint(conn: apsw.Connection) -> bool:
     (it waits for readers up to the busy timeout)."""
     if conn.pragma("journal_mode") != "wal":
         return True
-    busy, _log, _done = conn.execute(q("purge_checkpoint")).fetchone()
+    busy, _log, _done = one_row(conn.execute(q("purge_checkpoint")))
     return not busy
 
 

@@ -31,6 +31,7 @@ from ..models.protocols import Embedder
 from . import db
 from .queries import q
 from .results import RestoreReport
+from .rows import one_row, one_value
 from .vectors import store_vectors
 
 FORMAT = "localmem-export"
@@ -183,7 +184,7 @@ def restore(
             stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
         )
     embedder = None if has_vectors else embedder_factory()
-    keep_ids = not any(conn.execute(q("ids_in_use")).fetchone())
+    keep_ids = not any(one_row(conn.execute(q("ids_in_use"))))
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
     counts: dict[str, int] = {}
     with conn:
@@ -274,7 +275,7 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
             raise _Unresolved(f"its {key} {rec.get(key)!r} is not a {table} of this file") from None
 
     def insert(table: str, query: str, **params: Any) -> None:
-        new = conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row, **params}).fetchone()[0]
+        new = one_value(conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row, **params}))
         ids[table][rec["id"]] = new
 
     if kind == "source":
@@ -308,7 +309,7 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     elif kind == "part":
         insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":
-        table = {"messages": "message", "units": "unit", "message_parts": "part"}.get(rec.get("table"))
+        table = {"messages": "message", "units": "unit", "message_parts": "part"}.get(str(rec.get("table")))
         if table is None:
             raise _Unresolved(f"its table {rec.get('table')!r} is not one of messages, units, message_parts")
         conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
@@ -324,7 +325,7 @@ _ID_KIND = {"message": "m", "unit": "u", "messages": "m", "units": "u"}
 
 def _ref_fields(rec: dict[str, Any]) -> list[tuple[str, str]]:
     """(field, "m" or "u") for each field of ``rec`` that names a message or a unit."""
-    own = _ID_KIND.get(rec.get("table") if rec.get("type") == "vector" else rec.get("type"))
+    own = _ID_KIND.get(str(rec.get("table") if rec.get("type") == "vector" else rec.get("type")))
     return [*_REF_KIND.items(), *((("id", own),) if own else ())]
 
 

@@ -12,13 +12,14 @@ import numpy as np
 
 from ..models.embedding import Parts, to_blob
 from .queries import q
+from .rows import one_value
 
 
 def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) -> None:
     for start, end, vector in parts:
-        part_id = conn.execute(
-            q("part_insert"), {"message_id": message_id, "ns": ns, "start": start, "end": end}
-        ).fetchone()[0]
+        part_id = one_value(
+            conn.execute(q("part_insert"), {"message_id": message_id, "ns": ns, "start": start, "end": end})
+        )
         conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
 
 

@@ -17,5 +17,6 @@ def normalise(name: str, speaker: str | None = None) -> str:
     text = re.sub(r"^(the|a|an)\s+", "", text)
     if speaker and re.match(r"^(my|our)\s+", text):
         text = f"{speaker.strip().lower()}'s " + re.sub(r"^(my|our)\s+", "", text)
-    words = [KIN.get(w, w) for w in re.findall(r"[\w']+", text)]
+    tokens: list[str] = re.findall(r"[\w']+", text)
+    words = [KIN.get(w, w) for w in tokens]
     return " ".join(words)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from typing import Callable
+from typing import Callable, cast
 
 import apsw
 
@@ -77,8 +77,12 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
     as a function from a query word to its index terms."""
     if conn not in _PORTERS:
         tokenize = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-        _PORTERS[conn] = lambda word: tokenize(
-            word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+        # Without offsets and colocated tokens, apsw's tokenizer returns a plain list of str.
+        _PORTERS[conn] = lambda word: cast(
+            "list[str]",
+            tokenize(
+                word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+            ),
         )
     return _PORTERS[conn]
 
@@ -90,8 +94,9 @@ def porter_stemmer() -> Callable[[str], list[str]]:
     tokenize = apsw.Connection(":memory:").fts5_tokenizer("porter", ["unicode61"])
 
     def stems(text: str) -> list[str]:
-        return tokenize(
+        tokens = tokenize(
             text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
         )
+        return cast("list[str]", tokens)  # a plain list of str, as in porter()
 
     return stems

@@ -418,6 +418,7 @@ _RSS_PROBE = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["jsonl", "text"])
 def test_cli_50mb_single_line(store, tmp_path, kind):
     """A real process: fails fast, with one line, and without holding many copies of the file."""
@@ -507,6 +508,7 @@ def test_cli_embedder_mismatch(tmp_path):
     assert snapshot(path) == before
 
 
+@pytest.mark.slow
 def test_cli_debug_shows_traceback(store, tmp_path):
     db, before = store
     bad = tmp_path / "bad.json"

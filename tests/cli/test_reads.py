@@ -63,6 +63,7 @@ def test_read_commands_leave_the_home_and_the_store_byte_for_byte_unchanged(isol
         assert tree(isolated_home) == before, args
 
 
+@pytest.mark.slow
 @pytest.mark.models
 @pytest.mark.skipif(not default_embedder_installed(), reason="the default embedder is not installed")
 def test_the_cli_reads_with_the_real_embedder_without_llama_cpp_or_new_files(tmp_path):

@@ -109,6 +109,7 @@ def test_text_that_cannot_be_stored_is_refused_where_a_caller_gives_it(mem):
     assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # the real embedder embeds 400 messages
 @pytest.mark.skipif(not default_embedder_installed(), reason="the default embedder is not installed")
 def test_cli_with_the_real_embedder_stores_every_message_and_says_what_it_repaired(tmp_path):
     """Before: the tokenizer's TypeError stopped the ingest at 256 of 400, on every re-run."""
@@ -204,6 +205,7 @@ def _cli(args: list[str], env_home: Path, timeout: float = 60) -> subprocess.Com
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_a_fifo_is_refused_at_once(tmp_path):
     """Before: the ingest waited forever for a writer (a subprocess, so a regression fails the
@@ -216,6 +218,7 @@ def test_a_fifo_is_refused_at_once(tmp_path):
     assert "is a FIFO (named pipe), not a regular file" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])
 def test_a_device_is_refused_without_reading_it(tmp_path, device):
     """Before: /dev/zero was read until memory ran out."""
@@ -339,6 +342,7 @@ def _can_mount_tmpfs(where: Path) -> bool:
     return done.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not default_embedder_installed(), reason="the default embedder is not installed")
 def test_a_real_full_disk_with_the_real_cli(tmp_path):
     """A 2 MB tmpfs (root only; skipped elsewhere: the quota VFS above covers the logic)."""
@@ -362,6 +366,7 @@ def test_a_real_full_disk_with_the_real_cli(tmp_path):
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 def test_a_fifo_inside_a_folder_is_reported_and_the_rest_is_read(tmp_path):
     folder = tmp_path / "export"
@@ -376,6 +381,7 @@ def test_a_fifo_inside_a_folder_is_reported_and_the_rest_is_read(tmp_path):
     assert "FIFO" in report["not_read"][0]["why"]
 
 
+@pytest.mark.slow
 def test_standard_input_and_zip_members_are_read_up_to_max_input_bytes(tmp_path):
     import zipfile
 

@@ -27,6 +27,7 @@ def _free(path) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_a_call_in_another_process_holds_the_machine_lock_until_it_ends(tmp_path):
     path = tmp_path / "cache" / "llm.lock"
     ctx = multiprocessing.get_context("fork")

@@ -296,6 +296,7 @@ print("finished")
 """
 
 
+@pytest.mark.slow
 def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_path):
     import sys
     from pathlib import Path

@@ -16,16 +16,19 @@ from tests.helpers import open_memory, raw_connection
 from tests.trials import concurrent_writes as trial
 
 
+@pytest.mark.slow  # the trial spawns the writers as processes
 def test_two_processes_adding_300_messages_each_store_all_600(tmp_path):
     result = trial.adds(tmp_path, 300, with_ingest=False)
     assert (result["stored"], result["errors"]) == (600, 0), result
 
 
+@pytest.mark.slow  # the trial spawns the writers as processes
 def test_two_processes_adding_beside_a_running_ingest_store_everything(tmp_path):
     result = trial.adds(tmp_path, 300, with_ingest=True)
     assert (result["stored"], result["errors"], result["ingest_stored"]) == (600, 0, 3000), result
 
 
+@pytest.mark.slow  # the trial spawns the writers as processes
 def test_two_processes_creating_the_same_new_store_both_open_it(tmp_path):
     result = trial.creates(tmp_path, 4)
     assert result["errors"] == 0, result

@@ -442,6 +442,7 @@ def _opens_with(path: Path, key: str | None) -> bool:
         return False
 
 
+@pytest.mark.slow
 @needs_cipher
 @pytest.mark.parametrize("op", ["encrypt", "rekey"])
 @pytest.mark.parametrize("point", sorted(KILL_POINTS))

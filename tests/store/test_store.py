@@ -332,6 +332,7 @@ def _committed_messages(path: Path) -> int:
     return read_count(path, "select count(*) from messages")
 
 
+@pytest.mark.slow
 def test_sigkill_during_ingest_then_rerun(tmp_path):
     n = 3000
     data = write_jsonl(tmp_path / "big.jsonl", rows(n))

@@ -192,12 +192,12 @@ class _Guard:
         if isinstance(exc, httpx2.ConnectTimeout):
             raise ModelServerError(
                 f"could not connect to the model server at {base} within "
-                f"{CONNECT_TIMEOUT:.0f} s; check that it runs and that llm_url "
+                f"{CONNECT_TIMEOUT:g} s; check that it runs and that llm_url "
                 "is right"
             ) from None
         if isinstance(exc, httpx2.TimeoutException):
             raise ModelServerError(
-                f"the model server at {base} did not answer within {self.t.timeout:.0f} s "
+                f"the model server at {base} did not answer within {self.t.timeout:g} s "
                 "(llm_timeout); the model may be too slow for it or busy with other "
                 "calls: raise llm_timeout, or use fewer workers"
             ) from None

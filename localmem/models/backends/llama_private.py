@@ -152,7 +152,7 @@ def decode(
     def accepts(token: int) -> bool:
         one[0].id, one[0].logit, one[0].p = token, 0.0, 0.0
         one_array.size = 1
-        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))
+        llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))  # pyright: ignore[reportArgumentType] (ctypes passes byref as the pointer the C function takes)
         return bool(np.isfinite(one[0].logit))
 
     try:
@@ -179,12 +179,12 @@ def decode(
             token = int(np.argmax(logits))
             one[0].id, one[0].logit, one[0].p = token, float(logits[token]), 0.0
             one_array.size = 1
-            llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))
+            llama_cpp.llama_sampler_apply(sampler, ctypes.byref(one_array))  # pyright: ignore[reportArgumentType] (ctypes passes byref as the pointer the C function takes)
             if not np.isfinite(one[0].logit):
                 full_checks += 1
                 full["logit"] = logits
                 full_array.size = n_vocab
-                llama_cpp.llama_sampler_apply(sampler, ctypes.byref(full_array))
+                llama_cpp.llama_sampler_apply(sampler, ctypes.byref(full_array))  # pyright: ignore[reportArgumentType] (as above)
                 token = int(np.argmax(full["logit"]))
                 if not np.isfinite(full["logit"][token]):
                     break  # nothing is allowed: the grammar is exhausted
@@ -278,7 +278,7 @@ class PrefixCache:
             self._entries.move_to_end(key)
             if keep < static:
                 llama._ctx.kv_cache_seq_rm(0, 0, -1)
-                if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, snap.data, snap.size, 0):
+                if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, snap.data, snap.size, 0):  # pyright: ignore[reportArgumentType] (ctypes converts the int seq id)
                     llama.input_ids[:static] = snap.tokens
                     keep = static
                     self.restored += 1
@@ -305,9 +305,9 @@ class PrefixCache:
     def _save(self, llama: Any, key: tuple[int, ...]) -> None:
         import llama_cpp
 
-        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)  # pyright: ignore[reportArgumentType] (ctypes converts the int seq id)
         data = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, data, size, 0)
+        written = llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, data, size, 0)  # pyright: ignore[reportArgumentType] (ctypes converts the int seq id)
         if not written:  # pragma: no cover
             return
         self._entries[key] = _Snapshot(list(key), data, written)

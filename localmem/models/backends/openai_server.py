@@ -270,9 +270,9 @@ class ServerLLM:
 
     @property
     def judge_path(self) -> str:
-        return {True: "top log probabilities", False: "one generated token"}.get(
-            self._logprobs, "top log probabilities where the server returns them (not asked yet)"
-        )
+        if self._logprobs is None:
+            return "top log probabilities where the server returns them (not asked yet)"
+        return "top log probabilities" if self._logprobs else "one generated token"
 
     def _judge_one(self, messages: Sequence[Message]) -> tuple[float, int, int]:
         while True:
