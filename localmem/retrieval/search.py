@@ -117,9 +117,9 @@ class SearchParams:
     # the score of the turn before or after it, and session_weight × its session's score (the
     # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
     # that speaker's messages' scores by 1 + speaker_weight.
-    neighbour_weight: float = NEIGHBOUR_WEIGHT
-    session_weight: float = SESSION_WEIGHT
-    speaker_weight: float = SPEAKER_WEIGHT
+    neighbour_weight: float = 0.0
+    session_weight: float = 0.0
+    speaker_weight: float = 0.0
     # Pseudo-relevance feedback: a "feedback" channel ranks messages by the query vector moved
     # toward the mean of its best this-many fused messages (feedback_weight × that mean); 0: off.
     # The n-th message of one session (in score order, from 0) has its score × this ** n: a
@@ -127,6 +127,13 @@ class SearchParams:
     session_decay: float = 1.0
     feedback: int = 0
     feedback_weight: float = 0.5
+
+
+# The recipe that scores each message with its context (neighbours, its session, the one speaker a
+# question names): measured in docs/recall.md, off by default (see config.NEIGHBOUR_WEIGHT).
+WITH_CONTEXT = SearchParams(
+    neighbour_weight=NEIGHBOUR_WEIGHT, session_weight=SESSION_WEIGHT, speaker_weight=SPEAKER_WEIGHT
+)
 
 
 def run_channels(
