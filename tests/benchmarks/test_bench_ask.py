@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from localmem import Memory
 from localmem.benchmarks import bench_ask
 from localmem.errors import LocalmemError
 from tests.fakes import HashEmbedder, ScriptedLLM
+from tests.helpers import open_memory
 
 
 def test_each_question_gives_a_row_and_every_column_a_p50_and_p90(tmp_path):
@@ -18,7 +18,7 @@ def test_each_question_gives_a_row_and_every_column_a_p50_and_p90(tmp_path):
     )
     reply = {"answer": "Oslo", "supports": [1], "confidence": 0.9}
     llm = ScriptedLLM(responder=lambda messages: reply)
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         mem.add("Ann", "I moved to Oslo in May.")
         report = bench_ask.run(mem, bench_ask.read_questions(questions))
     assert report["questions"] == 3 and [r["query"] for r in report["rows"]][1] == "Who is Zed?"
@@ -46,7 +46,9 @@ def test_a_file_without_questions_is_refused_in_one_line(tmp_path):
 
 def test_ask_json_timings_break_down_where_the_time_went(tmp_path):
     reply = {"answer": "Oslo", "supports": [1], "confidence": 0.9}
-    with Memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=ScriptedLLM(replies=[reply])) as mem:
+    with open_memory(
+        tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=ScriptedLLM(replies=[reply])
+    ) as mem:
         mem.add("Ann", "I moved to Oslo in May.")
         data = mem.ask("Where did Ann move?").to_dict()
         refused = mem.ask("Where did Zed move?", speaker="Zed").to_dict()  # nothing found: no model call
