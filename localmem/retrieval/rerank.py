@@ -21,22 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..models.protocols import Reranker
-
-# Spelled out rather than strftime("%B"), which follows the process locale.
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+from ..text.times import MONTH_NAMES
 
 
 def date_prefixed(text: str, when: str | None) -> str:
@@ -53,7 +38,7 @@ def date_prefixed(text: str, when: str | None) -> str:
         return text
     # The cross-encoder sees the date as words and digits both, so a query
     # phrased either way ("in May 2023", "2023-05-08") can match it.
-    return f"[Date: {_MONTHS[day.month - 1]} {day.day:02d}, {day.year} ({day.isoformat()})] {text}"
+    return f"[Date: {MONTH_NAMES[day.month - 1]} {day.day:02d}, {day.year} ({day.isoformat()})] {text}"
 
 
 def rerank_order(

@@ -14,26 +14,22 @@ from ..config import zone  # noqa: F401 (times are read in the zone a setting na
 
 # "1:56 pm on 8 May, 2023" (LoCoMo session stamps)
 _LOCOMO = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
-_MONTHS = {
-    m.lower(): i
-    for i, m in enumerate(
-        [
-            "January",
-            "February",
-            "March",
-            "April",
-            "May",
-            "June",
-            "July",
-            "August",
-            "September",
-            "October",
-            "November",
-            "December",
-        ],
-        1,
-    )
-}
+# Spelled out rather than strftime("%B"), which follows the process locale.
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_MONTHS = {m.lower(): i for i, m in enumerate(MONTH_NAMES, 1)}
 _MONTHS.update({name[:3]: num for name, num in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 
