@@ -1646,6 +1646,13 @@ def eval_() -> None:
 @click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
 @click.option("--conversations", help="Comma-separated sample_ids (default: all).")
 @click.option("--limit", type=int, help="At most this many questions per conversation.")
+@click.option(
+    "--every",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Answer every Nth question of each conversation (a sample spread over all categories; answers only).",
+)
 @click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
 @click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
 @click.option(
@@ -1670,6 +1677,7 @@ def eval_locomo(
     ks: str,
     conversations: str | None,
     limit: int | None,
+    every: int,
     channels: str | None,
     promote: bool,
     rerank: str,
@@ -1709,6 +1717,7 @@ def eval_locomo(
                 state.config,
                 conversations=chosen,
                 limit=limit,
+                every=every,
                 mode=mode,
                 system=system,
                 ask_filters=ask_filters,

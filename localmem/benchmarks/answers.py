@@ -113,6 +113,7 @@ def locomo_answers(
     config: Config,
     conversations: list[str] | None = None,
     limit: int | None = None,
+    every: int = 1,
     mode: str = "fast",
     system: str = "localmem",
     embedder: Any = None,
@@ -123,6 +124,8 @@ def locomo_answers(
     """Answer and score every question (all five categories) of a LoCoMo file.
 
     Each conversation is answered in its own namespace, with "now" at its latest message.
+    ``every``: answer only every Nth question of each conversation (LoCoMo lists its questions
+    by category, so a stride samples all five in proportion; ``limit`` caps the sample).
     ``ask_filters``: a baseline system keeps the configured focus, someone-else check and
     dates after relative times (by default a baseline runs without them).
     """
@@ -131,13 +134,15 @@ def locomo_answers(
     chosen = SYSTEMS[system]
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")
+    if every < 1:
+        raise LocalmemError("--every must be at least 1")
     path = Path(path)
     data = read_input(path)
     doc = evaluate._load_json(path, data)
     if evaluate._detect(path, doc) != "locomo":
         raise InputError(path, "end-to-end evaluation reads LoCoMo files only")
     db_path = evaluate.eval_db_path(config, "locomo")
-    items = _items(path, doc, conversations, limit)
+    items = _items(path, doc, conversations, limit, every)
     if chosen.plain and not ask_filters:
         config = plain(config)
     started = time.perf_counter()
@@ -180,6 +185,7 @@ def locomo_answers(
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "conversations": sorted({i.namespace for i in items}),
         "limit": limit,
+        "every": every,
         "ask_focus": config.ask_focus,
         "ask_check": config.ask_check,
         "ask_dates": config.ask_dates,
@@ -206,7 +212,7 @@ def locomo_answers(
     }
 
 
-def _items(path: Path, doc: Any, conversations: list[str] | None, limit: int | None) -> list[_Item]:
+def _items(path: Path, doc: Any, conversations: list[str] | None, limit: int | None, every: int = 1) -> list[_Item]:
     samples = doc if isinstance(doc, list) else [doc]
     ids = [str(s.get("sample_id") or f"sample-{i + 1}") if isinstance(s, dict) else "" for i, s in enumerate(samples)]
     selected = evaluate._select(path, ids, conversations)
@@ -228,6 +234,8 @@ def _items(path: Path, doc: Any, conversations: list[str] | None, limit: int | N
                     "a QA item needs a string 'question' and a category 1-5",
                     f"sample {si + 1} ({sid}) qa {qi + 1}",
                 )
+            if qi % every:
+                continue
             gold = item.get("answer", item.get("adversarial_answer", ""))
             out.append(
                 _Item(sid, item["category"], item["question"], str(gold), evaluate.parse_evidence(item.get("evidence")))

@@ -16,6 +16,7 @@ from localmem.benchmarks.answers import (
     render_markdown,
     score,
 )
+from localmem.errors import LocalmemError
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import store_config
@@ -125,3 +126,19 @@ def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
     assert "Ana: A beagle" not in prompt
     own, cat, _ = run("localmem")
     assert (own["ask_focus"], own["ask_check"]) == (True, True) and cat["refused"]
+
+
+def test_every_nth_question_is_a_sample_of_each_conversation(tmp_path: Path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "not in memory", "supports": [], "confidence": 0.1})
+    config = store_config(db_path=tmp_path / "e.db")
+    every_one = locomo_answers(FIXTURE, config, embedder=HashEmbedder(), llm=llm)
+    every_two = locomo_answers(FIXTURE, config, embedder=HashEmbedder(), llm=llm, every=2)
+    questions = [d["question"] for d in every_one["details"]]
+    # the first, third, ... question of each conversation, in order
+    taken = [d["question"] for d in every_two["details"]]
+    assert taken and len(taken) < len(questions) and every_two["every"] == 2
+    for conversation in {d["conversation"] for d in every_one["details"]}:
+        own = [d["question"] for d in every_one["details"] if d["conversation"] == conversation]
+        assert [q for q in taken if q in own] == own[::2]
+    with pytest.raises(LocalmemError, match="--every"):
+        locomo_answers(FIXTURE, config, embedder=HashEmbedder(), llm=llm, every=0)
