@@ -1576,9 +1576,15 @@ def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool)
 
 @bench.command(name="ask")
 @click.argument("questions_file", type=click.Path(path_type=Path))
+@click.option(
+    "--plain",
+    is_flag=True,
+    help="After each question, time a plain llama-cpp-python call with the same prompt and reply "
+    "sizes (no reused prefix, no grammar) and give ask's time as a ratio of it.",
+)
 @json_option
 @click.pass_obj
-def bench_ask(state: _State, questions_file: Path, as_json: bool) -> None:
+def bench_ask(state: _State, questions_file: Path, plain: bool, as_json: bool) -> None:
     """Where ask's time goes over QUESTIONS_FILE (one question a line, or JSONL with 'query' and
     optionally 'namespace' and 'now'), on this store: model load, search, first answer text,
     prompt tokens, tokens reused from the cache, prompt evaluation, generated tokens and
@@ -1586,7 +1592,7 @@ def bench_ask(state: _State, questions_file: Path, as_json: bool) -> None:
     from .benchmarks import bench_ask as mod
 
     questions = mod.read_questions(questions_file)
-    report = mod.run(state.memory("read"), questions)
+    report = mod.run(state.memory("read"), questions, plain=plain)
     if as_json:
         _print_json(report)
     else:

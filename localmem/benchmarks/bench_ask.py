@@ -6,6 +6,12 @@ pays for loading the model (the ``model_load`` column); the others show a warm p
 ``wall`` is the call as its caller waits for it (``total``, ask's own clock, starts after
 the arguments are checked); ``first_text`` is when the first piece of the answer's text was
 written (what ``ask`` shows first on a terminal), on the same clock as ``wall``.
+
+With ``plain``, each answered question is followed by a plain call of the binding with the
+same prompt and reply sizes (:meth:`~localmem.models.protocols.SpeedMeter.plain_call`: no
+reused prefix, no grammar), so ``ratio`` (``wall`` over ``plain``) is measured back to back
+and does not drift with the machine's speed. The plain call clears llama.cpp's cache, so the
+next question restores its instruction prefix from the snapshot (counted in its own time).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from .. import Memory
 from ..errors import LocalmemError
+from ..models.protocols import SpeedMeter
 from ..text.files import read_input
 from .bench import _percentile
 
@@ -32,6 +39,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("prompt_eval", "s", "timings.prompt_eval"),
     ("gen_tokens", "tok", "tokens.completion"),
     ("generation", "s", "timings.generation"),
+    ("plain", "s", "plain"),
+    ("ratio", "x", "ratio"),
 )
 
 
@@ -86,12 +95,23 @@ def ask_one(mem: Memory, item: dict[str, Any], **options: Any) -> dict[str, Any]
 
 
 def run(
-    mem: Memory, questions: Sequence[dict[str, Any]], progress: Callable[[int, int], None] | None = None
+    mem: Memory,
+    questions: Sequence[dict[str, Any]],
+    progress: Callable[[int, int], None] | None = None,
+    plain: bool = False,
 ) -> dict[str, Any]:
-    """Ask every question; the rows and each column's p50 and p90."""
+    """Ask every question; the rows and each column's p50 and p90. ``plain``: the plain-call
+    yardstick after each answered question (an LLM without :class:`SpeedMeter` is refused)."""
+    llm = mem.llm if plain else None
+    if llm is not None and not isinstance(llm, SpeedMeter):
+        raise LocalmemError(f"the LLM backend {llm.model_id} cannot time a plain call")
     rows = []
     for done, item in enumerate(questions, 1):
         result = ask_one(mem, item)
+        prompt, made = _value(result, "tokens.prompt"), _value(result, "tokens.completion")
+        if llm is not None and prompt and made:
+            result["plain"] = round(llm.plain_call(int(prompt), int(made)), 3)
+            result["ratio"] = round(result["wall"] / result["plain"], 3)
         rows.append(
             {
                 "query": item["query"],
@@ -103,7 +123,16 @@ def run(
         )
         if progress:
             progress(done, len(questions))
-    return {"questions": len(rows), "summary": summarise(rows), "rows": rows}
+    summary = summarise(rows)
+    walls = summary["wall"]["p50"]
+    plains = summary["plain"]["p50"]
+    return {
+        "questions": len(rows),
+        "summary": summary,
+        # the medians' ratio, beside the median of the per-question ratios (column "ratio")
+        "p50_ratio": round(walls / plains, 3) if walls and plains else None,
+        "rows": rows,
+    }
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
@@ -124,8 +153,10 @@ def render(report: dict[str, Any]) -> str:
         cell = report["summary"][name]
 
         def show(v: float | None) -> str:
-            return "-" if v is None else (f"{v:.0f}" if unit == "tok" else f"{v:.3f}")
+            return "-" if v is None else (f"{v:.0f}" if unit == "tok" else f"{v:.3f}")  # s and x
 
         lines.append(f"{name:<14} {unit:<4} {show(cell['p50']):>9} {show(cell['p90']):>9} {cell['n']:>4}")
+    if report.get("p50_ratio") is not None:
+        lines.append(f"p50 wall / p50 plain call: {report['p50_ratio']:.3f}")
     lines.append(f"({report['questions']} questions; the first one's model_load is the process's)")
     return "\n".join(lines)

@@ -81,6 +81,12 @@ class SpeedMeter(Protocol):
 
     def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128) -> dict[str, Any]: ...
 
+    def plain_call(self, prompt_tokens: int, gen_tokens: int) -> float:
+        """Seconds of one plain call of the binding (no reused prefix, no grammar, no
+        localmem decoding) with a prompt of ``prompt_tokens`` fresh tokens and a reply of
+        exactly ``gen_tokens``: the yardstick ask's speed is given against."""
+        ...
+
 
 @runtime_checkable
 class ThreadSafe(Protocol):

@@ -56,3 +56,40 @@ def test_ask_json_timings_break_down_where_the_time_went(tmp_path):
     assert {"prompt", "reused", "completion"} <= set(data["tokens"])
     assert data["tokens"]["reused"] <= data["tokens"]["prompt"]
     assert refused["refused"] and "answer" not in refused["timings"]
+
+
+class _TimedLLM(ScriptedLLM):
+    """A scripted model that also answers the plain-call yardstick (with the sizes it was asked)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.plain_calls: list[tuple[int, int]] = []
+
+    def measure_speed(self, prompt_tokens: int = 512, gen_tokens: int = 128) -> dict:
+        return {}
+
+    def plain_call(self, prompt_tokens: int, gen_tokens: int) -> float:
+        self.plain_calls.append((prompt_tokens, gen_tokens))
+        return 2.0
+
+
+def test_plain_gives_each_answered_question_a_ratio_to_a_plain_call_of_its_sizes(tmp_path):
+    questions = tmp_path / "q.txt"
+    questions.write_text("Where did Ann move?\nWhere did Ann move to?\n", encoding="utf-8")
+    llm = _TimedLLM(responder=lambda messages: {"answer": "Oslo", "supports": [1], "confidence": 0.9})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("Ann", "I moved to Oslo in May.")
+        report = bench_ask.run(mem, bench_ask.read_questions(questions), plain=True)
+    rows = report["rows"]
+    assert [(r["prompt_tokens"], r["gen_tokens"]) for r in rows] == llm.plain_calls
+    assert all(r["plain"] == 2.0 and r["ratio"] == pytest.approx(r["wall"] / 2.0, abs=1e-3) for r in rows)
+    assert report["p50_ratio"] == pytest.approx(report["summary"]["wall"]["p50"] / 2.0, abs=1e-3)
+    assert "p50 wall / p50 plain call" in bench_ask.render(report)
+
+
+def test_plain_needs_a_model_that_can_time_a_plain_call(tmp_path):
+    questions = tmp_path / "q.txt"
+    questions.write_text("Where did Ann move?\n", encoding="utf-8")
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=ScriptedLLM()) as mem:
+        with pytest.raises(LocalmemError, match="cannot time a plain call"):
+            bench_ask.run(mem, bench_ask.read_questions(questions), plain=True)

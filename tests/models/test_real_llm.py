@@ -195,6 +195,13 @@ def test_speed_probe_reports_positive_rates(tiny_llm):
     assert row["prompt_tok_s"] > 0 and row["gen_tok_s"] > 0
 
 
+def test_a_plain_call_evaluates_the_prompt_afresh_and_makes_the_reply_it_is_asked(tiny_llm):
+    first = tiny_llm.plain_call(48, 6)
+    again = tiny_llm.plain_call(48, 6)  # the cache was cleared: nothing is reused
+    assert first > 0 and again > 0
+    assert tiny_llm._llama.n_tokens == 0  # and is left cleared for the next call's snapshot
+
+
 def test_llm_relevance_scores_each_passage_and_reranks_search(tmp_path, tiny_llm):
     scores = LLMReranker(tiny_llm).score("Where did Ann go?", ["Ann went to Lisbon.", "Bob likes tea.", "x"])
     assert scores.shape == (3,) and all(0.0 < s < 1.0 for s in scores)

@@ -244,13 +244,36 @@ class LlamaLLM:
         with self._turn:
             return self._measure_speed(prompt_tokens, gen_tokens, repeats)
 
-    def _measure_speed(self, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
+    def plain_call(self, prompt_tokens: int, gen_tokens: int) -> float:
+        """Seconds of one plain ``create_completion`` (cache cleared, greedy, no grammar) with
+        ``prompt_tokens`` fresh prompt tokens and exactly ``gen_tokens`` generated."""
+        with self._turn, machine_turn(self.lock):
+            llama = self._model()
+            tokens = self._filler(prompt_tokens)
+            llama.reset()
+            started = time.perf_counter()
+            llama.create_completion(
+                prompt=tokens,
+                max_tokens=max(1, gen_tokens),
+                temperature=0.0,
+                logit_bias={int(llama.token_eos()): -100.0},
+            )
+            seconds = time.perf_counter() - started
+            llama.reset()  # the next call restores its prefix from the snapshot, as after any other prompt
+            return seconds
+
+    def _filler(self, n: int) -> list[int]:
+        """``n`` tokens of ordinary chat-like text (a BOS first)."""
         llama = self._model()
         text = (
             "Caroline told Melanie about the support group she went to on Friday, and Melanie "
             "talked about painting a sunrise with her kids at the lake last summer. "
-        ) * 64
-        tokens = llama.tokenize(text.encode("utf-8"), add_bos=True)[:prompt_tokens]
+        ) * (n // 20 + 2)
+        return llama.tokenize(text.encode("utf-8"), add_bos=True)[:n]
+
+    def _measure_speed(self, prompt_tokens: int, gen_tokens: int, repeats: int) -> dict[str, Any]:
+        llama = self._model()
+        tokens = self._filler(prompt_tokens)
         no_eos = {int(llama.token_eos()): -100.0}
         prefill: list[float] = []
         generate: list[float] = []
