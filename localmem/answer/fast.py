@@ -233,6 +233,8 @@ def answer(
     out.timings["prompt_eval"] = round(result.prompt_seconds, 3)
     out.timings["generation"] = round(result.seconds - result.prompt_seconds, 3)
     out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
+    if result.drafted:  # prompt-lookup decoding (llm_lookup)
+        out.tokens.update(drafted=result.drafted, kept=result.kept)
     out.calls = result.calls
     if not result.ok:
         out.error, out.refusal = result.error, "invalid reply"

@@ -1,0 +1,67 @@
+"""Prefill and generation speed of GGUF files, measured alternately in one process (A B A B ...)
+so the machine's drift falls on every file alike. Dev tool, not part of the product.
+
+    python evals/quant_speed.py FILE.gguf [FILE.gguf ...] --rounds 3 --prompt 300 --gen 24
+
+Prefill: ``--prompt`` fresh tokens (cache cleared); generation: ``--gen`` greedy tokens after it.
+Prints each file's best and median tokens/s per phase, and the load average at the start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import time
+
+import llama_cpp
+
+TEXT = (
+    "Caroline told Melanie about the support group she went to on Friday, and Melanie "
+    "talked about painting a sunrise with her kids at the lake last summer. "
+)
+
+
+def measure(path: str, prompt: int, gen: int, threads: int) -> tuple[float, float]:
+    llama = llama_cpp.Llama(model_path=path, n_ctx=2048, n_threads=threads, verbose=False, seed=0)
+    tokens = llama.tokenize((TEXT * (prompt // 20 + 2)).encode(), add_bos=True)[:prompt]
+    no_eos = {int(llama.token_eos()): -100.0}
+    llama.create_completion(prompt=tokens[:16], max_tokens=1)  # warm the weights into memory
+    llama.reset()
+    started = time.perf_counter()
+    llama.create_completion(prompt=tokens, max_tokens=1, temperature=0.0)
+    prefill = time.perf_counter() - started
+    llama.reset()
+    started = time.perf_counter()
+    llama.create_completion(prompt=tokens, max_tokens=gen, temperature=0.0, logit_bias=no_eos)
+    total = time.perf_counter() - started
+    del llama
+    gc.collect()
+    return prompt / prefill, (gen - 1) / max(total - prefill, 1e-9)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prompt", type=int, default=300)
+    parser.add_argument("--gen", type=int, default=24)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}; threads {args.threads}")
+    seen: dict[str, list[tuple[float, float]]] = {f: [] for f in args.files}
+    for _ in range(args.rounds):
+        for f in args.files:
+            seen[f].append(measure(f, args.prompt, args.gen, args.threads))
+    for f, rows in seen.items():
+        pre = [r[0] for r in rows]
+        gen = [r[1] for r in rows]
+        print(
+            f"{os.path.basename(f)}: prefill tok/s best {max(pre):.1f} median {statistics.median(pre):.1f}; "
+            f"generation tok/s best {max(gen):.1f} median {statistics.median(gen):.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
