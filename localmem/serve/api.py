@@ -131,8 +131,10 @@ async def ask(request: Request, lanes: Lanes) -> Response:
     data = await _json_body(request)
     question = _need(data, "question")
     options = ask_options(data)
-    if request.headers.get(CLIENT_HEADER) == "cli":  # tests and logs see where a question came from
-        log.info("ask from the command line")
+    if request.headers.get(CLIENT_HEADER) == "cli":
+        log.info("ask from the command line")  # tests and logs see where a question came from
+        # `localmem ask` reads: a namespace the store does not hold is its error, not an empty answer.
+        await lanes.reader(lanes.reader.memory.require_namespace)
     if data.get("stream") is False:
         return ok(await lanes.writer(lanes.writer.memory.ask, question, **options))
     return ndjson(

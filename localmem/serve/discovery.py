@@ -135,7 +135,7 @@ def announce(db_path: Path, namespace: str, host: str, port: int, token: str, an
     if other is not None and other.pid != os.getpid() and _alive(other.pid):
         return None
     found = Discovery(os.getpid(), host, port, str(real), st.st_dev, st.st_ino, namespace, token, dict(answer))
-    temporary = folder / f".{path.name}.{os.getpid()}.tmp"
+    temporary = path.parent / f".{path.name}.{os.getpid()}.tmp"
     temporary.unlink(missing_ok=True)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
     try:

@@ -135,6 +135,20 @@ def test_local_flag_setting_and_other_settings_bypass_the_server(tmp_path, store
         server.stop()
 
 
+def test_a_namespace_the_store_does_not_hold_is_the_same_error_through_the_server(tmp_path, store):
+    log = tmp_path / "llm.log"
+    server = spawn(tmp_path, store, namespace="nope", LOCALMEM_TEST_LLM_LOG=str(log))
+    try:
+        wait_for_discovery(tmp_path)
+        done = run_cli(tmp_path, store, "ask", QUESTION, "--json", namespace="nope")
+        local = run_cli(tmp_path, store, "ask", QUESTION, "--json", "--local", namespace="nope")
+        assert done.returncode == local.returncode != 0
+        assert json.loads(done.stderr) == json.loads(local.stderr) and "unknown_namespace" in done.stderr
+        assert "ask from the command line" in server.stderr.read_text() and answered_by(log) == []
+    finally:
+        server.stop()
+
+
 def test_a_symlinked_store_finds_the_same_server(tmp_path, store):
     server = spawn(tmp_path, store)
     try:
