@@ -35,6 +35,12 @@ def announce(store, namespace="default", host="127.0.0.1", token="t" * 32):
     return discovery.announce(store, namespace, host, 8770, token, SETTINGS)
 
 
+def written(store, **kw):
+    path = announce(store, **kw)
+    assert path is not None
+    return path
+
+
 def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
@@ -42,7 +48,7 @@ def dead_pid() -> int:
 
 
 def test_announced_file_is_private_and_found_by_any_path_to_the_store(home, store, tmp_path):
-    path = announce(store)
+    path = written(store)
     assert path is not None and path.parent == home / "run"
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
@@ -62,11 +68,12 @@ def test_announced_file_is_private_and_found_by_any_path_to_the_store(home, stor
 def test_nothing_is_announced_for_an_address_others_can_reach(home, store):
     assert announce(store, host="0.0.0.0") is None and announce(store, host="192.0.2.1") is None
     assert announce(store, host="localhost") is not None  # written as 127.0.0.1
-    assert discovery.find(store, "default").host == "127.0.0.1"
+    found = discovery.find(store, "default")
+    assert found is not None and found.host == "127.0.0.1"
 
 
 def test_a_live_server_keeps_its_file_and_a_dead_ones_is_removed(home, store):
-    path = announce(store)
+    path = written(store)
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "pid": os.getppid()}))  # another live process's
     assert announce(store, token="u" * 32) is None
@@ -90,7 +97,7 @@ def test_a_live_server_keeps_its_file_and_a_dead_ones_is_removed(home, store):
     ],
 )
 def test_a_file_that_says_something_else_is_refused(home, store, change, said):
-    path = announce(store)
+    path = written(store)
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
     with pytest.raises(Untrusted, match=said):
         discovery.find(store, "default")
@@ -98,7 +105,7 @@ def test_a_file_that_says_something_else_is_refused(home, store, change, said):
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
 def test_files_and_dirs_others_could_write_or_read_are_refused(home, store, tmp_path):
-    path = announce(store)
+    path = written(store)
     os.chmod(path, 0o640)
     with pytest.raises(Untrusted, match="open to other users"):
         discovery.find(store, "default")
