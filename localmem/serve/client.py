@@ -21,7 +21,7 @@ from ..errors import LocalmemError
 from .discovery import Discovery
 from .security import hello_proof
 
-CONNECT_TIMEOUT = 2.0  # seconds: a loopback server that does not accept by then is not there
+CONNECT_TIMEOUT = 5.0  # seconds: a loopback server that does not accept and say hello by then is not there
 READ_TIMEOUT = 900.0  # seconds between two lines of the stream: a first model load, a long answer
 # Errors the server answers about the request itself, which the local run would raise the same
 # ("error": a LocalmemError of no kind of its own, such as a date that is not one).
@@ -54,8 +54,8 @@ class Served:
         self.http = http.client.HTTPConnection(found.host, found.port, timeout=CONNECT_TIMEOUT)
         try:
             self.http.connect()
-            self.http.sock.settimeout(READ_TIMEOUT)
             self._hello()
+            self.http.sock.settimeout(READ_TIMEOUT)  # the server proved itself: wait for the model
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             gone = isinstance(exc, ConnectionRefusedError)

@@ -84,8 +84,15 @@ class Discovery:
 
 
 def answer_settings(config: Config) -> dict[str, str]:
-    """The settings that change an answer (all but :data:`NEUTRAL`), as text to compare."""
-    return {name: str(getattr(config, name)) for name in settings() if name not in NEUTRAL}
+    """The settings that change an answer (all but :data:`NEUTRAL`), as text to compare; a
+    file is named by its absolute path (``./model.gguf`` in two dirs is two files)."""
+    return {name: _comparable(getattr(config, name)) for name in settings() if name not in NEUTRAL}
+
+
+def _comparable(value: Any) -> str:
+    if isinstance(value, Path) or (isinstance(value, str) and os.path.exists(value)):
+        return os.path.abspath(value)
+    return str(value)
 
 
 def differing(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:

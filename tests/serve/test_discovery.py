@@ -131,12 +131,19 @@ def test_files_and_dirs_others_could_write_or_read_are_refused(home, store, tmp_
             discovery.find(store, "default")
 
 
-def test_answer_settings_leave_out_what_never_changes_an_answer():
+def test_answer_settings_leave_out_what_never_changes_an_answer(tmp_path, monkeypatch):
     mine = discovery.answer_settings(Config())
     assert "llm_model" in mine and "ask_max_tokens" in mine and "user_name" in mine
     assert not {"db_path", "namespace", "key_env", "use_server", "extract"} & set(mine)
     theirs = {**mine, "ask_dates": "False"}
     assert discovery.differing(mine, theirs) == ["ask_dates"]
+    # A relative model path names a file in the dir the command runs in.
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    here = discovery.answer_settings(Config(llm_model="m.gguf"))
+    assert here["llm_model"] == str(gguf)
+    assert discovery.answer_settings(Config(llm_model="qwen2.5-1.5b"))["llm_model"] == "qwen2.5-1.5b"  # an id
 
 
 # -- what the command line's token may call -----------------------------------------------------
