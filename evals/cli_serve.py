@@ -8,7 +8,8 @@ server's model loads), then times RUNS new processes of `localmem ask Q --json` 
 server and RUNS with `--local`, and `localmem --help` for the interpreter's own start. "warm"
 is the server's own time for the answer (timings.total), the figure the cold command is
 compared with. `--fake`: the scripted test models (tests/mcp_plugin), which measures only the
-overhead of the two paths; `--make N`: first build a synthetic store of N messages with the
+overhead of the two paths (the commands that ask the server run without the plugin, which
+imports numpy at start: they build no model); `--make N`: first build a synthetic store of N messages with the
 bench (`localmem bench search`).
 """
 
@@ -37,10 +38,12 @@ def main() -> None:
     parser.add_argument("--make", type=int, default=0, help="first build a synthetic store of N messages")
     args = parser.parse_args()
     env = dict(os.environ)
+    client_env = env  # a command that asks the server builds no model: it needs no plugin
     if args.fake:
         plugin = REPO / "tests" / "mcp_plugin"
-        env["PYTHONPATH"] = os.pathsep.join([str(plugin), str(REPO), env.get("PYTHONPATH", "")])
         env |= {"LOCALMEM_EMBED_BACKEND": "test-fake", "LOCALMEM_LLM_BACKEND": "test-fake"}
+        client_env = dict(env)
+        env["PYTHONPATH"] = os.pathsep.join([str(plugin), str(REPO), env.get("PYTHONPATH", "")])
     namespace = args.namespace or "default"
     db = args.db.resolve()
     if args.make:
@@ -67,8 +70,8 @@ def main() -> None:
     try:
         first = wait_served(base, env, args.question, server, db, namespace)
         print(f"store {db} ({namespace}); first ask through the server (its model loads): {first:.2f} s")
-        help_runs = [timed([sys.executable, "-m", "localmem", "--help"], env)[0] for _ in range(args.runs)]
-        served = [timed([*base, "ask", args.question, "--json"], env) for _ in range(args.runs)]
+        help_runs = [timed([sys.executable, "-m", "localmem", "--help"], client_env)[0] for _ in range(args.runs)]
+        served = [timed([*base, "ask", args.question, "--json"], client_env) for _ in range(args.runs)]
         local = [timed([*base, "ask", args.question, "--json", "--local"], env) for _ in range(args.runs)]
     finally:
         server.terminate()
