@@ -803,6 +803,8 @@ def ask(
     show = _print_step if trace else None
     options = {"mode": mode, "now": now, "max_tokens": max_tokens, "channels": chosen, "steps": steps, **filters}
     served = None if local else _server(state)
+    if served is None:
+        state.memory("read")  # no store, no namespace: said before anything else, as always
     streamed: list[str] = []
 
     def answer(text: str, on_text: Callable[[str], None] | None) -> tuple[dict[str, Any], list[Any]]:
