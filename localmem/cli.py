@@ -756,6 +756,11 @@ def search(
     help="Print the answer as the model writes it, then its citations (text output only).",
 )
 @setting_option("user_name")
+@click.option(
+    "--local",
+    is_flag=True,
+    help="Answer in this process even when a running 'localmem serve' of this store could (see use_server).",
+)
 @_filter_options
 @json_option
 @click.pass_obj
@@ -772,6 +777,7 @@ def ask(
     show_evidence: bool,
     stream: bool,
     user_name: str | None,
+    local: bool,
     since: str | None,
     until: str | None,
     speaker: str | None,
@@ -779,7 +785,10 @@ def ask(
     meta: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Answer QUESTION from memory with the messages it rests on, or say it is not in memory."""
+    """Answer QUESTION from memory with the messages it rests on, or say it is not in memory.
+
+    When 'localmem serve' runs on the same store and namespace with the same settings, the
+    question goes to it, where the model is already loaded (--local: never)."""
     if user_name is not None:
         from dataclasses import replace
 
@@ -788,61 +797,155 @@ def ask(
     filters = _filters(since, until, speaker, in_conversation, meta)
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
-    mem = state.memory("read")
-    show = _print_step if trace else None
-    if questions_file is not None:
-        for text in _read_queries(questions_file):
-            result = mem.ask(
-                text, mode=mode, now=now, max_tokens=max_tokens, channels=chosen, steps=steps, trace=show, **filters
-            )
-            click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
-        return
-    if not question or not question.strip():
+    if questions_file is None and (not question or not question.strip()):
+        state.memory("read")  # no store, no namespace: said first, as before
         raise click.UsageError("give a QUESTION or --questions FILE")
+    show = _print_step if trace else None
+    options = {"mode": mode, "now": now, "max_tokens": max_tokens, "channels": chosen, "steps": steps, **filters}
+    served = None if local else _server(state)
+    if served is None:
+        state.memory("read")  # no store, no namespace: said before anything else, as always
     streamed: list[str] = []
 
-    def show_text(piece: str) -> None:  # the answer appears as the model writes it
-        streamed.append(piece)
-        click.echo(piece, nl=False)
+    def answer(text: str, on_text: Callable[[str], None] | None) -> tuple[dict[str, Any], list[Any]]:
+        """The answer as JSON (timings say where it ran) and its evidence as hits."""
+        nonlocal served
+        if served is not None:
+            data = _ask_served(served, {"question": text, **options}, on_text, show)
+            if data is not None:
+                return data, [_hit(h) for h in data["evidence"]] if show_evidence else []
+            served.close()
+            served = None
+            streamed.clear()  # what the server wrote before it failed is not the answer
+        result = state.memory("read").ask(text, trace=show, on_text=on_text, **options)
+        data = result.to_dict()
+        data["timings"]["via"] = "local"
+        return data, result.evidence
 
-    result = mem.ask(
-        question,
-        mode=mode,
-        now=now,
-        max_tokens=max_tokens,
-        channels=chosen,
-        steps=steps,
-        trace=show,
-        on_text=None if as_json or not stream else show_text,
-        **filters,
-    )
+    try:
+        if questions_file is not None:
+            for text in _read_queries(questions_file):
+                click.echo(json.dumps(answer(text, None)[0], ensure_ascii=False))
+            return
+        assert question is not None
+
+        def show_text(piece: str) -> None:  # the answer appears as the model writes it
+            streamed.append(piece)
+            click.echo(piece, nl=False)
+
+        data, evidence = answer(question, None if as_json or not stream else show_text)
+    finally:
+        if served is not None:
+            served.close()
     if as_json:
-        _print_json(result.to_dict())
+        _print_json(data)
         return
-    final = result.answer if not result.refused else "Not in memory."
-    if result.refusal == "no citation":
+    _echo_answer(data, "".join(streamed) if streamed else None, evidence if show_evidence else None, state)
+
+
+def _server(state: _State) -> Any:
+    """A connection to the running `localmem serve` of this store and namespace, when there is
+    one with the same answer settings; else None, with a line on stderr when the user should know
+    why (a discovery file not trusted, other settings, a server that did not answer)."""
+    config = state.config
+    if not config.use_server:
+        return None
+    from .serve import client, discovery
+
+    try:
+        found = discovery.find(config.resolved_db_path(), config.namespace)
+    except discovery.Untrusted as exc:
+        _notice(f"not using a running server: {exc}")
+        return None
+    if found is None:
+        return None
+    other = discovery.differing(discovery.answer_settings(config), found.settings)
+    if other:
+        _notice(f"the server at {found.address} runs with other settings ({', '.join(other)}); answering here")
+        return None
+    try:
+        return client.Served(found)
+    except client.Unavailable as exc:
+        if exc.gone:  # it died without removing its file: nothing to say, just clean up
+            discovery.forget(discovery.path_of(found), found)
+        else:
+            _notice(f"not using the server: {exc}; answering here")
+        return None
+
+
+def _ask_served(
+    served: Any, body: dict[str, Any], on_text: Callable[[str], None] | None, trace: Callable[[Any], None] | None
+) -> dict[str, Any] | None:
+    """The answer from the server as JSON, its timings saying so; None (with a line on stderr)
+    when the server failed, so that the question is answered here instead."""
+    from types import SimpleNamespace
+
+    from .serve import client
+
+    wrote: list[str] = []
+
+    def text(piece: str) -> None:
+        wrote.append(piece)
+        if on_text is not None:
+            on_text(piece)
+
+    try:
+        data, took = served.ask(
+            body,
+            on_text=text if on_text is not None else None,
+            on_step=(lambda step: trace(SimpleNamespace(**step))) if trace is not None else None,
+        )
+    except client.Unavailable as exc:
+        if wrote:
+            click.echo("")
+        _notice(f"the server failed: {exc}; answering here")
+        return None
+    data["timings"] = {**data.get("timings", {}), "via": "serve", "server": served.found.address, "round_trip": took}
+    return data
+
+
+def _notice(text: str) -> None:
+    click.echo(f"localmem: {text}", err=True)
+
+
+def _hit(data: dict[str, Any]) -> Any:
+    """A hit back from its JSON (``Hit.to_dict()``)."""
+    from .types import Hit, HitSource
+
+    sources = [
+        HitSource(message_id=int(s["id"][2:]), **{k: v for k, v in s.items() if k != "id"}) for s in data["sources"]
+    ]
+    return Hit(**{**data, "sources": sources})
+
+
+def _echo_answer(data: dict[str, Any], streamed: str | None, evidence: list[Any] | None, state: _State) -> None:
+    """An answer (``Answer.to_dict()``) as text: the answer unless it was streamed, its
+    citations, the evidence if asked, and the time on stderr."""
+    final = data["answer"] if not data["refused"] else "Not in memory."
+    if data.get("refusal") == "no citation":
         final = "Not in memory: the model's answer cited none of the evidence."
-    if streamed:
+    if streamed is not None:
         click.echo("")
-        if "".join(streamed).strip() != result.answer:  # a repaired or refused reply: say what counts
+        if streamed.strip() != data["answer"]:  # a repaired or refused reply: say what counts
             click.echo(final)
     else:
         click.echo(final)
-    for c in result.citations:
+    for c in data["citations"]:
         click.echo(
-            f"  [m:{c.message_id}] {c.conversation}/{c.external_id} {c.speaker}, "
-            f"{(c.time or '')[:16].replace('T', ' ')}: {_clip(c.text, 160)}"
+            f"  [{c['id']}] {c['conversation']}/{c['external_id']} {c['speaker']}, "
+            f"{(c['time'] or '')[:16].replace('T', ' ')}: {_clip(c['text'], 160)}"
         )
-    if show_evidence:
+    if evidence is not None:
         from .answer.fast import evidence_line
 
         click.echo("evidence:")
-        for i, hit in enumerate(result.evidence, 1):
-            click.echo(f"  {i}. {_clip(evidence_line(hit, mem.config.ask_dates), 160)}")
-    took = result.timings.get("total", 0.0)
+        for i, hit in enumerate(evidence, 1):
+            click.echo(f"  {i}. {_clip(evidence_line(hit, state.config.ask_dates), 160)}")
+    timings, tokens = data.get("timings", {}), data.get("tokens", {})
+    where = f"; via localmem serve at {timings['server']}" if timings.get("via") == "serve" else ""
     click.echo(
-        f"({took:.1f} s; {result.tokens.get('prompt', 0)} prompt + "
-        f"{result.tokens.get('completion', 0)} generated tokens)",
+        f"({timings.get('total', 0.0):.1f} s; {tokens.get('prompt', 0)} prompt + "
+        f"{tokens.get('completion', 0)} generated tokens{where})",
         err=True,
     )
 

@@ -102,6 +102,19 @@ def user_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
 
 
+def runtime_dir() -> Path:
+    """Where a running ``localmem serve`` leaves its discovery file: ``$LOCALMEM_HOME/run``,
+    ``$XDG_RUNTIME_DIR/localmem`` (memory-backed, private to the user), else ``run`` in the
+    user cache dir; never a shared temporary dir, where another user could create it first."""
+    home = home_dir()
+    if home:
+        return home / "run"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / APP_NAME
+    return user_cache_dir() / "run"
+
+
 def home_dir() -> Path | None:
     """``LOCALMEM_HOME`` overrides every platformdirs location (tests, portable installs)."""
     home = os.environ.get("LOCALMEM_HOME")
@@ -446,6 +459,12 @@ class Config:
         everywhere=True,
         metavar="VAR",
         check=_var_name,
+    )
+
+    use_server: bool = setting(
+        True,
+        "ask uses a running 'localmem serve' of the same store and namespace (the model stays loaded "
+        "there) when its settings match; false: always answer in the command's own process.",
     )
 
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import __version__
-from ..config import DEFAULT_K, FORMATS
+from ..config import ASK_MODES, DEFAULT_K, FORMATS
 from ..errors import LocalmemError
 from .calls import Lanes, as_json, error_dict, error_status, usage_error
 
@@ -30,6 +30,7 @@ log = logging.getLogger("localmem.serve")
 MAX_K = 100
 UPLOAD_CHUNK = 1 << 20
 NDJSON = "application/x-ndjson"
+CLIENT_HEADER = "x-localmem-client"  # "cli": a question `localmem ask` passed on
 
 Handler = Callable[[Request, Lanes], Awaitable[Response]]
 
@@ -129,24 +130,68 @@ async def search(request: Request, lanes: Lanes) -> Response:
 async def ask(request: Request, lanes: Lanes) -> Response:
     data = await _json_body(request)
     question = _need(data, "question")
-    now = _text(data, "now", required=False)
+    options = ask_options(data)
+    if request.headers.get(CLIENT_HEADER) == "cli":
+        log.info("ask from the command line")  # tests and logs see where a question came from
+        # `localmem ask` reads: a namespace the store does not hold is its error, not an empty answer.
+        await lanes.reader(lanes.reader.memory.require_namespace)
     if data.get("stream") is False:
-        return ok(await lanes.writer(lanes.writer.memory.ask, question, now=now))
-    return ndjson(ask_events(lanes, question, now))
+        return ok(await lanes.writer(lanes.writer.memory.ask, question, **options))
+    return ndjson(
+        ask_events(lanes, question, options, text=data.get("text") is not False, trace=data.get("trace") is True)
+    )
 
 
-async def ask_events(lanes: Lanes, question: str, now: str | None) -> AsyncIterator[dict[str, Any]]:
+def ask_options(data: dict[str, Any]) -> dict[str, Any]:
+    """Memory.ask's options from an ask request's body (what ``localmem ask`` may set)."""
+    options: dict[str, Any] = {"now": _text(data, "now", required=False)}
+    mode = _text(data, "mode", required=False)
+    if mode is not None:
+        options["mode"] = mode  # Memory.ask says which modes there are
+    if data.get("steps") is not None:
+        options["steps"] = _int(data["steps"], "steps", 0, 1, 1000)
+    if data.get("max_tokens") is not None:
+        options["max_tokens"] = _int(data["max_tokens"], "max_tokens", 0, 1, 1_000_000)
+    channels = data.get("channels")
+    if channels is not None:
+        if not isinstance(channels, list) or not all(isinstance(c, str) for c in channels):
+            raise usage_error("'channels' must be a list of channel names")
+        options["channels"] = channels
+    for name in ("since", "until", "speaker", "conversation"):
+        options[name] = _text(data, name, required=False)
+    meta = data.get("meta")
+    if meta is not None:
+        if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+            raise usage_error("'meta' must be an object of text values")
+        options["meta"] = meta or None
+    return options
+
+
+async def ask_events(
+    lanes: Lanes, question: str, options: dict[str, Any], *, text: bool = True, trace: bool = False
+) -> AsyncIterator[dict[str, Any]]:
     """``{"event": "progress"}``, then ``{"event": "text", "text"}`` for each piece the model
-    writes, then ``{"event": "answer", "answer"}`` (or ``{"event": "error", "error"}``)."""
+    writes (unless ``text`` is false), ``{"event": "step", "step"}`` for each tool call of the
+    agentic mode (with ``trace``), then ``{"event": "answer", "answer"}`` (or ``{"event":
+    "error", "error"}``)."""
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
 
     def on_text(piece: str) -> None:  # in the worker thread
         anyio.from_thread.run(send.send, {"event": "text", "text": piece})
 
+    def on_step(step: Any) -> None:  # in the worker thread
+        anyio.from_thread.run(send.send, {"event": "step", "step": as_json(step)})
+
     async def run() -> None:
         async with send:
             try:
-                answer = await lanes.writer(lanes.writer.memory.ask, question, now=now, on_text=on_text)
+                answer = await lanes.writer(
+                    lanes.writer.memory.ask,
+                    question,
+                    on_text=on_text if text else None,
+                    trace=on_step if trace else None,
+                    **options,
+                )
                 await send.send({"event": "answer", "answer": as_json(answer)})
             except Exception as exc:
                 await send.send({"event": "error", "error": error_dict(exc)})
@@ -399,6 +444,17 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                 "question": {"type": "string"},
                 "now": {"type": "string", "description": "the date relative questions count from"},
                 "stream": {"type": "boolean", "default": True},
+                "text": {"type": "boolean", "default": True, "description": "stream the answer's text as written"},
+                "mode": {"type": "string", "enum": list(ASK_MODES), "default": ASK_MODES[0]},
+                "steps": {"type": "integer", "description": "agentic mode: at most this many tool calls"},
+                "trace": {"type": "boolean", "default": False, "description": "agentic mode: a step event per call"},
+                "max_tokens": {"type": "integer", "description": "evidence tokens given to the model"},
+                "channels": {"type": "array", "items": {"type": "string"}},
+                "since": {"type": "string"},
+                "until": {"type": "string"},
+                "speaker": {"type": "string"},
+                "conversation": {"type": "string"},
+                "meta": {"type": "object", "additionalProperties": {"type": "string"}},
             },
         },
         streams=True,

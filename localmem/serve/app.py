@@ -22,7 +22,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from ..memory import Memory
-from . import api, pages
+from . import api, discovery, pages
 from .calls import Lanes
 from .security import Guard, GuardMiddleware
 
@@ -69,6 +69,61 @@ def warm_up(reader: Memory) -> None:
     reader.recent(1)
 
 
+class Announced:
+    """A uvicorn server that leaves a discovery file for the command line once it listens, and
+    takes it back as it stops (:mod:`.discovery`)."""
+
+    def __init__(self, config: Any, writer: Memory, guard: Guard) -> None:
+        import uvicorn
+
+        announced = self
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets)
+                if self.started:
+                    announced.announce()
+
+            async def shutdown(self, sockets: Any = None) -> None:
+                announced.withdraw()
+                await super().shutdown(sockets)
+
+        self.server = Server(config)
+        self.config = config
+        self.writer = writer
+        self.guard = guard
+        self.path: Path | None = None
+
+    def run(self) -> None:
+        try:
+            self.server.run()
+        finally:
+            self.withdraw()
+
+    def announce(self) -> None:
+        if str(self.writer.path) == ":memory:":
+            return
+        try:
+            self.path = discovery.announce(
+                self.writer.path,
+                self.writer.namespace,
+                self.config.host,
+                self.config.port,
+                self.guard.cli_token,
+                discovery.answer_settings(self.writer.config),
+            )
+        except (discovery.Untrusted, OSError) as exc:
+            log.warning("the command line will not find this server: %s", exc)
+            return
+        if self.path is not None:
+            log.info("localmem ask on this store and namespace will use this server (%s)", self.path)
+
+    def withdraw(self) -> None:
+        path, self.path = self.path, None
+        if path is not None:
+            discovery.withdraw(path, self.guard.cli_token)
+
+
 def serve(
     writer: Memory,
     host: str,
@@ -98,10 +153,8 @@ def serve(
         link = f"http://{shown}:{port}/?token={guard.token}"
         (announce or (lambda text: print(text, file=sys.stderr, flush=True)))(link)
         log.info("serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)", writer.path, writer.namespace, shown, port)
-        server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on", timeout_graceful_shutdown=10)
-        )
-        server.run()
+        config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on", timeout_graceful_shutdown=10)
+        Announced(config, writer, guard).run()
     except KeyboardInterrupt:
         log.info("stopping (signal)")
     finally:

@@ -242,7 +242,7 @@ async def ask_stream(request: Request, lanes: Lanes) -> Response:
     q = (request.query_params.get("q") or "").strip()
 
     async def events() -> AsyncIterator[bytes]:
-        async for event in api.ask_events(lanes, q, None):
+        async for event in api.ask_events(lanes, q, {"now": None}):
             if event["event"] == "answer":
                 answer = event["answer"]
                 event = {"event": "html", "html": answer_html(answer, await _windows(lanes, answer))}

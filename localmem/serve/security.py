@@ -10,12 +10,19 @@ form's action, or an ``X-CSRF-Token`` header); one made with the Bearer header n
 a browser never sends that header to another site on its own. Every response forbids scripts and
 styles from anywhere but the server itself (a stored ``<script>`` shown as text could not run
 anyway), framing, and the Referer header outside the server.
+
+The command line gets a token of its own from the discovery file (:mod:`.discovery`): it is good
+for ``GET /api/search`` and ``POST /api/ask`` only. Before it sends a question, the command line
+asks ``GET /api/hello?nonce=N`` (no token) and checks the answer, an HMAC of the nonce with that
+token: a process that took the port of a server that died cannot pass for it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -32,6 +39,9 @@ COOKIE = "localmem_token"
 CSRF_HEADER = "x-csrf-token"
 PUBLIC_PREFIXES = ("/static/",)  # the package's own CSS and JS: nothing private
 SAFE_METHODS = ("GET", "HEAD")
+HELLO = "/api/hello"
+CLI_ROUTES = frozenset({("GET", "/api/search"), ("POST", "/api/ask")})  # what the CLI's token may call
+MAX_NONCE = 128
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -53,6 +63,7 @@ class Guard:
     csrf: str
     hosts: frozenset[str]  # Host header values accepted ("127.0.0.1:8765", "localhost:8765")
     any_host: bool = False  # --allow-remote: any Host, and Origin must match it
+    cli_token: str = ""  # the discovery file's: ask and search only (none: refused)
 
     @classmethod
     def create(cls, host: str, port: int, allow_remote: bool = False) -> "Guard":
@@ -61,7 +72,8 @@ class Guard:
         if host in ("::1", "[::1]"):
             names = {"[::1]", "localhost"}
         hosts = frozenset(f"{name}:{port}" for name in names)
-        return cls(secrets.token_urlsafe(24), secrets.token_urlsafe(24), hosts, allow_remote)
+        token, csrf, cli_token = (secrets.token_urlsafe(24) for _ in range(3))
+        return cls(token, csrf, hosts, allow_remote, cli_token)
 
     def host_ok(self, host: str | None) -> bool:
         return bool(host) and (self.any_host or host in self.hosts)
@@ -77,6 +89,21 @@ class Guard:
 
     def csrf_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
+
+    def cli_ok(self, given: str | None, method: str, path: str) -> bool:
+        """The command line's token, on a route it may call."""
+        return (
+            bool(self.cli_token)
+            and given is not None
+            and (method, path) in CLI_ROUTES
+            and hmac.compare_digest(given.encode(), self.cli_token.encode())
+        )
+
+
+def hello_proof(cli_token: str, nonce: str) -> str:
+    """What the server answers to ``/api/hello?nonce=``: proof that it holds the CLI's token,
+    which it does not reveal."""
+    return hmac.new(cli_token.encode(), f"localmem-hello:{nonce}".encode(), hashlib.sha256).hexdigest()
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -113,6 +140,9 @@ class GuardMiddleware:
             await _refuse(send, path, status, code, message, hint)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if path == HELLO:
+            await self._hello(send, path, query.get("nonce", ""))
+            return
         if "token" in query and scope["method"] in SAFE_METHODS and not _is_api(path):
             # The printed URL: keep the token as a cookie, take it out of the address bar.
             rest = urlencode({k: v for k, v in query.items() if k != "token"})
@@ -133,6 +163,13 @@ class GuardMiddleware:
 
         await self.app(scope, receive, timed_send)
 
+    async def _hello(self, send: Send, path: str, nonce: str) -> None:
+        if not self.guard.cli_token or not 16 <= len(nonce) <= MAX_NONCE:
+            await _refuse(send, path, 400, "usage", "give ?nonce= (16 to 128 characters)", "see docs/serve.md")
+            return
+        body = json.dumps({"proof": hello_proof(self.guard.cli_token, nonce), "pid": os.getpid()}).encode()
+        await _respond(send, 200, body, [(b"content-type", b"application/json")])
+
     def _refusal(
         self, scope: Scope, path: str, headers: dict[str, str], host: str | None
     ) -> tuple[int, str, str, str] | None:
@@ -142,7 +179,7 @@ class GuardMiddleware:
             return 421, "bad_host", f"this server does not answer for host {host!r}", "open the URL localmem printed"
         if not guard.origin_ok(headers.get("origin"), host):
             return 403, "bad_origin", "requests from another site are refused", "open the URL localmem printed"
-        if path.startswith(PUBLIC_PREFIXES):
+        if path.startswith(PUBLIC_PREFIXES) or path == HELLO:
             return None
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         auth = headers.get("authorization", "")
@@ -153,7 +190,7 @@ class GuardMiddleware:
         except Exception:  # a malformed Cookie header counts as none
             cookie = SimpleCookie()
         by_cookie = COOKIE in cookie and guard.token_ok(cookie[COOKIE].value)
-        by_bearer = guard.token_ok(bearer)
+        by_bearer = guard.token_ok(bearer) or guard.cli_ok(bearer, scope["method"], path)
         by_query = guard.token_ok(query.get("token"))
         if not (by_cookie or by_bearer or by_query):
             return (
