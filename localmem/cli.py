@@ -11,7 +11,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator
 
 import click
 
@@ -34,6 +34,9 @@ from .config import (
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
+
+if TYPE_CHECKING:
+    from .memory import Memory
 
 EXIT_INTERRUPTED = 130
 
@@ -236,7 +239,7 @@ class _State:
         self.given = given  # the global options given, by name (filled as the command line is parsed)
         self._config: Config | None = None
         self.namespace_given = False
-        self._memory: Any = None
+        self._memory: "Memory | None" = None
 
     def load(self) -> Config:
         """The configuration: the global options given, over the environment and config file."""
@@ -268,7 +271,7 @@ class _State:
         self.config = replace(self.config, namespace=namespace)
         self.namespace_given = True
 
-    def memory(self, access: str = "read", keyless: bool = False) -> Any:
+    def memory(self, access: str = "read", keyless: bool = False) -> "Memory":
         """The Memory, opened once. ``access``: "read" (the store and the namespace must exist:
         nothing is ever created by reading), "open" (the store must exist), "write" (a new
         store is created, and stderr says so), "none" (an in-memory store: for commands that
@@ -959,7 +962,7 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
     mem = state.memory("read")
     data = mem.stats().to_dict()
     if show_sources:
-        data["source_list"] = [s.to_dict() for s in mem.sources()]
+        data["source_list"] = [s.to_dict() for s in mem.browse.sources()]
     if as_json:
         _print_json(data)
         return
@@ -1003,12 +1006,12 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
     mem = state.memory("read" if state.namespace_given else "open")
     chosen = [state.config.namespace] if state.namespace_given else None
     if output is None:
-        counts = mem.export(sys.stdout, namespaces=chosen, vectors=not no_vectors)
+        counts = mem.admin.export(sys.stdout, namespaces=chosen, vectors=not no_vectors).to_dict()
     else:
         tmp = output.with_name(output.name + ".partial")
         try:
             with open_private(tmp) as fh:
-                counts = mem.export(fh, namespaces=chosen, vectors=not no_vectors)
+                counts = mem.admin.export(fh, namespaces=chosen, vectors=not no_vectors).to_dict()
         except BaseException:
             tmp.unlink(missing_ok=True)  # no half-written file left behind
             raise
@@ -1032,7 +1035,7 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
 @click.pass_obj
 def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
     """Restore a file written by 'export' (in one transaction); a file cut short or edited is refused."""
-    counts = state.memory("write").restore(file, force=force).to_dict()
+    counts = state.memory("write").admin.restore(file, force=force).to_dict()
     unchecked = counts.pop("unchecked", None)
     if unchecked:
         click.echo(f"warning: {file}: {unchecked}; imported without knowing that it is whole (--force)", err=True)
@@ -1074,7 +1077,7 @@ def forget(
     messages goes too; one that also rests on other messages stays, with those. Without --yes
     nothing is deleted: it lists what would go, and exits 0.
     """
-    given = {
+    given: dict[str, Any] = {
         name: value
         for name, value in (
             ("ids", list(items) or None),
@@ -1141,7 +1144,7 @@ def _id_list(ids: list[Any], most: int = 20) -> str:
 @click.pass_obj
 def vacuum(state: _State, as_json: bool) -> None:
     """Compact the store: merge the full-text indexes, rewrite the file without free pages, empty the WAL."""
-    result = state.memory("open").vacuum().to_dict()
+    result = state.memory("open").admin.vacuum().to_dict()
     if as_json:
         _print_json(result)
     else:
@@ -1163,7 +1166,7 @@ def vacuum(state: _State, as_json: bool) -> None:
 def reembed(state: _State, as_json: bool) -> None:
     """Re-embed every message and unit with the configured embedder (atomic)."""
     with _progress(state, "re-embedding") as progress:
-        result = state.memory("open").reembed(progress).to_dict()
+        result = state.memory("open").admin.reembed(progress).to_dict()
     if as_json:
         _print_json(result)
     else:
@@ -1181,7 +1184,7 @@ def doctor(state: _State, as_json: bool) -> None:
     path = state.config.resolved_db_path()
     # A store that does not exist yet is reported as such, not created: versions come from an
     # in-memory store.
-    report = state.memory("open" if path.exists() else "none").doctor().to_dict()
+    report = state.memory("open" if path.exists() else "none").admin.doctor().to_dict()
     if not path.exists():
         report["db"] = {
             "path": str(path),
@@ -1248,7 +1251,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
             f"{state.config.resolved_db_path()} is already encrypted; change its "
             "passphrase with 'localmem rekey --new-key-env VAR'"
         ) from None
-    _echo_key_change(mem.encrypt(key, _phases(state)).to_dict(), as_json, "encrypted")
+    _echo_key_change(mem.admin.encrypt(key, _phases(state)).to_dict(), as_json, "encrypted")
 
 
 @cli.command()
@@ -1258,7 +1261,7 @@ def encrypt(state: _State, new_key_env: str | None, as_json: bool) -> None:
 def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
     """Change the passphrase of the encrypted store (opened with --key-env) the same safe way."""
     key = _new_key(new_key_env, "--new-key-env")
-    _echo_key_change(state.memory("open").rekey(key, _phases(state)).to_dict(), as_json, "passphrase changed")
+    _echo_key_change(state.memory("open").admin.rekey(key, _phases(state)).to_dict(), as_json, "passphrase changed")
 
 
 @cli.command()
@@ -1266,7 +1269,7 @@ def rekey(state: _State, new_key_env: str | None, as_json: bool) -> None:
 @click.pass_obj
 def decrypt(state: _State, as_json: bool) -> None:
     """Write the encrypted store (opened with --key-env) back as a plain file, the same safe way."""
-    _echo_key_change(state.memory("open").decrypt(_phases(state)).to_dict(), as_json, "decrypted")
+    _echo_key_change(state.memory("open").admin.decrypt(_phases(state)).to_dict(), as_json, "decrypted")
 
 
 @cli.command()
@@ -1277,7 +1280,7 @@ def flush(state: _State, workers: int | None, as_json: bool) -> None:
     """Close open episode buffers and extract them with the local LLM."""
     mem = state.memory("read")
     with _progress(state, "extracting episodes") as progress:
-        report = mem.flush(progress, workers=workers)
+        report = mem.extraction.flush(progress, workers=workers)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -1297,7 +1300,7 @@ def flush(state: _State, workers: int | None, as_json: bool) -> None:
 def consolidate(state: _State, mode: str, as_json: bool) -> None:
     """Learn lasting knowledge about people from the extracted episodes not consolidated yet."""
     with _progress(state, "consolidating episodes") as progress:
-        report = state.memory("read").consolidate(mode=mode, progress=progress)
+        report = state.memory("read").extraction.consolidate(mode=mode, progress=progress)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -1345,7 +1348,7 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
 @click.pass_obj
 def episodes(state: _State, limit: int, as_json: bool) -> None:
     """The episodes of the namespace in time order."""
-    rows = [r.to_dict() for r in state.memory("read").episodes(limit)]
+    rows = [r.to_dict() for r in state.memory("read").browse.episodes(limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1363,7 +1366,7 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
 @click.pass_obj
 def facts(state: _State, entity: str | None, start: str | None, end: str | None, limit: int, as_json: bool) -> None:
     """Facts (subject – predicate – object) with their times."""
-    rows = [r.to_dict() for r in state.memory("read").facts(entity=entity, start=start, end=end, limit=limit)]
+    rows = [r.to_dict() for r in state.memory("read").browse.facts(entity=entity, start=start, end=end, limit=limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1378,7 +1381,7 @@ def facts(state: _State, entity: str | None, start: str | None, end: str | None,
 @click.pass_obj
 def entities(state: _State, limit: int, as_json: bool) -> None:
     """Resolved entities with their aliases and how often they are mentioned."""
-    rows = [r.to_dict() for r in state.memory("read").entities(limit)]
+    rows = [r.to_dict() for r in state.memory("read").browse.entities(limit)]
     if as_json:
         _print_json(rows)
         return
@@ -1393,7 +1396,7 @@ def entities(state: _State, limit: int, as_json: bool) -> None:
 def show(state: _State, item: str, as_json: bool) -> None:
     """One memory in full: a message (m:ID) with its source, metadata, corrections and the units
     resting on it, or a unit (u:ID) with its source messages, entities and links."""
-    found = state.memory("read").get(item).to_dict()
+    found = state.memory("read").browse.get(item).to_dict()
     if as_json:
         _print_json(found)
     elif found["kind"] == "message":

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from .errors import ConfigError
+from .errors import ConfigError, LocalmemError
 
 APP_NAME = "localmem"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -55,6 +55,15 @@ NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in i
 SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
 SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)
 LLM_BACKENDS_AUTO = ("openai", "llama")  # what llm_backend "auto" becomes: with llm_url, without
+
+
+def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; else a :class:`~localmem.errors.LocalmemError`
+    naming ``what`` (the option, e.g. ``--extract``) and the choices."""
+    if value not in choices:
+        raise LocalmemError(f"{what} {value} is unknown; use one of: {', '.join(choices)}")
+    return value
+
 
 # -- defaults of the commands' own options (not settings) -------------------------------------
 DEFAULT_K = 10  # search hits

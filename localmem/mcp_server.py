@@ -350,7 +350,7 @@ def serve(
     stopped_by_signal = False
     try:
         if mem.config.extract == "llm":
-            mem.extract_in_background()
+            mem.extraction.in_background()
         server = build_server(mem, stdio=http is None)
         log.info(
             "serving %s, namespace %r, over %s",

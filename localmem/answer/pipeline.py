@@ -19,7 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..config import Config
+from ..config import ASK_MODES, MAX_AGENT_STEPS, Config
+from ..errors import LocalmemError
 from ..retrieval.batch import SearchOptions
 from .fast import AnswerOptions
 
@@ -70,6 +71,85 @@ class AskOptions:
             answer=AnswerOptions.from_config(config),
             search=SearchOptions.from_config(config),
         )
+
+
+def question_text(question: str) -> str:
+    """``question`` checked (non-empty text) and stripped, a lone surrogate replaced."""
+    from ..text.files import without_surrogates
+
+    if not isinstance(question, str) or not question.strip():
+        raise LocalmemError("ask() needs a non-empty question")
+    return without_surrogates(question.strip())
+
+
+def today(conn: "apsw.Connection", namespace: str, now: dt.date | str | None) -> dt.date:
+    """The day relative questions count from: ``now`` (a date, or text starting with one), or
+    else the day of the namespace's latest message (today's date when it has none)."""
+    from ..retrieval.channels import latest_time
+
+    try:
+        day = dt.date.fromisoformat(now[:10]) if isinstance(now, str) else now
+    except ValueError as exc:
+        raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
+    return day or latest_time(conn, namespace)
+
+
+def ask_in_mode(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    question: str,
+    params: "SearchParams",
+    today: dt.date,
+    options: AskOptions,
+    *,
+    mode: str,
+    steps: int,
+    max_tokens: int | None = None,
+    trace: Callable[[Any], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    started: float | None = None,
+    names: "SpeakerNames | None" = None,
+) -> "Answer":
+    """Answer ``question`` in ``mode``: "fast" (:func:`ask`, searching with ``params``) or
+    "agentic" (:func:`ask_agentic`, at most ``steps`` tool calls; no filters), counting
+    relative times from ``today``."""
+    if mode not in ASK_MODES:
+        raise LocalmemError(f"unknown ask mode {mode!r}; available: {', '.join(ASK_MODES)}")
+    if not 1 <= steps <= MAX_AGENT_STEPS:
+        raise LocalmemError(f"steps must be between 1 and {MAX_AGENT_STEPS}")
+    if mode == "fast":
+        return ask(
+            conn,
+            namespace,
+            models,
+            question,
+            params,
+            today,
+            options,
+            max_tokens=max_tokens,
+            on_text=on_text,
+            started=started,
+            names=names,
+        )
+    if params.filters is not None:
+        raise LocalmemError(
+            "filters (since, until, speaker, conversation, meta) work with ask's fast mode",
+            "use --mode fast, or leave the filters out",
+        )
+    return ask_agentic(
+        conn,
+        namespace,
+        models,
+        question,
+        today,
+        options,
+        steps=steps,
+        trace=trace,
+        on_text=on_text,
+        started=started,
+        names=names,
+    )
 
 
 def ask(

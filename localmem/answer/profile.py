@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -23,6 +23,9 @@ from ..prompts import profile as summary_prompt
 from ..store.queries import q
 from ..store.rows import all_rows, one_row
 from ..text.names import normalise
+
+if TYPE_CHECKING:
+    from ..models.factory import Models
 
 
 @dataclass
@@ -174,3 +177,14 @@ def write_summary(conn: apsw.Connection, llm: LLM, prof: Profile, basis: Summary
                 ),
             },
         )
+
+
+def with_summary(conn: apsw.Connection, models: "Models", prof: Profile) -> Profile:
+    """``prof`` with its summary: the stored one, or, when that is missing or rests on
+    something else (:func:`stale_summary`), one the model writes now and stores."""
+    from ..store import db
+
+    basis = stale_summary(conn, prof)
+    if basis is not None:
+        write_summary(conn, models.llm, prof, basis, db.now_iso())
+    return prof

@@ -684,7 +684,7 @@ def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[
         rows.append(
             {
                 "messages": mem.stats()["messages"],
-                "encrypted": mem.encrypted,
+                "encrypted": mem.admin.encrypted,
                 "queries": len(timed),
                 "k": k,
                 "p50_ms": p50,

@@ -2,7 +2,7 @@
 
 Building a million units through the LLM pipeline is not possible on a laptop, so the store
 is made from a synthetic export file (localmem's own JSONL export format, restored with
-:meth:`Memory.restore`, the public way to load memory): unit texts from templates, times
+:meth:`Admin.restore <localmem.admin.Admin.restore>`, the public way to load memory): unit texts from templates, times
 spread over three years, one to three entity mentions per unit drawn from a skewed pool (a
 few hubs, many rare names), a temporal link to the previous unit and two semantic links to
 nearby ones, and an episode per :data:`UNITS_PER_EPISODE` units that holds them, their
@@ -134,7 +134,7 @@ def make_store(
         try:
             with export.open("w", encoding="utf-8") as out:
                 built = _write_export(out, n_units, emb.model_id, emb.dim, seed)
-            mem.restore(export)
+            mem.admin.restore(export)
         finally:
             export.unlink(missing_ok=True)
     return {**built, "build_s": round(time.perf_counter() - started, 1)}

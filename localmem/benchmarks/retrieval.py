@@ -114,7 +114,7 @@ def locomo_retrieval(
     benchmark = _detect(path, doc)
     db_path = eval_db_path(config, benchmark)
     with Memory(db_path, config=config, embedder=embedder) as mem:
-        chosen = list(mem.search_params(ks[-1], channels=channels, rerank=rerank).channels)  # fail early
+        chosen = list(mem.search_params(k=ks[-1], channels=channels, rerank=rerank).channels)  # fail early
         if benchmark == "locomo":
             questions, info, ingest = _locomo_prepare(path, doc, mem, conversations, limit)
         else:

@@ -49,9 +49,12 @@ class Options:
     @classmethod
     def from_config(cls, config: Any, *, date_order: str | None = None) -> "Options":
         """The options a :class:`~localmem.config.Config` sets (its time zone checked)."""
+        from ..config import DATE_ORDERS, check_choice
         from ..errors import ConfigError
         from ..text.times import zone
 
+        if date_order is not None:
+            check_choice("--date-order", date_order, DATE_ORDERS)
         try:
             zone(config.timezone)
         except ValueError as exc:

@@ -8,15 +8,16 @@ the write lock is held only for the inserts.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import apsw
 
 from ..config import DEFAULT_CONVERSATION, Config
-from ..errors import DiskFullError
+from ..errors import DiskFullError, LocalmemError, NotFoundError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
 from ..models.embedding import embed_messages, to_blob
 from ..models.protocols import Embedder
@@ -24,7 +25,7 @@ from ..store import db
 from ..store.queries import q
 from ..store.rows import one_row, one_value
 from ..store.vectors import insert_parts
-from ..text.files import without_surrogates
+from ..text.files import check_storable, without_surrogates
 
 Progress = Callable[[int], None]
 
@@ -407,6 +408,49 @@ def said(
     )
 
 
+def new_message(
+    speaker: str,
+    text: str,
+    said_at: str | dt.datetime | None,
+    role: str | None,
+    conversation: str | None,
+    external_id: str | None,
+    meta: Mapping[str, Any] | None,
+    max_chars: int,
+) -> tuple[MessageIn, dict[str, Any] | None]:
+    """The message :meth:`Memory.add <localmem.memory.Memory.add>` was given, checked, for
+    :func:`add_message`, with its checked ``meta``: text that can be stored (no lone surrogate,
+    at most ``max_chars``), said at ``said_at`` (a datetime or text; default now, local time)."""
+    from ..retrieval.filters import check_meta
+    from ..text.times import parse_timestamp, to_iso
+
+    if not isinstance(speaker, str) or not speaker.strip():
+        raise LocalmemError("add() needs a non-empty speaker")
+    if not isinstance(text, str):
+        raise LocalmemError("add() needs the message text as a string")
+    for what, value in (("the speaker", speaker), ("the message text", text), ("the role", role)):
+        check_storable(what, value)
+    check_storable("the conversation name", conversation)
+    check_storable("the message id", external_id)
+    check_text(text, max_chars)
+    stored_meta = dict(check_meta(meta)) if meta else None
+    when = said_at if said_at is not None else dt.datetime.now()
+    try:
+        sent_at = to_iso(when) if isinstance(when, dt.datetime) else parse_timestamp(when)
+    except ValueError as exc:
+        raise LocalmemError(f"add(): {exc}") from exc
+    return said(speaker, text, sent_at, role, conversation, external_id), stored_meta
+
+
+def check_text(text: str, max_chars: int) -> str:
+    """``text`` when it can be stored as a message's text: no lone surrogate, and at most
+    ``max_chars`` characters (the ``max_message_chars`` setting)."""
+    check_storable("the message text", text)
+    if len(text) > max_chars:
+        raise LocalmemError(f"the message has {len(text):,} characters, over the limit of {max_chars:,}")
+    return text
+
+
 def counting(progress: Callable[[int, int], None] | None, total: int) -> Progress:
     """A :data:`Progress` for :func:`store_parsed` that calls ``progress(done, total)`` with the
     running count after every batch."""
@@ -430,27 +474,39 @@ class Correction:
 
 
 def correct_message(
-    conn: apsw.Connection, embedder: Embedder, ns: str, message_id: int, text: str
-) -> Correction | None:
-    """Store ``text`` as a new message that replaces message ``message_id`` of ``ns`` (or its
-    newest correction, when it was corrected before), in one transaction; ``None`` when there
-    is no such message.
+    conn: apsw.Connection, embedder: Embedder, ns: str, item: str, text: str, max_chars: int
+) -> Correction:
+    """Store ``text`` as a new message that replaces message ``item`` (``m:ID``) of ``ns`` (or
+    its newest correction, when it was corrected before), in one transaction;
+    :class:`~localmem.errors.NotFoundError` when there is no such message. ``text``: non-empty,
+    and storable (:func:`check_text`).
 
     The correction takes the replaced message's place: its conversation, session, position,
     speaker, role, time, metadata and source (so forgetting that source or conversation
     forgets it too); its external id is the replaced one's with ``~N``. The replaced message
     stays, and search shows the correction first (retrieval.search.mark_supersession).
     """
+    from ..store import refs
+
+    message_id = refs.number(item, "m")
+    if not isinstance(text, str) or not text.strip():
+        raise LocalmemError("correct() needs the new text as a non-empty string")
+    check_text(text, max_chars)
+    missing = NotFoundError(
+        f"no message {item.strip()} in namespace '{ns}'",
+        "see 'localmem search' for ids (ids belong to one namespace: pass --namespace)",
+    )
     ensure_bound(conn, embedder)
     params = {"id": message_id, "ns": ns}
     found = conn.execute(q("message_current"), params).fetchone()
     if found is None:
-        return None
+        raise missing
     vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8)  # before the write lock
+    correction: Correction | None = None
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
         found = conn.execute(q("message_current"), params).fetchone()
         if found is None:
-            return None
+            raise missing
         current, source_id, conversation, session, seq, external_id, speaker, role, sent_at, meta = found
         stem, tilde, number_text = external_id.rpartition("~")
         root = stem if tilde and number_text.isdigit() else external_id
@@ -475,4 +531,6 @@ def correct_message(
         )
         assert new_id is not None  # the id was free inside this transaction
         insert_parts(conn, ns, new_id, parts[0])
-        return Correction(new_id, message.external_id, conversation, current)
+        correction = Correction(new_id, message.external_id, conversation, current)
+    assert correction is not None  # the transaction committed
+    return correction

@@ -30,7 +30,8 @@ from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, T
 
 import apsw
 
-from ..config import DEFAULTS, Config
+from ..config import CONSOLIDATE_MODES, DEFAULTS, Config, check_choice
+from ..errors import LocalmemError
 from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
 from ..store import db
@@ -38,6 +39,7 @@ from ..store.queries import q
 from ..store.rows import all_rows
 from . import consolidate as consolidate_mod
 from . import extract, link, resolve, segment
+from .ingest import IngestReport
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
@@ -61,8 +63,11 @@ class ExtractOptions:
     def from_config(
         cls, config: Config, *, consolidate: str | None = None, workers: int | None = None
     ) -> "ExtractOptions":
+        """The options ``config`` sets, with ``consolidate`` and ``workers`` where given (checked)."""
+        if workers is not None and workers < 1:
+            raise LocalmemError(f"--workers must be at least 1, got {workers}")
         return cls(
-            consolidate=consolidate or config.consolidate,
+            consolidate=check_choice("--consolidate", consolidate or config.consolidate, CONSOLIDATE_MODES),
             verify=config.verify_facts,
             workers=config.llm_workers if workers is None else workers,
         )
@@ -121,6 +126,30 @@ def segment_without_llm(conn: apsw.Connection, embedder: Embedder, ns: str, lock
     detector = segment.EmbeddingDetector(segment.stored_vectors(conn, embedder.dim))
     with locked():
         return len(segment.segment_namespace(conn, ns, detector, final=final))
+
+
+def process_ingested(
+    conn: apsw.Connection,
+    embedder: Embedder,
+    llm: LLM | None,
+    report: IngestReport,
+    options: ExtractOptions,
+    locked: Locked,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Stages 2 to 6 for each namespace an ingest stored messages in (``report``): with an
+    ``llm``, extract them (:func:`extract_episodes`, their reports in ``report.build``);
+    without, close episodes by time and similarity (:func:`segment_without_llm`, the counts
+    in ``report.episodes``)."""
+    names = [nsr.namespace for nsr in report.namespaces]
+    if llm is not None:
+        report.build = {
+            ns: extract_episodes(conn, llm, embedder, ns, locked, options, final=True, progress=progress).to_dict()
+            for ns in names
+        }
+    else:
+        report.episodes = {ns: segment_without_llm(conn, embedder, ns, locked, final=True) for ns in names}
+    return report
 
 
 @dataclass

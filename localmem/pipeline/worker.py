@@ -2,8 +2,8 @@
 
 :meth:`Memory.add <localmem.memory.Memory.add>` with ``extract="llm"`` would otherwise segment
 and extract inline, so a message that closes an episode waits for the model (tens of seconds
-with the 1.5B model on 2 cores). After :meth:`Memory.extract_in_background
-<localmem.memory.Memory.extract_in_background>`, ``add`` stores the message and wakes the
+with the 1.5B model on 2 cores). After :meth:`Extraction.in_background
+<localmem.extraction.Extraction.in_background>`, ``add`` stores the message and wakes the
 worker instead:
 
 - one thread, so one build at a time: a wake while a build runs makes exactly one more build
@@ -26,10 +26,15 @@ from typing import Any, Callable, Protocol
 from .pipeline import ExtractionReport
 
 
+class Extracts(Protocol):
+    def extract(self, *, final: bool) -> ExtractionReport: ...
+
+
 class Extracting(Protocol):
     """What the worker needs of the memory it runs on (a :class:`~localmem.memory.Memory`)."""
 
-    def extract(self, *, final: bool) -> ExtractionReport: ...
+    @property
+    def extraction(self) -> Extracts: ...
 
     def close(self) -> None: ...
 
@@ -38,7 +43,7 @@ log = logging.getLogger("localmem.worker")
 
 
 class ExtractionWorker:
-    """Runs ``Memory.extract`` in a background thread whenever woken; see the module docstring.
+    """Runs ``Extraction.extract`` in a background thread whenever woken; see the module docstring.
 
     ``open_memory`` is called once, in the thread, for the memory the extractions run on.
     """
@@ -106,7 +111,7 @@ class ExtractionWorker:
             self._status["running"] = True
         started = time.perf_counter()
         try:
-            report = mem.extract(final=final)
+            report = mem.extraction.extract(final=final)
         except Exception as exc:  # logged and kept for stats; the messages stay stored and searchable
             self._failed(exc)
             return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, TypedDict
 
 from ..config import ALL_CHANNELS, DEFAULT_K, RERANK_MODES, Config
 from ..errors import LocalmemError
@@ -19,6 +19,7 @@ from ..text.files import without_surrogates
 
 if TYPE_CHECKING:
     import apsw
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ..models.factory import Models
     from ..types import Hit
@@ -50,6 +51,67 @@ class SearchOptions:
             embed_batch=config.embed_batch,
             user_name=config.user_name,
         )
+
+
+class SearchArgs(TypedDict, total=False):
+    """The keywords that shape a search, the same for :meth:`Memory.search
+    <localmem.memory.Memory.search>`, ``search_many``, ``search_params`` and ``ask``
+    (:func:`checked_params` checks them). Each may be left out.
+
+    ``k``: hits (default 10; ``ask``: the config's ``ask_candidates``). ``budget``: candidates
+    per channel (default: the config's ``channel_budget``, at least ``k``). ``recipe``: a
+    search preset (which channels, whether built memory and sentence parts take part; see
+    :class:`~localmem.retrieval.search.SearchParams`); ``channels``, ``promote`` and
+    ``rerank`` override it. ``promote``: move candidates from the best-matching episodes (for
+    the query's people and time) ahead, keeping their order (CAST). ``rerank``: "auto" uses
+    the configured cross-encoder if any, "none" keeps the fusion order, "llm" asks the LLM
+    whether each of the top candidates is relevant (slow).
+
+    Filters: only messages said ``since`` .. ``until`` (inclusive; a date, a time, or text
+    either parses), by ``speaker``, in ``conversation``, whose metadata holds every pair of
+    ``meta``; and the units resting only on such messages
+    (:mod:`localmem.retrieval.filters`)."""
+
+    k: int
+    budget: int | None
+    channels: Sequence[str] | None
+    promote: bool | None
+    rerank: str | None
+    recipe: "SearchParams | None"
+    since: Any
+    until: Any
+    speaker: str | None
+    conversation: str | None
+    meta: Mapping[str, Any] | None
+
+
+def checked_params(options: SearchOptions, now: dt.date | None = None, **args: Unpack[SearchArgs]) -> "SearchParams":
+    """The :class:`~localmem.retrieval.search.SearchParams` that ``args`` ask for, checked
+    (:func:`search_params`, then the filters of :func:`~localmem.retrieval.filters.make_filters`),
+    counting relative times from ``now``."""
+    from .filters import make_filters
+
+    unknown = set(args) - set(SearchArgs.__annotations__)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
+    params = search_params(
+        options,
+        args.get("k", DEFAULT_K),
+        args.get("budget"),
+        args.get("channels"),
+        args.get("promote"),
+        args.get("rerank"),
+        recipe=args.get("recipe"),
+        now=now,
+    )
+    filters = make_filters(
+        since=args.get("since"),
+        until=args.get("until"),
+        speaker=args.get("speaker"),
+        conversation=args.get("conversation"),
+        meta=args.get("meta"),
+    )
+    return replace(params, filters=filters)
 
 
 def search_params(

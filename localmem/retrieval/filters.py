@@ -111,6 +111,7 @@ def make_filters(
     parses; ``meta``: keys to scalar values); ``None`` when nothing is filtered. ``until`` is
     inclusive as given: a day includes all of it, a time includes that second."""
     from ..errors import LocalmemError
+    from ..text.times import day_or_time
 
     start = day_or_time(since, "--since")
     end = day_or_time(until, "--until")
@@ -126,31 +127,6 @@ def make_filters(
         start, end, speaker.strip() if speaker else None, conversation, check_meta(meta, "filter") if meta else ()
     )
     return filters or None
-
-
-def day_or_time(value: Any, what: str) -> str | None:
-    """A day (``YYYY-MM-DD``, kept as a day) or a time (ISO text) from a date, a datetime or text."""
-    from ..errors import LocalmemError
-    from ..text.times import parse_timestamp, to_iso
-
-    if value is None or value == "":
-        return None
-    if isinstance(value, dt.datetime):
-        return to_iso(value)
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, str) and len(value.strip()) == 10:
-        try:
-            return dt.date.fromisoformat(value.strip()).isoformat()
-        except ValueError:
-            pass
-    try:
-        parsed = parse_timestamp(value)
-    except (ValueError, OverflowError, OSError) as exc:
-        raise LocalmemError(f"{what}: {exc}", "give a date like 2023-05-08 or a time like 2023-05-08T18:30") from exc
-    if parsed is None:
-        raise LocalmemError(f"{what} needs a date or a time")
-    return parsed
 
 
 def check_meta(meta: Mapping[str, Any], what: str = "metadata") -> tuple[tuple[str, Any], ...]:

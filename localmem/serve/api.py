@@ -252,7 +252,7 @@ def _texts(mem: Any, items: list[str], limit: int = 200) -> dict[str, str]:
     out = {}
     for item in items[:limit]:
         try:
-            found = as_json(mem.get(item))
+            found = as_json(mem.browse.get(item))
         except LocalmemError:
             continue
         who = f"{found['speaker']}: " if found.get("speaker") else ""
@@ -261,12 +261,12 @@ def _texts(mem: Any, items: list[str], limit: int = 200) -> dict[str, str]:
 
 
 async def show(request: Request, lanes: Lanes) -> Response:
-    return ok(await lanes.reader(lanes.reader.memory.get, request.path_params["item"]))
+    return ok(await lanes.reader(lanes.reader.memory.browse.get, request.path_params["item"]))
 
 
 async def context(request: Request, lanes: Lanes) -> Response:
     around = _int(request.query_params.get("around"), "around", 3, 0, 200)
-    return ok(await lanes.reader(lanes.reader.memory.context, request.path_params["item"], around))
+    return ok(await lanes.reader(lanes.reader.memory.browse.context, request.path_params["item"], around))
 
 
 async def profile(request: Request, lanes: Lanes) -> Response:
@@ -279,28 +279,28 @@ async def people(request: Request, lanes: Lanes) -> Response:
 
 def people_of(mem: Any) -> list[dict[str, Any]]:
     """Everyone memory knows of (entities of type person), the most mentioned first."""
-    return [e for e in as_json(mem.entities()) if e["type"] == "person"]
+    return [e for e in as_json(mem.browse.entities()) if e["type"] == "person"]
 
 
 async def episodes(request: Request, lanes: Lanes) -> Response:
     limit = _int(request.query_params.get("limit"), "limit", 1000, 1, 100_000)
-    return ok({"episodes": await lanes.reader(lanes.reader.memory.episodes, limit)})
+    return ok({"episodes": await lanes.reader(lanes.reader.memory.browse.episodes, limit)})
 
 
 async def timeline(request: Request, lanes: Lanes) -> Response:
     period = request.query_params.get("period") or "month"
     speaker = request.query_params.get("speaker") or None
-    periods = await lanes.reader(lanes.reader.memory.timeline, period, speaker=speaker)
+    periods = await lanes.reader(lanes.reader.memory.browse.timeline, period, speaker=speaker)
     return ok({"period": period, "speaker": speaker, "periods": periods})
 
 
 async def speakers(request: Request, lanes: Lanes) -> Response:
-    return ok({"speakers": await lanes.reader(lanes.reader.memory.speakers)})
+    return ok({"speakers": await lanes.reader(lanes.reader.memory.browse.speakers)})
 
 
 async def period(request: Request, lanes: Lanes) -> Response:
     p = request.query_params
-    return ok(await lanes.reader(lanes.reader.memory.period, _text(dict(p), "start"), _text(dict(p), "end")))
+    return ok(await lanes.reader(lanes.reader.memory.browse.period, _text(dict(p), "start"), _text(dict(p), "end")))
 
 
 async def stats(request: Request, lanes: Lanes) -> Response:
@@ -312,7 +312,7 @@ async def namespaces(request: Request, lanes: Lanes) -> Response:
 
 
 async def doctor(request: Request, lanes: Lanes) -> Response:
-    return ok(await lanes.reader(lanes.reader.memory.doctor))
+    return ok(await lanes.reader(lanes.reader.memory.admin.doctor))
 
 
 async def ingest(request: Request, lanes: Lanes) -> Response:

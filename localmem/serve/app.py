@@ -146,7 +146,7 @@ def serve(
     reader = open_reader(writer)
     try:
         if writer.config.extract == "llm":
-            writer.extract_in_background()
+            writer.extraction.in_background()
         app = build_app(writer, reader, guard)
         warm_up(reader)
         shown = f"[{host}]" if ":" in host else host

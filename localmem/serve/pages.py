@@ -188,7 +188,7 @@ async def _windows(lanes: Lanes, answer: dict[str, Any]) -> dict[str, dict[str, 
         out = {}
         for c in answer.get("citations") or []:
             try:
-                out[c["id"]] = mem.context(c["id"], CONTEXT_AROUND)
+                out[c["id"]] = mem.browse.context(c["id"], CONTEXT_AROUND).to_dict()
             except LocalmemError:
                 pass
         return out
@@ -259,12 +259,12 @@ async def conversation(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
     n = api._int(p.get("n"), "n", WINDOW, 1, 200)
     if p.get("around"):
-        window = await lanes.reader(mem.context, p["around"], n)
+        window = await lanes.reader(mem.browse.context, p["around"], n)
         focus = [p["around"]]
     else:
         name = p.get("name") or ""
         first = api._int(p.get("first"), "first", 0, -(2**31), 2**31)
-        window = await lanes.reader(mem.conversation, name, first, first + 2 * n)
+        window = await lanes.reader(mem.browse.conversation, name, first, first + 2 * n)
         focus = []
     name, first, last = window["conversation"], window["first"], window["last"]
     nav = []
@@ -287,7 +287,7 @@ async def conversation(request: Request, lanes: Lanes) -> Response:
 async def timeline(request: Request, lanes: Lanes) -> Response:
     period = request.query_params.get("period") or "month"
     speaker = request.query_params.get("speaker") or None
-    periods = await lanes.reader(lanes.reader.memory.timeline, period, speaker=speaker)
+    periods = await lanes.reader(lanes.reader.memory.browse.timeline, period, speaker=speaker)
     other = "week" if period == "month" else "month"
     total = sum(p["messages"] for p in periods)
     whose = f' said by <strong>{e(speaker)}</strong> (<a href="/timeline">everyone</a>)' if speaker else ""
@@ -311,7 +311,7 @@ async def timeline(request: Request, lanes: Lanes) -> Response:
 
 async def period_page(request: Request, lanes: Lanes) -> Response:
     p = request.query_params
-    found = await lanes.reader(lanes.reader.memory.period, p.get("start") or "", p.get("end") or "")
+    found = await lanes.reader(lanes.reader.memory.browse.period, p.get("start") or "", p.get("end") or "")
     convs = "".join(
         f'<li class="item"><a href="{e(url("/conversation", around=c["first_id"], n=WINDOW))}">{e(c["conversation"])}</a> '
         f'<span class="note">{c["messages"]:,} messages, {e(when(c["first"]))} to {e(when(c["last"]))}</span></li>'
@@ -338,7 +338,7 @@ async def period_page(request: Request, lanes: Lanes) -> Response:
 
 async def people(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
-    everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.speakers()))
+    everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.browse.speakers()))
     known = {p["name"].lower() for p in everyone}
     rows = "".join(
         f'<tr><th scope="row"><a href="{e(url("/timeline", speaker=t["speaker"]))}">{e(t["speaker"])}</a>'
@@ -415,10 +415,10 @@ async def person(request: Request, lanes: Lanes) -> Response:
 
 async def memory_page(request: Request, lanes: Lanes) -> Response:
     item = request.path_params["item"]
-    found = await lanes.reader(lanes.reader.memory.get, item)
+    found = await lanes.reader(lanes.reader.memory.browse.get, item)
     parts: list[str] = []
     if found["kind"] == "message":
-        window = await lanes.reader(lanes.reader.memory.context, found["id"], CONTEXT_AROUND)
+        window = await lanes.reader(lanes.reader.memory.browse.context, found["id"], CONTEXT_AROUND)
         src = found["source"]
         parts.append(
             f'<blockquote class="memory"><p class="text">{e(found["text"])}</p></blockquote>'
@@ -661,7 +661,7 @@ async def report_fragment(request: Request, lanes: Lanes) -> Response:
 
 async def settings(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
-    doctor, stats = await lanes.reader(lambda: (mem.doctor(), mem.stats()))
+    doctor, stats = await lanes.reader(lambda: (mem.admin.doctor(), mem.stats()))
     config = mem.config
 
     def model(role: str, info: dict[str, Any]) -> str:
@@ -674,7 +674,7 @@ async def settings(request: Request, lanes: Lanes) -> Response:
         "(<code>localmem doctor</code> says which).</p>"
         f'<dl class="facts"><dt>Store</dt><dd>{e(mem.path)}</dd>'
         f"<dt>Size</dt><dd>{stats['db_bytes'] / 1e6:,.1f} MB</dd>"
-        f"<dt>Encrypted</dt><dd>{'yes' if mem.encrypted else 'no'}</dd>"
+        f"<dt>Encrypted</dt><dd>{'yes' if mem.admin.encrypted else 'no'}</dd>"
         f"<dt>Namespace</dt><dd>{e(mem.namespace)}</dd>"
         f"<dt>Holds</dt><dd>{stats['messages']:,} messages, {stats['conversations']:,} conversations</dd>"
         f"<dt>Integrity</dt><dd>{e(doctor.get('db', {}).get('integrity'))}</dd>"

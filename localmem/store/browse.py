@@ -12,7 +12,17 @@ from ..errors import NotFoundError
 from ..text.names import normalise
 from .queries import q
 from .refs import parse, ref
-from .results import Entity, Episode, Fact, MessageDetail, UnitDetail
+from .results import (
+    ConversationWindow,
+    Entity,
+    Episode,
+    Fact,
+    MessageDetail,
+    Period,
+    SpeakerSummary,
+    TimelinePeriod,
+    UnitDetail,
+)
 
 
 def episodes(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[Episode]:
@@ -163,7 +173,7 @@ def _missing(what: str, item: str, ns: str) -> NotFoundError:
     )
 
 
-def timeline(conn: apsw.Connection, ns: str, period: str, speaker: str | None = None) -> list[dict[str, Any]]:
+def timeline(conn: apsw.Connection, ns: str, period: str, speaker: str | None = None) -> list[TimelinePeriod]:
     """Messages and episodes per ``period`` ("week", starting on Monday, or "month"), oldest
     first: ``start`` and ``end`` (ISO dates, end excluded), ``messages``, ``episodes``; the
     periods between the first and the last with neither are there too, with zeros. ``speaker``:
@@ -174,7 +184,7 @@ def timeline(conn: apsw.Connection, ns: str, period: str, speaker: str | None = 
             if start is None:  # a time SQLite cannot read
                 continue
             counts.setdefault(start, {"start": start, "messages": 0, "episodes": 0})[name] = n
-    out: list[dict[str, Any]] = []
+    out: list[TimelinePeriod] = []
     if not counts:
         return out
     day, last = dt.date.fromisoformat(min(counts)), dt.date.fromisoformat(max(counts))
@@ -185,12 +195,12 @@ def timeline(conn: apsw.Connection, ns: str, period: str, speaker: str | None = 
             else dt.date(day.year + day.month // 12, day.month % 12 + 1, 1)
         )
         found = counts.get(day.isoformat(), {"start": day.isoformat(), "messages": 0, "episodes": 0})
-        out.append({**found, "end": end.isoformat()})
+        out.append(TimelinePeriod(**found, end=end.isoformat()))
         day = end
     return out
 
 
-def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 1000) -> dict[str, Any]:
+def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 1000) -> Period:
     """What happened in [``start``, ``end``): the conversations with messages in it and the
     episodes that started in it."""
     params = {"ns": ns, "start": start, "end": end, "limit": limit}
@@ -200,10 +210,10 @@ def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 10
     ]
     keys = ("id", "conversation", "title", "narrative", "start", "end", "messages")
     episodes = [_unit_ref(dict(zip(keys, row))) for row in conn.execute(q("period_episodes"), params)]
-    return {"start": start, "end": end, "conversations": conversations, "episodes": episodes}
+    return Period(start, end, conversations, episodes)
 
 
-def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> dict[str, Any]:
+def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> ConversationWindow:
     """Message ``item`` (``m:ID``) among its neighbours: the ``around`` messages before and after
     it in its conversation, and whether there are more on either side."""
     kind, number = parse(item)
@@ -215,7 +225,7 @@ def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> dict[
 
 def window(
     conn: apsw.Connection, ns: str, conversation: str, first: int, last: int, focus: str | None = None
-) -> dict[str, Any]:
+) -> ConversationWindow:
     """The messages of ``conversation`` at places ``first``..``last``; ``focus``: the one in the middle."""
     bounds = conn.execute(q("conversation_bounds"), {"ns": ns, "conversation": conversation}).fetchone()
     if bounds is None or bounds[0] is None:
@@ -230,18 +240,17 @@ def window(
         for name in ("replaces", "replaced_by"):
             found[name] = ref("m", found[name]) if found[name] is not None else None
         messages.append(found)
-    return {
-        "conversation": conversation,
-        "focus": focus,
-        "first": max(first, low),
-        "last": min(last, high),
-        "more_before": first > low,
-        "more_after": last < high,
-        "messages": messages,
-    }
+    return ConversationWindow(
+        conversation=conversation,
+        focus=focus,
+        first=max(first, low),
+        last=min(last, high),
+        more_before=first > low,
+        more_after=last < high,
+        messages=messages,
+    )
 
 
-def speakers(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
+def speakers(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[SpeakerSummary]:
     """Who speaks in ``ns``, the most messages first: ``speaker``, ``messages``, ``first``, ``last``."""
-    keys = ("speaker", "messages", "first", "last")
-    return [dict(zip(keys, row)) for row in conn.execute(q("speakers_list"), {"ns": ns, "limit": limit})]
+    return [SpeakerSummary(*row) for row in conn.execute(q("speakers_list"), {"ns": ns, "limit": limit})]

@@ -27,15 +27,20 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 import apsw
 
 from ..errors import LocalmemError, NotFoundError
+from ..text.times import day_or_time
 from . import db, purge
 from .queries import q
-from .refs import ref
+from .refs import parse, ref
+from .results import ForgetResult
 from .rows import all_rows
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 
 @dataclass
@@ -72,28 +77,81 @@ class Plan:
         return not (self.messages or self.units or self.sources or self.entities)
 
 
+class Target(TypedDict, total=False):
+    """What :meth:`Memory.forget <localmem.memory.Memory.forget>` deletes: exactly one of
+
+    ``ids`` (memories of the namespace worked in: ``m:ID`` messages, ``u:ID`` units; one id
+    or several), a ``conversation``, the messages said ``before`` a date or time, the messages
+    and units whose text contains ``match`` (case-insensitive), a source of the namespace
+    (``source_id``), or a whole ``namespace``."""
+
+    namespace: str | None
+    source_id: int | None
+    ids: Sequence[str] | str | None
+    conversation: str | None
+    before: Any
+    match: str | None
+
+
 def forget(
-    conn: apsw.Connection,
-    path: Path,
-    ns: str,
-    *,
-    namespace: str | None = None,
-    source_id: int | None = None,
-    messages: Sequence[int] | None = None,
-    units: Sequence[int] | None = None,
-    conversation: str | None = None,
-    before: str | None = None,
-    match: str | None = None,
-    dry_run: bool = False,
-) -> dict[str, Any]:
-    """Delete one target (exactly one given; ``messages``/``units`` together are one target,
-    the ids named) in namespace ``ns``, or the whole ``namespace``, from the store at ``path``;
-    what went (or would go), and what scrubbing the file did.
+    conn: apsw.Connection, path: Path, ns: str, *, dry_run: bool = False, **target: Unpack[Target]
+) -> ForgetResult:
+    """Delete the one ``target`` (checked here) in namespace ``ns``, or the whole ``namespace``,
+    from the store at ``path``; what went (or would go), and what scrubbing the file did.
 
     What goes is worked out inside the write transaction that deletes it (:func:`purge.purge`),
     so the report lists exactly what went: a message another writer adds while the forget runs
     is either among them (added before the forget took the write lock) or kept (added after).
     A dry run works it out in one read snapshot."""
+    unknown = set(target) - set(Target.__annotations__)
+    if unknown:
+        raise TypeError(f"forget() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    given = [name for name in Target.__annotations__ if target.get(name) is not None]
+    if len(given) != 1:
+        raise LocalmemError(
+            f"forget needs exactly one target, got {len(given)}" + (f" ({', '.join(given)})" if given else ""),
+            "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace",
+        )
+    namespace, source_id, ids, match = (target.get(name) for name in ("namespace", "source_id", "ids", "match"))
+    parsed = [parse(item) for item in ([ids] if isinstance(ids, str) else ids or [])]
+    if ids is not None and not parsed:
+        raise LocalmemError("forget() was given no ids")
+    if match is not None and (not isinstance(match, str) or not match.strip()):
+        raise LocalmemError("forget --match needs some text")
+    if source_id is not None and (not isinstance(source_id, int) or isinstance(source_id, bool)):
+        raise LocalmemError(
+            f"forget() needs source_id as a number, not {source_id!r}", "see 'localmem stats --sources'"
+        )
+    named = {kind: [n for k, n in parsed if k == kind] if ids is not None else None for kind in ("m", "u")}
+    return _forget(
+        conn,
+        path,
+        ns,
+        namespace=namespace,
+        source_id=source_id,
+        messages=named["m"],
+        units=named["u"],
+        conversation=target.get("conversation"),
+        before=day_or_time(target.get("before"), "--before"),
+        match=match.strip() if match is not None else None,
+        dry_run=dry_run,
+    )
+
+
+def _forget(
+    conn: apsw.Connection,
+    path: Path,
+    ns: str,
+    *,
+    namespace: str | None,
+    source_id: int | None,
+    messages: Sequence[int] | None,
+    units: Sequence[int] | None,
+    conversation: str | None,
+    before: str | None,
+    match: str | None,
+    dry_run: bool,
+) -> ForgetResult:
     target = functools.partial(
         _decide,
         conn,
@@ -108,7 +166,7 @@ def forget(
     )
     if dry_run:
         with db.reading(conn):
-            return target()[0].report(dry_run=True)
+            return ForgetResult(**target()[0].report(dry_run=True))
     decided: list[Plan] = []
 
     def decide() -> tuple[str, dict[str, Any]] | None:
@@ -133,7 +191,7 @@ def forget(
     scrubbed = purge.purge(conn, path, decide)
     report = decided[-1].report(dry_run=False)
     report["file"] = scrubbed.to_dict() if scrubbed is not None else None
-    return report
+    return ForgetResult(**report)
 
 
 def _decide(

@@ -54,7 +54,7 @@ class NamespaceSummary(Record):
 
 @dataclass(eq=False)
 class Source(Record):
-    """One import (a file, or the messages added to a conversation) (:meth:`Memory.sources`)."""
+    """One import (a file, or the messages added to a conversation) (:meth:`Browse.sources`)."""
 
     id: int
     kind: str
@@ -76,7 +76,7 @@ class ForgetResult(Record):
     ``entities``). ``file`` is ``None`` when nothing was deleted (a dry run, or nothing
     matched); else what scrubbing the file did: ``wal_emptied`` (False while another
     connection reads an older snapshot: its old pages stay in the WAL until
-    :meth:`Memory.vacuum`), ``freed_bytes``, ``bytes_before``, ``bytes_after``, ``seconds``,
+    :meth:`Admin.vacuum`), ``freed_bytes``, ``bytes_before``, ``bytes_after``, ``seconds``,
     ``vacuumed`` (the file was written anew), ``vacuum_reason`` and ``pending`` (True: the file
     may still hold what was deleted, as the WAL could not be emptied; the next open of the store
     finishes the scrub and says so on stderr)."""
@@ -93,7 +93,7 @@ class ForgetResult(Record):
 
 @dataclass(eq=False)
 class VacuumReport(Record):
-    """What :meth:`Memory.vacuum` did to the file."""
+    """What :meth:`Admin.vacuum` did to the file."""
 
     bytes_before: int
     bytes_after: int
@@ -106,7 +106,7 @@ class VacuumReport(Record):
 
 @dataclass(eq=False)
 class ReembedReport(Record):
-    """What :meth:`Memory.reembed` embedded again, and with which model."""
+    """What :meth:`Admin.reembed` embedded again, and with which model."""
 
     embedder: str
     dim: int
@@ -117,7 +117,7 @@ class ReembedReport(Record):
 
 @dataclass(eq=False)
 class RestoreReport(Record):
-    """What :meth:`Memory.restore` imported: ``counts`` per record type (``source``,
+    """What :meth:`Admin.restore` imported: ``counts`` per record type (``source``,
     ``message``, ``unit``…, in the order the file first has them); ``unchecked``: why the file
     could not be checked whole (only with ``force``). ``to_dict()`` is the counts, then
     ``unchecked`` when set."""
@@ -131,7 +131,7 @@ class RestoreReport(Record):
 
 @dataclass(eq=False)
 class KeyChange(Record):
-    """What :meth:`Memory.encrypt`, :meth:`~Memory.rekey` and :meth:`~Memory.decrypt` wrote:
+    """What :meth:`Admin.encrypt`, :meth:`~Admin.rekey` and :meth:`~Admin.decrypt` wrote:
     the store at ``path`` is now ``encrypted`` (or not), with the same ``tables`` and ``rows``;
     ``real_path`` is the file that was replaced (``path`` with its symbolic links followed)."""
 
@@ -147,7 +147,7 @@ class KeyChange(Record):
 
 @dataclass(eq=False)
 class DoctorReport(Record):
-    """Versions, SQLite features and where each model resolves from (:meth:`Memory.doctor`).
+    """Versions, SQLite features and where each model resolves from (:meth:`Admin.doctor`).
 
     ``db``: path, schema versions, the meta table, integrity and auto_vacuum; ``encryption``:
     the store's state and the cipher library; ``embedder``, ``llm``, ``reranker``: where each
@@ -213,7 +213,7 @@ class Entity(Record):
 
 @dataclass(eq=False)
 class MessageDetail(Record):
-    """One message in full (:meth:`Memory.get` of ``m:ID``): ``source`` (id, kind, uri),
+    """One message in full (:meth:`Browse.get` of ``m:ID``): ``source`` (id, kind, uri),
     ``units`` resting on it (id, kind, text), and the message it corrects (``replaces``) or
     the correction that replaced it (``replaced_by``)."""
 
@@ -238,7 +238,7 @@ class MessageDetail(Record):
 
 @dataclass(eq=False)
 class UnitDetail(Record):
-    """One unit in full (:meth:`Memory.get` of ``u:ID``): its text, times and provenance, the
+    """One unit in full (:meth:`Browse.get` of ``u:ID``): its text, times and provenance, the
     messages it rests on (``sources``), its ``entities`` and its ``links`` to other units."""
 
     id: str
@@ -262,3 +262,70 @@ class UnitDetail(Record):
     sources: list[dict[str, Any]]
     entities: list[dict[str, Any]]
     links: list[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class TimelinePeriod(Record):
+    """One week or month of :meth:`Browse.timeline`: the ``messages`` said and the
+    ``episodes`` started from ``start`` to ``end`` (ISO dates, the end excluded)."""
+
+    start: str
+    messages: int
+    episodes: int
+    end: str
+
+
+@dataclass(eq=False)
+class SpeakerSummary(Record):
+    """Someone who speaks in the namespace (:meth:`Browse.speakers`): how many ``messages``,
+    and the times of the ``first`` and the ``last``."""
+
+    speaker: str
+    messages: int
+    first: str | None
+    last: str | None
+
+
+@dataclass(eq=False)
+class Period(Record):
+    """What happened from ``start`` to ``end`` (the end excluded; :meth:`Browse.period`).
+
+    ``conversations``: those with messages said then (``conversation``, ``messages``,
+    ``first``, ``last``, ``first_id``: the first of them, ``m:ID``); ``episodes``: those that
+    started then (``id``, ``conversation``, ``title``, ``narrative``, ``start``, ``end``,
+    ``messages``)."""
+
+    start: str
+    end: str
+    conversations: list[dict[str, Any]]
+    episodes: list[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class ConversationWindow(Record):
+    """The messages of ``conversation`` at places (``seq``) ``first`` to ``last``, in order
+    (:meth:`Browse.conversation` and :meth:`~Browse.context`).
+
+    ``focus``: the message the window is around (``m:ID``), or ``None``; ``more_before``,
+    ``more_after``: whether the conversation goes on past either end. Each of ``messages`` has
+    ``id``, ``speaker``, ``role``, ``text``, ``time``, ``seq``, ``replaces`` and
+    ``replaced_by``."""
+
+    conversation: str
+    focus: str | None
+    first: int
+    last: int
+    more_before: bool
+    more_after: bool
+    messages: list[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class ExportReport(Record):
+    """What :meth:`Admin.export` wrote: ``counts`` per kind of record, in the order they were
+    first written. ``to_dict()`` is the counts."""
+
+    counts: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.counts)

@@ -30,7 +30,7 @@ from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
 from . import db
 from .queries import q
-from .results import RestoreReport
+from .results import ExportReport, RestoreReport
 from .rows import one_row, one_value
 from .vectors import store_vectors
 
@@ -71,7 +71,7 @@ _RECORD_TYPE = {
 
 def export(
     conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | None = None, vectors: bool = True
-) -> dict[str, int]:
+) -> ExportReport:
     """Write the chosen namespaces (all by default) to ``out``, then the trailer; counts per
     record type."""
     all_ns = [row[0] for row in conn.execute(q("export_namespaces"))]
@@ -109,7 +109,7 @@ def export(
                     writer.line(line, record_type)
                     counts[kind] = counts.get(kind, 0) + 1
     writer.trailer()
-    return counts
+    return ExportReport(counts)
 
 
 class Writer:

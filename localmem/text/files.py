@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..config import DEFAULTS
-from ..errors import InputError
+from ..errors import InputError, InvalidTextError
 
 _KINDS = {
     stat.S_IFIFO: "a FIFO (named pipe)",
@@ -105,3 +105,10 @@ def has_surrogates(text: str) -> bool:
 def without_surrogates(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD, the replacement character."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+def check_storable(what: str, text: str | None) -> None:
+    """Refuse text that cannot be stored, a lone surrogate (:class:`~localmem.errors.InvalidTextError`
+    naming ``what``: "the speaker", "the namespace"…); ``None`` passes."""
+    if isinstance(text, str) and has_surrogates(text):
+        raise InvalidTextError(what, text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import zone  # noqa: F401 (times are read in the zone a setting names)
 
@@ -119,6 +120,30 @@ def parse_timestamp(value: object, tz: str | None = None) -> str | None:
         except ValueError:
             continue
     raise ValueError(f"not a time: {value!r}")
+
+
+def day_or_time(value: Any, what: str) -> str | None:
+    """A day (``YYYY-MM-DD``, kept as a day) or a time (ISO text) from a date, a datetime or text."""
+    from ..errors import LocalmemError
+
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return to_iso(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and len(value.strip()) == 10:
+        try:
+            return dt.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    try:
+        parsed = parse_timestamp(value)
+    except (ValueError, OverflowError, OSError) as exc:
+        raise LocalmemError(f"{what}: {exc}", "give a date like 2023-05-08 or a time like 2023-05-08T18:30") from exc
+    if parsed is None:
+        raise LocalmemError(f"{what} needs a date or a time")
+    return parsed
 
 
 def looks_like_timestamp(text: str) -> str | None:

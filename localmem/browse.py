@@ -1,0 +1,124 @@
+"""``mem.browse``: what a :class:`~localmem.memory.Memory` remembers, read-only.
+
+:class:`Browse` checks its arguments and calls :mod:`localmem.store.browse` (and
+:mod:`localmem.store.manage` for the sources) on the namespace of the Memory it belongs to. It
+shares that Memory's connection and lock (:class:`~localmem.store.handle.Handle`), so its
+calls take turns with the Memory's. Nothing here writes, or loads a model. The results are the
+dataclasses of :mod:`localmem.store.results`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import DEFAULT_LIST_LIMIT, check_choice
+from .errors import LocalmemError
+from .serial import one_at_a_time
+
+if TYPE_CHECKING:
+    from .store import results
+    from .store.handle import Handle
+
+
+@one_at_a_time
+class Browse:
+    """Lists and views of what was remembered in one namespace: episodes, facts, entities,
+    speakers and sources; one memory in full; messages in their conversation; counts over time.
+
+    >>> for episode in mem.browse.episodes(limit=5):
+    ...     print(episode.title)
+    """
+
+    def __init__(self, store: "Handle", namespace: str) -> None:
+        self._store, self.namespace = store, namespace
+        self._lock = store.lock
+
+    def _locked(self) -> Any:
+        return self._store.locked()
+
+    def episodes(self, limit: int = DEFAULT_LIST_LIMIT) -> list["results.Episode"]:
+        """The latest episodes of this namespace."""
+        from .store import browse
+
+        return browse.episodes(self._store.conn, self.namespace, limit)
+
+    def facts(
+        self,
+        *,
+        entity: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        limit: int = DEFAULT_LIST_LIMIT,
+    ) -> list["results.Fact"]:
+        """Facts in time order, optionally about ``entity`` and within ``start``..``end`` (ISO)."""
+        from .store import browse
+
+        return browse.facts(self._store.conn, self.namespace, entity=entity, start=start, end=end, limit=limit)
+
+    def entities(self, limit: int = DEFAULT_LIST_LIMIT) -> list["results.Entity"]:
+        """The entities of this namespace, most mentioned first."""
+        from .store import browse
+
+        return browse.entities(self._store.conn, self.namespace, limit)
+
+    def get(self, item: str) -> "results.MessageDetail | results.UnitDetail":
+        """One memory of this namespace in full: a message (``m:ID``: text, speaker, role,
+        conversation, time, metadata, source, corrections, the units resting on it) or a unit
+        (``u:ID``: text, times, source messages, entities, links)."""
+        from .store import browse
+
+        return browse.get(self._store.conn, self.namespace, item)
+
+    def show(self, item: str | int) -> "results.MessageDetail | results.UnitDetail":
+        """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
+        return self.get(f"u:{item}" if isinstance(item, int) else item)
+
+    def sources(self) -> list["results.Source"]:
+        """The sources (imports) of this namespace."""
+        from .store import manage
+
+        return manage.sources(self._store.conn, self.namespace)
+
+    def timeline(self, period: str = "month", *, speaker: str | None = None) -> list["results.TimelinePeriod"]:
+        """Messages and episodes of this namespace per ``period`` ("week" or "month"), oldest
+        first, the empty periods between too; ``speaker``: only their messages, and the
+        episodes they speak in."""
+        from .store import browse
+
+        check_choice("period", period, ("week", "month"))
+        return browse.timeline(self._store.conn, self.namespace, period, speaker)
+
+    def speakers(self, limit: int = DEFAULT_LIST_LIMIT) -> list["results.SpeakerSummary"]:
+        """Who speaks in this namespace, the most messages first."""
+        from .store import browse
+
+        return browse.speakers(self._store.conn, self.namespace, limit)
+
+    def period(self, start: str, end: str, limit: int = DEFAULT_LIST_LIMIT) -> "results.Period":
+        """The conversations with messages said in [``start``, ``end``) (ISO dates or times) and
+        the episodes that started then."""
+        from .store import browse
+        from .text.times import day_or_time
+
+        first, last = day_or_time(start, "start"), day_or_time(end, "end")
+        if first is None or last is None:
+            raise LocalmemError("a period needs a start and an end", "give dates like 2024-03-01")
+        return browse.period(self._store.conn, self.namespace, first, last, limit=limit)
+
+    def context(self, item: str, around: int = 3) -> "results.ConversationWindow":
+        """Message ``item`` (``m:ID``) in its conversation, with the ``around`` messages said
+        before and after it."""
+        from .store import browse
+
+        if not isinstance(around, int) or not 0 <= around <= 200:
+            raise LocalmemError(f"around must be a number from 0 to 200, got {around!r}")
+        return browse.context(self._store.conn, self.namespace, item, around)
+
+    def conversation(self, name: str, first: int = 0, last: int = 49) -> "results.ConversationWindow":
+        """The messages of conversation ``name`` at places (``seq``) ``first`` to ``last``, in
+        order, and whether there are more before and after."""
+        from .store import browse
+
+        if last < first or last - first > 1000:
+            raise LocalmemError("a conversation window is 1 to 1,000 messages long")
+        return browse.window(self._store.conn, self.namespace, name, first, last)
