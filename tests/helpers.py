@@ -151,7 +151,7 @@ def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
     """
     with open_memory(db_path, embedder=HashEmbedder(), **({"key": key} if key else {})) as mem:
         buf = io.StringIO()
-        mem.export(buf)
+        mem.admin.export(buf)
         return {
             "export": buf.getvalue(),
             "meta": db.all_meta(mem.conn),

@@ -30,7 +30,7 @@ def test_the_pipeline_answers_as_memory_ask_does(tmp_path, embedder):
         via_facade = mem.ask("Where did Ann move?", now="2023-05-10")
         options = pipeline.AskOptions.from_config(mem.config)
         today = date(2023, 5, 10)
-        params = mem.search_params(options.candidates, now=today)
+        params = mem.search_params(k=options.candidates, now=today)
         direct = pipeline.ask(mem.conn, mem.namespace, mem.models, "Where did Ann move?", params, today, options)
     assert direct.answer == via_facade.answer == "Oslo"
     assert [c.text for c in direct.citations] == [c.text for c in via_facade.citations] != []

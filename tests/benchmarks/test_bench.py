@@ -141,8 +141,8 @@ def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
     path = tmp_path / "synthetic.jsonl"
     path.write_text(out.getvalue(), encoding="utf-8")
     with open_memory(tmp_path / "m.db", namespace="other", embedder=HashEmbedder()) as mem:
-        counts = mem.restore(path)
+        counts = mem.admin.restore(path)
         assert "unchecked" not in counts and counts["unit"] == 40 + 4
         again = io.StringIO()
-        mem.export(again)
+        mem.admin.export(again)
     assert [json.loads(line)["type"] for line in again.getvalue().splitlines()][-1] == "trailer"

@@ -342,7 +342,7 @@ def test_api_duplicate_ids_across_batches_store_nothing(tmp_path):
     with open_memory(tmp_path / "m.db", config=Config(ingest_batch=2), embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="items 1 and 11"):
             mem.ingest(path)
-        assert mem.stats()["messages"] == 0 and mem.sources() == []
+        assert mem.stats()["messages"] == 0 and mem.browse.sources() == []
 
 
 def test_api_bad_namespace(tmp_path):
@@ -375,7 +375,7 @@ def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     shutil.copy(real_store, path)
     if store_kind == "encrypted":  # the seed is plain: encrypt this copy (localmem encrypt's code)
         with open_memory(path, embedder=HashEmbedder(), key=None) as mem:  # opened plain
-            mem.encrypt(store_key())
+            mem.admin.encrypt(store_key())
     return path, snapshot(path)
 
 

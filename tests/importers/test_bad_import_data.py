@@ -102,7 +102,7 @@ def export_of(tmp_path: Path, text: str) -> Path:
     with open_memory(tmp_path / "src.db", "t", config=Config(max_message_chars=300_000), embedder=HashEmbedder()) as m:
         m.ingest(write_jsonl(tmp_path / "in.jsonl", [{"conversation": "c", "id": "1", "speaker": "A", "text": text}]))
         buf = io.StringIO()
-        m.export(buf)
+        m.admin.export(buf)
     path = tmp_path / "export.jsonl"
     path.write_text(buf.getvalue(), encoding="utf-8")
     return path
@@ -113,10 +113,10 @@ def test_import_enforces_max_message_chars_as_ingest_does(tmp_path):
     with open_memory(tmp_path / "m.db", "t", embedder=HashEmbedder()) as mem:
         before = snapshot(mem.path)
         with pytest.raises(InputError, match="200,000 characters, over the limit of 100,000"):
-            mem.restore(path)
+            mem.admin.restore(path)
         assert snapshot(mem.path) == before
     with open_memory(tmp_path / "big.db", "t", config=Config(max_message_chars=250_000), embedder=HashEmbedder()) as m:
-        assert m.restore(path)["message"] == 1
+        assert m.admin.restore(path)["message"] == 1
 
 
 def test_import_refuses_a_message_field_of_the_wrong_type_naming_line_and_field(tmp_path):
@@ -129,5 +129,5 @@ def test_import_refuses_a_message_field_of_the_wrong_type_naming_line_and_field(
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with open_memory(tmp_path / "m.db", "t", embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match=f"line {at + 1}: message field 'text' must be text, got int 12345"):
-            mem.restore(path, force=True)
+            mem.admin.restore(path, force=True)
         assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0

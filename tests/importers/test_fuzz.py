@@ -364,7 +364,7 @@ def exported(messages: list[tuple[str, str, str]], folder: Path) -> tuple[str, l
                 one_line(exc)
                 mem.add(speaker, without_surrogates(text), conversation=conv, id=f"m{i}", time="2024-03-01T10:00:00")
         buf = io.StringIO()
-        mem.export(buf)
+        mem.admin.export(buf)
         return buf.getvalue(), stored_messages(mem)
 
 
@@ -376,7 +376,7 @@ def test_an_export_imports_back_exactly(messages):
         text, held = exported(messages, folder)
         (folder / "export.jsonl").write_text(text, encoding="utf-8")
         with open_memory(folder / "copy.db", "fuzz", embedder=HashEmbedder()) as copy_:
-            copy_.restore(folder / "export.jsonl")
+            copy_.admin.restore(folder / "export.jsonl")
             assert stored_messages(copy_) == held
         tally("export-roundtrip", True)
     finally:
@@ -408,7 +408,7 @@ def test_an_edited_export_is_refused_with_the_store_unchanged_or_imported_as_it_
         with fresh_store() as (mem, _):
             before = snapshot(mem.path)
             try:
-                mem.restore(path, force=force)
+                mem.admin.restore(path, force=force)
             except LocalmemError as exc:
                 one_line(exc)
                 assert snapshot(mem.path) == before

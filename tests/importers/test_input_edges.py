@@ -183,7 +183,7 @@ def test_json_nested_as_deep_as_allowed_is_stored_and_exported(mem, tmp_path):
     assert mem.ingest(path).added == 1
     out = tmp_path / "export.jsonl"
     with out.open("w", encoding="utf-8") as fh:
-        mem.export(fh)
+        mem.admin.export(fh)
     assert "hi" in out.read_text(encoding="utf-8")
 
 

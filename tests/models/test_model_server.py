@@ -414,7 +414,7 @@ def test_a_server_failing_part_way_leaves_the_store_as_it_was_before_that_episod
             assert before == {"episode:done": 2, "episode:segmented": 3, "gist:": 4, "fact:": 4}
             assert mem.conn.execute("select count(*) from llm_calls where stage = 'extract'").fetchone()[0] == 2
             healthy.set()
-            report = mem.extract()
+            report = mem.extraction.extract()
             assert report.episodes == 3 and report.failed == 0
             assert _counts(mem.conn) == {"episode:done": 5, "gist:": 10, "fact:": 10}
             assert (

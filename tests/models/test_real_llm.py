@@ -223,7 +223,7 @@ def test_consolidation_with_the_tiny_model_keeps_the_store_consistent(tmp_path, 
             "or not exists (select 1 from unit_sources s where s.unit_id = u.id))"
         ).fetchone()[0]
         assert bad == 0
-        assert mem.consolidate(mode=mode).episodes == 0  # nothing left to do
+        assert mem.extraction.consolidate(mode=mode).episodes == 0  # nothing left to do
         if mode == "fast":  # the profile summary's schema holds the tiny model too
             prof = mem.profile("Ann", summary=True)
             assert prof.summary and len(prof.summary) <= 400 and prof.summary_at

@@ -198,25 +198,25 @@ def test_consolidation_is_off_by_default_and_a_second_pass_does_nothing(tmp_path
     llm = _model()
     with _memory(tmp_path, llm, mode="off") as mem:
         assert _knowledge(mem) == {}
-        first = mem.consolidate(mode="fast")
+        first = mem.extraction.consolidate(mode="fast")
         assert first.episodes == 4 and first.added == 8 and first.superseded == 3
         calls = len(llm.calls)
-        again = mem.consolidate(mode="fast")
+        again = mem.extraction.consolidate(mode="fast")
         assert again.episodes == 0 and len(llm.calls) == calls
         with pytest.raises(LocalmemError, match="unknown"):
-            mem.consolidate(mode="sometimes")
+            mem.extraction.consolidate(mode="sometimes")
 
 
 def test_an_invalid_reply_is_recorded_and_not_retried_forever(tmp_path):
     llm = _model()
     with _memory(tmp_path, llm, mode="off") as mem:
         llm.replies = ["{broken", "{still broken"]  # the first episode's call and its repair
-        report = mem.consolidate(mode="fast")
+        report = mem.extraction.consolidate(mode="fast")
         assert report.failed == 1 and report.episodes == 4
         assert (
             mem.conn.execute("select count(*) from llm_calls where stage = 'consolidate' and ok = 0").fetchone()[0] == 1
         )
-        assert mem.consolidate(mode="fast").episodes == 0
+        assert mem.extraction.consolidate(mode="fast").episodes == 0
 
 
 def test_search_and_ask_show_the_current_statement_first_and_keep_the_old(tmp_path):
@@ -272,7 +272,7 @@ def test_profile_cli_text_and_json(tmp_path):
 def test_a_profile_summary_is_written_from_current_knowledge_and_rewritten_only_when_it_changes(tmp_path):
     llm = _model()
     with _memory(tmp_path, llm, mode="off") as mem:
-        mem.consolidate(mode="fast")
+        mem.extraction.consolidate(mode="fast")
         summaries = []
 
         def respond(messages):
@@ -344,7 +344,7 @@ def test_full_mode_stores_only_statements_the_fact_check_confirms(tmp_path):
     llm = _model()
     llm.judge_fn = lambda prompts: [0.1 if "Fact: Dana goes climbing." in p[-1]["content"] else 0.99 for p in prompts]
     with _memory(tmp_path, llm, mode="off") as mem:
-        report = mem.consolidate(mode="full")
+        report = mem.extraction.consolidate(mode="full")
         known = _knowledge(mem)
         assert "Dana goes climbing." not in known and "Dana paints." in known
         assert report.added == 7 and report.dropped >= 1

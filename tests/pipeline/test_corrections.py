@@ -46,7 +46,7 @@ def test_a_correction_replaces_the_message_and_the_old_one_stays(mem):
         "chat",
         "p1~1",
     )
-    new, old = mem.get("m:4"), mem.get("m:1")
+    new, old = mem.browse.get("m:4"), mem.browse.get("m:1")
     # the correction takes the old message's place: speaker, time, metadata, source
     assert (new["speaker"], new["time"], new["meta"], new["replaces"]) == (
         "Priya",
@@ -95,7 +95,7 @@ def test_ask_reads_the_correction_first_and_the_old_one_marked(mem):
 def test_forgetting_a_correction_makes_the_old_message_current_again(mem):
     mem.correct("m:1", "I moved to Munich.")
     mem.forget(ids=["m:4"])
-    assert mem.get("m:1")["replaced_by"] is None
+    assert mem.browse.get("m:1")["replaced_by"] is None
     hits = mem.search("Berlin", channels=["bm25"])
     assert _ids(hits)[0] == "m:1" and hits[0].superseded_by is None and "m:4" not in _ids(hits)
 
@@ -115,7 +115,7 @@ def test_what_cannot_be_corrected(mem):
 def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, tmp_path):
     mem.correct("m:1", "I moved to Munich.")
     buf = io.StringIO()
-    mem.export(buf)
+    mem.admin.export(buf)
     records = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert records[0]["version"] == 3 and records[-1]["type"] == "trailer"
     messages = {r["id"]: r for r in records if r["type"] == "message"}
@@ -129,11 +129,11 @@ def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, 
     path = tmp_path / "x.jsonl"
     path.write_text(buf.getvalue())
     with open_memory(tmp_path / "copy.db", namespace="me", embedder=HashEmbedder()) as copy:
-        copy.restore(path)
+        copy.admin.restore(path)
         again = io.StringIO()
-        copy.export(again)
+        copy.admin.export(again)
         assert again.getvalue() == buf.getvalue()
-        assert copy.get("m:1")["replaced_by"] == "m:4"
+        assert copy.browse.get("m:1")["replaced_by"] == "m:4"
 
 
 def _as_older_version(export: str, version: int) -> str:
@@ -168,16 +168,16 @@ def test_older_exports_still_import(mem, tmp_path):
     2 (with its trailer) imports as it is; version 1 (before the trailer) with force, which says
     what it could not check."""
     buf = io.StringIO()
-    mem.export(buf)
+    mem.admin.export(buf)
     for version in (2, 1):
         path = tmp_path / f"v{version}.jsonl"
         path.write_text(_as_older_version(buf.getvalue(), version))
         with open_memory(tmp_path / f"copy{version}.db", namespace="me", embedder=HashEmbedder()) as copy:
             if version == 1:
                 with pytest.raises(InputError, match="no trailer line .an export made before localmem wrote one"):
-                    copy.restore(path)
-            counts = copy.restore(path, force=version == 1)
-            assert counts["message"] == 3 and copy.get("m:2")["text"] == "Congratulations! How is the flat?"
+                    copy.admin.restore(path)
+            counts = copy.admin.restore(path, force=version == 1)
+            assert counts["message"] == 3 and copy.browse.get("m:2")["text"] == "Congratulations! How is the flat?"
             assert counts.get("unchecked") == (
                 None if version == 2 else "it has no trailer line (an export made before localmem wrote one)"
             )

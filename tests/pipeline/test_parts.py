@@ -113,7 +113,7 @@ def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_
         assert db.has_vectors(mem.conn)
         assert count(mem.conn, "select count(*) from vec_message_parts") == 0
         assert mem.search(QUERY, channels=["vector"])  # whole-message vectors still work
-        report = mem.reembed()
+        report = mem.admin.reembed()
         assert report["parts"] == 4
         assert count(mem.conn, "select count(*) from vec_message_parts") == 4
         assert _ranked(mem)[0].endswith(LONG)
@@ -126,7 +126,7 @@ def test_raw_messages_only_search_ignores_parts(tmp_path):
 
     with _store_with_distractors(tmp_path) as mem:
         vec = mem.embedder.embed([QUERY])[0]
-        params = replace(mem.search_params(10, channels=["vector"]), units=False, parts=False)
+        params = replace(mem.search_params(k=10, channels=["vector"]), units=False, parts=False)
         plain = [h.text for h in search.search(mem.conn, "t", QUERY, vec, params)]
         mem.conn.execute("delete from message_parts")
         assert plain == _ranked(mem)
@@ -138,12 +138,12 @@ def test_export_and_restore_keep_parts(tmp_path, vectors):
 
     with _store_with_distractors(tmp_path) as mem:
         out = io.StringIO()
-        mem.export(out, vectors=vectors)
+        mem.admin.export(out, vectors=vectors)
         records = [json.loads(line) for line in out.getvalue().splitlines()]
         assert any(r["type"] == "part" for r in records) is vectors
         (tmp_path / "e.jsonl").write_text(out.getvalue(), encoding="utf-8")
         with open_memory(tmp_path / "r.db", namespace="t", embedder=HashEmbedder()) as fresh:
-            fresh.restore(tmp_path / "e.jsonl")
+            fresh.admin.restore(tmp_path / "e.jsonl")
             assert count(fresh.conn, "select count(*) from message_parts") == 4
             assert count(fresh.conn, "select count(*) from vec_message_parts") == 4
             assert _ranked(fresh) == _ranked(mem)

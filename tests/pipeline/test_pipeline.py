@@ -245,7 +245,7 @@ def test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text(tmp_path):
         raw = mem.conn.execute("select raw from llm_calls where ok = 0").fetchone()[0]
         assert json.loads(raw) == ["garbage", "still garbage"]
         before = mem.conn.execute("select count(*) from units").fetchone()[0]
-        again = mem.extract()
+        again = mem.extraction.extract()
         assert again.episodes == 0 and mem.conn.execute("select count(*) from units").fetchone()[0] == before
 
 
@@ -327,7 +327,7 @@ def test_sigkill_during_extraction_then_rerun_finishes_without_duplicates(tmp_pa
     assert 3 <= at_kill < sessions
 
     with open_memory(db_path, namespace="k", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
-        report = mem.extract()
+        report = mem.extraction.extract()
         assert report.episodes == sessions - at_kill and report.failed == 0
         conn = mem.conn
         assert conn.execute("pragma integrity_check").fetchall() == [("ok",)]
@@ -458,7 +458,7 @@ def test_extract_none_segments_without_an_llm_and_a_later_flush_extracts(tmp_pat
         stages = mem.conn.execute("select stage, count(*) from units where kind='episode' group by 1").fetchall()
         assert stages == [("segmented", 2)]
     with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
-        built = mem.flush()
+        built = mem.extraction.flush()
         assert built.episodes == 2
         assert [c for c in llm.calls if "Where do new episodes start?" in c[-1]["content"]] == []
 
@@ -562,7 +562,7 @@ def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_pat
         for _ns, messages in parsed.groups:
             for m in messages:
                 stream.add(m.speaker, m.text, time=m.sent_at, conversation=m.conversation)
-        stream.segment_without_llm()  # closes the open buffer, as the end of a batch does
+        stream.extraction.segment_without_llm()  # closes the open buffer, as the end of a batch does
         stream_episodes = stream.conn.execute(
             "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
             "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id"

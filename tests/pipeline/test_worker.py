@@ -43,7 +43,7 @@ def test_add_returns_while_the_model_extracts_and_close_flushes(tmp_path):
 
     llm = ScriptedLLM(responder=blocked)
     mem = _memory(tmp_path, llm)
-    mem.extract_in_background()
+    mem.extraction.in_background()
     mem.add("Ann", "I moved to Oslo.", time=_day(1))
     mem.add("Bob", "Nice, why Oslo?", time=_day(1, 11))
     # Days later: the first episode closes, and the worker starts on it...
@@ -83,7 +83,7 @@ def test_one_build_at_a_time(tmp_path):
                 running -= 1
 
     mem = _memory(tmp_path, ScriptedLLM(responder=counting))
-    mem.extract_in_background()
+    mem.extraction.in_background()
     for day in range(1, 9):  # every add closes the episode before it and wakes the worker
         mem.add("Ann", f"Day {day}: I went for a run by the river.", time=_day(day))
     mem.close()
@@ -97,7 +97,7 @@ def test_a_failing_model_is_reported_and_the_messages_stay(tmp_path, caplog):
         raise RuntimeError("the model fell over")
 
     mem = _memory(tmp_path, ScriptedLLM(responder=broken))
-    mem.extract_in_background()
+    mem.extraction.in_background()
     mem.add("Ann", "I moved to Oslo.", time=_day(1))
     mem.add("Ann", "Now in Bergen.", time=_day(9))
     mem.close()
@@ -109,13 +109,13 @@ def test_a_failing_model_is_reported_and_the_messages_stay(tmp_path, caplog):
 def test_background_extraction_needs_extract_llm(tmp_path):
     with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
         with pytest.raises(LocalmemError, match="extract = llm"):
-            mem.extract_in_background()
+            mem.extraction.in_background()
 
 
 def test_a_worker_never_woken_does_nothing_at_close(tmp_path):
     llm = ScriptedLLM(responder=_responder)
     mem = _memory(tmp_path, llm)
-    mem.extract_in_background()
+    mem.extraction.in_background()
     mem.close()
     assert llm.calls == []
 

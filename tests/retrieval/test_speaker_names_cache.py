@@ -25,4 +25,4 @@ def test_names_follow_writes_from_this_memory_and_from_another(tmp_path):
             other.add("Zelda", "Hello from another connection.", time="2024-03-03T10:00")
         assert sorted(names()) == ["Ann", "Bob", "Zelda"]
         query = ["What did Zelda say?"]
-        assert vector_texts(mem.conn, mem.namespace, query, mem.search_params(5), None, mem._names) != query
+        assert vector_texts(mem.conn, mem.namespace, query, mem.search_params(k=5), None, mem._names) != query

@@ -300,7 +300,7 @@ def test_people_profile_and_unit_pages_after_extraction(tmp_path):
     db = tmp_path / "p.db"
     with open_memory(db, embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
-        episode = mem.episodes()[0]
+        episode = mem.browse.episodes()[0]
     server = spawn(tmp_path, db)
     try:
         with client(server) as http:

@@ -131,7 +131,7 @@ def test_the_passphrase_never_shows_in_a_key_or_a_config_error():
 
 def test_doctor_says_which_build_is_loaded_and_whether_the_store_is_encrypted(tmp_path):
     with Memory(plain_store(tmp_path / "p.db", 2), embedder=HashEmbedder()) as mem:
-        report = mem.doctor()["encryption"]
+        report = mem.admin.doctor()["encryption"]
         assert report["store"] == "not encrypted" and not mem.stats()["encrypted"]
     assert report["loaded"] == ("cipher" if cipher.cipher_version() else "plain")
     assert report["sqlite3mc"] == cipher.cipher_version()
@@ -170,8 +170,8 @@ def test_a_new_keyed_store_is_encrypted_from_its_first_page(tmp_path):
         assert Path(f"{path}-wal").stat().st_size > 0  # the new pages are in the WAL now
         assert copies(path, MARKER) == 0 and copies(path, "lighthouse") == 0
         assert [h.sources[0].external_id for h in mem.search("added alone", k=1)] == ["last"]
-        assert mem.encrypted and mem.stats()["encrypted"]
-        assert mem.doctor()["encryption"]["store"].startswith("encrypted (chacha20")
+        assert mem.admin.encrypted and mem.stats()["encrypted"]
+        assert mem.admin.doctor()["encryption"]["store"].startswith("encrypted (chacha20")
     assert copies(path, MARKER) == 0  # nor after the last close folded the WAL into the file
     assert path.read_bytes()[:16] != cipher.PLAIN_MAGIC and cipher.file_state(path) == "encrypted"
     assert copies(path, PASS) == 0 and copies(path, PASS.encode().hex()) == 0
@@ -183,7 +183,7 @@ def test_a_new_keyed_store_is_encrypted_from_its_first_page(tmp_path):
 def test_the_fixture_store_still_opens_with_its_passphrase():
     """Guards the fixed cipher settings: a change of cipher or rounds would lock out every store."""
     with Memory(FIXTURE, embedder=HashEmbedder(), key="fixture passphrase") as mem:
-        meta = mem.doctor()["db"]["meta"]
+        meta = mem.admin.doctor()["db"]["meta"]
     assert meta["fixture"] == "FIXTUREMARKER an encrypted store"
     assert copies(FIXTURE, "FIXTUREMARKER") == 0
 
@@ -356,13 +356,13 @@ def test_the_api_encrypts_in_place_and_keeps_working(tmp_path):
     db = plain_store(tmp_path / "m.db")
     with Memory(db, namespace="t", embedder=HashEmbedder()) as mem:
         phases: list[str] = []
-        mem.encrypt(PASS, progress=phases.append)
+        mem.admin.encrypt(PASS, progress=phases.append)
         assert phases == ["copying", "rekeying", "verifying", "replacing", "replaced"]
-        assert mem.encrypted and cipher.file_state(db) == "encrypted"
+        assert mem.admin.encrypted and cipher.file_state(db) == "encrypted"
         mem.add("Ana", f"{MARKER} written after encrypting")  # the Memory goes on, on the new file
         assert mem.search("written after encrypting", k=1)[0].text.endswith("written after encrypting")
         with pytest.raises(LocalmemError, match="already encrypted"):
-            mem.encrypt(NEW)
+            mem.admin.encrypt(NEW)
     assert copies(db, MARKER) == 0
 
 
@@ -374,9 +374,9 @@ def test_encrypt_is_refused_while_another_connection_has_the_store_open(tmp_path
         holder.search("lighthouse")
         with Memory(db, namespace="t", embedder=HashEmbedder(), config=Config(busy_timeout_ms=100)) as mem:
             with pytest.raises(StoreLockedError, match="is open in another connection") as info:
-                mem.encrypt(PASS)
+                mem.admin.encrypt(PASS)
             assert info.value.exit_code == 3
-            assert not mem.encrypted and mem.search("lighthouse")  # still usable, still plain
+            assert not mem.admin.encrypted and mem.search("lighthouse")  # still usable, still plain
         holder.add("Ana", "the holder writes on")
     assert cipher.file_state(db) == "plain" and not list(tmp_path.glob("*.localmem-new*"))
     assert snapshot(db)["counts"]["messages"] == before["counts"]["messages"] + 1
@@ -452,7 +452,7 @@ def test_a_killed_encrypt_or_rekey_leaves_the_old_store_or_the_new_one(tmp_path,
     old = None
     if op == "rekey":
         with Memory(path, embedder=HashEmbedder(dim=256)) as mem:
-            mem.encrypt(PASS)
+            mem.admin.encrypt(PASS)
         old = PASS
     original = snapshot(path, key=old)
     monkeypatch.setenv("LM_NEW", NEW)  # the child reads the keys from its environment
@@ -506,8 +506,8 @@ def test_the_new_file_keeps_the_store_permissions_from_its_first_byte(tmp_path):
     old_umask = os.umask(0o022)
     try:
         with Memory(db, namespace="t", embedder=HashEmbedder()) as mem:
-            mem.encrypt(PASS, progress=progress)
-            mem.decrypt(progress=progress)
+            mem.admin.encrypt(PASS, progress=progress)
+            mem.admin.decrypt(progress=progress)
     finally:
         os.umask(old_umask)
     assert seen and set(seen) == {0o600}

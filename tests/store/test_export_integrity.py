@@ -39,7 +39,7 @@ def export(tmp_path_factory) -> list[str]:
         mem.ingest(src)
         mem.ingest(src, namespace="b")
         out = io.StringIO()
-        mem.export(out)
+        mem.admin.export(out)
     return out.getvalue().splitlines(keepends=True)
 
 
@@ -118,7 +118,7 @@ def test_vectors_in_a_file_whose_header_says_none_are_refused(export, tmp_path):
     path.write_text("".join([json.dumps(header) + "\n"] + export[1:]), encoding="utf-8")
     with open_memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="the header says the file has no vectors"):
-            mem.restore(path, force=True)
+            mem.admin.restore(path, force=True)
         assert mem.conn.execute("select count(*) from messages").fetchone()[0] == 0
 
 
@@ -139,6 +139,6 @@ def test_a_forced_import_of_a_cut_export_says_what_it_holds(export, tmp_path):
     path = tmp_path / "cut.jsonl"
     path.write_text("".join(export[: len(export) // 2]), encoding="utf-8")
     with open_memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
-        counts = mem.restore(path, force=True)
+        counts = mem.admin.restore(path, force=True)
         assert counts["unchecked"] == "its trailer line is missing"
         assert 0 < counts["message"] < 600

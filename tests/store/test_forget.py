@@ -77,7 +77,7 @@ def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
             "Bob: the secret word is qzvorpal",
             "Ann: then we spoke of tea",
         ]  # found by its context too
-        mem.forget(source_id=mem.sources()[0]["id"])
+        mem.forget(source_id=mem.browse.sources()[0]["id"])
         assert mem.search("qzvorpal", **bm25) == []
         assert [h.text for h in mem.search("tea", **bm25)] == ["Ann: then we spoke of tea"]
         context = mem.conn.execute("select count(*) from messages_fts where messages_fts match 'context:qzvorpal'")
@@ -93,7 +93,7 @@ def test_a_summary_written_from_forgotten_memory_is_dropped(tmp_path):
         mem.ingest(_chat(tmp_path, "b.jsonl", [("Ann", "I run on Sundays"), ("Bob", "nice")], start=10), extract="llm")
         conn = mem.conn
         conn.execute("update entities set summary = 'Ann adopted Qzmochi.' where name = 'Ann'")
-        mem.forget(source_id=mem.sources()[0]["id"])
+        mem.forget(source_id=mem.browse.sources()[0]["id"])
         assert conn.execute("select summary from entities where name = 'Ann'").fetchone() == (None,)
     assert b"Qzmochi" not in trial.file_bytes(tmp_path / "m.db")
 
@@ -123,7 +123,7 @@ def test_forget_reports_a_wal_another_reader_keeps(tmp_path):
             reader.execute("COMMIT")
             reader.close()
         assert done["file"]["wal_emptied"] is False
-        assert mem.vacuum()["wal_emptied"] is True
+        assert mem.admin.vacuum()["wal_emptied"] is True
     assert b"qzpeach" not in trial.file_bytes(tmp_path / "m.db")
 
 

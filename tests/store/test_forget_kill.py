@@ -76,7 +76,7 @@ def store(tmp_path: Path) -> Path:
     ]
     with Memory(path, "t", embedder=HashEmbedder()) as mem:
         mem.ingest(write_jsonl(tmp_path / "in.jsonl", rows))
-        mem.vacuum()
+        mem.admin.vacuum()
     return path
 
 

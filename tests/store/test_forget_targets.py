@@ -256,7 +256,7 @@ def test_forgetting_a_unit_keeps_its_messages(store):
     assert result["messages"] == [] and result["kept_units"] == []
     assert count(store.conn, "select count(*) from messages where ns = 'me' and conversation = 'secret'") == 2
     assert count(store.conn, "select count(*) from llm_calls") == 0
-    assert store.segment_without_llm() == 1
+    assert store.extraction.segment_without_llm() == 1
 
 
 @pytest.mark.plain_only
@@ -305,13 +305,13 @@ def test_adds_to_each_conversation_are_a_source_of_their_own(tmp_path):
         mem.add("Ana", "lunch at noon?", conversation="work")
         mem.add("Ana", "love you", conversation="home")
         mem.add("Ben", "sure", conversation="work")
-        sources = {s["uri"]: s for s in mem.sources()}
+        sources = {s["uri"]: s for s in mem.browse.sources()}
         assert set(sources) == {"add:work", "add:home"} and sources["add:work"]["messages"] == 2
         result = mem.forget(source_id=sources["add:work"]["id"])
         assert result["counts"]["messages"] == 2
         assert [h.text for h in mem.recent(5)] == ["Ana: love you"]
         mem.add("Ben", "back again", conversation="work")  # a new source for it
-        assert sorted(s["uri"] for s in mem.sources()) == ["add:home", "add:work"]
+        assert sorted(s["uri"] for s in mem.browse.sources()) == ["add:home", "add:work"]
 
 
 def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path):
@@ -335,7 +335,7 @@ def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path
     )
     old.close()
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        found = {s["uri"]: (s["kind"], s["messages"], s["created_at"]) for s in mem.sources()}
+        found = {s["uri"]: (s["kind"], s["messages"], s["created_at"]) for s in mem.browse.sources()}
     assert found == {
         "f.jsonl": ("jsonl", 1, "2024-01-02"),
         "add:work": ("api", 2, "2024-01-01"),

@@ -51,9 +51,9 @@ def test_stats_and_lists_print_their_fields_in_order(mem, tmp_path):
     assert list(stats.to_dict()) == [f.name for f in fields(Stats)][:-1]
     [ns] = mem.namespaces()
     assert isinstance(ns, NamespaceSummary) and (ns.namespace, ns.messages) == ("test", 1)
-    [source] = mem.sources()
+    [source] = mem.browse.sources()
     assert isinstance(source, Source) and source.messages == 1
-    vacuumed = mem.vacuum()
+    vacuumed = mem.admin.vacuum()
     assert isinstance(vacuumed, VacuumReport) and vacuumed.bytes_after <= vacuumed.bytes_before
     mem.close()
     db = str(tmp_path / "m.db")

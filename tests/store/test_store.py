@@ -67,7 +67,7 @@ def rows(n: int, start: int = 0, **extra) -> list[dict]:
 
 def export_text(mem: Memory, **kwargs) -> str:
     buf = io.StringIO()
-    mem.export(buf, **kwargs)
+    mem.admin.export(buf, **kwargs)
     return buf.getvalue()
 
 
@@ -298,13 +298,13 @@ def test_resume_after_a_crash_between_batches(tmp_path):
             mem.ingest(path, progress=crash)
         assert seen == [(2, 5)]
         assert mem.stats()["messages"] == 2 and mem.stats()["unfinished_sources"] == 1
-        assert [s["status"] for s in mem.sources()] == ["loading"]
+        assert [s["status"] for s in mem.browse.sources()] == ["loading"]
     progress = []
     with open_memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
         report = mem.ingest(path, progress=lambda d, t: progress.append((d, t)))
         assert (report.added, report.skipped) == (3, 2)
         assert progress == [(2, 5), (4, 5), (5, 5)]
-        assert [(s["status"], s["messages"]) for s in mem.sources()] == [("loaded", 5)]
+        assert [(s["status"], s["messages"]) for s in mem.browse.sources()] == [("loaded", 5)]
         assert count(mem.conn, "select count(distinct external_id) from messages") == 5
         assert table_counts(mem.conn)["messages_fts"] == table_counts(mem.conn)["vec_messages"] == 5
 
@@ -344,7 +344,7 @@ def test_sigkill_during_ingest_then_rerun(tmp_path):
     assert 200 <= at_kill < n and at_kill % 100 == 0  # whole batches only
 
     with open_memory(path, namespace="kill", config=Config(ingest_batch=500), embedder=HashEmbedder()) as mem:
-        assert [s["status"] for s in mem.sources()] == ["loading"]
+        assert [s["status"] for s in mem.browse.sources()] == ["loading"]
         report = mem.ingest(data)
         assert (report.added, report.skipped) == (n - at_kill, at_kill)
         conn = mem.conn
@@ -355,7 +355,7 @@ def test_sigkill_during_ingest_then_rerun(tmp_path):
         assert count(conn, "select count(*) from messages_fts") == n
         assert count(conn, "select count(*) from vec_messages") == n
         assert count(conn, "select count(*) from messages m join vec_messages v on v.rowid = m.id") == n
-        assert [(s["status"], s["messages"]) for s in mem.sources()] == [("loaded", n)]
+        assert [(s["status"], s["messages"]) for s in mem.browse.sources()] == [("loaded", n)]
         for i in (0, at_kill - 1, at_kill, n - 1):  # before, at and after the kill point
             hits = mem.search(f"topic{i}", channels=["bm25"], k=1)
             assert hits and hits[0].sources[0].external_id == f"L{i + 1}"
@@ -427,7 +427,7 @@ def test_add_defaults_to_now(mem):
 def test_add_bad_arguments(mem, kwargs, fragment):
     with pytest.raises(LocalmemError, match=fragment):
         mem.add(**kwargs)
-    assert mem.stats()["messages"] == 0 and mem.sources() == []
+    assert mem.stats()["messages"] == 0 and mem.browse.sources() == []
 
 
 # -- search ------------------------------------------------------------------------------------
@@ -704,7 +704,7 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
     assert header["namespaces"] == ["test", "tiny-1", "tiny-2"] and header["vectors"] is vectors
     fresh_embedder = HashEmbedder()
     with open_memory(tmp_path / "restored.db", namespace="test", embedder=fresh_embedder) as fresh:
-        counts = fresh.restore(path)
+        counts = fresh.admin.restore(path)
         assert counts["message"] == 32 and counts["unit"] == 2 + 8 and counts["entity"] == 1  # + episodes
         assert ("vector" in counts) is vectors
         assert export_text(fresh, vectors=vectors) == first
@@ -736,7 +736,7 @@ def test_roundtrip_keeps_awkward_text(mem, tmp_path):
     path = tmp_path / "export.jsonl"
     path.write_text(first, encoding="utf-8")
     with open_memory(tmp_path / "copy.db", embedder=HashEmbedder()) as copy:
-        copy.restore(path)
+        copy.admin.restore(path)
         assert export_text(copy) == first
         stored = [r[0] for r in copy.conn.execute("select text from messages order by seq")]
         assert stored == texts
@@ -747,7 +747,7 @@ def test_import_refuses_existing_namespace(populated, tmp_path):
     path.write_text(export_text(populated, namespaces=["tiny-2"]), encoding="utf-8")
     before = snapshot(populated.path)
     with pytest.raises(LocalmemError, match="tiny-2 already exist"):
-        populated.restore(path)
+        populated.admin.restore(path)
     assert snapshot(populated.path) == before
 
 
@@ -761,7 +761,7 @@ def test_import_into_a_store_with_other_namespaces_remaps_ids(populated, tmp_pat
             "insert into units (ns, kind, text, created_at) values ('mine', 'gist', 'my own gist', '2024-01-01')"
         )
         mine_before = export_text(target, namespaces=["mine"])
-        target.restore(path)
+        target.admin.restore(path)
         assert export_text(target, namespaces=["mine"]) == mine_before
         assert {r["namespace"]: r["messages"] for r in target.namespaces()} == {"mine": 40, "test": 25, "tiny-1": 5}
         conn = target.conn
@@ -812,19 +812,19 @@ def test_import_vectors_from_another_embedder_is_refused(populated, tmp_path):
         target.add("Z", "bound to another model")
         before = export_text(target)
         with pytest.raises(EmbedderMismatchError):
-            target.restore(path)
+            target.admin.restore(path)
         assert export_text(target) == before
 
 
 def test_import_rejects_non_export_files(mem, tmp_path):
     path = write_jsonl(tmp_path / "chat.jsonl", rows(2))
     with pytest.raises(LocalmemError, match="line 1: each line must be an object with a 'type'"):
-        mem.restore(path)
+        mem.admin.restore(path)
     path = write_jsonl(tmp_path / "other.jsonl", [{"type": "header", "format": "something-else"}])
     with pytest.raises(LocalmemError, match="not a localmem-export v1/2/3 file"):
-        mem.restore(path)
+        mem.admin.restore(path)
     with pytest.raises(LocalmemError, match="no such file"):
-        mem.restore(tmp_path / "missing.jsonl")
+        mem.admin.restore(tmp_path / "missing.jsonl")
 
 
 def test_a_broken_import_leaves_nothing_behind(populated, tmp_path):
@@ -839,17 +839,17 @@ def test_a_broken_import_leaves_nothing_behind(populated, tmp_path):
         target.add("Z", "already here")
         before = snapshot(target.path)
         with pytest.raises(LocalmemError, match=f"line {last_message + 1}: cannot restore"):
-            target.restore(path)
+            target.admin.restore(path)
         assert snapshot(target.path) == before
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     with pytest.raises(LocalmemError, match="the file is empty"):
-        populated.restore(empty)
+        populated.admin.restore(empty)
 
 
 def test_export_unknown_namespace(mem):
     with pytest.raises(LocalmemError, match="no such namespace: nope"):
-        mem.export(io.StringIO(), namespaces=["nope"])
+        mem.admin.export(io.StringIO(), namespaces=["nope"])
 
 
 # -- forget ------------------------------------------------------------------------------------------
@@ -911,14 +911,14 @@ def test_forget_source(mem, tmp_path):
     ids = [r[0] for r in mem.conn.execute("select id from messages where conversation = 'first'")]
     add_units(mem, "test", ids[:1])
     mem.conn.execute("insert into units (ns, kind, text, created_at) values ('test', 'gist', 'kept gist', 'x')")
-    first, second = mem.sources()
+    first, second = mem.browse.sources()
     kept = export_text(mem).count('"conversation":"second"')
     # the episode of 'first' (segmented on ingest) and the hand-made episode and fact on its
     # first message rest only on it; the entity only they mention goes with them
     done = mem.forget(source_id=first["id"])
     assert done["file"]["wal_emptied"] is True
     assert done["counts"] == {"sources": 1, "messages": 4, "units": 3, "entities": 1}
-    assert [s["id"] for s in mem.sources()] == [second["id"]]
+    assert [s["id"] for s in mem.browse.sources()] == [second["id"]]
     assert [r[0] for r in mem.conn.execute("select distinct conversation from messages")] == ["second"]
     assert [r[0] for r in mem.conn.execute("select text from units where kind != 'episode'")] == ["kept gist"]
     assert count(mem.conn, "select count(*) from entities") == 0  # nothing mentions it any more
@@ -934,7 +934,7 @@ def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
     """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
     with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         other.add("Zoe", "mine, in another namespace")
-        theirs = other.sources()[0]["id"]
+        theirs = other.browse.sources()[0]["id"]
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
         mem.forget(source_id=theirs)
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
@@ -992,7 +992,7 @@ def test_reembed_switches_embedder_and_dimension(populated):
         with pytest.raises(EmbedderMismatchError, match="localmem reembed"):
             mem.search("Mochi")
         progress = []
-        result = mem.reembed(progress=lambda d, t: progress.append((d, t)))
+        result = mem.admin.reembed(progress=lambda d, t: progress.append((d, t)))
         parts = count(mem.conn, "select count(*) from message_parts")
         assert parts > 0
         assert result == {"embedder": "hash-32", "dim": 32, "messages": n_messages, "parts": parts, "units": 2}

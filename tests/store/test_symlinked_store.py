@@ -104,7 +104,7 @@ def test_import_force_into_a_symlinked_store_writes_the_real_file(tmp_path, use_
     run(["--db", str(link), "import", "--force", str(tmp_path / "untrailed.jsonl")])
     assert_still_linked(link, real)
     with Memory(real, namespace="t", embedder=HashEmbedder()) as mem:
-        mem.vacuum()  # the WAL into the file
+        mem.admin.vacuum()  # the WAL into the file
     assert markers(real) >= 30
 
 
