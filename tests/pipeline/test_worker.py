@@ -1,4 +1,4 @@
-"""Background extraction (Memory.extract_in_background): add returns while the model works,
+"""Background extraction (Extraction.in_background): add returns while the model works,
 one build at a time, and close() flushes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory.timeline, period, context and conversation: the views `localmem serve` draws."""
+"""Browse.timeline, period, context and conversation: the views `localmem serve` draws."""
 
 from __future__ import annotations
 

@@ -1,0 +1,33 @@
+"""store.handle.Handle: the one connection, lock and key a Memory and its parts share."""
+
+from __future__ import annotations
+
+import pytest
+
+from localmem.errors import LocalmemError, StoreLockedError
+from localmem.store.handle import Handle
+
+
+def test_reopen_swaps_the_connection_and_close_ends_it(tmp_path):
+    handle = Handle(tmp_path / "h.db", 1000, None)
+    first = handle.conn
+    first.execute("CREATE TABLE kept (x)")
+    handle.reopen(None)
+    assert handle.conn is not first and handle.key is None
+    assert handle.conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)  # the same file
+    handle.close()
+    handle.close()  # a second close does nothing
+    with pytest.raises(LocalmemError, match="closed; open a new one"):
+        _ = handle.conn
+
+
+def test_locked_turns_a_busy_store_into_a_store_locked_error(tmp_path):
+    writer, other = Handle(tmp_path / "h.db", 50, None), Handle(tmp_path / "h.db", 50, None)
+    writer.conn.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreLockedError), other.locked():
+            other.conn.execute("BEGIN IMMEDIATE")
+    finally:
+        writer.conn.execute("ROLLBACK")
+        writer.close()
+        other.close()
