@@ -1,4 +1,12 @@
-"""One call at a time: the lock every public method of :class:`~localmem.memory.Memory` holds.
+"""One call at a time: the lock every public method of :class:`~localmem.memory.Memory` and of
+its parts (``mem.extraction``, ``mem.browse``, ``mem.admin``, which share the Memory's lock) holds.
+
+Threads: one Memory may be shared by several threads; its calls then run one at a time (each
+holds the lock until it returns), so a long ingest or ``ask`` makes the others wait. To search
+while another thread writes, give each thread its own Memory: each has its own connection, and
+the store's write-ahead log lets readers read while one writer writes. Processes: any number may
+open the same store; a writer waits up to ``busy_timeout_ms`` for another to finish
+(:class:`~localmem.errors.StoreLockedError` after that).
 
 A class decorated with :func:`one_at_a_time` has ``_lock`` (an ``RLock``) and ``_locked()`` (a
 context manager turning the store's low-level errors into :class:`~localmem.errors.LocalmemError`

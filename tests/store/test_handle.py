@@ -6,14 +6,16 @@ import pytest
 
 from localmem.errors import LocalmemError, StoreLockedError
 from localmem.store.handle import Handle
+from tests.helpers import key_for_tests
 
 
 def test_reopen_swaps_the_connection_and_close_ends_it(tmp_path):
-    handle = Handle(tmp_path / "h.db", 1000, None)
+    key = key_for_tests()  # the suite's passphrase in an encrypted run
+    handle = Handle(tmp_path / "h.db", 1000, key)
     first = handle.conn
     first.execute("CREATE TABLE kept (x)")
-    handle.reopen(None)
-    assert handle.conn is not first and handle.key is None
+    handle.reopen(key)
+    assert handle.conn is not first and handle.key is key
     assert handle.conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)  # the same file
     handle.close()
     handle.close()  # a second close does nothing
@@ -22,7 +24,8 @@ def test_reopen_swaps_the_connection_and_close_ends_it(tmp_path):
 
 
 def test_locked_turns_a_busy_store_into_a_store_locked_error(tmp_path):
-    writer, other = Handle(tmp_path / "h.db", 50, None), Handle(tmp_path / "h.db", 50, None)
+    key = key_for_tests()
+    writer, other = Handle(tmp_path / "h.db", 50, key), Handle(tmp_path / "h.db", 50, key)
     writer.conn.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(StoreLockedError), other.locked():
