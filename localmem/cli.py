@@ -1,4 +1,5 @@
-"""The command line: parse, call one :class:`Memory` method, format the result.
+"""The command line: parse, call one method of a :class:`Memory` (or of its parts ``extraction``,
+``browse``, ``admin``), format the result.
 
 Errors are turned into one-line messages and exit codes in one place
 (:class:`_Group.invoke`); ``--debug`` shows the traceback instead.

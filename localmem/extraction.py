@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from .config import Config
+from .config import CONSOLIDATE_MODES, Config, check_choice
 from .errors import LocalmemError
 from .serial import one_at_a_time
 
@@ -94,7 +94,8 @@ class Extraction:
         ``mode``: "fast" (one call per episode) or "full" (predict, then calibrate)."""
         from .pipeline import pipeline
 
-        options = pipeline.ExtractOptions.from_config(self._config, consolidate=mode or "-")
+        check_choice("--consolidate", mode, CONSOLIDATE_MODES)
+        options = pipeline.ExtractOptions.from_config(self._config, consolidate=mode)
         if options.consolidate == "off":
             raise LocalmemError("consolidate needs a mode: fast or full")
         conn, ns, llm = self._store.conn, namespace or self.namespace, self._models.llm

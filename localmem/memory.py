@@ -308,14 +308,14 @@ class Memory:
         from .answer import pipeline
 
         started, options = time.perf_counter(), pipeline.AskOptions.from_config(self.config)
-        question, today = pipeline.question_text(question), pipeline.today(self.conn, self.namespace, now)
-        args["k"] = args.get("k") or options.candidates
+        question = pipeline.question_text(question, mode, steps)  # the mode and steps first
+        today = pipeline.today(self.conn, self.namespace, now)
         return pipeline.ask_in_mode(
             self.conn,
             self.namespace,
             self.models,
             question,
-            self.search_params(now=today, **args),
+            args,
             today,
             options,
             mode=mode,

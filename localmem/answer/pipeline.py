@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import apsw
 
     from ..models.factory import Models
-    from ..retrieval.batch import SpeakerNames
+    from ..retrieval.batch import SearchArgs, SpeakerNames
     from ..retrieval.search import SearchParams
     from ..types import Answer, Hit
 
@@ -73,10 +73,15 @@ class AskOptions:
         )
 
 
-def question_text(question: str) -> str:
-    """``question`` checked (non-empty text) and stripped, a lone surrogate replaced."""
+def question_text(question: str, mode: str = "fast", steps: int = 1) -> str:
+    """``question`` checked (non-empty text) and stripped, a lone surrogate replaced; first, the
+    ``mode`` and ``steps`` it is to be asked with (:func:`ask_in_mode`)."""
     from ..text.files import without_surrogates
 
+    if mode not in ASK_MODES:
+        raise LocalmemError(f"unknown ask mode {mode!r}; available: {', '.join(ASK_MODES)}")
+    if not 1 <= steps <= MAX_AGENT_STEPS:
+        raise LocalmemError(f"steps must be between 1 and {MAX_AGENT_STEPS}")
     if not isinstance(question, str) or not question.strip():
         raise LocalmemError("ask() needs a non-empty question")
     return without_surrogates(question.strip())
@@ -99,7 +104,7 @@ def ask_in_mode(
     namespace: str,
     models: "Models",
     question: str,
-    params: "SearchParams",
+    search: "SearchArgs",
     today: dt.date,
     options: AskOptions,
     *,
@@ -111,13 +116,13 @@ def ask_in_mode(
     started: float | None = None,
     names: "SpeakerNames | None" = None,
 ) -> "Answer":
-    """Answer ``question`` in ``mode``: "fast" (:func:`ask`, searching with ``params``) or
-    "agentic" (:func:`ask_agentic`, at most ``steps`` tool calls; no filters), counting
-    relative times from ``today``."""
-    if mode not in ASK_MODES:
-        raise LocalmemError(f"unknown ask mode {mode!r}; available: {', '.join(ASK_MODES)}")
-    if not 1 <= steps <= MAX_AGENT_STEPS:
-        raise LocalmemError(f"steps must be between 1 and {MAX_AGENT_STEPS}")
+    """Answer ``question`` (checked by :func:`question_text`, with ``mode`` and ``steps``) in
+    ``mode``: "fast" (:func:`ask`, searching as ``search`` says, ``k`` defaulting to
+    ``options.candidates``) or "agentic" (:func:`ask_agentic`, at most ``steps`` tool calls; no
+    filters), counting relative times from ``today``."""
+    from ..retrieval.batch import checked_params
+
+    params = checked_params(options.search, today, **{**search, "k": search.get("k") or options.candidates})
     if mode == "fast":
         return ask(
             conn,

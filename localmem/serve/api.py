@@ -1,5 +1,5 @@
-"""The JSON HTTP API under ``/api``: each endpoint calls one :class:`~localmem.memory.Memory`
-method and answers its result as JSON (errors: the CLI's ``--json`` error, with an HTTP status
+"""The JSON HTTP API under ``/api``: each endpoint calls one method of a
+:class:`~localmem.memory.Memory` (or of its parts ``browse`` and ``admin``) and answers its result as JSON (errors: the CLI's ``--json`` error, with an HTTP status
 for its code). ``ask`` and ``ingest`` stream NDJSON: one JSON object a line, progress first, the
 result (or the error) last. The OpenAPI document at ``/api/openapi.json`` is made from
 :data:`ENDPOINTS`, the same table the routes are."""

@@ -30,7 +30,7 @@ _NOT_FOUND = {"not_found", "no_store", "unknown_namespace"}
 
 def as_json(value: Any) -> Any:
     """``value`` as JSON-ready data: what has ``to_dict()`` through it, dataclasses as dicts,
-    lists and dicts item by item (Memory returns some results as dicts, others as dataclasses)."""
+    lists and dicts item by item (results are dataclasses, lists of them, or plain data)."""
     if hasattr(value, "to_dict"):
         return as_json(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -81,8 +81,8 @@ def usage_error(message: str, hint: str = "see /api/openapi.json") -> LocalmemEr
 
 class Lane:
     """One Memory whose calls run one at a time in a worker thread, returning their results as
-    JSON-ready data (:func:`as_json`: the same whether a Memory method returns a dict or a
-    dataclass); each call is logged with its time, not its arguments (they are the user's
+    JSON-ready data (:func:`as_json`, for a method of the Memory or of its parts ``browse`` and
+    ``admin``); each call is logged with its time, not its arguments (they are the user's
     memories)."""
 
     def __init__(self, memory: Memory) -> None:
