@@ -13,6 +13,7 @@ import re
 from typing import Sequence
 
 from ..retrieval.search import split_captions
+from ..text.times import MONTH_NAMES
 from ..text.words import content_words, stem
 from ..types import Citation, Hit, Names, Speakers
 
@@ -162,6 +163,16 @@ def about_someone_else(
 
 # Words that shape a question rather than say what it is about.
 _ASKING = frozenset(stem(w) for w in ("kind type like likely many much recent recently favorite think feel".split()))
+# A date in a question ("in April 2022", "on Monday") says when, which a message's own date tells,
+# not its words: matched against the words it would keep the message asked about from being found.
+_DATE_WORDS = frozenset(
+    stem(w.lower()) for w in (*MONTH_NAMES, *"monday tuesday wednesday thursday friday saturday sunday".split())
+)
+_YEAR = re.compile(r"(?:1[89]|2[01])\d\d")
+
+
+def _not_dates(words: set[str]) -> set[str]:
+    return {w for w in words if w not in _DATE_WORDS and not _YEAR.fullmatch(w)}
 
 
 def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names) -> bool:
@@ -173,20 +184,59 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     words asks something or addresses "you" ("How long have you been married?"): in a
     conversation it is the listener's life it asks about. LoCoMo's adversarial questions
     ask one person about what the other did ("What did Caroline see at the council
-    meeting?" when Melanie went). Built on conv-26's questions, where it refuses 26 of the 47
-    adversarial ones and 2 of 152 answerable ones (both answered wrongly without it: refusal
-    F1 0.45 → 0.65, the same F1 on the rest); on conv-30 and conv-41, not looked at while
-    building it, it flags 29 of 65 adversarial questions and 6 of 233 answerable ones.
+    meeting?" when Melanie went). Each best-matching message is read in its sentences that
+    hold the most of those words (:func:`_tells_of`): the asked person's "What made you choose
+    that shade?" is about the listener. Dates in the question are left out of its words: a
+    message says when by its own date. On all questions of the six LoCoMo dev conversations
+    (issue 34) it refuses 120 of 249 adversarial questions and 25 of 856 answerable ones
+    (before the sentence reading and the dates: 99 and 22; refusal F1 before the model per
+    conversation 0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.67/0.59/0.61/0.57/0.51).
     """
     who = person_asked(question, speakers)
     if who is None:
         return False
-    names = speakers[who]
-    words = {stem(w) for w in content_words(question)} - _all_names(speakers) - _ASKING
+    words = _not_dates({stem(w) for w in content_words(question)} - _all_names(speakers) - _ASKING)
     best = best_matching(words, pool)
     if not best:
         return False
-    return not any(about(h, who, names, _chat(speakers)) or _asks_listener(h, who, words) for h in best)
+    return not any(_tells_of(h, who, speakers, words) for h in best)
+
+
+def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str]) -> bool:
+    """Whether ``hit``, one of the messages best matching a question's ``words``, tells about
+    ``who``, read in its sentences that hold the most of those words:
+
+    - a message by ``who`` does, unless those sentences all speak of the listener ("you",
+      "your" and no "I", "me", "my": "Wow, your new hair color looks amazing! What made you
+      choose that shade?" asks about the listener's hair, whoever writes it); in a
+      user–assistant chat the assistant's words are "you" to the user, so there it does;
+    - a message by someone else does when it is about them (:func:`about`), asks or tells the
+      listener about those words (:func:`_asks_listener`), or one of those sentences names
+      them and not its writer ("Wow John, organizing that tournament for charity must have
+      been a ton of effort": "Wow John" addresses him, but what follows is his news).
+    """
+    names, chat = speakers[who], _chat(speakers)
+    if hit.kind != "message" or not hit.sources:
+        return about(hit, who, names, chat)
+    said = _sentences_holding(_words(hit), words)
+    if hit.sources[0].speaker.lower() == who.lower():
+        others = [n for person, ns in speakers.items() if person != who for n in ns]
+        if not chat and said and all((_YOU.search(s) or _names(s, others)) and not _I.search(s) for s in said):
+            return False
+        return about(hit, who, names, chat)
+    return (
+        about(hit, who, names, chat)
+        or _asks_listener(hit, who, words)
+        or any(_names(s, names) and not _I.search(s) for s in said)
+    )
+
+
+def _sentences_holding(text: str, words: set[str]) -> list[str]:
+    """The sentences of ``text`` that hold the most of ``words`` (stems); none when none does."""
+    sentences = _SENTENCE.findall(text)
+    counts = [len(words & {stem(w) for w in content_words(s)}) for s in sentences]
+    top = max(counts, default=0)
+    return [s for s, n in zip(sentences, counts) if n == top and n > 0]
 
 
 _I = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b", re.I)

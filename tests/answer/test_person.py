@@ -1,0 +1,73 @@
+"""The wrong person is refused (issue 34 item 5): a question about Tim that only John's words
+answer, while questions about John, and Tim's own news, are answered."""
+
+from __future__ import annotations
+
+from localmem.answer.checks import asks_about_someone_else
+from localmem.types import Hit, HitSource
+from tests.fakes import HashEmbedder, ScriptedLLM
+from tests.helpers import open_memory
+
+SPEAKERS = {"Tim": ["Tim"], "John": ["John"]}
+
+
+def _message(ext: str, speaker: str, text: str, when: str = "2022-05-08") -> Hit:
+    source = HitSource(1, ext, "c", "s", speaker, when)
+    return Hit(ext, "message", f"{speaker}: {text}", 1.0, {}, when, [source])
+
+
+POOL = [
+    _message("a", "Tim", "Wow, your new surfboard looks amazing! What made you choose that colour?"),
+    _message("b", "John", "Thanks! Bright yellow, so people see me in the waves."),
+    _message("c", "Tim", "Wow John, signing that deal with the shoe brand must have been huge!"),
+    _message("d", "John", "It was! Tell me about your week."),
+    _message("e", "Tim", "I started pottery classes, and I love your idea of a garden too."),
+    _message("f", "John", "I adopted a rescue dog from the shelter last week!", when="2022-04-20"),
+]
+
+
+def test_the_asked_persons_words_to_the_listener_are_about_the_listener():
+    # Tim asks John about John's surfboard: the words are Tim's, the surfboard is John's.
+    assert asks_about_someone_else("What colour did Tim choose for his surfboard?", POOL, SPEAKERS)
+    assert not asks_about_someone_else("What colour did John choose for his surfboard?", POOL, SPEAKERS)
+
+
+def test_a_sentence_that_names_the_listener_tells_their_news():
+    # "Wow John, signing that deal ..." is Tim's sentence about John's deal.
+    assert asks_about_someone_else("What deal did Tim sign with the shoe brand?", POOL, SPEAKERS)
+    assert not asks_about_someone_else("What deal did John sign with the shoe brand?", POOL, SPEAKERS)
+
+
+def test_the_persons_own_news_is_theirs_even_beside_a_word_to_the_listener():
+    # "I started pottery classes ..." is Tim's, though the same message praises John's idea.
+    assert not asks_about_someone_else("What classes did Tim start?", POOL, SPEAKERS)
+
+
+def test_a_date_in_the_question_does_not_hide_the_message_it_asks_about():
+    # "adopt" alone matches John's message; "April 2022" is its date, not its words.
+    assert asks_about_someone_else("What did Tim adopt in April 2022?", POOL, SPEAKERS)
+    assert not asks_about_someone_else("What did John adopt in April 2022?", POOL, SPEAKERS)
+
+
+def test_a_question_to_the_wrong_person_is_refused_and_the_right_one_answered(tmp_path):
+    chat = [
+        ("Tim", "How was the beach? Do you still surf every morning?", "2022-05-08T09:00:00", "D1:1"),
+        ("John", "Every morning! Surfing makes me feel free and super excited.", "2022-05-08T09:01:00", "D1:2"),
+        ("Tim", "Wow John, surfing every morning sounds amazing.", "2022-05-08T09:02:00", "D1:3"),
+        ("Tim", "I joined a chess club downtown last week.", "2022-05-08T09:03:00", "D1:4"),
+    ]
+
+    def reply(messages):
+        items = [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
+        n = next((i for i, line in enumerate(items, 1) if "free" in line or "chess" in line), 1)
+        return {"answer": "free and super excited", "supports": [n], "confidence": 0.9}
+
+    llm = ScriptedLLM(responder=reply)
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        for speaker, text, when, ext in chat:
+            mem.add(speaker, text, time=when, id=ext)
+        wrong = mem.ask("How does Tim feel while surfing every morning?")
+        assert wrong.refused and wrong.refusal == "asks about someone else" and llm.calls == []
+        right = mem.ask("How does John feel while surfing every morning?")
+    assert not right.refused and right.answer == "free and super excited"
+    assert [c.external_id for c in right.citations] == ["D1:2"]
