@@ -278,12 +278,63 @@ def answer(
             out.answer = worked.answer
             counted = {e["id"] for e in worked.events}  # an event found outside what was cited is cited too
             out.supports = sorted({*out.supports, *(n for n, h in enumerate(evidence, 1) if h.id in counted)})
-        elif verify > 0 and isinstance(llm, Judge):
-            check(llm, out, messages, data, verify)
+        else:
+            if verify > 0 and isinstance(llm, Judge):
+                check(llm, out, messages, data, verify)
+            if not out.refused:
+                out.supports = stating(question, out.answer, evidence, out.supports)
     if out.refused:
         out.supports = []
     out.citations = _renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
     return out
+
+
+def stating(question: str, text: str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
+    """The items (1-based) an answer ``text`` rests on, with the message that states it: when
+    no cited item holds any of the answer's own words (those not in the question) and some
+    message of the evidence does, the message holding most of them is cited too. Of several,
+    the one said nearest in time to a cited item: the model found the passage and named its
+    neighbour ("I'd start on March 1st", two lines after "I got the offer from the Lisbon
+    design studio"); then the one the search ranked highest. An answer without words of its
+    own (a date, "Yes") keeps what the model cited.
+
+    (The README's demo: "Where did Priya move for her new job?" was answered "Lisbon" citing
+    only "I'd start on March 1st, so I need to find a flat there by February.")
+    """
+    words = _said_words(text) - _said_words(question)
+    if not words or any(words & _said_words(evidence[n - 1].text, evidence[n - 1]) for n in supports):
+        return list(supports)
+    said = [h for h in evidence if h.kind == "message"]
+    held = [len(words & _said_words(h.text, h)) for h in said]
+    most = max(held, default=0)
+    if not most:
+        return list(supports)
+    cited = [t for t in (_when(evidence[n - 1]) for n in supports) if t is not None]
+
+    def distance(hit: Hit) -> float:
+        when = _when(hit)
+        return min((abs((when - t).total_seconds()) for t in cited), default=0.0) if when else float("inf")
+
+    top = min((h for h, n in zip(said, held) if n == most), key=lambda h: (distance(h), -h.score))
+    return sorted({*supports, evidence.index(top) + 1})
+
+
+def _when(hit: Hit) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(hit.time[:19]) if hit.time else None
+    except ValueError:
+        return None
+
+
+def _said_words(text: str, hit: Hit | None = None) -> set[str]:
+    """The stems of ``text``'s content words; of a message ``hit``, those of what was said
+    (not its speaker's name, nor an image's caption)."""
+    if hit is not None and hit.kind == "message":
+        speaker = hit.sources[0].speaker if hit.sources else ""
+        if speaker and text.startswith(f"{speaker}:"):
+            text = text[len(speaker) + 1 :]
+        text = split_captions(text)[0]
+    return {stem(w) for w in content_words(text)}
 
 
 # When the cited items fail the check, at most this many other items are tried as the support.

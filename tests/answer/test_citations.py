@@ -1,0 +1,63 @@
+"""Citations point at the message that states the answer (issue 34 item 7)."""
+
+from __future__ import annotations
+
+from localmem.answer.fast import stating
+from localmem.types import Hit, HitSource
+from tests.fakes import HashEmbedder, ScriptedLLM
+from tests.helpers import SAMPLE_CHAT, open_memory
+
+
+def _items(messages) -> list[str]:
+    return [line for line in messages[-1]["content"].splitlines() if line.startswith("[")]
+
+
+def test_the_readme_demo_cites_the_message_that_names_lisbon(tmp_path):
+    # The model's reply as the README's demo got it: "Lisbon", resting on the March 1st message only.
+    def reply(messages):
+        n = next(i for i, line in enumerate(_items(messages), 1) if "March 1st" in line)
+        return {"answer": "Lisbon", "supports": [n], "confidence": 0.9}
+
+    llm = ScriptedLLM(responder=reply)
+    with open_memory(tmp_path / "demo.db", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.ingest(SAMPLE_CHAT)
+        result = mem.ask("Where did Priya move for her new job?")
+    assert "offer from the Lisbon design studio" in "\n".join(_items(llm.calls[0]))  # the evidence holds it
+    assert result.answer == "Lisbon" and not result.refused
+    texts = [c.text for c in result.citations]
+    assert any("offer from the Lisbon design studio" in t for t in texts), texts
+    assert any("March 1st" in t for t in texts)  # what the model cited stays cited
+
+
+def _message(ext: str, speaker: str, text: str, when: str, score: float = 1.0) -> Hit:
+    return Hit(ext, "message", f"{speaker}: {text}", score, {}, when, [HitSource(1, ext, "c", "s", speaker, when)])
+
+
+EVIDENCE = [
+    _message("a", "Priya", "I got the offer from the Lisbon design studio.", "2024-01-14T19:02:00", 0.3),
+    _message(
+        "b", "Priya", "I'd start on March 1st, so I need to find a flat there by February.", "2024-01-14T19:02:00"
+    ),
+    _message("c", "Priya", "Porto is three hours by train from Lisbon!", "2024-02-20T08:45:00", 0.9),
+    _message("d", "Tom", "The 15E tram goes to Belem. [image: a photo of a tram map of Lisbon]", "2024-01-14T19:02:00"),
+    _message("e", "Priya", "Lisbon or Porto, I can't decide.", "2024-02-20T08:45:00", 0.5),
+]
+
+
+def test_a_cited_message_that_holds_the_answer_is_kept_as_the_only_support():
+    assert stating("Where did Priya move?", "Lisbon", EVIDENCE, [1]) == [1]
+    assert stating("Where did Priya move?", "Lisbon", EVIDENCE, [3]) == [3]
+
+
+def test_of_the_messages_that_state_the_answer_the_nearest_to_the_cited_one_is_cited():
+    # Not the caption (what a captioner saw); of those that say it, the one said nearest the
+    # cited message (the search ranked the Porto one higher); at the same distance, the higher ranked.
+    assert stating("Where did Priya move?", "Lisbon", EVIDENCE, [2]) == [1, 2]
+    same_time = [EVIDENCE[1], _message("f", "Priya", "Lisbon it is.", "2024-01-14T19:02:00", 0.9), EVIDENCE[0]]
+    assert stating("Where did Priya move?", "Lisbon", same_time, [1]) == [1, 2]
+
+
+def test_an_answer_without_words_of_its_own_keeps_what_the_model_cited():
+    assert stating("When does Priya start?", "1 March 2024", EVIDENCE, [2]) == [2]
+    assert stating("Did Priya move to Lisbon?", "Yes, Lisbon", EVIDENCE, [2]) == [2]
+    assert stating("Where did Priya move?", "Berlin", EVIDENCE, [2]) == [2]  # no message says it
