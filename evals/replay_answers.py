@@ -4,6 +4,7 @@ real model gave in the report, and scores what the checks and the citation choic
 
 usage: PYTHONPATH=<tree> python evals/replay_answers.py --store COPY.db --gguf MODEL.gguf \
            [--report answers.json ...] [--data locomo.json ...] [--out OUT.json] [--hits HITS.pkl]
+       python evals/replay_answers.py --score-only --report answers.json ...   (a report as it is: no replay)
 
 - ``--report``: `eval locomo` reports (their ``details``); each question is asked again, and the
   model's reply is the report's answer (``details.dates.model_answer`` when the date rules
@@ -89,13 +90,22 @@ class Replayer:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--store", required=True)
-    parser.add_argument("--gguf", required=True)
+    parser.add_argument("--store")
+    parser.add_argument("--gguf")
     parser.add_argument("--report", nargs="*", default=[])
     parser.add_argument("--data", nargs="*", default=[])
     parser.add_argument("--out")
     parser.add_argument("--hits")
+    parser.add_argument("--score-only", action="store_true", help="score the reports as they are (no replay)")
     args = parser.parse_args()
+    if args.score_only:
+        rows = [
+            {**d, "recorded": True, "unknown": False, "report": d}
+            for p in args.report
+            for d in json.loads(Path(p).read_text())["details"]
+        ]
+        summarise(rows)
+        return
 
     rows = []
     for path in args.report:
@@ -205,8 +215,8 @@ def summarise(out: list[dict]) -> None:
         if not rec:
             continue
         known = [r for r in rec if not r["unknown"]]
-        agree_ref = sum(r["same_refusal"] for r in known)
-        agree_cit = sum(r["same_citations"] for r in known)
+        agree_ref = sum(r.get("same_refusal", True) for r in known)
+        agree_cit = sum(r.get("same_citations", True) for r in known)
         refused = [r for r in rec if r["refused"]]
         p, rc, f = _prf(sum(r["category"] == 5 for r in refused), len(refused), sum(r["category"] == 5 for r in rec))
         answerable = [r for r in rec if r["category"] != 5]
