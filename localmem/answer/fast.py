@@ -291,8 +291,8 @@ def answer(
 
 def stating(question: str, text: str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
     """The items (1-based) an answer ``text`` rests on, with the message that states it: when
-    no cited item holds any of the answer's own words (those not in the question) and some
-    message of the evidence does, the message holding most of them is cited too. Of several,
+    a message of the evidence holds more of the answer's own words (those not in the question)
+    than any cited item, and at least half of them, it is cited too. Of several such messages,
     the one said nearest in time to a cited item: the model found the passage and named its
     neighbour ("I'd start on March 1st", two lines after "I got the offer from the Lisbon
     design studio"); then the one the search ranked highest. An answer without words of its
@@ -302,12 +302,13 @@ def stating(question: str, text: str, evidence: Sequence[Hit], supports: Sequenc
     only "I'd start on March 1st, so I need to find a flat there by February.")
     """
     words = _said_words(text) - _said_words(question)
-    if not words or any(words & _said_words(evidence[n - 1].text, evidence[n - 1]) for n in supports):
+    if not words:
         return list(supports)
+    in_cited = max((len(words & _said_words(evidence[n - 1].text, evidence[n - 1])) for n in supports), default=0)
     said = [h for h in evidence if h.kind == "message"]
     held = [len(words & _said_words(h.text, h)) for h in said]
     most = max(held, default=0)
-    if not most:
+    if most <= in_cited or 2 * most < len(words):
         return list(supports)
     cited = [t for t in (_when(evidence[n - 1]) for n in supports) if t is not None]
 

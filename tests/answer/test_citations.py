@@ -61,3 +61,15 @@ def test_an_answer_without_words_of_its_own_keeps_what_the_model_cited():
     assert stating("When does Priya start?", "1 March 2024", EVIDENCE, [2]) == [2]
     assert stating("Did Priya move to Lisbon?", "Yes, Lisbon", EVIDENCE, [2]) == [2]
     assert stating("Where did Priya move?", "Berlin", EVIDENCE, [2]) == [2]  # no message says it
+
+
+def test_a_message_holding_more_of_the_answer_than_the_cited_one_is_cited_too():
+    evidence = [
+        _message("g", "Jon", "The event was awesome, I met some investors.", "2023-06-01T10:00:00"),
+        _message("h", "Jon", "I'm sprucing up my biz plan and tweaking my pitch to investors.", "2023-06-01T10:00:00"),
+    ]
+    answer = "sprucing up biz plan, tweaking pitch to investors"
+    assert stating("What plans does Jon have after the event?", answer, evidence, [1]) == [1, 2]
+    # One word of five ("investors") is not enough to cite a message the model did not.
+    thanks = _message("i", "Jon", "Thanks for the tips!", "2023-06-01T10:00:00")
+    assert stating("What plans does Jon have after the event?", answer, [thanks, evidence[0]], [1]) == [1]
