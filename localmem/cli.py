@@ -1585,10 +1585,28 @@ def bench() -> None:
     is_flag=True,
     help="Measure each size on a plain store and on an encrypted twin (needs localmem[encrypt]).",
 )
+@click.option(
+    "--messages",
+    metavar="N",
+    help="Instead: import a synthetic N-message WhatsApp export and compare its pace with the "
+    "embedder alone over the same texts (each in a new process; peak memory is the import's).",
+)
 @json_option
 @click.pass_obj
-def bench_ingest(state: _State, sizes: str, workdir: Path | None, compare_encrypted: bool, as_json: bool) -> None:
-    """Ingest speed: messages/s with and without embedding."""
+def bench_ingest(
+    state: _State, sizes: str, workdir: Path | None, compare_encrypted: bool, messages: str | None, as_json: bool
+) -> None:
+    """Ingest speed: messages/s with and without embedding, or (--messages) against the embedding floor."""
+    if messages is not None:
+        from .benchmarks import ingest_pace
+
+        (n,) = _sizes(messages)
+        row = ingest_pace.bench_ingest_pace(n, workdir, state.config)
+        if as_json:
+            _print_json(row)
+        else:
+            click.echo("\n".join(f"{k}: {v}" for k, v in row.items()))
+        return
     from .benchmarks import bench as bench_mod
 
     rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config, compare_encrypted=compare_encrypted)

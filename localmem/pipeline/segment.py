@@ -29,6 +29,8 @@ from ..store.rows import one_value
 DEFAULT_CAP = 25
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_GAP_HOURS = 4.0
+# Episodes closed in one transaction (a batch holds the write lock for milliseconds).
+EPISODES_PER_COMMIT = 200
 MIN_WINDOW = 4  # windows this short are one episode; no call needed
 
 
@@ -212,15 +214,19 @@ def segment_namespace(
             PendingMessage(i, s, seq, sp, t, at, json.loads(a) if a else None)
             for i, s, seq, sp, t, at, a in conn.execute(q("pending_messages"), {"ns": ns, "conversation": conv})
         ]
-        for episode in plan(pending, detect, final=final, cap=cap, gap_hours=gap_hours):
+        episodes = plan(pending, detect, final=final, cap=cap, gap_hours=gap_hours)
+        # Several episodes a transaction: a commit waits for the disk, and one per episode
+        # was most of a 100,000-message ingest's time beyond embedding (docs/speed.md).
+        for start in range(0, len(episodes), EPISODES_PER_COMMIT):
             with conn:
-                # The messages were read before this transaction: a forget or another segmenter
-                # may have taken one since. The episode is then left to the next pass.
-                ids = json.dumps([m.id for m in episode])
-                still = conn.execute(q("pending_still"), {"ids": ids}).fetchone()
-                if still is None or still[0] != len(episode):
-                    continue
-                created.append(_store_episode(conn, ns, conv, episode))
+                for episode in episodes[start : start + EPISODES_PER_COMMIT]:
+                    # The messages were read before this transaction: a forget or another
+                    # segmenter may have taken one since. The episode is then left to the next pass.
+                    ids = json.dumps([m.id for m in episode])
+                    still = conn.execute(q("pending_still"), {"ids": ids}).fetchone()
+                    if still is None or still[0] != len(episode):
+                        continue
+                    created.append(_store_episode(conn, ns, conv, episode))
     return created
 
 
