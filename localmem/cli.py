@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -320,7 +321,8 @@ def _print_json(data: Any, indent: int | None = 2) -> None:
 def _progress(
     state: _State, label: str, next_labels: tuple[str, ...] = ()
 ) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar with ETA on stderr, only on a terminal and without --quiet.
+    """A progress bar on stderr (done/total, percent, ETA, items a second), only on a terminal
+    and without --quiet: on a pipe or a file nothing is written.
 
     A call whose ``done`` falls back below the bar's position starts the next phase
     (e.g. "extracting episodes" after "ingesting"), with the next label.
@@ -329,24 +331,44 @@ def _progress(
         yield None
         return
     bar: Any = None
+    first = (0, 0.0)  # the phase's first call: (done, time)
     labels = [label, *next_labels]
 
     def update(done: int, total: int) -> None:
-        nonlocal bar
+        nonlocal bar, first
         if bar is not None and (done < bar.pos or total != bar.length):
             bar.__exit__(None, None, None)
             bar = None
             labels.pop(0) if len(labels) > 1 else None
         if bar is None:
-            bar = click.progressbar(length=total, label=labels[0], file=sys.stderr, show_eta=True)
+            bar = click.progressbar(
+                length=total,
+                label=labels[0],
+                file=sys.stderr,
+                show_pos=True,
+                show_percent=True,
+                item_show_func=lambda info: None if info is None else str(info),
+            )
             bar.__enter__()
-        bar.update(done - bar.pos)
+            first = (done, time.monotonic())
+        bar.update(done - bar.pos, current_item=_pace(done, total, *first))
 
     try:
         yield update
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+
+
+def _pace(done: int, total: int, first_done: int, first_time: float) -> str | None:
+    """ "12.5/s, eta 0:01:20": the rate since a phase's first progress call (whose ``done`` may
+    already be a whole batch: click's own ETA would count that batch as done in no time)."""
+    elapsed = time.monotonic() - first_time
+    if done <= first_done or elapsed <= 0:
+        return None
+    rate = (done - first_done) / elapsed
+    left = round((total - done) / rate)
+    return f"{rate:,.1f}/s, eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
