@@ -15,8 +15,11 @@ as a chat's do: FTS and duplicate ids behave as on real data), then measures:
   that must add nothing).
 
 Each runs in a new process (so its peak RSS is its own, with the model loaded) after the model
-has been loaded and run once; the clock covers only the call. Every number is measured in
-this run on this machine.
+has been loaded and run once; the clock covers only the call. ``ratio`` compares wall-clock
+rates, ``cpu_ratio`` the CPU seconds each process spent (every thread's): on a machine others
+share, the wall-clock floor and import run minutes apart under different loads, while the CPU
+time a piece of work takes moves much less. Every number is measured in this run on this
+machine.
 """
 
 from __future__ import annotations
@@ -160,6 +163,9 @@ def bench_ingest_pace(
         "floor_s": round(floor["floor_s"], 2),
         "floor_msgs_per_s": round(floor_rate, 1),
         "ratio": round(import_rate / floor_rate, 3),
+        "import_cpu_s": round(done["import_cpu_s"], 2),
+        "floor_cpu_s": round(floor["floor_cpu_s"], 2),
+        "cpu_ratio": round(floor["floor_cpu_s"] / done["import_cpu_s"], 3) if done["import_cpu_s"] > 0 else None,
         "embedded_texts": floor["texts"],
         "peak_rss_mb": done["peak_rss_mb"],
         "floor_peak_rss_mb": floor["peak_rss_mb"],
@@ -193,11 +199,12 @@ def _floor(export: Path, config: Config, embedder: Embedder | None) -> dict[str,
     model = embedder or _model(config)
     model.embed(["warm-up"])
     counted = [0]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     embed_messages(model, triples, config.embed_batch, on_batch=lambda k: counted.__setitem__(0, counted[0] + k))
-    floor = time.perf_counter() - t0
+    floor, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {
         "floor_s": floor,
+        "floor_cpu_s": cpu,
         "texts": counted[0],
         "model": model.model_id,
         "peak_rss_mb": bench._peak_rss_mb(),
@@ -216,9 +223,9 @@ def _import(store: Path, export: Path, config: Config, embedder: Embedder | None
     started = time.perf_counter()
     with Memory(store, namespace=bench.NAMESPACE, config=config, embedder=embedder) as mem:
         mem.embedder.embed(["warm-up"])
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         report = mem.ingest(export, extract="none")
-        import_s = time.perf_counter() - t0
+        import_s, import_cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
         t0 = time.perf_counter()
         again = mem.ingest(export, extract="none")
         reingest_s = time.perf_counter() - t0
@@ -228,6 +235,7 @@ def _import(store: Path, export: Path, config: Config, embedder: Embedder | None
         "stored": stored,
         "added": report.added,
         "import_s": import_s,
+        "import_cpu_s": import_cpu_s,
         "embed_s": report.embed_seconds,
         "reingest_s": reingest_s,
         "reingest_added": again.added,
