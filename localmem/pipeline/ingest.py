@@ -2,8 +2,9 @@
 
 Each batch of messages is one transaction (messages + FTS via triggers + vectors),
 so a killed ingest leaves only whole batches behind and a re-run, which skips
-what is stored, completes it. Embedding happens before the transaction opens, so
-the write lock is held only for the inserts.
+what is stored, completes it. Embedding happens before the transactions open (for
+a window of several batches, :data:`EMBED_WINDOW`), so the write lock is held only
+for the inserts.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from ..store.vectors import insert_parts
 from ..text.files import check_storable, without_surrogates
 
 Progress = Callable[[int], None]
+# Messages embedded together, at least a transaction's worth. embed_batched sorts a call's texts
+# by length so a batch pads little: sorted 256 messages at a time, a 100,000-message chat gave
+# its embedder 7% more tokens (padding) than sorted all at once; 1,024 at a time, 2%.
+EMBED_WINDOW = 1024
 
 
 @dataclass
@@ -257,51 +262,60 @@ def _store_source(
                 )
         nsr = NamespaceReport(ns, source_id, len(messages))
         seconds = 0.0
-        for start in range(0, len(messages), batch):
-            chunk = messages[start : start + batch]
-            seconds += _store_batch(conn, embedder, ns, source_id, chunk, nsr, embed_batch)
-            if progress:
-                progress(len(chunk))
+        window = max(batch, EMBED_WINDOW)
+        for start in range(0, len(messages), window):
+            chunk = messages[start : start + window]
+            seconds += _store_window(conn, embedder, ns, source_id, chunk, nsr, batch, embed_batch, progress)
         with conn:
             conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
         yield nsr, seconds
 
 
-def _store_batch(
+def _store_window(
     conn: apsw.Connection,
     embedder: Embedder,
     ns: str,
     source_id: int,
-    chunk: Sequence[MessageIn],
+    window: Sequence[MessageIn],
     nsr: NamespaceReport,
+    batch: int,
     embed_batch: int,
+    progress: Progress | None,
 ) -> float:
-    keys = json.dumps([[m.conversation, m.external_id] for m in chunk])
+    """Embed the messages of ``window`` not yet stored, then write them ``batch`` a transaction
+    (``progress`` after each); the seconds spent embedding."""
+    keys = json.dumps([[m.conversation, m.external_id] for m in window])
     stored = {(c, e): t for c, e, t in conn.execute(q("messages_existing"), {"ns": ns, "keys": keys})}
-    fresh = []
-    for m in chunk:
+    fresh: list[int] = []  # positions in window
+    for i, m in enumerate(window):
         text = stored.get((m.conversation, m.external_id))
         if text is None:
-            fresh.append(m)
+            fresh.append(i)
         else:
             nsr.skipped += 1
             nsr.conflicts += text != m.text
-    if not fresh:
-        return 0.0
     t0 = time.perf_counter()
-    vectors, parts = embed_messages(embedder, [(m.speaker, m.text, m.attachments) for m in fresh], embed_batch)
-    embed_seconds = time.perf_counter() - t0
-    added = raced = 0  # counted once the transaction is in: a failed one adds nothing
-    with conn:
-        for m, vec, its_parts in zip(fresh, vectors, parts):
-            message_id = _insert_message(conn, ns, source_id, m, vec)
-            if message_id is None:
-                raced += 1  # stored by a concurrent writer since we looked
-            else:
-                insert_parts(conn, ns, message_id, its_parts)
-                added += 1
-    nsr.added += added
-    nsr.skipped += raced
+    triples = [(window[i].speaker, window[i].text, window[i].attachments) for i in fresh]
+    vectors, parts = embed_messages(embedder, triples, embed_batch) if fresh else (None, [])
+    embed_seconds = time.perf_counter() - t0 if fresh else 0.0
+    embedded = {i: k for k, i in enumerate(fresh)}
+    for start in range(0, len(window), batch):
+        todo = [(i, embedded[i]) for i in range(start, min(start + batch, len(window))) if i in embedded]
+        if todo:
+            assert vectors is not None
+            added = raced = 0  # counted once the transaction is in: a failed one adds nothing
+            with conn:
+                for i, k in todo:
+                    message_id = _insert_message(conn, ns, source_id, window[i], vectors[k])
+                    if message_id is None:
+                        raced += 1  # stored by a concurrent writer since we looked
+                    else:
+                        insert_parts(conn, ns, message_id, parts[k])
+                        added += 1
+            nsr.added += added
+            nsr.skipped += raced
+        if progress:
+            progress(min(batch, len(window) - start))
     return embed_seconds
 
 
