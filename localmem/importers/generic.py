@@ -260,7 +260,8 @@ def _locomo_attachments(turn: dict[str, Any]) -> list[dict[str, Any]] | None:
     urls = turn.get("img_url")
     url = urls[0] if isinstance(urls, list) and urls else urls
     att = {"type": "image", "url": url, "caption": turn.get("blip_caption"), "query": turn.get("query")}
-    return [{k: v for k, v in att.items() if v is not None}]
+    # Only text is kept: a caption or query of another type (a number, a list) is not a description.
+    return [{k: v for k, v in att.items() if k == "type" or (isinstance(v, str) and v)}]
 
 
 def _content_attachments(content: Any) -> list[dict[str, Any]] | None:

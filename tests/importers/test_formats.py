@@ -67,6 +67,18 @@ def test_locomo_keeps_image_caption_as_attachment():
     assert msgs[2].raw["blip_caption"].startswith("a photo of a beagle")
 
 
+def test_a_locomo_caption_that_is_not_text_is_left_out_and_the_message_still_stored(tmp_path: Path):
+    doc = json.loads(LOCOMO.read_text())
+    turn = doc[0]["conversation"]["session_1"][0]
+    turn.update(blip_caption=7, query=["x"], img_url=["http://example.invalid/c.jpg"])
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(doc), encoding="utf-8")
+    first = parse_file(odd).groups[0][1][0]
+    assert first.attachments == [{"type": "image", "url": "http://example.invalid/c.jpg"}]
+    with open_memory(tmp_path / "m.db") as mem:
+        assert mem.ingest(odd, format="locomo").added > 0  # was a TypeError while embedding
+
+
 def test_locomo_date_time_without_session_is_ignored():
     doc = json.loads(LOCOMO.read_text())
     assert "session_3_date_time" in doc[0]["conversation"] and "session_3" not in doc[0]["conversation"]
