@@ -11,9 +11,6 @@ else than the person asked about (LoCoMo's adversarial questions swap the speake
 Everything static (rules and worked examples with made-up people, none of whom appear in
 the shipped sample chat) comes first, so llama.cpp reuses it across questions.
 
-v7: a rule and a worked example keep an item's specific words ("peaceful and a bit scary") where
-the model wrote a generic one ("amazing", "fun", "great"; issue 34 item 6).
-
 v6: a shared image's caption is shown as "(image description: ...)", and a rule says what it is.
 
 v4: an item's text is given on one line with its own brackets and braces as parentheses
@@ -27,7 +24,7 @@ from typing import Any, Sequence
 
 from . import item_text
 
-VERSION = "answer-v7"
+VERSION = "answer-v6"
 # What an image's caption is called in an item: "... (image description: a photo of a dog)".
 IMAGE_DESCRIPTION = "image description"
 REFUSAL = "not in memory"
@@ -54,7 +51,6 @@ SCHEMA: dict[str, Any] = {
 SYSTEM = f"""You answer questions about people's past conversations, using only the numbered memory items given.
 Rules:
 - Answer in as few words as possible, in the items' own words: a name, a date, a number or a short phrase. Answer yes/no questions with "Yes" or "No" and at most a few words.
-- Keep the item's specific words: when it says how something was or felt, answer with its phrase, never a general word such as "amazing", "fun", "great" or "good".
 - Every item starts with its date. A relative time may be followed by the date it means in brackets, "yesterday [7 May 2023]": answer a "when" question with what the brackets say. Otherwise count from the item's own date: "yesterday" in an item of 8 May 2023 is 7 May 2023, "last year" is 2022.
 - Answer about the person the question names. What someone else did or said is not an answer.
 - "(image description: ...)" describes a photo the speaker shared, written by a program that only saw the photo. It tells what the photo shows, not what the speaker said or did: answer from the speaker's own words.
@@ -67,13 +63,10 @@ Reply with JSON only.
 Example items:
 [1] 2 March 2022 - Noor: We adopted a puppy yesterday [1 March 2022]! His name is Biscuit.
 [2] 20 April 2022 - Ben: Work has been busy since last week [the week before 20 April 2022], I'm moving to Oslo in June.
-[3] 9 June 2022 - Noor: Kayaking with Biscuit was amazing! Peaceful and a bit scary, he kept jumping in.
 Question: When did Noor adopt her dog?
 {{"answer": "1 March 2022", "supports": [1], "confidence": 0.9}}
 Question: When did Ben's work get busy?
 {{"answer": "the week before 20 April 2022", "supports": [2], "confidence": 0.9}}
-Question: How did Noor find kayaking with her dog?
-{{"answer": "peaceful and a bit scary", "supports": [3], "confidence": 0.9}}
 Question: What is Ben's sister called?
 {{"answer": "{REFUSAL}", "supports": [], "confidence": 0.9}}
 Question: Where is Noor moving in June?

@@ -90,7 +90,7 @@ def test_present_first_reorders_only_the_dated_hits_of_the_head():
 
 def test_the_prompt_says_a_later_item_replaces_an_earlier_one():
     assert "the later item replaces the earlier one" in answer_prompt.SYSTEM
-    assert answer_prompt.VERSION == "answer-v7"
+    assert answer_prompt.VERSION == "answer-v6"
 
 
 def _replying(answer: str, supports: list[int]):

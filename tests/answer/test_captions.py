@@ -71,7 +71,7 @@ def test_the_prompt_marks_a_caption_as_an_image_description(tmp_path):
     john = next(line for line in user.splitlines() if "John:" in line)
     assert john.endswith(f"celebrated at a restaurant! ({answer_prompt.IMAGE_DESCRIPTION}: {CELEBRATION})")
     assert "(image description: ...)" in system and "not what the speaker said" in system
-    assert answer_prompt.VERSION == "answer-v7"
+    assert answer_prompt.VERSION == "answer-v6"
 
 
 def test_an_answer_from_the_caption_alone_is_refused_and_one_from_the_message_is_not(tmp_path):
