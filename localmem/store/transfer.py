@@ -3,8 +3,10 @@
 The export holds every row of the chosen namespaces (sources, messages, units,
 unit sources, entities, aliases, mentions, links) and, unless left out, their
 vectors with the message parts they belong to; restoring it into an empty store
-gives back the same ids and bytes. Into a non-empty store, ids are remapped;
-namespaces that already exist are refused rather than merged.
+gives back the same ids and bytes, and the ids the exported store had already given out
+(forgotten since) stay taken in it (the header's ``ids_taken``). Into a store that holds, or
+ever held, any row, ids are remapped (new ones, above every id that store gave out: a printed
+id never names two memories); namespaces that already exist are refused rather than merged.
 
 The last line is a trailer: the number of records of each type and the sha256 of every
 byte before it. An import reads the file a line at a time inside one transaction and checks
@@ -90,6 +92,8 @@ def export(
         "vectors": with_vectors,
         "embed_model_id": meta.get("embed_model_id"),
         "embed_dim": int(meta["embed_dim"]) if "embed_dim" in meta else None,
+        # The highest id each table gave out in these namespaces (older readers ignore the key).
+        "ids_taken": _ids_taken(conn, chosen),
     }
     writer = Writer(out)
     writer.record(header)
@@ -222,7 +226,38 @@ def restore(
             )
         if embedder is not None:
             _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
+        if keep_ids:
+            _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)
+
+
+def _ids_taken(conn: apsw.Connection, namespaces: Sequence[str]) -> dict[str, int]:
+    """The highest id each table gave out in ``namespaces``, deleted since or not."""
+    taken: dict[str, int] = {}
+    for ns in namespaces:
+        for name, high in conn.execute(q("ids_taken"), {"ns": ns}):
+            if high is not None:
+                taken[name] = max(taken.get(name, 0), high)
+    return dict(sorted(taken.items()))
+
+
+def _take_ids(conn: apsw.Connection, path: Path, namespaces: Sequence[str], taken: object) -> None:
+    """Mark the ids the exported store gave out as taken here too (when its ids were kept): a
+    message forgotten there before the export keeps its id from the next one added here."""
+    if taken is None:
+        return
+    if not isinstance(taken, dict) or not all(
+        name in _MARKED and isinstance(high, int) and not isinstance(high, bool) and high >= 0
+        for name, high in taken.items()
+    ):
+        raise InputError(path, f"the header's 'ids_taken' must map {', '.join(_MARKED)} to whole numbers", "line 1")
+    for ns in namespaces:
+        for name, high in taken.items():
+            conn.execute(q("ids_take"), {"name": name, "ns": ns, "high": high})
+
+
+# The tables whose ids are never given out twice (migration 0011).
+_MARKED = ("sources", "messages", "units", "entities")
 
 
 # A message record's fields and the JSON types each may hold (None: may be null or missing).

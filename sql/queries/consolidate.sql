@@ -42,8 +42,9 @@ SELECT count(*), coalesce(sum(added), 0), coalesce(sum(reinforced), 0), coalesce
 FROM consolidations AS c JOIN units AS u ON u.id = c.episode_id WHERE u.ns = :ns;
 
 -- name: knowledge_insert
-INSERT INTO units (ns, kind, conversation, episode_id, text, subject, aspect, occurred_start,
+INSERT INTO units (id, ns, kind, conversation, episode_id, text, subject, aspect, occurred_start,
                    time_precision, mentioned_at, prompt_version, model_id, content_hash, created_at)
-VALUES (:ns, 'knowledge', :conversation, :episode_id, :text, :subject, :aspect, :occurred_start,
+VALUES ((SELECT id FROM next_ids WHERE name = 'units'),
+        :ns, 'knowledge', :conversation, :episode_id, :text, :subject, :aspect, :occurred_start,
         'day', :mentioned_at, :prompt_version, :model_id, :content_hash, :created_at)
 RETURNING id;

@@ -2,8 +2,9 @@
 SELECT id, status FROM sources WHERE ns = :ns AND sha256 = :sha256;
 
 -- name: source_insert
-INSERT INTO sources (ns, kind, uri, sha256, status, created_at)
-VALUES (:ns, :kind, :uri, :sha256, :status, :created_at)
+INSERT INTO sources (id, ns, kind, uri, sha256, status, created_at)
+VALUES ((SELECT id FROM next_ids WHERE name = 'sources'),
+        :ns, :kind, :uri, :sha256, :status, :created_at)
 RETURNING id;
 
 -- name: source_finish
@@ -21,9 +22,10 @@ CROSS JOIN messages AS m
  AND m.external_id = json_extract(k.value, '$[1]');
 
 -- name: message_insert
-INSERT INTO messages (ns, source_id, conversation, session, seq, external_id, speaker, role,
+INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
                       text, sent_at, attachments, raw, meta, replaces)
-VALUES (:ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
+VALUES ((SELECT id FROM next_ids WHERE name = 'messages'),
+        :ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
         :text, :sent_at, :attachments, :raw, :meta, :replaces)
 ON CONFLICT (ns, conversation, external_id) DO NOTHING
 RETURNING id;

@@ -23,9 +23,10 @@ WHERE m.id IN (SELECT value FROM json_each(:ids)) AND NOT EXISTS (
     WHERE us.message_id = m.id AND u.kind = 'episode');
 
 -- name: episode_insert
-INSERT INTO units (ns, kind, conversation, title, text, occurred_start, occurred_end,
+INSERT INTO units (id, ns, kind, conversation, title, text, occurred_start, occurred_end,
                    time_precision, mentioned_at, stage, data, created_at)
-VALUES (:ns, 'episode', :conversation, NULL, '', :start, :end, 'minute', :end, 'segmented',
+VALUES ((SELECT id FROM next_ids WHERE name = 'units'),
+        :ns, 'episode', :conversation, NULL, '', :start, :end, 'minute', :end, 'segmented',
         :data, :created_at)
 RETURNING id;
 
@@ -55,10 +56,11 @@ DELETE FROM units WHERE episode_id = :episode_id;
 DELETE FROM consolidations WHERE episode_id = :episode_id;
 
 -- name: unit_insert
-INSERT INTO units (ns, kind, conversation, episode_id, text, subject, predicate, object,
+INSERT INTO units (id, ns, kind, conversation, episode_id, text, subject, predicate, object,
                    occurred_start, occurred_end, time_precision, mentioned_at, stage,
                    prompt_version, model_id, content_hash, data, created_at)
-VALUES (:ns, :kind, :conversation, :episode_id, :text, :subject, :predicate, :object,
+VALUES ((SELECT id FROM next_ids WHERE name = 'units'),
+        :ns, :kind, :conversation, :episode_id, :text, :subject, :predicate, :object,
         :occurred_start, :occurred_end, :time_precision, :mentioned_at, NULL,
         :prompt_version, :model_id, :content_hash, :data, :created_at)
 RETURNING id;
@@ -87,8 +89,9 @@ WHERE e.ns = :ns AND e.type = 'person' AND e.norm_name NOT LIKE '%''s %'
 ORDER BY e.id;
 
 -- name: entity_insert
-INSERT INTO entities (ns, name, norm_name, type, created_at)
-VALUES (:ns, :name, :norm_name, :type, :created_at)
+INSERT INTO entities (id, ns, name, norm_name, type, created_at)
+VALUES ((SELECT id FROM next_ids WHERE name = 'entities'),
+        :ns, :name, :norm_name, :type, :created_at)
 RETURNING id;
 
 -- name: alias_insert

@@ -81,14 +81,16 @@ FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
 -- name: import_source
 INSERT INTO sources (id, ns, kind, uri, sha256, status, created_at, finished_at)
-VALUES (:id, :row ->> 'ns', :row ->> 'kind', :row ->> 'uri', :row ->> 'sha256',
+VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'sources')),
+        :row ->> 'ns', :row ->> 'kind', :row ->> 'uri', :row ->> 'sha256',
         :row ->> 'status', :row ->> 'created_at', :row ->> 'finished_at')
 RETURNING id;
 
 -- name: import_message
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
                       text, sent_at, attachments, raw, meta, replaces)
-VALUES (:id, :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
+VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'messages')),
+        :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
         :row ->> 'seq', :row ->> 'external_id', :row ->> 'speaker', :row ->> 'role',
         :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw',
         :row ->> 'meta', :replaces)
@@ -98,7 +100,8 @@ RETURNING id;
 INSERT INTO units (id, ns, kind, conversation, episode_id, title, text, subject, predicate, object,
                    aspect, occurred_start, occurred_end, time_precision, mentioned_at, stage,
                    prompt_version, model_id, content_hash, data, created_at)
-VALUES (:id, :row ->> 'ns', :row ->> 'kind', :row ->> 'conversation', :episode_id,
+VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'units')),
+        :row ->> 'ns', :row ->> 'kind', :row ->> 'conversation', :episode_id,
         :row ->> 'title', :row ->> 'text', :row ->> 'subject', :row ->> 'predicate',
         :row ->> 'object', :row ->> 'aspect', :row ->> 'occurred_start', :row ->> 'occurred_end',
         :row ->> 'time_precision', :row ->> 'mentioned_at', :row ->> 'stage',
@@ -111,7 +114,8 @@ INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
 
 -- name: import_entity
 INSERT INTO entities (id, ns, name, norm_name, type, summary, summary_at, data, created_at)
-VALUES (:id, :row ->> 'ns', :row ->> 'name', :row ->> 'norm_name', :row ->> 'entity_type',
+VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'entities')),
+        :row ->> 'ns', :row ->> 'name', :row ->> 'norm_name', :row ->> 'entity_type',
         :row ->> 'summary', :row ->> 'summary_at', :row ->> 'data', :row ->> 'created_at')
 RETURNING id;
 
@@ -153,7 +157,22 @@ SELECT :id, :row ->> 'ns', vec_quantize_binary(unhex(:row ->> 'embedding'))
 WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
 
 -- name: ids_in_use
-SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities);
+-- Rows, or ids a forget freed (id_marks): a restore keeps the file's ids only when all are 0.
+SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities),
+       (SELECT count(*) FROM id_marks);
+
+-- name: ids_taken
+-- The highest id each table gave out in namespace :ns, deleted since or not (the export's header).
+SELECT 'sources', max(id) FROM sources WHERE ns = :ns
+UNION ALL SELECT 'messages', max(id) FROM messages WHERE ns = :ns
+UNION ALL SELECT 'units', max(id) FROM units WHERE ns = :ns
+UNION ALL SELECT 'entities', max(id) FROM entities WHERE ns = :ns
+UNION ALL SELECT name, high FROM id_marks WHERE ns = :ns;
+
+-- name: ids_take
+-- A restore that kept the file's ids: the ids its store gave out in namespace :ns stay taken here.
+INSERT INTO id_marks (name, ns, high) VALUES (:name, :ns, :high)
+ON CONFLICT (name, ns) DO UPDATE SET high = excluded.high WHERE excluded.high > high;
 
 -- name: messages_without_vectors
 SELECT m.id, m.ns, m.speaker, m.text, m.attachments FROM json_each(:ids) AS j

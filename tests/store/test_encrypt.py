@@ -180,12 +180,15 @@ def test_a_new_keyed_store_is_encrypted_from_its_first_page(tmp_path):
 
 
 @needs_cipher
-def test_the_fixture_store_still_opens_with_its_passphrase():
-    """Guards the fixed cipher settings: a change of cipher or rounds would lock out every store."""
-    with Memory(FIXTURE, embedder=HashEmbedder(), key="fixture passphrase") as mem:
+def test_the_fixture_store_still_opens_with_its_passphrase(tmp_path):
+    """Guards the fixed cipher settings: a change of cipher or rounds would lock out every store.
+    Opened as a copy: opening migrates a store, which must not rewrite the repository's file."""
+    store = tmp_path / "fixture.db"
+    shutil.copy(FIXTURE, store)
+    with Memory(store, embedder=HashEmbedder(), key="fixture passphrase") as mem:
         meta = mem.admin.doctor()["db"]["meta"]
     assert meta["fixture"] == "FIXTUREMARKER an encrypted store"
-    assert copies(FIXTURE, "FIXTUREMARKER") == 0
+    assert copies(store, "FIXTUREMARKER") == 0
 
 
 @needs_cipher
