@@ -23,7 +23,6 @@ stays in the file's bytes or its WAL. A dry run reports the same without deletin
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +102,12 @@ def forget(
     so the report lists exactly what went: a message another writer adds while the forget runs
     is either among them (added before the forget took the write lock) or kept (added after).
     A dry run works it out in one read snapshot."""
+    return _forget(conn, path, ns, _checked(target), dry_run)
+
+
+def _checked(target: Target) -> Target:
+    """The one target of ``target``, checked, in the form :func:`_decide` reads: ``ids`` a
+    list of printed ids, ``before`` an ISO date or time, ``match`` stripped."""
     unknown = set(target) - set(Target.__annotations__)
     if unknown:
         raise TypeError(f"forget() got an unexpected keyword argument {sorted(unknown)[0]!r}")
@@ -112,70 +117,38 @@ def forget(
             f"forget needs exactly one target, got {len(given)}" + (f" ({', '.join(given)})" if given else ""),
             "name ids (m:ID, u:ID), a conversation, before, match, a source or a namespace",
         )
-    namespace, source_id, ids, match = (target.get(name) for name in ("namespace", "source_id", "ids", "match"))
-    parsed = [parse(item) for item in ([ids] if isinstance(ids, str) else ids or [])]
-    if ids is not None and not parsed:
-        raise LocalmemError("forget() was given no ids")
-    if match is not None and (not isinstance(match, str) or not match.strip()):
-        raise LocalmemError("forget --match needs some text")
+    ids, match, source_id = target.get("ids"), target.get("match"), target.get("source_id")
+    if ids is not None:
+        parsed = [parse(item) for item in ([ids] if isinstance(ids, str) else ids or [])]
+        if not parsed:
+            raise LocalmemError("forget() was given no ids")
+        return Target(ids=[ref(kind, number) for kind, number in parsed])
+    if match is not None:
+        if not isinstance(match, str) or not match.strip():
+            raise LocalmemError("forget --match needs some text")
+        return Target(match=match.strip())
     if source_id is not None and (not isinstance(source_id, int) or isinstance(source_id, bool)):
         raise LocalmemError(
             f"forget() needs source_id as a number, not {source_id!r}", "see 'localmem stats --sources'"
         )
-    named = {kind: [n for k, n in parsed if k == kind] if ids is not None else None for kind in ("m", "u")}
-    return _forget(
-        conn,
-        path,
-        ns,
-        namespace=namespace,
-        source_id=source_id,
-        messages=named["m"],
-        units=named["u"],
-        conversation=target.get("conversation"),
-        before=day_or_time(target.get("before"), "--before"),
-        match=match.strip() if match is not None else None,
-        dry_run=dry_run,
-    )
+    if target.get("before") is not None:
+        return Target(before=day_or_time(target.get("before"), "--before"))
+    return target
 
 
-def _forget(
-    conn: apsw.Connection,
-    path: Path,
-    ns: str,
-    *,
-    namespace: str | None,
-    source_id: int | None,
-    messages: Sequence[int] | None,
-    units: Sequence[int] | None,
-    conversation: str | None,
-    before: str | None,
-    match: str | None,
-    dry_run: bool,
-) -> ForgetResult:
-    target = functools.partial(
-        _decide,
-        conn,
-        ns,
-        namespace=namespace,
-        source_id=source_id,
-        messages=messages,
-        units=units,
-        conversation=conversation,
-        before=before,
-        match=match,
-    )
+def _forget(conn: apsw.Connection, path: Path, ns: str, target: Target, dry_run: bool) -> ForgetResult:
     if dry_run:
         with db.reading(conn):
-            return ForgetResult(**target()[0].report(dry_run=True))
+            return ForgetResult(**_decide(conn, ns, target)[0].report(dry_run=True))
     decided: list[Plan] = []
 
     def decide() -> tuple[str, dict[str, Any]] | None:
-        plan, folded = target()
+        plan, folded = _decide(conn, ns, target)
         decided.append(plan)
         if plan.empty:
             return None
-        if namespace is not None:
-            return "forget_namespace", {"ns": namespace}
+        if target.get("namespace") is not None:
+            return "forget_namespace", {"ns": target.get("namespace")}
         return (
             "forget_delete",
             {
@@ -194,21 +167,12 @@ def _forget(
     return ForgetResult(**report)
 
 
-def _decide(
-    conn: apsw.Connection,
-    ns: str,
-    *,
-    namespace: str | None,
-    source_id: int | None,
-    messages: Sequence[int] | None,
-    units: Sequence[int] | None,
-    conversation: str | None,
-    before: str | None,
-    match: str | None,
-) -> tuple[Plan, str | None]:
-    """What the target takes with it, read in the caller's transaction; and the case-folded
-    ``match`` (for the logged replies that lose it)."""
+def _decide(conn: apsw.Connection, ns: str, target: Target) -> tuple[Plan, str | None]:
+    """What the (checked) target takes with it, read in the caller's transaction; and the
+    case-folded ``match`` (for the logged replies that lose it)."""
     folded = None
+    namespace, source_id, ids = target.get("namespace"), target.get("source_id"), target.get("ids")
+    conversation, before, match = target.get("conversation"), target.get("before"), target.get("match")
     if namespace is not None:
         plan = _namespace_plan(conn, namespace)
     elif source_id is not None:
@@ -219,8 +183,10 @@ def _decide(
             )
         plan = _plan(conn, _column(conn, "forget_messages_of_source", id=source_id), [])
         plan.sources = sorted(set(plan.sources) | {source_id})
-    elif messages is not None or units is not None:
-        plan = _plan(conn, _named(conn, ns, "m", messages or []), _named(conn, ns, "u", units or []))
+    elif ids is not None:
+        parsed = [parse(item) for item in ([ids] if isinstance(ids, str) else ids)]
+        named = {kind: [number for k, number in parsed if k == kind] for kind in ("m", "u")}
+        plan = _plan(conn, _named(conn, ns, "m", named["m"]), _named(conn, ns, "u", named["u"]))
     elif conversation is not None:
         found = _column(conn, "forget_messages_of_conversation", ns=ns, conversation=conversation)
         if not found:
