@@ -649,30 +649,12 @@ def _clip(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _read_queries(path: Path) -> Iterator[str]:
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise LocalmemError(f"cannot read {path}: {exc.strerror}") from exc
-    with handle:
-        try:
-            lines = handle.readlines()
-        except UnicodeDecodeError as exc:
-            raise LocalmemError(f"{path}: not valid UTF-8 (byte offset {exc.start})") from exc
-        for lineno, line in enumerate(lines, 1):
-            text = line.strip()
-            if not text:
-                continue
-            if text.startswith("{"):
-                try:
-                    item = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise LocalmemError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-                if not isinstance(item.get("query"), str):
-                    raise LocalmemError(f"{path}:{lineno}: a JSON line needs a string 'query'")
-                yield item["query"]
-            else:
-                yield text
+def _read_queries(path: Path) -> list[str]:
+    """The questions of a ``--queries`` or ``--questions`` file (text/questions.py), read whole
+    before the first is run; a line's 'namespace' and 'now' are for 'bench ask'."""
+    from .text.questions import read_questions
+
+    return [question.query for question in read_questions(path)]
 
 
 @cli.command()
@@ -730,7 +712,7 @@ def search(
     filters = _filters(since, until, speaker, in_conversation, meta)
     mem = state.memory("read")
     if queries_file is not None:
-        queries = list(_read_queries(queries_file))
+        queries = _read_queries(queries_file)
         for q_text, hits in zip(
             queries,
             mem.search_many(queries, k=k, budget=budget, channels=chosen, promote=promote, rerank=rerank, **filters),

@@ -16,7 +16,6 @@ next question restores its instruction prefix from the snapshot (counted in its 
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,7 +23,8 @@ from typing import Any, Callable, Sequence
 from .. import Memory
 from ..errors import LocalmemError
 from ..models.protocols import SpeedMeter
-from ..text.files import read_input
+from ..text import questions
+from ..text.questions import Question
 from .bench import _percentile
 
 # (column, unit, where ask's result keeps it)
@@ -44,29 +44,13 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def read_questions(path: Path) -> list[dict[str, Any]]:
-    """One question a line: plain text, or JSON with ``query`` (or ``question``) and, optionally,
-    ``namespace`` and ``now``."""
-    lines = read_input(Path(path)).decode("utf-8", errors="replace").splitlines()
-    out: list[dict[str, Any]] = []
-    for lineno, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text:
-            continue
-        if text.startswith("{"):
-            try:
-                item = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise LocalmemError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-            query = item.get("query", item.get("question"))
-            if not isinstance(query, str) or not query.strip():
-                raise LocalmemError(f"{path}:{lineno}: a JSON line needs a string 'query'")
-            out.append({**item, "query": query})
-        else:
-            out.append({"query": text})
-    if not out:
-        raise LocalmemError(f"{path}: no questions")
-    return out
+def read_questions(path: Path) -> list[Question]:
+    """The questions of ``path`` (one a line: plain text, or JSON with ``query`` and optionally
+    ``namespace`` and ``now``; see :mod:`localmem.text.questions`); a file without any is refused."""
+    found = questions.read_questions(Path(path))
+    if not found:
+        raise LocalmemError(f"{path}: no questions", "give one question a line, or JSONL with 'query'")
+    return found
 
 
 def _value(result: dict[str, Any], where: str) -> float | None:
@@ -76,11 +60,11 @@ def _value(result: dict[str, Any], where: str) -> float | None:
     return float(node) if isinstance(node, (int, float)) else None
 
 
-def ask_one(mem: Memory, item: dict[str, Any], **options: Any) -> dict[str, Any]:
+def ask_one(mem: Memory, item: Question, **options: Any) -> dict[str, Any]:
     """Ask ``item``'s question (in its namespace, from its ``now``); the answer's dict with
     ``first_text`` added."""
-    if item.get("namespace"):
-        mem.namespace = str(item["namespace"])
+    if item.namespace:
+        mem.namespace = item.namespace
     started = time.perf_counter()
     first: list[float] = []
 
@@ -88,7 +72,7 @@ def ask_one(mem: Memory, item: dict[str, Any], **options: Any) -> dict[str, Any]
         if not first and piece.strip():
             first.append(time.perf_counter() - started)
 
-    result = mem.ask(item["query"], now=item.get("now"), on_text=on_text, **options).to_dict()
+    result = mem.ask(item.query, now=item.now, on_text=on_text, **options).to_dict()
     result["wall"] = round(time.perf_counter() - started, 3)
     result["first_text"] = round(first[0], 3) if first else None
     return result
@@ -96,7 +80,7 @@ def ask_one(mem: Memory, item: dict[str, Any], **options: Any) -> dict[str, Any]
 
 def run(
     mem: Memory,
-    questions: Sequence[dict[str, Any]],
+    questions: Sequence[Question],
     progress: Callable[[int, int], None] | None = None,
     plain: bool = False,
 ) -> dict[str, Any]:
@@ -114,7 +98,7 @@ def run(
             result["ratio"] = round(result["wall"] / result["plain"], 3)
         rows.append(
             {
-                "query": item["query"],
+                "query": item.query,
                 "namespace": mem.namespace,
                 "answer": result.get("answer"),
                 "refused": result.get("refused"),

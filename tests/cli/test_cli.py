@@ -195,6 +195,17 @@ def test_search_queries_file(hashed, db, tmp_path):
     assert result.exit_code == 1 and result.stderr.startswith("error: cannot read")
 
 
+@pytest.mark.parametrize("command", [["search", "--queries"], ["ask", "--local", "--questions"]])
+def test_a_bad_question_line_is_refused_before_any_question_runs(hashed, db, tmp_path, command):
+    run(db, "add", "Ana", "hello")
+    path = tmp_path / "q.jsonl"
+    path.write_text('first question\n{"query": "x", "now": 2024}\n', encoding="utf-8")
+    result = run(db, *command, str(path), ok=False)
+    assert result.exit_code == 1 and result.stdout == ""  # not even the first question ran
+    assert result.stderr.startswith("error: ") and f"{path}:2: 'now' must be text, got 2024" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_stats_and_namespaces_json(hashed, db):
     run(db, "ingest", str(LOCOMO))
     stats = run_json(db, "-n", "tiny-1", "stats", "--sources")
