@@ -476,6 +476,13 @@ class Config:
         "there) when its settings match; false: always answer in the command's own process.",
     )
 
+    # On: the command line's ask goes to serve for a warm model, so the first one should find it warm.
+    serve_preload: bool = setting(
+        True,
+        "localmem serve loads the in-process LLM and evaluates the answer instructions as it starts "
+        "(in the background), so its first ask does not wait for them; false: on the first ask.",
+    )
+
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import apsw
 
 from ..config import Config
-from ..models.protocols import LLM, Judge
+from ..models.protocols import LLM, Judge, Warmable
 from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
 from ..prompts import check as check_prompt
@@ -138,6 +138,15 @@ def fit_context(hits: Sequence[Hit], n_ctx: int, count: Callable[[str], int], qu
         used += tokens
         start = index
     return ordered[start:]
+
+
+def warm(llm: LLM) -> float | None:
+    """Load ``llm`` and evaluate the answer prompt's instructions ahead of the first question
+    (seconds spent), when the backend can (:class:`~localmem.models.protocols.Warmable`);
+    ``None`` when it cannot (a model server keeps its own model loaded)."""
+    if not isinstance(llm, Warmable):
+        return None
+    return llm.warm(prompt.render("?", [], None))
 
 
 def is_refusal(text: str) -> bool:

@@ -13,6 +13,7 @@ opening a store, or a search, never loads the LLM.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -206,6 +207,8 @@ class Models:
         self._embedder = embedder
         self._reranker = reranker
         self._reranker_built = reranker is not None
+        # serve's preload thread and a first request may both ask for the LLM: one is built.
+        self._building = threading.Lock()
 
     @property
     def embedder(self) -> "Embedder":
@@ -216,7 +219,9 @@ class Models:
     @property
     def llm(self) -> "LLM":
         if self._llm is None:
-            self._llm = create("llm", self.config)
+            with self._building:
+                if self._llm is None:
+                    self._llm = create("llm", self.config)
         return self._llm
 
     @property

@@ -91,6 +91,17 @@ class SpeedMeter(Protocol):
 
 
 @runtime_checkable
+class Warmable(Protocol):
+    """An optional LLM capability: load the model and evaluate a prompt's reusable prefix ahead
+    of the first call (``localmem serve`` does it as it starts)."""
+
+    def warm(self, messages: Sequence[Message]) -> float:
+        """Load the model if needed and evaluate ``messages``' system message, so that a call
+        whose prompt starts with it reuses that work; returns the seconds spent."""
+        ...
+
+
+@runtime_checkable
 class ThreadSafe(Protocol):
     """An optional LLM capability: calls may come from several threads at once (a model server
     queues or batches them). Backends without it, like the in-process llama.cpp one, are called

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
@@ -21,7 +22,9 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from ..answer.fast import warm
 from ..memory import Memory
+from ..models.factory import backend_name
 from . import api, discovery, pages
 from .calls import Lanes
 from .security import Guard, GuardMiddleware
@@ -67,6 +70,28 @@ def warm_up(reader: Memory) -> None:
     page) before the URL is printed; no model is loaded."""
     reader.stats()
     reader.recent(1)
+
+
+def preload(writer: Memory) -> threading.Thread | None:
+    """Load the in-process LLM and evaluate the answer instructions in a background thread
+    (``serve_preload``), so the first ``ask`` finds the model warm. A model server backend has
+    nothing to load here, and a model that cannot be loaded is reported at the first ask, as
+    without preloading."""
+    if not writer.config.serve_preload or backend_name("llm", writer.config) != "llama":
+        return None
+
+    def run() -> None:
+        try:
+            seconds = warm(writer.models.llm)
+        except Exception as exc:  # noqa: BLE001 (logged; the first ask reports it to its caller)
+            log.info("the LLM was not preloaded: %s", exc)
+            return
+        if seconds is not None:
+            log.info("LLM loaded and answer instructions evaluated in %.1f s", seconds)
+
+    thread = threading.Thread(target=run, name="localmem-preload", daemon=True)
+    thread.start()
+    return thread
 
 
 class Announced:
@@ -149,6 +174,7 @@ def serve(
             writer.extraction.in_background()
         app = build_app(writer, reader, guard)
         warm_up(reader)
+        preload(writer)
         shown = f"[{host}]" if ":" in host else host
         link = f"http://{shown}:{port}/?token={guard.token}"
         (announce or (lambda text: print(text, file=sys.stderr, flush=True)))(link)

@@ -343,3 +343,25 @@ def test_a_new_process_reads_the_instruction_prefix_state_the_last_one_saved(tin
     third = fresh()
     assert third.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS).text == cold.text  # evaluated again
     assert not file.exists() or file.read_bytes() != b"damaged"
+
+
+def test_warming_loads_the_model_and_the_first_answer_reuses_the_instructions(tiny_llm):
+    """What ``localmem serve`` does as it starts (:func:`localmem.answer.fast.warm`): the first
+    answer then evaluates only its evidence and question, and says the same as a cold model."""
+    from localmem.answer.fast import warm
+    from localmem.models.backends.llama import LlamaLLM
+    from localmem.prompts import answer
+
+    messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
+
+    def fresh() -> LlamaLLM:
+        return LlamaLLM(tiny_llm.path, tiny_llm.model_id, n_ctx=2048, n_threads=1, chat_format=tiny_llm.chat_format)
+
+    cold = fresh().complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    warmed = fresh()
+    assert warmed.load_seconds is None
+    seconds = warm(warmed)
+    assert seconds is not None and seconds > 0 and warmed.load_seconds is not None
+    first = warmed.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    assert cold.reused == 0 and first.reused >= tiny_llm.count_tokens(answer.SYSTEM)
+    assert first.text == cold.text

@@ -185,6 +185,16 @@ class LlamaLLM:
             kept=done.kept,
         )
 
+    def warm(self, messages: Sequence[Message]) -> float:
+        """Load the model and evaluate (or restore from the state directory) the system message
+        of ``messages``, the prefix the next call with that system message reuses."""
+        started = time.perf_counter()
+        self._model()
+        if self.fast:
+            with self._turn, machine_turn(self.lock):
+                self._prefill(messages)
+        return time.perf_counter() - started
+
     def _prefill(self, messages: Sequence[Message]) -> list[int]:
         """Evaluate the chat prompt of ``messages`` (the system message is the reusable
         prefix); returns its tokens. Raises ``ValueError`` when it does not fit the context."""
