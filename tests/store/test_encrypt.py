@@ -414,7 +414,7 @@ def progress(phase):
         time.sleep(600)
 
 with Memory(path, namespace="t", embedder=HashEmbedder(dim=256), key=old) as mem:
-    getattr(mem, op)(new, progress=progress)
+    getattr(mem.admin, op)(new, progress=progress)
     time.sleep(600)  # not reached before the kill
 """
 KILL_POINTS = {  # where the process dies -> which store is left at the path, and which new files beside it
