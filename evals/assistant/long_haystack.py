@@ -17,7 +17,10 @@ stores are ``eval-assistant-plain.db`` and ``eval-assistant-long.db`` under ``LO
 (reused: a history already ingested is not ingested again)::
 
     python evals/assistant/long_haystack.py --pad ../shared/data/locomo/locomo-dev.json \
-        [--params '{"session_weight": 0.2}'] [--json out.json]
+        [--params '{"session_weight": 0.2}'] [--json out.json] [--write /tmp/long-dev.json]
+
+``--write`` also writes the padded dev set in LongMemEval's layout, so the answers can be
+measured on it too: ``localmem -q --db FILE eval longmemeval /tmp/long-dev.json``.
 """
 
 from __future__ import annotations
@@ -91,6 +94,22 @@ def padded(history: dict[str, Any], padding: list[tuple[str, list[dict[str, str]
     }
 
 
+def with_haystacks(items: list[dict[str, Any]], haystacks: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` with each history's haystack replaced by ``haystacks``' (the padded one)."""
+    out = []
+    for item in items:
+        hay = haystacks[item["question_id"].split("-")[1]]
+        out.append(
+            {
+                **item,
+                "haystack_session_ids": hay["ids"],
+                "haystack_dates": hay["dates"],
+                "haystack_sessions": hay["sessions"],
+            }
+        )
+    return out
+
+
 def measure(
     items: list[dict[str, Any]], haystacks: dict[str, dict[str, Any]], db: Path, config: Config, recipe: Any
 ) -> list[dict[str, Any]]:
@@ -138,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dev", type=Path, default=HERE / "dev.json")
     parser.add_argument("--params", help="SearchParams fields to change, as JSON")
     parser.add_argument("--json", type=Path, help="write every question's rows here")
+    parser.add_argument(
+        "--write",
+        type=Path,
+        help="also write the padded dev set here, in LongMemEval's layout, for `localmem eval longmemeval` "
+        "(it holds LoCoMo text: keep it out of the repository)",
+    )
     args = parser.parse_args(argv)
     config = Config.load()
     recipe = SearchParams(**json.loads(args.params)) if args.params else None
@@ -149,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         others = [(sid, s) for other, h in plain.items() if other != name for sid, s in zip(h["ids"], h["sessions"])]
         padding = others + chats[: max(0, MIN_PADDING + 4 - len(others))]
         long[name] = padded(hay, padding)
+    if args.write:
+        args.write.write_text(json.dumps(with_haystacks(items, long), indent=1), encoding="utf-8")
     home = eval_db_path(config, "assistant").parent
     out = {
         "plain": measure(items, plain, home / "eval-assistant-plain.db", config, recipe),
