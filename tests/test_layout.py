@@ -23,6 +23,7 @@ PUBLIC = {
     "localmem.models.protocols",
     "localmem.text",
     "localmem.text.files",
+    "localmem.text.questions",
     "localmem.text.times",
     "localmem.text.words",
 }
