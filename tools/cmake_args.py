@@ -18,26 +18,35 @@ Python 3.8+ standard library only: it runs before anything is installed.
 
 from __future__ import annotations
 
+import os
 import platform
+import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 BASE = ["-DLLAVA_BUILD=OFF"]
 PORTABLE_X86 = ["-DGGML_NATIVE=OFF", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON"]
-# ggml's option → the /proc/cpuinfo flags it needs (GGML_AVX512 compiles with -mavx512f, cd,
-# vl, dq and bw together). In ggml's order; AMX is left out on purpose (see above).
+# ggml's option → the /proc/cpuinfo flags it needs and the compiler flags ggml then passes
+# (GGML_AVX512 is -mavx512f, cd, vl, dq and bw together). In ggml's order; AMX is left out on
+# purpose (see above).
 OPTIONS = [
-    ("GGML_SSE42", ("sse4_2",)),
-    ("GGML_AVX", ("avx",)),
-    ("GGML_AVX2", ("avx2",)),
-    ("GGML_FMA", ("fma",)),
-    ("GGML_F16C", ("f16c",)),
-    ("GGML_BMI2", ("bmi2",)),
-    ("GGML_AVX_VNNI", ("avx_vnni",)),
-    ("GGML_AVX512", ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw")),
-    ("GGML_AVX512_VBMI", ("avx512f", "avx512vbmi")),
-    ("GGML_AVX512_VNNI", ("avx512f", "avx512_vnni")),
-    ("GGML_AVX512_BF16", ("avx512f", "avx512_bf16")),
+    ("GGML_SSE42", ("sse4_2",), ("-msse4.2",)),
+    ("GGML_AVX", ("avx",), ("-mavx",)),
+    ("GGML_AVX2", ("avx2",), ("-mavx2",)),
+    ("GGML_FMA", ("fma",), ("-mfma",)),
+    ("GGML_F16C", ("f16c",), ("-mf16c",)),
+    ("GGML_BMI2", ("bmi2",), ("-mbmi2",)),
+    ("GGML_AVX_VNNI", ("avx_vnni",), ("-mavxvnni",)),
+    (
+        "GGML_AVX512",
+        ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"),
+        ("-mavx512f", "-mavx512cd", "-mavx512vl", "-mavx512dq", "-mavx512bw"),
+    ),
+    ("GGML_AVX512_VBMI", ("avx512f", "avx512vbmi"), ("-mavx512vbmi",)),
+    ("GGML_AVX512_VNNI", ("avx512f", "avx512_vnni"), ("-mavx512vnni",)),
+    ("GGML_AVX512_BF16", ("avx512f", "avx512_bf16"), ("-mavx512bf16",)),
 ]
 
 
@@ -50,12 +59,34 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return set()
 
 
-def args_for(flags: set[str]) -> list[str]:
-    """CMAKE_ARGS for an x86-64 CPU with ``flags``: every option it has on, every other off."""
+def compiles(compiler: str | None) -> Callable[[Sequence[str]], bool]:
+    """Whether ``compiler`` accepts some -m flags (an older one may not know -mavxvnni);
+    without a compiler to ask, every flag is taken as accepted (the build then says)."""
+    if compiler is None:
+        return lambda _flags: True
+
+    def accepts(flags: Sequence[str]) -> bool:
+        try:
+            done = subprocess.run(
+                [compiler, *flags, "-E", "-x", "c", os.devnull], capture_output=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
+
+    return accepts
+
+
+def args_for(flags: set[str], accepts: Callable[[Sequence[str]], bool] = lambda _flags: True) -> list[str]:
+    """CMAKE_ARGS for an x86-64 CPU with ``flags``: every option it has (and the compiler
+    ``accepts``) on, every other off."""
     return (
         BASE
         + ["-DGGML_NATIVE=OFF"]
-        + [f"-D{option}={'ON' if all(f in flags for f in needs) else 'OFF'}" for option, needs in OPTIONS]
+        + [
+            f"-D{option}={'ON' if all(f in flags for f in needs) and accepts(m) else 'OFF'}"
+            for option, needs, m in OPTIONS
+        ]
     )
 
 
@@ -68,7 +99,8 @@ def main() -> int:
         flags = cpu_flags(Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace"))
     except OSError:
         flags = set()
-    print(" ".join(args_for(flags) if flags else BASE + PORTABLE_X86))
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    print(" ".join(args_for(flags, compiles(compiler)) if flags else BASE + PORTABLE_X86))
     return 0
 
 

@@ -61,3 +61,20 @@ def test_the_script_prints_one_line_of_options_for_this_machine():
     line = done.stdout.strip()
     assert "\n" not in line and line.startswith("-DLLAVA_BUILD=OFF")
     assert "AMX" not in line and all(arg.startswith("-D") for arg in line.split())
+
+
+def test_an_option_the_compiler_does_not_know_stays_off():
+    def old_compiler(flags):
+        return "-mavxvnni" not in flags and "-mavx512bf16" not in flags
+
+    got = {
+        a.split("=")[0][2:]: a.split("=")[1] for a in cmake_args.args_for(cmake_args.cpu_flags(AVX512_VM), old_compiler)
+    }
+    assert got["GGML_AVX_VNNI"] == "OFF" and got["GGML_AVX512_BF16"] == "OFF"
+    assert got["GGML_AVX512"] == "ON" and got["GGML_AVX512_VNNI"] == "ON"
+
+
+def test_the_compiler_is_asked_for_real():
+    accepts = cmake_args.compiles(sys.executable)  # not a C compiler: it refuses the flags
+    assert accepts(["-mavx2"]) is False
+    assert cmake_args.compiles(None)(["-mavx2"]) is True
