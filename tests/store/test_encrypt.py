@@ -475,7 +475,7 @@ def test_a_killed_encrypt_or_rekey_leaves_the_old_store_or_the_new_one(tmp_path,
     # running it again finishes the job and leaves nothing behind
     if left == "old":
         with Memory(path, namespace="t", embedder=HashEmbedder(dim=256), key=old) as mem:
-            getattr(mem, op)(NEW)
+            getattr(mem.admin, op)(NEW)
     assert snapshot(path, key=NEW) == original
     assert not list(tmp_path.glob("*.localmem-new*"))
 
