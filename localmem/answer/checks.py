@@ -199,10 +199,49 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     best = best_matching(words, pool)
     if not best:
         return False
-    return not any(_tells_of(h, who, speakers, words) for h in best)
+    # A question about what someone said ("What did Jon say about ...") asks for their words,
+    # whoever's news they answer; in a user–assistant chat the replies are the assistant's.
+    before = {} if _chat(speakers) or _ASKS_WORDS.search(question) else _messages_by_id(pool)
+    return not any(_tells_of(h, who, speakers, words, before) for h in best)
 
 
-def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str]) -> bool:
+# A question about what someone said, not about what they did.
+_ASKS_WORDS = re.compile(
+    r"\b(?:say|said|says|tell|told|mention(?:ed)?|suggest(?:ed)?|recommend(?:ed)?|advise[ds]?)\b", re.I
+)
+# "I", "my" or "we", "our": what the writer says of themselves (and of those they did it with).
+_WE = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|us|our|ours|we're|we've|we'd|we'll)\b", re.I)
+
+
+def _messages_by_id(pool: Sequence[Hit]) -> dict[int, Hit]:
+    return {h.sources[0].message_id: h for h in pool if h.kind == "message" and h.sources}
+
+
+def answers_news(hit: Hit, before: Hit | None, words: set[str]) -> str | None:
+    """The speaker whose news ``hit`` answers, if any: ``before``, the message just before it
+    in the same session, is by someone else and says in the first person ("I", "my", "we")
+    some of ``words`` (stems) that ``hit``'s sentences holding the most of them say too,
+    without "I", "me" or "my".
+
+    In a conversation the one who brings up their own news tells it ("I ran a charity race
+    last Saturday"), and the listener answers with the same words about it ("That charity
+    race sounds great!", "How did they handle the accident?"): the reply's words are about
+    the one it answers, though neither "you" nor a name says so.
+    """
+    if hit.kind != "message" or not hit.sources or before is None or not before.sources:
+        return None
+    this, that = hit.sources[0], before.sources[0]
+    if (that.conversation, that.session) != (this.conversation, this.session) or that.speaker == this.speaker:
+        return None
+    said = _sentences_holding(_words(hit), words)
+    if not said or any(_I.search(s) for s in said):
+        return None
+    echoed = words & {stem(w) for s in said for w in content_words(s)}
+    told = {stem(w) for s in _SENTENCE.findall(_words(before)) if _WE.search(s) for w in content_words(s)}
+    return that.speaker if echoed and 2 * len(echoed & told) >= len(echoed) else None
+
+
+def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict[int, Hit] | None = None) -> bool:
     """Whether ``hit``, one of the messages best matching a question's ``words``, tells about
     ``who``, read in its sentences that hold the most of those words:
 
@@ -213,11 +252,17 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str]) -> bool:
     - a message by someone else does when it is about them (:func:`about`), asks or tells the
       listener about those words (:func:`_asks_listener`), or one of those sentences names
       them and not its writer ("Wow John, organizing that tournament for charity must have
-      been a ton of effort": "Wow John" addresses him, but what follows is his news).
+      been a ton of effort": "Wow John" addresses him, but what follows is his news);
+    - either way, a message answering news told in the message ``before`` it (its id less one;
+      :func:`answers_news`) tells of the one whose news it answers.
     """
     names, chat = speakers[who], _chat(speakers)
     if hit.kind != "message" or not hit.sources:
         return about(hit, who, names, chat)
+    if before:
+        answered = answers_news(hit, before.get(hit.sources[0].message_id - 1), words)
+        if answered is not None:
+            return answered.lower() == who.lower()
     said = _sentences_holding(_words(hit), words)
     if hit.sources[0].speaker.lower() == who.lower():
         others = [n for person, ns in speakers.items() if person != who for n in ns]

@@ -71,3 +71,56 @@ def test_a_question_to_the_wrong_person_is_refused_and_the_right_one_answered(tm
         right = mem.ask("How does John feel while surfing every morning?")
     assert not right.refused and right.answer == "free and super excited"
     assert [c.external_id for c in right.citations] == ["D1:2"]
+
+
+def _said(n: int, speaker: str, text: str, session: str = "s1") -> Hit:
+    """Message number ``n`` of a chat between Ann and Bea (its id says what came before it)."""
+    source = HitSource(n, f"D:{n}", "c", session, speaker, "2022-06-01")
+    return Hit(f"m:{n}", "message", f"{speaker}: {text}", 1.0, {}, "2022-06-01", [source])
+
+
+PAIR = {"Ann": ["Ann"], "Bea": ["Bea"]}
+NEWS = [
+    _said(10, "Ann", "Guess what, I ran a charity race last Saturday for the animal shelter."),
+    _said(11, "Bea", "That charity race sounds great! Making a difference is so rewarding."),
+    _said(20, "Ann", "It was scary. After the accident I hugged my kids a lot."),
+    _said(21, "Bea", "Poor things. How did they handle the accident?"),
+]
+
+
+def test_a_reply_to_the_others_news_is_about_their_news():
+    # Bea's "That charity race sounds great!" answers Ann's "I ran a charity race": the race is Ann's.
+    assert asks_about_someone_else("Which charity race did Bea run?", NEWS, PAIR)
+    assert not asks_about_someone_else("Which charity race did Ann run?", NEWS, PAIR)
+
+
+def test_a_question_back_about_the_others_news_is_about_their_news():
+    assert asks_about_someone_else("How did Bea's kids handle the accident?", NEWS, PAIR)
+    assert not asks_about_someone_else("How did Ann's kids handle the accident?", NEWS, PAIR)
+
+
+def test_a_reply_that_tells_its_writers_own_news_stays_theirs():
+    pool = [NEWS[0], _said(11, "Bea", "Ha, I ran a charity race too, last spring!")]
+    assert not asks_about_someone_else("Which charity race did Bea run?", pool, PAIR)
+
+
+def test_only_the_message_just_before_in_the_same_session_is_answered():
+    later = _said(12, "Bea", "That charity race sounds great! Making a difference is so rewarding.")
+    other_day = _said(11, "Bea", "That charity race sounds great! Making a difference is so rewarding.", "s2")
+    assert not asks_about_someone_else("Which charity race did Bea run?", [NEWS[0], later], PAIR)
+    assert not asks_about_someone_else("Which charity race did Bea run?", [NEWS[0], other_day], PAIR)
+
+
+def test_a_reply_whose_words_are_mostly_its_own_is_not_an_answer():
+    # Bea shares a tart after Ann's mousse: one shared word ("chocolate") does not make the tart Ann's.
+    pool = [
+        _said(30, "Ann", "I love a dairy-free chocolate mousse."),
+        _said(31, "Bea", "My favourite is this tart. It has an almond crust, chocolate ganache and fresh raspberries."),
+    ]
+    assert not asks_about_someone_else(
+        "Which tart with an almond crust and fresh raspberries does Bea love?", pool, PAIR
+    )
+
+
+def test_what_someone_said_about_the_others_news_is_theirs_to_be_asked():
+    assert not asks_about_someone_else("What did Bea say about the charity race?", NEWS, PAIR)
