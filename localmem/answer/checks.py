@@ -187,10 +187,13 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     meeting?" when Melanie went). Each best-matching message is read in its sentences that
     hold the most of those words (:func:`_tells_of`): the asked person's "What made you choose
     that shade?" is about the listener. Dates in the question are left out of its words: a
-    message says when by its own date. On all questions of the six LoCoMo dev conversations
-    (issue 34) it refuses 120 of 249 adversarial questions and 25 of 856 answerable ones
-    (before the sentence reading and the dates: 99 and 22; refusal F1 before the model per
-    conversation 0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.67/0.59/0.61/0.57/0.51).
+    message says when by its own date. A message answering the other's news, told just
+    before it, is about that news (:func:`answers_news`), unless the question asks what
+    someone said. On all questions of the six LoCoMo dev conversations (issue 34) it refuses
+    130 of 248 adversarial questions and 24 of 857 answerable ones (before the sentence
+    reading and the dates: 99 and 22; before the replies: 120 and 25; refusal F1 before the
+    model per conversation 0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 →
+    0.76/0.72/0.59/0.62/0.61/0.59; docs/refusals.md).
     """
     who = person_asked(question, speakers)
     if who is None:
