@@ -204,7 +204,7 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
         return False
     # A question about what someone said ("What did Jon say about ...") asks for their words,
     # whoever's news they answer; in a user–assistant chat the replies are the assistant's.
-    before = {} if _chat(speakers) or _ASKS_WORDS.search(question) else _messages_by_id(pool)
+    before = None if _chat(speakers) or _ASKS_WORDS.search(question) else _messages_by_id(pool)
     return not any(_tells_of(h, who, speakers, words, before) for h in best)
 
 
@@ -257,17 +257,24 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict
       them and not its writer ("Wow John, organizing that tournament for charity must have
       been a ton of effort": "Wow John" addresses him, but what follows is his news);
     - either way, a message answering news told in the message ``before`` it (its id less one;
-      :func:`answers_news`) tells of the one whose news it answers.
+      :func:`answers_news`) tells of the one whose news it answers, and one whose sentences
+      with those words congratulate (:func:`congratulates`) tells of the listener.
+
+    ``before`` is ``None`` when only the words are read: in a user–assistant chat, or for a
+    question about what someone said.
     """
     names, chat = speakers[who], _chat(speakers)
     if hit.kind != "message" or not hit.sources:
         return about(hit, who, names, chat)
-    if before:
+    said = _sentences_holding(_words(hit), words)
+    mine = hit.sources[0].speaker.lower() == who.lower()
+    if before is not None:
         answered = answers_news(hit, before.get(hit.sources[0].message_id - 1), words)
         if answered is not None:
             return answered.lower() == who.lower()
-    said = _sentences_holding(_words(hit), words)
-    if hit.sources[0].speaker.lower() == who.lower():
+        if congratulates(said):
+            return not mine
+    if mine:
         others = [n for person, ns in speakers.items() if person != who for n in ns]
         if not chat and said and all((_YOU.search(s) or _names(s, others)) and not _I.search(s) for s in said):
             return False
@@ -276,6 +283,18 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict
         about(hit, who, names, chat)
         or _asks_listener(hit, who, words)
         or any(_names(s, names) and not _I.search(s) for s in said)
+    )
+
+
+_CONGRATULATE = re.compile(r"\bcongrat\w*", re.I)
+
+
+def congratulates(sentences: Sequence[str]) -> bool:
+    """Whether ``sentences`` congratulate the listener: one says "congrats" and the others
+    speak to "you" without "I" ("Congrats on the cooking show, I'll be tuning in! What's
+    your favorite dish from the show?"). What is congratulated is the listener's news."""
+    return any(_CONGRATULATE.search(s) for s in sentences) and all(
+        _CONGRATULATE.search(s) or (_YOU.search(s) and not _I.search(s)) for s in sentences
     )
 
 

@@ -124,3 +124,14 @@ def test_a_reply_whose_words_are_mostly_its_own_is_not_an_answer():
 
 def test_what_someone_said_about_the_others_news_is_theirs_to_be_asked():
     assert not asks_about_someone_else("What did Bea say about the charity race?", NEWS, PAIR)
+
+
+def test_what_is_congratulated_is_the_listeners_news():
+    pool = [
+        _said(40, "Bea", "Guess what, my episode aired last night!"),
+        _said(
+            42, "Ann", "Way to go! Congrats on the cooking show, I'll be tuning in! What's your favorite dish from it?"
+        ),
+    ]
+    assert asks_about_someone_else("What is Ann's favorite dish from the cooking show she hosts?", pool, PAIR)
+    assert not asks_about_someone_else("What is Bea's favorite dish from the cooking show she hosts?", pool, PAIR)
