@@ -258,7 +258,9 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict
       been a ton of effort": "Wow John" addresses him, but what follows is his news);
     - either way, a message answering news told in the message ``before`` it (its id less one;
       :func:`answers_news`) tells of the one whose news it answers, and one whose sentences
-      with those words congratulate (:func:`congratulates`) tells of the listener.
+      with those words congratulate (:func:`congratulates`) tells of the listener; so does a
+      message by ``who`` whose sentences with those words are questions without "I" ("Any fun
+      plans for the summer?").
 
     ``before`` is ``None`` when only the words are read: in a user–assistant chat, or for a
     question about what someone said.
@@ -274,6 +276,9 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict
             return answered.lower() == who.lower()
         if congratulates(said):
             return not mine
+        if mine and said and all(s.strip().endswith("?") and not _I.search(s) for s in said):
+            # "Love the necklace, any special meaning to it?": a question asks after the listener's life.
+            return False
     if mine:
         others = [n for person, ns in speakers.items() if person != who for n in ns]
         if not chat and said and all((_YOU.search(s) or _names(s, others)) and not _I.search(s) for s in said):

@@ -135,3 +135,14 @@ def test_what_is_congratulated_is_the_listeners_news():
     ]
     assert asks_about_someone_else("What is Ann's favorite dish from the cooking show she hosts?", pool, PAIR)
     assert not asks_about_someone_else("What is Bea's favorite dish from the cooking show she hosts?", pool, PAIR)
+
+
+def test_a_question_without_i_asks_after_the_listeners_life():
+    pool = [
+        _said(50, "Ann", "Love the necklace, any special meaning to it?"),
+        _said(52, "Bea", "It was my grandmother's; it stands for love and courage."),
+    ]
+    assert asks_about_someone_else("What does Ann's necklace mean?", pool, PAIR)
+    assert not asks_about_someone_else("What does Bea's necklace mean?", pool, PAIR)
+    mine = [_said(50, "Ann", "Should I wear my new necklace to the gala?")]
+    assert not asks_about_someone_else("Which necklace did Ann wear?", mine, PAIR)
