@@ -187,13 +187,14 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     meeting?" when Melanie went). Each best-matching message is read in its sentences that
     hold the most of those words (:func:`_tells_of`): the asked person's "What made you choose
     that shade?" is about the listener. Dates in the question are left out of its words: a
-    message says when by its own date. A message answering the other's news, told just
-    before it, is about that news (:func:`answers_news`), unless the question asks what
-    someone said. On all questions of the six LoCoMo dev conversations (issue 34) it refuses
-    130 of 248 adversarial questions and 24 of 857 answerable ones (before the sentence
-    reading and the dates: 99 and 22; before the replies: 120 and 25; refusal F1 before the
-    model per conversation 0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 →
-    0.76/0.72/0.59/0.62/0.61/0.59; docs/refusals.md).
+    message says when by its own date. A message answering the other's news told just before
+    it, a congratulation, and the asked person's question without "I" are about the listener's
+    news (:func:`_tells_of`), unless the question asks what someone said. On all questions of
+    the six LoCoMo dev conversations (issue 34) it refuses 133 of 248 adversarial questions
+    and 25 of 857 answerable ones (before the sentence reading and the dates: 99 and 22; before
+    the replies: 120 and 25; refusal F1 before the model per conversation
+    0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 → 0.79/0.72/0.59/0.63/0.61/0.58;
+    docs/refusals.md).
     """
     who = person_asked(question, speakers)
     if who is None:
