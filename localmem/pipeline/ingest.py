@@ -20,7 +20,7 @@ import apsw
 from ..config import DEFAULT_CONVERSATION, Config
 from ..errors import DiskFullError, LocalmemError, NotFoundError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
-from ..models.embedding import embed_messages, to_blob
+from ..models.embedding import embed_messages, message_text, to_blob, turn_text
 from ..models.protocols import Embedder
 from ..store import db
 from ..store.queries import q
@@ -296,7 +296,8 @@ def _store_window(
             nsr.conflicts += text != m.text
     t0 = time.perf_counter()
     triples = [(window[i].speaker, window[i].text, window[i].attachments) for i in fresh]
-    vectors, parts = embed_messages(embedder, triples, embed_batch) if fresh else (None, [])
+    before = [_turn_before(conn, ns, window, i) for i in fresh]
+    vectors, parts = embed_messages(embedder, triples, embed_batch, before=before) if fresh else (None, [])
     embed_seconds = time.perf_counter() - t0 if fresh else 0.0
     embedded = {i: k for k, i in enumerate(fresh)}
     for start in range(0, len(window), batch):
@@ -317,6 +318,28 @@ def _store_window(
         if progress:
             progress(min(batch, len(window) - start))
     return embed_seconds
+
+
+def _turn_before(conn: apsw.Connection, ns: str, window: Sequence[MessageIn], i: int) -> str | None:
+    """The turn before ``window[i]`` in its session, as it is embedded (``None``: it has none,
+    or no session): the message before it in ``window`` when that one is, else the stored one."""
+    m = window[i]
+    if not m.session:
+        return None
+    if i > 0:
+        prev = window[i - 1]
+        if (prev.conversation, prev.session) == (m.conversation, m.session) and prev.seq < m.seq:
+            return message_text(prev.speaker, prev.text, prev.attachments)
+    return stored_turn_before(conn, ns, m.conversation, m.session, m.seq)
+
+
+def stored_turn_before(conn: apsw.Connection, ns: str, conversation: str, session: str, seq: int | None) -> str | None:
+    """The stored turn before position ``seq`` (``None``: after the last) of ``session``, as
+    it is embedded; ``None`` when there is none or the session is ''."""
+    row = conn.execute(
+        q("message_before"), {"ns": ns, "conversation": conversation, "session": session, "seq": seq}
+    ).fetchone()
+    return turn_text(*row) if row else None
 
 
 def _insert_message(
@@ -389,7 +412,9 @@ def add_message(
         found = conn.execute(q("message_find"), key).fetchone()
         if found:
             return found[0], False
-    vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
+    before = stored_turn_before(conn, ns, message.conversation, message.session, None)
+    triple = (message.speaker, message.text, message.attachments)
+    vectors, parts = embed_messages(embedder, [triple], 8, before=[before])
     with conn:
         source_id = add_source(conn, ns, message.conversation)
         message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
@@ -515,7 +540,8 @@ def correct_message(
     found = conn.execute(q("message_current"), params).fetchone()
     if found is None:
         raise missing
-    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8)  # before the write lock
+    before = stored_turn_before(conn, ns, found[2], found[3], found[4])  # as the replaced one's
+    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8, before=[before])  # before the write lock
     correction: Correction | None = None
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
         found = conn.execute(q("message_current"), params).fetchone()

@@ -69,7 +69,8 @@ def reembed(
     atomically (old vectors stay if interrupted)."""
     messages = all_rows(conn.execute(q("messages_for_reembed")))
     units = all_rows(conn.execute(q("units_for_reembed")))
-    parts = sum(len(sentence_spans(text)) for _, _, _, text, _ in messages)
+    # Sentence parts, and a context part for each message with a turn before it.
+    parts = sum(len(sentence_spans(row[3])) + (row[5] is not None and bool(row[3])) for row in messages)
     total, done = len(messages) + parts + len(units), 0
 
     def step(n: int) -> None:
@@ -118,6 +119,16 @@ def _encryption(path: Path) -> str:
     return f"encrypted ({cipher.CIPHER}, key from the passphrase by PBKDF2-HMAC-SHA256 x {cipher.KDF_ITER})"
 
 
+def _context_parts(conn: apsw.Connection) -> str:
+    """Whether every message with a turn before it has its context part (see migration 0011)."""
+    if not db.has_vectors(conn):
+        return "no vectors yet"
+    missing = one_value(conn.execute(q("messages_without_context")))
+    if not missing:
+        return "ok"
+    return f"{missing} messages stored before context parts have none (search finds them less well): localmem reembed"
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.backends import onnx_providers
@@ -142,6 +153,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),
             **_integrity(conn),
+            "context_parts": _context_parts(conn),
         },
         "encryption": {"store": _encryption(path), **cipher.library_info()},
     }

@@ -225,7 +225,8 @@ def restore(
                 f"{problem}; it may have been cut short or edited. Export it again, or import it anyway with --force",
             )
         if embedder is not None:
-            _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
+            # In id order, as they were first stored: their parts get ids in the same order.
+            _embed_restored(conn, embedder, sorted(ids["message"].values()), sorted(ids["unit"].values()))
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)

@@ -273,8 +273,9 @@ def test_longmemeval_format(tmp_path: Path, embedder: HashEmbedder) -> None:
     assert report["ingest"]["added"] == 7
     # each haystack in its own namespace, with session ids, turn ids and times
     with open_memory(db, namespace="q1", embedder=embedder) as mem:
-        hit = mem.search("beagle dog Rex", k=1)[0]
-    source = hit.sources[0]
+        hits = mem.search("beagle dog Rex", k=2)
+    # the reply after it is near too: it is embedded in context, after the turn it answers
+    source = next(h.sources[0] for h in hits if h.sources[0].external_id == "s-a:0")
     assert (source.session, source.external_id, source.sent_at) == ("s-a", "s-a:0", "2023-05-20T02:21:00")
     text = render_markdown(report)
     assert "| question type | n | recall@1 | recall@5 |" in text and "| **all** | 2 |" in text
