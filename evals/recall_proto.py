@@ -49,6 +49,12 @@ def context_texts(rows: list[tuple[int, str, str, str, str | None]], window: str
     ids, texts = [], []
     for i, (mid, conv, session, speaker_text, _att) in enumerate(rows):
         parts = []
+        if window == "next":  # the message, then the turn after it
+            if session and i + 1 < len(rows) and rows[i + 1][1:3] == (conv, session):
+                parts = [speaker_text, rows[i + 1][3]]
+            ids.append(mid)
+            texts.append("\n".join(parts or [speaker_text]))
+            continue
         if session and i > 0 and rows[i - 1][1:3] == (conv, session):
             parts.append(rows[i - 1][3])
         parts.append(speaker_text)
@@ -158,7 +164,10 @@ def run_channels_q(conn, ns, query, query_vec, params, when=None, allowed=None):
     text = rewrites(without_names(query, names[ns]), mode)
     vec = _query_vec(text)
     extra, _ = _original_run_channels(conn, ns, text, vec, replace(params, channels=("vector",)), when, allowed)
-    rankings["vector2"] = extra.get("vector", [])
+    if STATE.get("query_replace"):  # the rewritten query's vector ranking instead of the question's
+        rankings["vector"] = extra.get("vector", [])
+    else:
+        rankings["vector2"] = extra.get("vector", [])
     return rankings, raw
 
 
@@ -169,11 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("which", choices=("locomo", "assistant"))
     parser.add_argument("--context", choices=("channel", "max"))
-    parser.add_argument("--window", choices=("prev", "both"), default="prev")
+    parser.add_argument("--window", choices=("prev", "both", "next"), default="prev")
     parser.add_argument("--query", choices=("statement", "keywords"))
+    parser.add_argument("--replace", action="store_true", help="--query: in place of the vector channel")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/recall3-out"))
     args, rest = parser.parse_known_args(argv)
-    STATE.update(mode=args.context, window=args.window, cache=args.cache, query=args.query)
+    STATE.update(mode=args.context, window=args.window, cache=args.cache, query=args.query, query_replace=args.replace)
     args.cache.mkdir(parents=True, exist_ok=True)
     from localmem.config import Config
     from localmem.models import factory

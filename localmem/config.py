@@ -49,8 +49,9 @@ EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks
 CHANNELS = ("vector", "bm25", "temporal")
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 # Context fusion (retrieval.search.context_fusion; docs/recall.md): the weights of the WITH_CONTEXT
-# recipe. Off by default: it raised recall@10 on all six LoCoMo dev conversations but lowered
-# answer F1 on a 72-question LLM sample (docs/recall.md) and recall@5 on the assistant set.
+# recipe. Neighbours and session are off by default: they raised recall@10 on all six LoCoMo dev
+# conversations but lowered answer F1 on a 72-question LLM sample (docs/recall.md) and recall@5 on
+# the assistant set. The speaker weight is on: it changes search only, not ask's prompt.
 NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in its session
 SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
 SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)

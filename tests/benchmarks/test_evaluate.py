@@ -316,6 +316,8 @@ def test_raw_turn_hybrid_reads_whole_messages_alone(
         mem.conn.execute("delete from message_parts")  # what whole-message vectors alone find
     # The baseline embeds the question as asked; so does the plain search compared with it.
     monkeypatch.setattr("localmem.retrieval.batch.vector_texts", lambda conn, ns, queries, *rest: list(queries))
+    # ... and weighs no speaker (the plain search's speaker weight, off in the baseline)
+    monkeypatch.setattr("localmem.retrieval.search.context_fusion", lambda conn, ns, query, fused, *rest: fused)
     plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
     assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]
     # (that it ignores sentence parts is tested in tests/pipeline/test_parts.py)
