@@ -8,10 +8,15 @@ the run (nothing is stored, no store is changed):
   The vectors are computed in memory (cached under ``--cache``) and searched by brute force.
   ``channel``: they rank messages in an extra RRF list ("context"); ``max``: a message's vector
   similarity is the better of its own and its contextual one, in the vector channel.
-  ``--window prev|both``: the turn before, or the turns before and after.
-- ``--query MODE``: the query rewritten from its own words (see :func:`rewrites`).
+  ``--window prev|both|next``: the turn before; the turns before and after; the message then
+  the turn after. ``--short N``: only messages of at most N words; ``--questions``: only
+  replies to a turn with a question mark. (The product's context parts are ``max`` with
+  ``prev``: on a store that has them, these add a further vector.)
+- ``--query MODE``: the query rewritten from its own words (see :func:`rewrites`), its
+  vector ranking an extra RRF list ("vector2"), or with ``--replace`` the vector channel's.
 
-Usage::
+Every other argument goes to ``evals/locomo_prompt_recall.py`` or
+``evals/assistant/long_haystack.py``. Usage::
 
     python evals/recall_proto.py locomo FILE1 FILE2 [--context channel] [--params JSON]
     python evals/recall_proto.py assistant --pad FILE [--context channel] [--params JSON]
@@ -66,7 +71,7 @@ def context_texts(rows: list[tuple[int, str, str, str, str | None]], window: str
 
 
 def vectors_of(conn: Any, ns: str) -> tuple[np.ndarray, np.ndarray]:
-    key = (_db_name(conn), ns, STATE["window"])
+    key = (_db_name(conn), ns, STATE["window"], STATE.get("short"), STATE.get("questions"))
     if key in STATE["vectors"]:
         return STATE["vectors"][key]
     rows = []
@@ -77,6 +82,13 @@ def vectors_of(conn: Any, ns: str) -> tuple[np.ndarray, np.ndarray]:
     ):
         rows.append((mid, conv, session, message_text(speaker, text, json.loads(attachments or "[]")), None))
     ids, texts = context_texts(rows, STATE["window"])
+    if STATE.get("questions"):  # only replies to a question (the turn before asks something)
+        asked = [i for i, t in enumerate(texts) if "\n" in t and "?" in t.split("\n")[0]]
+        ids, texts = [ids[i] for i in asked], [texts[i] for i in asked]
+    if STATE.get("short"):  # only messages of at most this many words get a context vector
+        words = {mid: len(t.split(": ", 1)[-1].split()) for mid, _c, _s, t, _a in rows}
+        kept = [i for i, mid in enumerate(ids) if words[mid] <= STATE["short"]]
+        ids, texts = [ids[i] for i in kept], [texts[i] for i in kept]
     digest = hashlib.sha1(("\x00".join(texts)).encode()).hexdigest()[:16]
     path = STATE["cache"] / f"ctx-{digest}.npy"
     if path.exists():
@@ -181,9 +193,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", choices=("prev", "both", "next"), default="prev")
     parser.add_argument("--query", choices=("statement", "keywords"))
     parser.add_argument("--replace", action="store_true", help="--query: in place of the vector channel")
+    parser.add_argument("--short", type=int, help="--context: only for messages of at most this many words")
+    parser.add_argument("--questions", action="store_true", help="--context: only replies to a question")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/recall3-out"))
     args, rest = parser.parse_known_args(argv)
-    STATE.update(mode=args.context, window=args.window, cache=args.cache, query=args.query, query_replace=args.replace)
+    STATE.update(
+        mode=args.context,
+        window=args.window,
+        cache=args.cache,
+        query=args.query,
+        query_replace=args.replace,
+        short=args.short,
+        questions=args.questions,
+    )
     args.cache.mkdir(parents=True, exist_ok=True)
     from localmem.config import Config
     from localmem.models import factory

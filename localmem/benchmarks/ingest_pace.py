@@ -209,7 +209,12 @@ def _floor(export: Path, config: Config, embedder: Embedder | None) -> dict[str,
     counted = [0]
     t0, cpu0 = time.perf_counter(), time.process_time()
     embed_messages(
-        model, triples, config.embed_batch, on_batch=lambda k: counted.__setitem__(0, counted[0] + k), before=before
+        model,
+        triples,
+        config.embed_batch,
+        on_batch=lambda k: counted.__setitem__(0, counted[0] + k),
+        before=before,
+        context=config.context_parts,
     )
     floor, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {

@@ -62,25 +62,37 @@ def context_text(before: str, message: str) -> str:
     return f"{before}\n{message}"
 
 
+def framing(before: str | None, mode: str) -> str | None:
+    """``before`` (the turn before a message) when setting ``context_parts`` = ``mode`` gives
+    the message a context part: "all", "questions" (the turn asks something: it has a "?"),
+    "none"; else ``None``."""
+    if before is None or mode == "none" or (mode == "questions" and "?" not in before):
+        return None
+    return before
+
+
 def embed_messages(
     embedder: Embedder,
     messages: Sequence[tuple[str, str, Any]],
     batch: int,
     on_batch: Callable[[int], None] | None = None,
     before: Sequence[str | None] | None = None,
+    context: str = "all",
 ) -> tuple[np.ndarray, list[Parts]]:
     """Vectors for ``(speaker, text, attachments)`` messages, and for each message its parts
     (:func:`~localmem.text.sentences.sentence_spans`), all embedded in one batched pass.
     ``before``: for each message, the turn before it in its session as :func:`message_text`
-    gives it (``None``: none); a message with one gets a context part (:func:`context_text`)."""
+    gives it (``None``: none); a message with one gets a context part (:func:`context_text`)
+    when ``context`` (setting ``context_parts``) gives it one (:func:`framing`)."""
     spans = [sentence_spans(text) for _, text, _ in messages]
     texts = [message_text(speaker, text, attachments) for speaker, text, attachments in messages]
     texts += [
         message_text(speaker, text[a:b], None) for (speaker, text, _), its in zip(messages, spans) for a, b in its
     ]
     # Messages with no text (an image alone) have no span to give the part.
-    framed = [i for i, prev in enumerate(before or ()) if prev and messages[i][1]]
-    texts += [context_text(str((before or ())[i]), texts[i]) for i in framed]
+    before = [framing(prev, context) for prev in before or ()]
+    framed = [i for i, prev in enumerate(before) if prev and messages[i][1]]
+    texts += [context_text(str(before[i]), texts[i]) for i in framed]
     vectors = embed_batched(embedder, texts, batch, on_batch)
     parts: list[Parts] = []
     at = len(messages)
@@ -107,16 +119,19 @@ def embed_stored(
     units: Sequence[tuple],
     batch: int,
     on_batch: Callable[[int], None] | None = None,
+    context: str = "all",
 ) -> tuple[np.ndarray, list[Parts], np.ndarray]:
     """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments, and the
     speaker, text and attachments of the turn before it, or NULLs)`` (with their parts) and
-    units ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed`` queries return them."""
+    units ``(id, ns, kind, text, occurred_start)``, as the ``*_for_reembed`` queries return them;
+    ``context``: as in :func:`embed_messages`."""
     m_vecs, parts = embed_messages(
         embedder,
         [(row[2], row[3], json.loads(row[4]) if row[4] else None) for row in messages],
         batch,
         on_batch,
         before=[turn_text(*row[5:8]) for row in messages],
+        context=context,
     )
     u_vecs = embed_batched(embedder, [unit_text(t, when) for _, _, _, t, when in units], batch, on_batch)
     return m_vecs, parts, u_vecs

@@ -251,10 +251,14 @@ WHERE text != '' ORDER BY id;
 SELECT embedding FROM vec_messages WHERE rowid = :id;
 
 -- name: messages_without_context
--- Messages that should have a context part (a turn before them in their session, some text)
--- and have none: stored before migration 0011, until `localmem reembed`.
+-- Messages that should have a context part (a turn before them in their session, some text;
+-- with :questions 1, a turn that asks something) and have none: stored before migration 0011
+-- (or under another context_parts), until `localmem reembed`.
 SELECT count(*) FROM messages AS m
-WHERE m.session != '' AND m.text != ''
-  AND NOT EXISTS (SELECT 1 FROM message_parts AS p WHERE p.message_id = m.id AND p.context = 1)
-  AND EXISTS (SELECT 1 FROM messages AS b
-              WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.session = m.session AND b.seq < m.seq);
+JOIN messages AS p ON p.id = (
+    SELECT b.id FROM messages AS b
+    WHERE m.session != '' AND b.ns = m.ns AND b.conversation = m.conversation AND b.session = m.session
+      AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1)
+WHERE m.text != '' AND (:questions = 0 OR instr(p.text, '?') > 0)
+  AND NOT EXISTS (SELECT 1 FROM message_parts AS c WHERE c.message_id = m.id AND c.context = 1);

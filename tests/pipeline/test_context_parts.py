@@ -134,3 +134,23 @@ def test_export_and_restore_keep_them(tmp_path):
                 fresh.admin.restore(tmp_path / f"e{vectors}.jsonl")  # without vectors: embedded again
                 assert _contexts(fresh.conn) == _contexts(mem.conn)
                 assert _ranked(fresh) == _ranked(mem)
+
+
+def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames_nothing(tmp_path):
+    path = write_jsonl(tmp_path / "c.jsonl", ROWS)
+    config = store_config(context_parts="questions")
+    with open_memory(tmp_path / "q.db", namespace="t", embedder=HashEmbedder(), config=config) as mem:
+        mem.ingest(path)
+        assert _contexts(mem.conn) == [("Ben", REPLY)]  # the only turn after a "?"
+        assert mem.admin.doctor()["db"]["context_parts"] == "ok"
+        assert mem.admin.reembed()["parts"] == 1
+        assert _contexts(mem.conn) == [("Ben", REPLY)]
+    config = store_config(context_parts="none")
+    with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), config=config) as mem:
+        mem.ingest(path)
+        (reply_id,) = mem.conn.execute("select id from messages where text = ?", (REPLY,)).fetchone()
+        mem.correct(f"m:{reply_id}", "Rex!")
+        assert _contexts(mem.conn) == []
+        assert mem.admin.doctor()["db"]["context_parts"].startswith("off")
+    with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder()) as mem:  # "all" again
+        assert mem.admin.doctor()["db"]["context_parts"].startswith("5 messages")  # the correction too
