@@ -128,7 +128,7 @@ def _encryption(path: Path) -> str:
 
 def _context_parts(conn: apsw.Connection, mode: str) -> str:
     """Whether every message that setting ``context_parts`` = ``mode`` gives a context part
-    has one (see migration 0011)."""
+    has one (see migration 0012)."""
     if mode == "none":
         return "off (context_parts none)"
     if not db.has_vectors(conn):

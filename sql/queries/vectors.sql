@@ -252,7 +252,7 @@ SELECT embedding FROM vec_messages WHERE rowid = :id;
 
 -- name: messages_without_context
 -- Messages that should have a context part (a turn before them in their session, some text;
--- with :questions 1, a turn that asks something) and have none: stored before migration 0011
+-- with :questions 1, a turn that asks something) and have none: stored before migration 0012
 -- (or under another context_parts), until `localmem reembed`.
 SELECT count(*) FROM messages AS m
 JOIN messages AS p ON p.id = (

@@ -1,5 +1,5 @@
 """Context parts: a message embedded with the turn before it in its session, so that a reply
-("Scout!") is found by a question about what it answers (migration 0011)."""
+("Scout!") is found by a question about what it answers (migration 0012)."""
 
 from __future__ import annotations
 
