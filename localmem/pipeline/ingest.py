@@ -339,13 +339,16 @@ def _store_window(
 
 def _turn_before(conn: apsw.Connection, ns: str, window: Sequence[MessageIn], i: int) -> str | None:
     """The turn before ``window[i]`` in its session, as it is embedded (``None``: it has none,
-    or no session): the message before it in ``window`` when that one is, else the stored one."""
+    or no session): the message before it in ``window`` when that one is in its conversation
+    (and then only if in its session too), else the stored one."""
     m = window[i]
     if not m.session:
         return None
     if i > 0:
         prev = window[i - 1]
-        if (prev.conversation, prev.session) == (m.conversation, m.session) and prev.seq < m.seq:
+        if prev.conversation == m.conversation and prev.seq < m.seq:
+            if prev.session != m.session:  # the first turn of its session
+                return None
             return message_text(prev.speaker, prev.text, prev.attachments)
     return stored_turn_before(conn, ns, m.conversation, m.session, m.seq)
 

@@ -181,9 +181,8 @@ FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value
 LEFT JOIN messages AS p ON p.id = (
     SELECT b.id FROM messages AS b
-    WHERE m.session != '' AND b.ns = m.ns AND b.conversation = m.conversation AND b.session = m.session
-      AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1);
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != '';
 
 -- name: units_without_vectors
 SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start

@@ -224,23 +224,27 @@ SELECT rowid AS id, embedding FROM vec_messages WHERE ns = :ns ORDER BY rowid;
 SELECT rowid AS id, embedding FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
 -- name: messages_for_reembed
--- Each message with the turn before it in its session (NULLs: none), for its context part.
+-- Each message with the turn before it in its session (NULLs: none), for its context part: the
+-- turn right before it in its conversation when that one is in the same session (one index seek
+-- each; sessions are runs of a conversation: a search of the session back would read every
+-- earlier message for the first turn of each session).
 SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
 FROM messages AS m
 LEFT JOIN messages AS p ON p.id = (
     SELECT b.id FROM messages AS b
-    WHERE m.session != '' AND b.ns = m.ns AND b.conversation = m.conversation AND b.session = m.session
-      AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1)
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
 ORDER BY m.id;
 
 -- name: message_before
--- The turn before a message at :seq (NULL: after the last) in session :session of :conversation;
--- none for a message without a session (session ''): the turn before it may be days apart.
-SELECT speaker, text, attachments FROM messages
-WHERE ns = :ns AND conversation = :conversation AND session = :session AND :session != ''
-  AND (:seq IS NULL OR seq < :seq)
-ORDER BY seq DESC, id DESC LIMIT 1;
+-- The turn before a message at :seq (NULL: after the last) of :conversation when it is in the
+-- message's session :session (as in messages_for_reembed); none for a message without a
+-- session (session ''): the turn before it may be days apart.
+SELECT speaker, text, attachments FROM (
+    SELECT speaker, text, attachments, session FROM messages
+    WHERE ns = :ns AND conversation = :conversation AND (:seq IS NULL OR seq < :seq)
+    ORDER BY seq DESC, id DESC LIMIT 1)
+WHERE session = :session AND :session != '';
 
 -- name: units_for_reembed
 -- Episodes not extracted yet have no text and no vector.
@@ -257,8 +261,7 @@ SELECT embedding FROM vec_messages WHERE rowid = :id;
 SELECT count(*) FROM messages AS m
 JOIN messages AS p ON p.id = (
     SELECT b.id FROM messages AS b
-    WHERE m.session != '' AND b.ns = m.ns AND b.conversation = m.conversation AND b.session = m.session
-      AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1)
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
 WHERE m.text != '' AND (:questions = 0 OR instr(p.text, '?') > 0)
   AND NOT EXISTS (SELECT 1 FROM message_parts AS c WHERE c.message_id = m.id AND c.context = 1);
