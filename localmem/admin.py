@@ -66,6 +66,7 @@ class Admin:
             embedder_factory=lambda: self._models.embedder,
             force=force,
             max_chars=self._config.max_message_chars,
+            context=self._config.context_parts,
         )
 
     def vacuum(self) -> "results.VacuumReport":
@@ -82,7 +83,9 @@ class Admin:
         ``progress(done, total)`` after each batch."""
         from .store import manage
 
-        return manage.reembed(self._store.conn, self._models.embedder, self._config.embed_batch, progress)
+        return manage.reembed(
+            self._store.conn, self._models.embedder, self._config.embed_batch, progress, self._config.context_parts
+        )
 
     def doctor(self) -> "results.DoctorReport":
         """Versions, SQLite features and where each model resolves from."""

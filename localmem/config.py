@@ -43,14 +43,19 @@ RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if
 FORMATS = ("locomo", "jsonl", "chat", "text", "chatgpt", "claude", "whatsapp", "slack", "discord", "notes")
 # How a WhatsApp export's "01/02/2024" is read: decided per file from the values when "auto".
 DATE_ORDERS = ("auto", "day-first", "month-first")
+# Which messages get a context part (the message embedded after the turn before it in its
+# session; docs/recall.md): every one that has such a turn, only replies to a turn asking
+# something (a "?": a third of the extra embedding on LoCoMo, the same recall), or none.
+CONTEXT_PARTS = ("all", "questions", "none")
 EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
 # Search channels: the default set, and every one. Temporal fires only when the query names a
 # time (why it is in the default set: docs/decisions.md).
 CHANNELS = ("vector", "bm25", "temporal")
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 # Context fusion (retrieval.search.context_fusion; docs/recall.md): the weights of the WITH_CONTEXT
-# recipe. Off by default: it raised recall@10 on all six LoCoMo dev conversations but lowered
-# answer F1 on a 72-question LLM sample (docs/recall.md) and recall@5 on the assistant set.
+# recipe. Neighbours and session are off by default: they raised recall@10 on all six LoCoMo dev
+# conversations but lowered answer F1 on a 72-question LLM sample (docs/recall.md) and recall@5 on
+# the assistant set. The speaker weight is on: it changes search only, not ask's prompt.
 NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in its session
 SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
 SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)
@@ -306,6 +311,13 @@ class Config:
     embed_batch: int = setting(32, "Texts embedded per batch.")
     embed_max_tokens: int = setting(256, "Tokens an embedded text is cut to.")
     ingest_batch: int = setting(256, "Messages written per transaction on ingest.")
+    context_parts: str = setting(
+        "all",
+        "Which messages are also embedded after the turn before them: all, questions (only replies "
+        "to a question: less embedding on ingest) or none; a change applies to what is stored next "
+        "(reembed: to everything).",
+        choices=CONTEXT_PARTS,
+    )
     busy_timeout_ms: int = setting(5000, "How long (ms) a writer waits for another one.")
     max_message_chars: int = setting(100_000, "The longest message accepted.")
     max_input_bytes: int = setting(

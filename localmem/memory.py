@@ -219,7 +219,8 @@ class Memory:
 
         max_chars = self.config.max_message_chars
         message, stored_meta = ingest.new_message(speaker, text, time, role, conversation, id, meta, max_chars)
-        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message, stored_meta)
+        context = self.config.context_parts
+        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message, stored_meta, context)
         if added:
             self.extraction.after_add()
         return AddedMessage(message_id, message.external_id, message.conversation, added)
@@ -232,7 +233,9 @@ class Memory:
         from .pipeline import ingest
 
         max_chars = self.config.max_message_chars
-        done = ingest.correct_message(self.conn, self.embedder, self.namespace, item, text, max_chars)
+        done = ingest.correct_message(
+            self.conn, self.embedder, self.namespace, item, text, max_chars, self.config.context_parts
+        )
         self.extraction.after_add()
         return AddedMessage(done.id, done.external_id, done.conversation, True, done.replaces)
 

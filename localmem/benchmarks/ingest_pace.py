@@ -7,7 +7,8 @@ from a seed, its text drawn from :mod:`.bench`'s templates and vocabulary (so th
 as a chat's do: FTS and duplicate ids behave as on real data), then measures:
 
 - the **floor**: the embedder alone over exactly the texts ingest embeds (each message, and
-  each long sentence of a message of several, see :func:`~localmem.models.embedding.embed_messages`),
+  each long sentence of a message of several, and each message with the turn before it in its
+  session, see :func:`~localmem.models.embedding.embed_messages`),
   sorted by length and in batches of ``embed_batch`` as ingest does, in one call: no parsing,
   no store, no transactions;
 - the **import**: :meth:`Memory.ingest` of the file into a new store, the default path
@@ -37,7 +38,7 @@ from .. import Memory
 from ..config import Config
 from ..files import private_dir
 from ..importers import formats
-from ..models.embedding import embed_messages
+from ..models.embedding import embed_messages, message_text
 from ..models.protocols import Embedder
 from . import bench
 
@@ -195,12 +196,26 @@ def _floor(export: Path, config: Config, embedder: Embedder | None) -> dict[str,
     """The embedder alone over the texts an ingest of ``export`` embeds."""
     started = time.perf_counter()
     parsed = formats.parse(export, None, None, None, options=formats.Options.from_config(config))
-    triples = [(m.speaker, m.text, m.attachments) for _, group in parsed.groups for m in group]
+    messages = [m for _, group in parsed.groups for m in group]
+    triples = [(m.speaker, m.text, m.attachments) for m in messages]
+    # As ingest gives them: the turn before each message in its session (context parts).
+    before: list[str | None] = [None] * len(messages)
+    for i in range(1, len(messages)):
+        p, m = messages[i - 1], messages[i]
+        if m.session and (p.conversation, p.session) == (m.conversation, m.session):
+            before[i] = message_text(p.speaker, p.text, p.attachments)
     model = embedder or _model(config)
     model.embed(["warm-up"])
     counted = [0]
     t0, cpu0 = time.perf_counter(), time.process_time()
-    embed_messages(model, triples, config.embed_batch, on_batch=lambda k: counted.__setitem__(0, counted[0] + k))
+    embed_messages(
+        model,
+        triples,
+        config.embed_batch,
+        on_batch=lambda k: counted.__setitem__(0, counted[0] + k),
+        before=before,
+        context=config.context_parts,
+    )
     floor, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {
         "floor_s": floor,

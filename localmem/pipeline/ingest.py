@@ -20,7 +20,7 @@ import apsw
 from ..config import DEFAULT_CONVERSATION, Config
 from ..errors import DiskFullError, LocalmemError, NotFoundError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
-from ..models.embedding import embed_messages, to_blob
+from ..models.embedding import embed_messages, message_text, to_blob, turn_text
 from ..models.protocols import Embedder
 from ..store import db
 from ..store.queries import q
@@ -127,14 +127,16 @@ def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
 @dataclass(frozen=True)
 class IngestOptions:
     """How an ingest writes (from :class:`~localmem.config.Config`): ``batch`` messages per
-    transaction (``ingest_batch``), ``embed_batch`` texts per embedder call (``embed_batch``)."""
+    transaction (``ingest_batch``), ``embed_batch`` texts per embedder call (``embed_batch``),
+    which messages get a context part (``context_parts``)."""
 
     batch: int
     embed_batch: int
+    context: str = "all"
 
     @classmethod
     def from_config(cls, config: Config) -> "IngestOptions":
-        return cls(batch=config.ingest_batch, embed_batch=config.embed_batch)
+        return cls(batch=config.ingest_batch, embed_batch=config.embed_batch, context=config.context_parts)
 
 
 def store_parsed(
@@ -156,7 +158,15 @@ def store_parsed(
     last batch is in)."""
     try:
         return _store_parsed(
-            conn, embedder, parsed, namespace, force_namespace, options.batch, options.embed_batch, progress
+            conn,
+            embedder,
+            parsed,
+            namespace,
+            force_namespace,
+            options.batch,
+            options.embed_batch,
+            progress,
+            options.context,
         )
     except apsw.FullError as exc:
         stored = _stored(conn, parsed, namespace, force_namespace)
@@ -176,6 +186,7 @@ def _store_parsed(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
+    context: str = "all",
 ) -> IngestReport:
     started = time.perf_counter()
     single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
@@ -188,7 +199,9 @@ def _store_parsed(
         sr = SourceReport(
             source.uri, source.name, source.format, source.sha256, source.message_count, notes=list(source.notes)
         )
-        done = list(_store_source(conn, embedder, source, namespace, force_namespace, batch, embed_batch, progress))
+        done = list(
+            _store_source(conn, embedder, source, namespace, force_namespace, batch, embed_batch, progress, context)
+        )
         for nsr, seconds in done:
             report.embed_seconds += seconds
             sr.source_ids.append(nsr.source_id)
@@ -229,6 +242,7 @@ def _store_source(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
+    context: str = "all",
 ):
     """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
     # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
@@ -265,7 +279,7 @@ def _store_source(
         window = max(batch, EMBED_WINDOW)
         for start in range(0, len(messages), window):
             chunk = messages[start : start + window]
-            seconds += _store_window(conn, embedder, ns, source_id, chunk, nsr, batch, embed_batch, progress)
+            seconds += _store_window(conn, embedder, ns, source_id, chunk, nsr, batch, embed_batch, progress, context)
         with conn:
             conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
         yield nsr, seconds
@@ -281,9 +295,10 @@ def _store_window(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
+    context: str = "all",
 ) -> float:
     """Embed the messages of ``window`` not yet stored, then write them ``batch`` a transaction
-    (``progress`` after each); the seconds spent embedding."""
+    (``progress`` after each); the seconds spent embedding. ``context``: setting ``context_parts``."""
     keys = json.dumps([[m.conversation, m.external_id] for m in window])
     stored = {(c, e): t for c, e, t in conn.execute(q("messages_existing"), {"ns": ns, "keys": keys})}
     fresh: list[int] = []  # positions in window
@@ -296,7 +311,10 @@ def _store_window(
             nsr.conflicts += text != m.text
     t0 = time.perf_counter()
     triples = [(window[i].speaker, window[i].text, window[i].attachments) for i in fresh]
-    vectors, parts = embed_messages(embedder, triples, embed_batch) if fresh else (None, [])
+    before = [_turn_before(conn, ns, window, i) for i in fresh]
+    vectors, parts = (
+        embed_messages(embedder, triples, embed_batch, before=before, context=context) if fresh else (None, [])
+    )
     embed_seconds = time.perf_counter() - t0 if fresh else 0.0
     embedded = {i: k for k, i in enumerate(fresh)}
     for start in range(0, len(window), batch):
@@ -317,6 +335,31 @@ def _store_window(
         if progress:
             progress(min(batch, len(window) - start))
     return embed_seconds
+
+
+def _turn_before(conn: apsw.Connection, ns: str, window: Sequence[MessageIn], i: int) -> str | None:
+    """The turn before ``window[i]`` in its session, as it is embedded (``None``: it has none,
+    or no session): the message before it in ``window`` when that one is in its conversation
+    (and then only if in its session too), else the stored one."""
+    m = window[i]
+    if not m.session:
+        return None
+    if i > 0:
+        prev = window[i - 1]
+        if prev.conversation == m.conversation and prev.seq < m.seq:
+            if prev.session != m.session:  # the first turn of its session
+                return None
+            return message_text(prev.speaker, prev.text, prev.attachments)
+    return stored_turn_before(conn, ns, m.conversation, m.session, m.seq)
+
+
+def stored_turn_before(conn: apsw.Connection, ns: str, conversation: str, session: str, seq: int | None) -> str | None:
+    """The stored turn before position ``seq`` (``None``: after the last) of ``session``, as
+    it is embedded; ``None`` when there is none or the session is ''."""
+    row = conn.execute(
+        q("message_before"), {"ns": ns, "conversation": conversation, "session": session, "seq": seq}
+    ).fetchone()
+    return turn_text(*row) if row else None
 
 
 def _insert_message(
@@ -376,9 +419,15 @@ def add_source(conn: apsw.Connection, ns: str, conversation: str) -> int:
 
 
 def add_message(
-    conn: apsw.Connection, embedder: Embedder, ns: str, message: MessageIn, meta: dict[str, Any] | None = None
+    conn: apsw.Connection,
+    embedder: Embedder,
+    ns: str,
+    message: MessageIn,
+    meta: dict[str, Any] | None = None,
+    context: str = "all",
 ) -> tuple[int, bool]:
-    """Append one message (embedded, indexed) in one transaction; ``(id, added)``.
+    """Append one message (embedded, indexed) in one transaction; ``(id, added)``;
+    ``context``: setting ``context_parts``.
 
     An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
     makes this a no-op. ``meta``: a JSON object stored with it.
@@ -389,7 +438,9 @@ def add_message(
         found = conn.execute(q("message_find"), key).fetchone()
         if found:
             return found[0], False
-    vectors, parts = embed_messages(embedder, [(message.speaker, message.text, message.attachments)], 8)
+    before = stored_turn_before(conn, ns, message.conversation, message.session, None)
+    triple = (message.speaker, message.text, message.attachments)
+    vectors, parts = embed_messages(embedder, [triple], 8, before=[before], context=context)
     with conn:
         source_id = add_source(conn, ns, message.conversation)
         message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
@@ -488,7 +539,7 @@ class Correction:
 
 
 def correct_message(
-    conn: apsw.Connection, embedder: Embedder, ns: str, item: str, text: str, max_chars: int
+    conn: apsw.Connection, embedder: Embedder, ns: str, item: str, text: str, max_chars: int, context: str = "all"
 ) -> Correction:
     """Store ``text`` as a new message that replaces message ``item`` (``m:ID``) of ``ns`` (or
     its newest correction, when it was corrected before), in one transaction;
@@ -499,6 +550,7 @@ def correct_message(
     speaker, role, time, metadata and source (so forgetting that source or conversation
     forgets it too); its external id is the replaced one's with ``~N``. The replaced message
     stays, and search shows the correction first (retrieval.search.mark_supersession).
+    ``context``: setting ``context_parts``.
     """
     from ..store import refs
 
@@ -515,7 +567,9 @@ def correct_message(
     found = conn.execute(q("message_current"), params).fetchone()
     if found is None:
         raise missing
-    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8)  # before the write lock
+    before = stored_turn_before(conn, ns, found[2], found[3], found[4])  # as the replaced one's
+    # before the write lock
+    vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8, before=[before], context=context)
     correction: Correction | None = None
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
         found = conn.execute(q("message_current"), params).fetchone()

@@ -12,6 +12,7 @@ import apsw
 
 from ..config import EXACT_BELOW, Config
 from ..errors import LocalmemError, UnknownNamespaceError
+from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
 from . import cipher, db
@@ -63,13 +64,20 @@ def sources(conn: apsw.Connection, ns: str) -> list[Source]:
 
 
 def reembed(
-    conn: apsw.Connection, embedder: Embedder, batch: int, progress: Callable[[int, int], None] | None = None
+    conn: apsw.Connection,
+    embedder: Embedder,
+    batch: int,
+    progress: Callable[[int, int], None] | None = None,
+    context: str = "all",
 ) -> ReembedReport:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
-    atomically (old vectors stay if interrupted)."""
+    atomically (old vectors stay if interrupted); ``context``: setting ``context_parts``."""
     messages = all_rows(conn.execute(q("messages_for_reembed")))
     units = all_rows(conn.execute(q("units_for_reembed")))
-    parts = sum(len(sentence_spans(text)) for _, _, _, text, _ in messages)
+    # Sentence parts, and a context part for each message with a turn before it.
+    parts = sum(
+        len(sentence_spans(row[3])) + bool(row[3] and framing(turn_text(*row[5:8]), context)) for row in messages
+    )
     total, done = len(messages) + parts + len(units), 0
 
     def step(n: int) -> None:
@@ -81,7 +89,7 @@ def reembed(
     from ..models.embedding import embed_stored  # lazily: a search needs neither
     from .vectors import store_vectors
 
-    m_vecs, m_parts, u_vecs = embed_stored(embedder, messages, units, batch, step)
+    m_vecs, m_parts, u_vecs = embed_stored(embedder, messages, units, batch, step, context)
     with conn:
         db.unbind_embedder(conn)
         conn.execute(q("parts_delete_all"))
@@ -118,6 +126,19 @@ def _encryption(path: Path) -> str:
     return f"encrypted ({cipher.CIPHER}, key from the passphrase by PBKDF2-HMAC-SHA256 x {cipher.KDF_ITER})"
 
 
+def _context_parts(conn: apsw.Connection, mode: str) -> str:
+    """Whether every message that setting ``context_parts`` = ``mode`` gives a context part
+    has one (see migration 0012)."""
+    if mode == "none":
+        return "off (context_parts none)"
+    if not db.has_vectors(conn):
+        return "no vectors yet"
+    missing = one_value(conn.execute(q("messages_without_context"), {"questions": int(mode == "questions")}))
+    if not missing:
+        return "ok"
+    return f"{missing} messages stored before context parts have none (search finds them less well): localmem reembed"
+
+
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
     """Versions, SQLite features and where each model resolves from."""
     from ..models.backends import onnx_providers
@@ -142,6 +163,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),
             **_integrity(conn),
+            "context_parts": _context_parts(conn, config.context_parts),
         },
         "encryption": {"store": _encryption(path), **cipher.library_info()},
     }

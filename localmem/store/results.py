@@ -111,7 +111,7 @@ class ReembedReport(Record):
     embedder: str
     dim: int
     messages: int
-    parts: int  # sentence parts of the messages, cut again
+    parts: int  # parts of the messages (sentences, and each in context), made again
     units: int
 
 

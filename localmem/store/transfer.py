@@ -154,6 +154,7 @@ def restore(
     embedder_factory: Callable[[], Embedder],
     force: bool = False,
     max_chars: int = DEFAULTS.max_message_chars,
+    context: str = DEFAULTS.context_parts,
 ) -> RestoreReport:
     """Import an export file in one transaction, reading it a line at a time; counts per
     record type. A file that is not whole (no trailer, or one that does not match) is refused,
@@ -164,7 +165,8 @@ def restore(
     (a number where text belongs is refused, naming the line and the field, not stored as a
     number) and its text within ``max_chars`` (max_message_chars). Its text is otherwise kept
     exactly, NUL characters included: a restore gives back what the store held (``Memory.add``
-    stores them; an ingest takes them out of what it reads, and says so)."""
+    stores them; an ingest takes them out of what it reads, and says so). ``context``: which
+    messages a file without vectors gives context parts (setting ``context_parts``)."""
     reader = _Reader(path)
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
@@ -225,7 +227,9 @@ def restore(
                 f"{problem}; it may have been cut short or edited. Export it again, or import it anyway with --force",
             )
         if embedder is not None:
-            _embed_restored(conn, embedder, list(ids["message"].values()), list(ids["unit"].values()))
+            # In id order, as they were first stored: their parts get ids in the same order.
+            message_ids, unit_ids = sorted(ids["message"].values()), sorted(ids["unit"].values())
+            _embed_restored(conn, embedder, message_ids, unit_ids, context)
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)
@@ -375,10 +379,12 @@ def _plain_ids(rec: dict[str, Any]) -> None:
             rec[key] = int(number)
 
 
-def _embed_restored(conn: apsw.Connection, embedder: Embedder, message_ids: list[int], unit_ids: list[int]) -> None:
+def _embed_restored(
+    conn: apsw.Connection, embedder: Embedder, message_ids: list[int], unit_ids: list[int], context: str
+) -> None:
     msgs = conn.execute(q("messages_without_vectors"), {"ids": json.dumps(message_ids)}).fetchall()
     units = conn.execute(q("units_without_vectors"), {"ids": json.dumps(unit_ids)}).fetchall()
-    m_vecs, m_parts, u_vecs = embed_stored(embedder, msgs, units, 32)
+    m_vecs, m_parts, u_vecs = embed_stored(embedder, msgs, units, 32, context=context)
     store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 
 

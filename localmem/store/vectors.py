@@ -16,9 +16,12 @@ from .rows import one_value
 
 
 def insert_parts(conn: apsw.Connection, ns: str, message_id: int, parts: Parts) -> None:
-    for start, end, vector in parts:
+    for start, end, vector, context in parts:
         part_id = one_value(
-            conn.execute(q("part_insert"), {"message_id": message_id, "ns": ns, "start": start, "end": end})
+            conn.execute(
+                q("part_insert"),
+                {"message_id": message_id, "ns": ns, "start": start, "end": end, "context": int(context)},
+            )
         )
         conn.execute(q("vec_part_insert"), {"id": part_id, "ns": ns, "embedding": to_blob(vector)})
 

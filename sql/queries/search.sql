@@ -75,7 +75,7 @@ SELECT p.message_id, p.start, p."end", c.q8
 FROM json_each(:ids) AS j
 JOIN message_parts AS p ON p.message_id = j.value
 JOIN vec_part_codes AS c ON c.id = p.id
-WHERE c.q8 IS NOT NULL
+WHERE c.q8 IS NOT NULL AND p.context = 0
 ORDER BY p.message_id, p.start;
 
 -- name: filter_messages

@@ -61,7 +61,7 @@ WHERE u.ns = :ns ORDER BY l.src_id, l.dst_id, l.type;
 
 -- name: export_parts
 SELECT json_object('type', 'part', 'id', id, 'ns', ns, 'message_id', 'm:' || message_id,
-                   'start', start, 'end', end)
+                   'start', start, 'end', end, 'context', context)
 FROM message_parts WHERE ns = :ns ORDER BY id;
 
 -- name: export_part_vectors
@@ -146,8 +146,8 @@ SELECT :id, :row ->> 'ns', :row ->> 'kind', vec_quantize_binary(unhex(:row ->> '
 WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
 
 -- name: import_part
-INSERT INTO message_parts (id, message_id, ns, start, end)
-VALUES (:id, :message_id, :row ->> 'ns', :row ->> 'start', :row ->> 'end')
+INSERT INTO message_parts (id, message_id, ns, start, end, context)
+VALUES (:id, :message_id, :row ->> 'ns', :row ->> 'start', :row ->> 'end', coalesce(:row ->> 'context', 0))
 RETURNING id;
 
 -- name: import_part_vector
@@ -175,8 +175,14 @@ INSERT INTO id_marks (name, ns, high) VALUES (:name, :ns, :high)
 ON CONFLICT (name, ns) DO UPDATE SET high = excluded.high WHERE excluded.high > high;
 
 -- name: messages_without_vectors
-SELECT m.id, m.ns, m.speaker, m.text, m.attachments FROM json_each(:ids) AS j
-JOIN messages AS m ON m.id = j.value;
+-- As messages_for_reembed: each with the turn before it in its session.
+SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
+FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value
+LEFT JOIN messages AS p ON p.id = (
+    SELECT b.id FROM messages AS b
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != '';
 
 -- name: units_without_vectors
 SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start

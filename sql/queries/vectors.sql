@@ -183,7 +183,7 @@ SELECT :id, :ns, :kind, vec_quantize_binary(:embedding), localmem_int8(:embeddin
 WHERE length(:embedding) % 32 = 0;
 
 -- name: part_insert
-INSERT INTO message_parts (message_id, ns, start, end) VALUES (:message_id, :ns, :start, :end)
+INSERT INTO message_parts (message_id, ns, start, end, context) VALUES (:message_id, :ns, :start, :end, :context)
 RETURNING id;
 
 -- name: vec_part_insert
@@ -224,7 +224,27 @@ SELECT rowid AS id, embedding FROM vec_messages WHERE ns = :ns ORDER BY rowid;
 SELECT rowid AS id, embedding FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
 -- name: messages_for_reembed
-SELECT id, ns, speaker, text, attachments FROM messages ORDER BY id;
+-- Each message with the turn before it in its session (NULLs: none), for its context part: the
+-- turn right before it in its conversation when that one is in the same session (one index seek
+-- each; sessions are runs of a conversation: a search of the session back would read every
+-- earlier message for the first turn of each session).
+SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
+FROM messages AS m
+LEFT JOIN messages AS p ON p.id = (
+    SELECT b.id FROM messages AS b
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
+ORDER BY m.id;
+
+-- name: message_before
+-- The turn before a message at :seq (NULL: after the last) of :conversation when it is in the
+-- message's session :session (as in messages_for_reembed); none for a message without a
+-- session (session ''): the turn before it may be days apart.
+SELECT speaker, text, attachments FROM (
+    SELECT speaker, text, attachments, session FROM messages
+    WHERE ns = :ns AND conversation = :conversation AND (:seq IS NULL OR seq < :seq)
+    ORDER BY seq DESC, id DESC LIMIT 1)
+WHERE session = :session AND :session != '';
 
 -- name: units_for_reembed
 -- Episodes not extracted yet have no text and no vector.
@@ -233,3 +253,15 @@ WHERE text != '' ORDER BY id;
 
 -- name: message_vector
 SELECT embedding FROM vec_messages WHERE rowid = :id;
+
+-- name: messages_without_context
+-- Messages that should have a context part (a turn before them in their session, some text;
+-- with :questions 1, a turn that asks something) and have none: stored before migration 0012
+-- (or under another context_parts), until `localmem reembed`.
+SELECT count(*) FROM messages AS m
+JOIN messages AS p ON p.id = (
+    SELECT b.id FROM messages AS b
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
+WHERE m.text != '' AND (:questions = 0 OR instr(p.text, '?') > 0)
+  AND NOT EXISTS (SELECT 1 FROM message_parts AS c WHERE c.message_id = m.id AND c.context = 1);

@@ -273,8 +273,9 @@ def test_longmemeval_format(tmp_path: Path, embedder: HashEmbedder) -> None:
     assert report["ingest"]["added"] == 7
     # each haystack in its own namespace, with session ids, turn ids and times
     with open_memory(db, namespace="q1", embedder=embedder) as mem:
-        hit = mem.search("beagle dog Rex", k=1)[0]
-    source = hit.sources[0]
+        hits = mem.search("beagle dog Rex", k=2)
+    # the reply after it is near too: it is embedded in context, after the turn it answers
+    source = next(h.sources[0] for h in hits if h.sources[0].external_id == "s-a:0")
     assert (source.session, source.external_id, source.sent_at) == ("s-a", "s-a:0", "2023-05-20T02:21:00")
     text = render_markdown(report)
     assert "| question type | n | recall@1 | recall@5 |" in text and "| **all** | 2 |" in text
@@ -315,6 +316,8 @@ def test_raw_turn_hybrid_reads_whole_messages_alone(
         mem.conn.execute("delete from message_parts")  # what whole-message vectors alone find
     # The baseline embeds the question as asked; so does the plain search compared with it.
     monkeypatch.setattr("localmem.retrieval.batch.vector_texts", lambda conn, ns, queries, *rest: list(queries))
+    # ... and weighs no speaker (the plain search's speaker weight, off in the baseline)
+    monkeypatch.setattr("localmem.retrieval.search.context_fusion", lambda conn, ns, query, fused, *rest: fused)
     plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
     assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]
     # (that it ignores sentence parts is tested in tests/pipeline/test_parts.py)

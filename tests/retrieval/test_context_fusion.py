@@ -1,4 +1,4 @@
-"""Context fusion (the WITH_CONTEXT recipe, off by default): a message is scored with the turns
+"""Context fusion (the WITH_CONTEXT recipe; only its speaker weight on by default): a message is scored with the turns
 around it, its session and the one speaker a question names (docs/recall.md)."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from tests.helpers import open_memory
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
 
-def test_the_default_search_leaves_context_out():
-    assert SearchParams().neighbour_weight == SearchParams().session_weight == SearchParams().speaker_weight == 0
+def test_the_default_search_leaves_neighbours_and_session_out_and_weighs_the_speaker_named():
+    assert SearchParams().neighbour_weight == SearchParams().session_weight == 0
+    assert SearchParams().speaker_weight == WITH_CONTEXT.speaker_weight > 0
     assert WITH_CONTEXT.neighbour_weight > 0 and WITH_CONTEXT.session_weight > 0 and WITH_CONTEXT.speaker_weight > 0
 
 
