@@ -311,8 +311,10 @@ class Config:
     embed_batch: int = setting(32, "Texts embedded per batch.")
     embed_max_tokens: int = setting(256, "Tokens an embedded text is cut to.")
     ingest_batch: int = setting(256, "Messages written per transaction on ingest.")
+    # questions: a reply to a question is what means little without the turn before ("Scout!"),
+    # and it is a third of the extra embedding that "all" costs for the same recall (docs/recall.md).
     context_parts: str = setting(
-        "all",
+        "questions",
         "Which messages are also embedded after the turn before them: all, questions (only replies "
         "to a question: less embedding on ingest) or none; a change applies to what is stored next "
         "(reembed: to everything).",

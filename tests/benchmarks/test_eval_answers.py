@@ -63,7 +63,9 @@ def test_a_scripted_run_scores_every_category_and_refusals(tmp_path: Path):
     assert detail["refusal"] is None
     # why each refusal happened: the model's own, or the someone-else check's
     reasons = {d["question"].split()[-1]: d["refusal"] for d in report["details"] if d["refused"]}
-    assert sorted(reasons.values()) == ["model", "someone else"], reasons
+    # Ben asks about the breed ("What breed is Biscuit?"): his question is about the listener, so
+    # the cat question is refused before the model is called
+    assert sorted(reasons.values()) == ["asks about someone else", "model"], reasons
     # each conversation was answered in its own namespace, with "now" at its own last message
     namespaces = {json.dumps(c[-1]["content"].split("\n")[0]) for c in llm.calls}
     assert len(namespaces) == 2
@@ -114,16 +116,17 @@ def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
             **kw,
         )
         cat = next(d for d in report["details"] if d["category"] == 5)
-        prompt = next(c[-1]["content"] for c in llm.calls if "Ben's cat" in c[-1]["content"])
+        prompt = next((c[-1]["content"] for c in llm.calls if "Ben's cat" in c[-1]["content"]), None)
         return report, cat, prompt
 
     plain, cat, prompt = run("raw-hybrid")
     # No focus on Ben (Ana's messages are shown) and no someone-else check: the answer stands.
     assert (plain["ask_focus"], plain["ask_check"]) == (False, False) and not cat["refused"]
-    assert "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
+    assert prompt is not None and "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
     filtered, cat, prompt = run("raw-hybrid", ask_filters=True)
     assert (filtered["ask_focus"], filtered["ask_check"]) == (True, True) and cat["refused"]
-    assert "Ana: A beagle" not in prompt
+    # refused before the model: Ben only asks about the breed ("What breed is Biscuit?")
+    assert cat["refusal"] == "asks about someone else" and prompt is None
     own, cat, _ = run("localmem")
     assert (own["ask_focus"], own["ask_check"]) == (True, True) and cat["refused"]
 

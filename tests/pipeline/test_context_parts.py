@@ -23,6 +23,12 @@ ROWS = [
 ]
 
 
+def _open(path, **kwargs):
+    """A store that gives every turn a context part (``context_parts`` "all"; the default,
+    "questions", only a reply to a question: the last test)."""
+    return open_memory(path, namespace="t", config=store_config(context_parts="all"), **kwargs)
+
+
 def _contexts(conn) -> list[tuple[str, str]]:
     """(speaker, text) of every message with a context part, in part order."""
     return conn.execute(
@@ -38,7 +44,7 @@ def _ranked(mem, query: str = "the puppy name") -> list[str]:
 def test_a_turn_gets_a_context_part_with_the_turn_before_it_in_its_session(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
     embedder = HashEmbedder()
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=embedder) as mem:
+    with _open(tmp_path / "m.db", embedder=embedder) as mem:
         mem.ingest(path)
         # the first turn of each session has none: nothing came before it there
         assert _contexts(mem.conn) == [
@@ -58,7 +64,7 @@ def test_a_turn_gets_a_context_part_with_the_turn_before_it_in_its_session(tmp_p
 
 def test_a_reply_is_found_by_the_question_it_answers(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
         assert f"Ben: {REPLY}" in _ranked(mem)[:2]  # after the question itself
         mem.conn.execute("delete from message_parts where context = 1")
@@ -69,7 +75,7 @@ def test_a_session_cut_across_embedding_windows_takes_the_turn_before_from_the_s
     monkeypatch.setattr(ingest, "EMBED_WINDOW", 1)
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
     embedder = HashEmbedder()
-    config = store_config(ingest_batch=1)
+    config = store_config(ingest_batch=1, context_parts="all")
     with open_memory(tmp_path / "m.db", namespace="t", embedder=embedder, config=config) as mem:
         mem.ingest(path)
         assert len(_contexts(mem.conn)) == 4
@@ -77,7 +83,7 @@ def test_a_session_cut_across_embedding_windows_takes_the_turn_before_from_the_s
 
 
 def test_messages_without_a_session_get_none(tmp_path):
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.add("Ana", QUESTION)
         mem.add("Ben", REPLY)
         assert _contexts(mem.conn) == []
@@ -86,7 +92,7 @@ def test_messages_without_a_session_get_none(tmp_path):
 def test_a_correction_is_embedded_after_the_turn_before_the_replaced_message(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
     embedder = HashEmbedder()
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=embedder) as mem:
+    with _open(tmp_path / "m.db", embedder=embedder) as mem:
         mem.ingest(path)
         (reply_id,) = mem.conn.execute("select id from messages where text = ?", (REPLY,)).fetchone()
         mem.correct(f"m:{reply_id}", "Rex!")
@@ -98,7 +104,7 @@ def test_excerpts_read_sentence_parts_only(tmp_path):
     long = "Work was hectic all month long. " * 3 + "We finally repainted the whole front room."
     rows = [dict(ROWS[0]), {**ROWS[1], "text": long}]
     path = write_jsonl(tmp_path / "c.jsonl", rows)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
         (mid,) = mem.conn.execute("select id from messages where speaker = 'Ben'").fetchone()
         assert count(mem.conn, "select count(*) from message_parts where message_id = ? and context = 1", mid) == 1
@@ -108,7 +114,7 @@ def test_excerpts_read_sentence_parts_only(tmp_path):
 
 def test_doctor_counts_messages_without_one_and_reembed_makes_them(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
         assert mem.admin.doctor()["db"]["context_parts"] == "ok"
         mem.conn.execute("delete from message_parts where context = 1")  # as a store made before them
@@ -122,7 +128,7 @@ def test_doctor_counts_messages_without_one_and_reembed_makes_them(tmp_path):
 
 def test_export_and_restore_keep_them(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+    with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
         for vectors in (True, False):
             out = io.StringIO()
@@ -130,7 +136,7 @@ def test_export_and_restore_keep_them(tmp_path):
             records = [json.loads(line) for line in out.getvalue().splitlines()]
             assert sum(r["type"] == "part" and r["context"] == 1 for r in records) == (4 if vectors else 0)
             (tmp_path / f"e{vectors}.jsonl").write_text(out.getvalue(), encoding="utf-8")
-            with open_memory(tmp_path / f"r{vectors}.db", namespace="t", embedder=HashEmbedder()) as fresh:
+            with _open(tmp_path / f"r{vectors}.db", embedder=HashEmbedder()) as fresh:
                 fresh.admin.restore(tmp_path / f"e{vectors}.jsonl")  # without vectors: embedded again
                 assert _contexts(fresh.conn) == _contexts(mem.conn)
                 assert _ranked(fresh) == _ranked(mem)
@@ -138,9 +144,8 @@ def test_export_and_restore_keep_them(tmp_path):
 
 def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames_nothing(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
-    config = store_config(context_parts="questions")
-    with open_memory(tmp_path / "q.db", namespace="t", embedder=HashEmbedder(), config=config) as mem:
-        mem.ingest(path)
+    with open_memory(tmp_path / "q.db", namespace="t", embedder=HashEmbedder(), config=store_config()) as mem:
+        mem.ingest(path)  # "questions" is the default
         assert _contexts(mem.conn) == [("Ben", REPLY)]  # the only turn after a "?"
         assert mem.admin.doctor()["db"]["context_parts"] == "ok"
         assert mem.admin.reembed()["parts"] == 1
@@ -152,5 +157,5 @@ def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames
         mem.correct(f"m:{reply_id}", "Rex!")
         assert _contexts(mem.conn) == []
         assert mem.admin.doctor()["db"]["context_parts"].startswith("off")
-    with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder()) as mem:  # "all" again
+    with _open(tmp_path / "n.db", embedder=HashEmbedder()) as mem:  # "all"
         assert mem.admin.doctor()["db"]["context_parts"].startswith("5 messages")  # the correction too
