@@ -1,10 +1,10 @@
 """A cold `localmem ask` through a running `localmem serve` against the same command answering
 locally, measured from the command to its exit (issue 36 item 2).
 
-    python evals/cli_serve.py --db STORE [--namespace NS] [--question Q] [--runs 5] [--fake]
+    python evals/cli_serve.py --db STORE [--namespace NS] [--question Q ...] [--runs 5] [--fake]
 
-Starts `localmem serve` on the store (a free port on 127.0.0.1), asks once through it (the
-server's model loads), then times RUNS new processes of `localmem ask Q --json` through the
+Starts `localmem serve` on the store (a free port on 127.0.0.1), asks once through it as soon
+as it listens (the model may still be loading in the background: serve_preload), then times RUNS new processes of `localmem ask Q --json` through the
 server and RUNS with `--local`, and `localmem --help` for the interpreter's own start. "warm"
 is the server's own time for the answer (timings.total), the figure the cold command is
 compared with. `--fake`: the scripted test models (tests/mcp_plugin), which measures only the
@@ -32,11 +32,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--namespace", default=None)
-    parser.add_argument("--question", default="What did they say about the trip last summer?")
+    parser.add_argument(
+        "--question",
+        action="append",
+        help="a question (repeat it: the runs take them in turn, so no answer is a repeat of the one before)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--fake", action="store_true", help="the scripted test models")
     parser.add_argument("--make", type=int, default=0, help="first build a synthetic store of N messages")
     args = parser.parse_args()
+    questions = args.question or ["What did they say about the trip last summer?"]
     env = dict(os.environ)
     client_env = env  # a command that asks the server builds no model: it needs no plugin
     if args.fake:
@@ -68,11 +73,12 @@ def main() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        first = wait_served(base, env, args.question, server, db, namespace)
-        print(f"store {db} ({namespace}); first ask through the server (its model loads): {first:.2f} s")
+        first = wait_served(base, env, questions[-1], server, db, namespace)
+        print(f"store {db} ({namespace}); first ask through the server, as soon as it listens: {first:.2f} s")
         help_runs = [timed([sys.executable, "-m", "localmem", "--help"], client_env)[0] for _ in range(args.runs)]
-        served = [timed([*base, "ask", args.question, "--json"], client_env) for _ in range(args.runs)]
-        local = [timed([*base, "ask", args.question, "--json", "--local"], env) for _ in range(args.runs)]
+        asked = [questions[i % len(questions)] for i in range(args.runs)]
+        served = [timed([*base, "ask", q, "--json"], client_env) for q in asked]
+        local = [timed([*base, "ask", q, "--json", "--local"], env) for q in asked]
     finally:
         server.terminate()
         server.wait(timeout=60)
