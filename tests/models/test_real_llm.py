@@ -365,3 +365,35 @@ def test_warming_loads_the_model_and_the_first_answer_reuses_the_instructions(ti
     first = warmed.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
     assert cold.reused == 0 and first.reused >= tiny_llm.count_tokens(answer.SYSTEM)
     assert first.text == cold.text
+
+
+def test_a_saved_prefix_state_belongs_to_the_build_that_evaluated_it(tiny_llm, tmp_path):
+    """Builds of llama.cpp with other instruction sets round differently: a state saved by one
+    is not restored by another (it evaluates its own), so greedy answers stay repeatable."""
+    from localmem.models.backends.llama import LlamaLLM
+    from localmem.prompts import answer
+
+    messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
+
+    def fresh() -> LlamaLLM:
+        llm = LlamaLLM(
+            tiny_llm.path,
+            tiny_llm.model_id,
+            n_ctx=2048,
+            n_threads=1,
+            chat_format=tiny_llm.chat_format,
+            state_dir=tmp_path / "state",
+        )
+        llm._model()
+        return llm
+
+    first = fresh()
+    assert llama_cpp.llama_print_system_info().decode() in first._prefixes.identity
+    first.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    other = fresh()
+    other._prefixes.identity += "|AVX512 = 1"  # as another build would name itself
+    other.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    assert other._prefixes.loaded == 0 and len(list((tmp_path / "state").iterdir())) == 2
+    same = fresh()
+    same.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
+    assert same._prefixes.loaded == 1

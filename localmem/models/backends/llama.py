@@ -136,9 +136,21 @@ class LlamaLLM:
             if self.fast is None or self.fast:
                 self.fast = llama_private.supported(llama_cpp, self._llama)
             self.load_seconds = time.perf_counter() - loading
-            # What a saved prefix state depends on besides its tokens.
+            # What a saved prefix state depends on besides its tokens. The build's instruction sets
+            # too: a state another build evaluated rounds differently, and greedy answers can flip.
+            build = llama_cpp.llama_print_system_info().decode("utf-8", errors="replace")
             self._prefixes.identity = "|".join(
-                map(str, (self.model_id, self.path.stat().st_size, llama_cpp.__version__, self.flash_attn, gpu_layers))
+                map(
+                    str,
+                    (
+                        self.model_id,
+                        self.path.stat().st_size,
+                        llama_cpp.__version__,
+                        self.flash_attn,
+                        gpu_layers,
+                        build,
+                    ),
+                )
             )
         return self._llama
 
