@@ -122,7 +122,9 @@ def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
     plain, cat, prompt = run("raw-hybrid")
     # No focus on Ben (Ana's messages are shown) and no someone-else check: the answer stands.
     assert (plain["ask_focus"], plain["ask_check"]) == (False, False) and not cat["refused"]
-    assert prompt is not None and "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
+    assert (
+        prompt is not None and "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
+    )
     filtered, cat, prompt = run("raw-hybrid", ask_filters=True)
     assert (filtered["ask_focus"], filtered["ask_check"]) == (True, True) and cat["refused"]
     # refused before the model: Ben only asks about the breed ("What breed is Biscuit?")
