@@ -32,6 +32,15 @@ def tiny_llm(tmp_path_factory):
     return LlamaLLM(found.path, found.model_id, n_ctx=2048, n_threads=1, chat_format=found.chat_format)
 
 
+def fresh_backend(tiny_llm, state_dir=None):
+    """A new backend on the tiny model's file (a new process, as far as its caches go)."""
+    from localmem.models.backends.llama import LlamaLLM
+
+    return LlamaLLM(
+        tiny_llm.path, tiny_llm.model_id, n_ctx=2048, n_threads=1, chat_format=tiny_llm.chat_format, state_dir=state_dir
+    )
+
+
 def test_structured_call_returns_schema_valid_json_or_a_recorded_failure(tiny_llm):
     from localmem.models.structured import complete_structured, validate
     from localmem.prompts import extract
@@ -315,20 +324,12 @@ def test_an_untested_binding_release_answers_through_the_public_api_with_the_sam
 def test_a_new_process_reads_the_instruction_prefix_state_the_last_one_saved(tiny_llm, tmp_path):
     """With a state directory, an evaluated instruction prefix is written to disk; a new
     backend (a new process) restores it instead of evaluating it, and answers the same."""
-    from localmem.models.backends.llama import LlamaLLM
     from localmem.prompts import answer
 
     messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
 
-    def fresh() -> LlamaLLM:
-        return LlamaLLM(
-            tiny_llm.path,
-            tiny_llm.model_id,
-            n_ctx=2048,
-            n_threads=1,
-            chat_format=tiny_llm.chat_format,
-            state_dir=tmp_path / "state",
-        )
+    def fresh():
+        return fresh_backend(tiny_llm, tmp_path / "state")
 
     first = fresh()
     cold = first.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
@@ -349,13 +350,12 @@ def test_warming_loads_the_model_and_the_first_answer_reuses_the_instructions(ti
     """What ``localmem serve`` does as it starts (:func:`localmem.answer.fast.warm`): the first
     answer then evaluates only its evidence and question, and says the same as a cold model."""
     from localmem.answer.fast import warm
-    from localmem.models.backends.llama import LlamaLLM
     from localmem.prompts import answer
 
     messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
 
-    def fresh() -> LlamaLLM:
-        return LlamaLLM(tiny_llm.path, tiny_llm.model_id, n_ctx=2048, n_threads=1, chat_format=tiny_llm.chat_format)
+    def fresh():
+        return fresh_backend(tiny_llm)
 
     cold = fresh().complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
     warmed = fresh()
@@ -370,20 +370,12 @@ def test_warming_loads_the_model_and_the_first_answer_reuses_the_instructions(ti
 def test_a_saved_prefix_state_belongs_to_the_build_that_evaluated_it(tiny_llm, tmp_path):
     """Builds of llama.cpp with other instruction sets round differently: a state saved by one
     is not restored by another (it evaluates its own), so greedy answers stay repeatable."""
-    from localmem.models.backends.llama import LlamaLLM
     from localmem.prompts import answer
 
     messages = answer.render("When did Ann move?", ["8 May 2023 - Ann: I moved to Oslo yesterday."], "9 May 2023")
 
-    def fresh() -> LlamaLLM:
-        llm = LlamaLLM(
-            tiny_llm.path,
-            tiny_llm.model_id,
-            n_ctx=2048,
-            n_threads=1,
-            chat_format=tiny_llm.chat_format,
-            state_dir=tmp_path / "state",
-        )
+    def fresh():
+        llm = fresh_backend(tiny_llm, tmp_path / "state")
         llm._model()
         return llm
 
