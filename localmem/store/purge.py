@@ -9,7 +9,8 @@ of forget (a namespace, a source, ...) only says which rows go, as a named query
 - vec0 zeroes a deleted vector inside its chunk (sqlite-vec 0.1.7 and later; 0.1.6 left it,
   hence the pin); the codes caches and sentence parts go by the delete triggers;
 - the message after a deleted one in its session is indexed again: its full-text row held the
-  deleted message as context (a search for a forgotten word still found it); an episode that
+  deleted message as context (a search for a forgotten word still found it), and its context
+  part, embedded with the deleted message, goes (``reembed`` frames it anew); an episode that
   stays but lost messages keeps its logged model calls without their text; a person's summary
   written from forgotten memory is dropped;
 - the full-text indexes are merged into one segment ('optimize') in the same transaction. FTS5

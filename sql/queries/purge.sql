@@ -108,6 +108,10 @@ SELECT new.id,
                    FROM json_each(new.attachments) AS a
                    WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
 FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purged_followers);
+-- Their context parts (migration 0012) were embedded with the deleted message: they go too (the
+-- vector by trigger vec_message_parts_gone). `doctor` counts those messages as lacking one, and
+-- `reembed` embeds them again with the turn now before them.
+DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT id FROM temp.purged_followers);
 
 -- name: purge_scrub_calls
 -- An episode that stays but lost some of its messages: its logged model replies were written

@@ -159,3 +159,23 @@ def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames
         assert mem.admin.doctor()["db"]["context_parts"].startswith("off")
     with _open(tmp_path / "n.db", embedder=HashEmbedder()) as mem:  # "all"
         assert mem.admin.doctor()["db"]["context_parts"].startswith("5 messages")  # the correction too
+
+
+def test_forgetting_a_turn_drops_the_context_part_embedded_with_it(tmp_path):
+    """The reply's context part was embedded with the question: forgetting the question leaves
+    nothing derived from it in the reply's vectors; reembed frames the reply anew."""
+    path = write_jsonl(tmp_path / "c.jsonl", ROWS)
+    embedder = HashEmbedder()
+    with _open(tmp_path / "m.db", embedder=embedder) as mem:
+        mem.ingest(path)
+        (question_id,) = mem.conn.execute("select id from messages where text = ?", (QUESTION,)).fetchone()
+        before = count(mem.conn, "select count(*) from vec_message_parts")
+        mem.forget(ids=[f"m:{question_id}"])
+        assert ("Ben", REPLY) not in _contexts(mem.conn)  # the reply had the question as its turn before
+        assert count(mem.conn, "select count(*) from vec_message_parts") == before - 1
+        assert ("Ana", "So cute, I love it.") in _contexts(mem.conn)  # its turn before stays
+        assert mem.admin.doctor()["db"]["context_parts"] == "ok"  # the reply is first in its session now
+        calls = len(embedder.calls)
+        mem.admin.reembed()
+        assert ("Ben", REPLY) not in _contexts(mem.conn)  # now the first turn of its session
+        assert not any(QUESTION in text for call in embedder.calls[calls:] for text in call)
