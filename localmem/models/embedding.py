@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..config import DEFAULTS
 from ..text.sentences import sentence_spans
 from .protocols import Embedder
 
@@ -77,7 +78,7 @@ def embed_messages(
     batch: int,
     on_batch: Callable[[int], None] | None = None,
     before: Sequence[str | None] | None = None,
-    context: str = "all",
+    context: str = DEFAULTS.context_parts,
 ) -> tuple[np.ndarray, list[Parts]]:
     """Vectors for ``(speaker, text, attachments)`` messages, and for each message its parts
     (:func:`~localmem.text.sentences.sentence_spans`), all embedded in one batched pass.
@@ -119,7 +120,7 @@ def embed_stored(
     units: Sequence[tuple],
     batch: int,
     on_batch: Callable[[int], None] | None = None,
-    context: str = "all",
+    context: str = DEFAULTS.context_parts,
 ) -> tuple[np.ndarray, list[Parts], np.ndarray]:
     """Vectors for stored rows: messages ``(id, ns, speaker, text, attachments, and the
     speaker, text and attachments of the turn before it, or NULLs)`` (with their parts) and

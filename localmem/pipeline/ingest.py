@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import apsw
 
-from ..config import DEFAULT_CONVERSATION, Config
+from ..config import DEFAULT_CONVERSATION, DEFAULTS, Config
 from ..errors import DiskFullError, LocalmemError, NotFoundError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
 from ..models.embedding import embed_messages, message_text, to_blob, turn_text
@@ -132,7 +132,7 @@ class IngestOptions:
 
     batch: int
     embed_batch: int
-    context: str = "all"
+    context: str = DEFAULTS.context_parts
 
     @classmethod
     def from_config(cls, config: Config) -> "IngestOptions":
@@ -186,7 +186,7 @@ def _store_parsed(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
-    context: str = "all",
+    context: str,
 ) -> IngestReport:
     started = time.perf_counter()
     single = parsed.sources[0].sha256 if len(parsed.sources) == 1 else None
@@ -242,7 +242,7 @@ def _store_source(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
-    context: str = "all",
+    context: str,
 ):
     """Yield ``(NamespaceReport, embedding seconds)`` per namespace of one source."""
     # Groups bound for the same namespace share one source: (ns, sha256) is unique, and a
@@ -295,7 +295,7 @@ def _store_window(
     batch: int,
     embed_batch: int,
     progress: Progress | None,
-    context: str = "all",
+    context: str,
 ) -> float:
     """Embed the messages of ``window`` not yet stored, then write them ``batch`` a transaction
     (``progress`` after each); the seconds spent embedding. ``context``: setting ``context_parts``."""
@@ -424,7 +424,7 @@ def add_message(
     ns: str,
     message: MessageIn,
     meta: dict[str, Any] | None = None,
-    context: str = "all",
+    context: str = DEFAULTS.context_parts,
 ) -> tuple[int, bool]:
     """Append one message (embedded, indexed) in one transaction; ``(id, added)``;
     ``context``: setting ``context_parts``.
@@ -539,7 +539,13 @@ class Correction:
 
 
 def correct_message(
-    conn: apsw.Connection, embedder: Embedder, ns: str, item: str, text: str, max_chars: int, context: str = "all"
+    conn: apsw.Connection,
+    embedder: Embedder,
+    ns: str,
+    item: str,
+    text: str,
+    max_chars: int,
+    context: str = DEFAULTS.context_parts,
 ) -> Correction:
     """Store ``text`` as a new message that replaces message ``item`` (``m:ID``) of ``ns`` (or
     its newest correction, when it was corrected before), in one transaction;

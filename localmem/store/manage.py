@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import apsw
 
-from ..config import EXACT_BELOW, Config
+from ..config import DEFAULTS, EXACT_BELOW, Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
@@ -68,7 +68,7 @@ def reembed(
     embedder: Embedder,
     batch: int,
     progress: Callable[[int, int], None] | None = None,
-    context: str = "all",
+    context: str = DEFAULTS.context_parts,
 ) -> ReembedReport:
     """Replace every vector with ``embedder``'s, and cut every message's parts again,
     atomically (old vectors stay if interrupted); ``context``: setting ``context_parts``."""
