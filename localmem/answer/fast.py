@@ -287,6 +287,7 @@ def answer(
             out.answer = worked.answer
             counted = {e["id"] for e in worked.events}  # an event found outside what was cited is cited too
             out.supports = sorted({*out.supports, *(n for n, h in enumerate(evidence, 1) if h.id in counted)})
+            out.supports = naming(question, evidence, out.supports)
         else:
             if verify > 0 and isinstance(llm, Judge):
                 check(llm, out, messages, data, verify)
@@ -305,20 +306,22 @@ def stating(question: str, text: str, evidence: Sequence[Hit], supports: Sequenc
     the one said nearest in time to a cited item: the model found the passage and named its
     neighbour ("I'd start on March 1st", two lines after "I got the offer from the Lisbon
     design studio"); then the one the search ranked highest. An answer without words of its
-    own (a date, "Yes") keeps what the model cited.
+    own (a date, "Yes"), or whose words neither the cited items nor at least half of another
+    message hold, is left to :func:`naming`.
 
     (The README's demo: "Where did Priya move for her new job?" was answered "Lisbon" citing
     only "I'd start on March 1st, so I need to find a flat there by February.")
     """
     words = _said_words(text) - _said_words(question)
     if not words:
-        return list(supports)
+        return naming(question, evidence, supports)
     in_cited = max((len(words & _said_words(evidence[n - 1].text, evidence[n - 1])) for n in supports), default=0)
     said = [h for h in evidence if h.kind == "message"]
     held = [len(words & _said_words(h.text, h)) for h in said]
     most = max(held, default=0)
     if most <= in_cited or 2 * most < len(words):
-        return list(supports)
+        # A cited item holding the answer's words is the one that states it; else see naming.
+        return list(supports) if in_cited else naming(question, evidence, supports)
     cited = [t for t in (_when(evidence[n - 1]) for n in supports) if t is not None]
 
     def distance(hit: Hit) -> float:
@@ -327,6 +330,38 @@ def stating(question: str, text: str, evidence: Sequence[Hit], supports: Sequenc
 
     top = min((h for h, n in zip(said, held) if n == most), key=lambda h: (distance(h), -h.score))
     return sorted({*supports, evidence.index(top) + 1})
+
+
+def naming(question: str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
+    """The items (1-based) an answer that no message states in its words (a date, "Yes") rests
+    on: when a message said the same day as a cited item names more of the question's words
+    than every cited item, and at least two, it is cited too (the one naming most; then the
+    search's higher ranked). Such an answer is the day of what the model cited, and the model
+    often names a turn beside the one that tells the event ("When did Gina team up with a local
+    artist?" citing "So I worked with the artist to make it happen" two turns after "I just
+    teamed up with a local artist"). Another day's message is not: its date is not the
+    answer's. Nor is a question: it names the asked words and states nothing.
+    """
+    asked = _said_words(question)
+    cited_days = {h.time[:10] for h in (evidence[n - 1] for n in supports) if h.time}
+    if not asked or not cited_days:
+        return list(supports)
+    in_cited = max((len(asked & _said_words(evidence[n - 1].text, evidence[n - 1])) for n in supports), default=0)
+    same_day = [
+        (len(asked & _said_words(h.text, h)), h)
+        for h in evidence
+        if h.kind == "message" and h.time and h.time[:10] in cited_days and not _asks(h)
+    ]
+    most = max((n for n, _ in same_day), default=0)
+    if most <= in_cited or most < 2:
+        return list(supports)
+    top = max((h for n, h in same_day if n == most), key=lambda h: h.score)
+    return sorted({*supports, evidence.index(top) + 1})
+
+
+def _asks(hit: Hit) -> bool:
+    """Whether what a message said (not an image's caption) ends in a question."""
+    return split_captions(hit.text)[0].rstrip().endswith("?")
 
 
 def _when(hit: Hit) -> dt.datetime | None:

@@ -73,3 +73,29 @@ def test_a_message_holding_more_of_the_answer_than_the_cited_one_is_cited_too():
     # One word of five ("investors") is not enough to cite a message the model did not.
     thanks = _message("i", "Jon", "Thanks for the tips!", "2023-06-01T10:00:00")
     assert stating("What plans does Jon have after the event?", answer, [thanks, evidence[0]], [1]) == [1]
+
+
+GINA = [
+    _message("j", "Gina", "Oh btw, I just teamed up with a local artist for some cool designs!", "2023-02-08T10:00:00"),
+    _message("k", "Gina", "So I worked with the artist to make it happen.", "2023-02-08T10:00:00", 0.9),
+    _message("l", "Gina", "Want to team up with a local artist for cool designs?", "2023-02-08T10:00:00", 0.8),
+    _message("m", "Gina", "A local artist made these cool designs for my team.", "2023-03-01T10:00:00", 0.9),
+]
+
+
+def test_a_date_answer_cites_the_same_day_message_that_names_the_event():
+    # "8 February 2023" is the day of what the model cited; the turn that tells the event is cited too.
+    assert stating(
+        "When did Gina team up with a local artist for some cool designs?", "8 February 2023", GINA, [2]
+    ) == [
+        1,
+        2,
+    ]
+
+
+def test_naming_takes_neither_a_question_nor_another_days_message():
+    question = "When did Gina team up with a local artist for some cool designs?"
+    # The question turn names every word, and the March message most of them: neither states the event that day.
+    assert stating(question, "8 February 2023", [GINA[1], GINA[2], GINA[3]], [1]) == [1]
+    # A cited item that already names the asked words as well keeps what the model cited.
+    assert stating(question, "8 February 2023", GINA, [1]) == [1]
