@@ -102,6 +102,19 @@ def test_temporal_channel_keeps_the_range_and_spreads_over_temporal_links(mem):
     assert any(key[0] == "m" for key in found)  # the message sent in June
 
 
+def test_temporal_channel_ranks_every_message_of_the_range_however_weakly_it_matches(mem):
+    # The time the question names is evidence by itself: a message said then that shares no
+    # word with the question is still a candidate, below one that matches; other days' are not.
+    weak = mem.add("Nate", "I made you a card!", time="2022-05-25T10:00:00")
+    strong = mem.add("Nate", "Movie night: we watched Little Women", time="2022-05-25T10:05:00")
+    other = mem.add("Nate", "I made you a cake!", time="2022-06-02T10:00:00")
+    query = mem.embedder.embed(["Which movie did Nate watch on 25 May?"])[0]
+    day = Range(dt.date(2022, 5, 25), dt.date(2022, 5, 25), "on 25 May, 2022")
+    found = [key for key, _ in channels.temporal(mem.conn, "test", day, query, budget=10)]
+    assert ("m", weak.id) in found and ("m", other.id) not in found
+    assert found.index(("m", strong.id)) < found.index(("m", weak.id))
+
+
 def test_entity_channel_is_alias_aware_and_prefers_tagged_mentions(mem):
     mem.add("Ann", "hello")
     conn = mem.conn
