@@ -59,8 +59,8 @@ ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
 NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in its session
 SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
 SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)
-# A question naming a time ("on 25 May 2022", "in July"): the messages said then, or telling of
-# then ("last night" said the day after), have their fused scores × (1 + this): on by default.
+# A question naming a time ("on 25 May 2022", "in July"): the messages said then have their
+# fused scores × (1 + this): on by default (retrieval.search.time_fusion).
 RANGE_WEIGHT = 1.0
 LLM_BACKENDS_AUTO = ("openai", "llama")  # what llm_backend "auto" becomes: with llm_url, without
 

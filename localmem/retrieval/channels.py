@@ -20,7 +20,7 @@ from ..store.queries import q
 from ..store.rows import one_value
 from ..text.names import normalise
 from . import vector_index
-from .query_time import EARLIEST, LATEST, Range
+from .query_time import Range
 
 Key = tuple[str, int]
 
@@ -88,7 +88,6 @@ def temporal(
     spread_floor: float = 0.32,
     candidates: int = 500,
     shortlist: int = 100,
-    told: bool = False,
 ) -> list[tuple[Key, float]]:
     """Units and messages in the range with similarity ≥ ``min_similarity``, most similar
     first, spread one hop over temporal links (score × link weight × ``decay``, kept from
@@ -98,13 +97,10 @@ def temporal(
     message said then that matches the words weakly is likelier the one asked about than one
     said at another time; the channel is one ranking among those fused and keeps its best
     ``budget``. (With a floor of 0.4, recall@10 on the six LoCoMo dev conversations was 76.1;
-    without, 77.5, none lower: docs/recall.md.) ``told``: also the messages that tell of the
-    range later (:func:`told_of`)."""
+    without, 77.5, none lower: docs/recall.md.)"""
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
     units = [r[0] for r in conn.execute(q("units_in_range"), bounds)]
     messages = [r[0] for r in conn.execute(q("messages_in_range"), bounds)]
-    if told:
-        messages += [key[1] for key in told_of(conn, ns, when)]
     # On large namespaces only the candidates whose binary codes are closest get their
     # vectors read (a vec0 point lookup each); small ones read them all.
     keys: list[Key] = [("u", i) for i in vector_index.shortlist(conn, "units", ns, query_vec, units, shortlist)]
@@ -208,21 +204,3 @@ def latest_time(conn: apsw.Connection, ns: str) -> dt.date:
     """The default "now" of a namespace: its latest message time (today when it has none)."""
     row = conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()
     return dt.date.fromisoformat(row[0][:10]) if row and row[0] else dt.date.today()
-
-
-def told_of(conn: apsw.Connection, ns: str, when: Range) -> set[Key]:
-    """Messages said in the month after ``when`` that tell of a time in it: "I watched it last
-    night", said on 2 May, is about 1 May. Their time phrases are resolved against the day
-    they were said (:func:`text.times.find_time_phrases`)."""
-    from ..text.times import find_time_phrases
-
-    if when.start == EARLIEST or when.end == LATEST:  # "before May" names no time of its own
-        return set()
-    until = when.end + dt.timedelta(days=31)
-    bounds = {"ns": ns, "after": when.end.isoformat(), "until": until.isoformat()}
-    out = set()
-    for mid, sent_at, text in conn.execute(q("messages_said_after"), bounds):
-        said = dt.date.fromisoformat(sent_at[:10])
-        if any(span.start <= when.end and span.end >= when.start for _, span in find_time_phrases(text, said)):
-            out.add(("m", mid))
-    return out

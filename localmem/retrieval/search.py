@@ -130,8 +130,8 @@ class SearchParams:
     session_decay: float = 1.0
     feedback: int = 0
     feedback_weight: float = 0.5
-    # A query naming a closed time range: the messages said in it, or said in the month after
-    # and telling of a time in it, have their fused scores × (1 + this); 0: off (time_fusion).
+    # A query naming a closed time range: the messages said in it have their fused scores
+    # × (1 + this); 0: off (time_fusion).
     range_weight: float = RANGE_WEIGHT
 
 
@@ -254,7 +254,7 @@ def _memory_channels(
             seeds = [(("u", i), 1.0 - d) for i, d in vector_index.knn(conn, "units", ns, query_vec, params.budget)]
         found["graph"] = channels.graph(conn, ns, seeds, params.budget)
     if "temporal" in params.channels and query_vec is not None and when is not None:
-        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget, told=bool(params.range_weight))
+        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
     if "entity" in params.channels:
         found["entity"] = channels.entity(conn, ns, query, params.budget)
     for name, scored in found.items():
@@ -382,19 +382,17 @@ SESSION_TOP = 3
 def time_fusion(
     conn: apsw.Connection, ns: str, when: Range, fused: list[tuple[Key, float, dict[str, int]]], weight: float
 ) -> list[tuple[Key, float, dict[str, int]]]:
-    """Messages of the time a query names first: a question "on 25 May, 2022" or "in July"
-    asks about what was said then, or told of then ("I watched it last night", said on the 26th;
-    :func:`channels.told_of`), so their fused scores are multiplied by ``1 + weight``. Only a
-    closed range: "before May" or "since 2020" names no time of its own. (On the six LoCoMo dev
-    conversations with the temporal channel's told-of messages, weight 1.0: recall@10 77.5 →
-    77.9, in prompt 78.0 → 78.7, none lower; docs/recall.md.)"""
-    from .channels import told_of
+    """Messages said in the time a query names first: a question "on 25 May, 2022" or "in
+    July" asks about what was said then, so their fused scores are multiplied by ``1 +
+    weight``. Only a closed range: "before May" or "since 2020" names no time of its own. (On
+    the six LoCoMo dev conversations, weight 1.0: recall@10 77.5 → 77.8, in prompt 78.0 →
+    78.6, none lower; docs/recall.md.)"""
     from .query_time import EARLIEST, LATEST
 
     if when.start == EARLIEST or when.end == LATEST:
         return fused
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": -1}
-    then = {("m", row[0]) for row in conn.execute(q("messages_in_range"), bounds)} | told_of(conn, ns, when)
+    then = {("m", row[0]) for row in conn.execute(q("messages_in_range"), bounds)}
     scored = [(key, score * (1 + weight) if key in then else score, ranks) for key, score, ranks in fused]
     return sorted(scored, key=lambda item: -item[1])
 

@@ -46,11 +46,6 @@ SELECT id FROM messages
 WHERE ns = :ns AND sent_at IS NOT NULL AND sent_at >= :start AND sent_at <= :end || 'T99'
 ORDER BY sent_at DESC LIMIT :limit;
 
--- name: messages_said_after
--- Messages said after :after (a date) up to :until, with their text: those that tell of an earlier time.
-SELECT id, sent_at, text FROM messages
-WHERE ns = :ns AND sent_at IS NOT NULL AND sent_at > :after || 'T99' AND sent_at <= :until || 'T99';
-
 -- name: temporal_neighbours
 -- Temporal links touching the units of :ids (JSON array): (from in :ids, to, weight).
 SELECT l.src_id, l.dst_id, l.weight FROM links AS l

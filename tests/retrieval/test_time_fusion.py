@@ -1,37 +1,41 @@
-"""A question naming a time prefers what was said then, or told of then (search.time_fusion)."""
+"""A question naming a time prefers what was said then (search.time_fusion)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
 
-from localmem.retrieval import channels
+import pytest
+
 from localmem.retrieval.query_time import EARLIEST, Range
-from localmem.retrieval.search import SearchParams
+from localmem.retrieval.search import SearchParams, time_fusion
 
 
 def _said(mem):
     return {
-        "may1": mem.add("Joanna", "Movie night at home, popcorn and blankets.", time="2022-05-01T20:00:00"),
-        "told": mem.add("Joanna", "I watched The Lord of the Rings last night!", time="2022-05-02T11:54:00"),
-        "june": mem.add("Joanna", "What movie did I watch? Inception, what a movie!", time="2022-06-10T09:00:00"),
-        "later": mem.add("Joanna", "Yesterday I watched a movie with Nate.", time="2022-06-11T09:00:00"),
+        "may": mem.add("Nate", "Looky here, I got this new pup for you!", time="2022-05-25T15:00:00"),
+        "june": mem.add("Nate", "What did I do for Joanna? I baked her a cake!", time="2022-06-10T09:00:00"),
     }
 
 
-def test_told_of_finds_a_later_message_telling_of_the_named_day(mem):
+def test_what_was_said_in_the_named_time_counts_double(mem):
     said = _said(mem)
-    may1 = Range(dt.date(2022, 5, 1), dt.date(2022, 5, 1), "on 1 May, 2022")
-    assert channels.told_of(mem.conn, "test", may1) == {("m", said["told"].id)}  # not "yesterday" of 10 June
-    # "before May" names no time of its own: nothing is told of it.
-    assert channels.told_of(mem.conn, "test", Range(EARLIEST, dt.date(2022, 5, 1), "before May")) == set()
+    may, june = ("m", said["may"].id), ("m", said["june"].id)
+    day = Range(dt.date(2022, 5, 25), dt.date(2022, 5, 25), "on 25 May, 2022")
+    fused = time_fusion(mem.conn, "test", day, [(june, 1.0, {"bm25": 1}), (may, 0.6, {"temporal": 1})], 1.0)
+    assert fused == [(may, pytest.approx(1.2), {"temporal": 1}), (june, 1.0, {"bm25": 1})]
 
 
-def test_a_question_naming_a_day_ranks_what_was_said_or_told_of_then_first(mem):
+def test_search_weighs_the_time_a_question_names(mem):
     said = _said(mem)
-    question = "What movie did Joanna watch on 1 May, 2022?"
-    ids = [h.id for h in mem.search(question, k=4)]
-    assert {ids[0], ids[1]} == {f"m:{said['may1'].id}", f"m:{said['told'].id}"}, ids
-    # Without the time's weight the June messages, which repeat the question's words, rank above it.
-    plain = [h.id for h in mem.search(question, k=4, recipe=replace(SearchParams(), range_weight=0.0))]
-    assert plain.index(f"m:{said['told'].id}") > plain.index(f"m:{said['june'].id}"), plain
+    question = "What did Nate do for Joanna on 25 May, 2022?"
+    score = {h.id: h.score for h in mem.search(question, k=2)}
+    plain = {h.id: h.score for h in mem.search(question, k=2, recipe=replace(SearchParams(), range_weight=0.0))}
+    may, june = f"m:{said['may'].id}", f"m:{said['june'].id}"
+    assert score[may] == pytest.approx(2 * plain[may]) and score[june] == pytest.approx(plain[june])
+
+
+def test_only_a_closed_range_weighs():
+    fused = [(("m", 1), 1.0, {}), (("m", 2), 0.9, {})]
+    before = Range(EARLIEST, dt.date(2022, 5, 25), "before 25 May")  # names no time of its own
+    assert time_fusion(None, "test", before, fused, 1.0) == fused  # type: ignore[arg-type]  # no query made
