@@ -224,8 +224,11 @@ def search_batch(
         reranker = models.llm_reranker()
     elif params.rerank == "auto":
         reranker = models.reranker
-    for query, vec in zip(queries, vectors):
-        yield search.search(conn, namespace, query, vec, params, reranker)
+    lexical: list[str | None] = [None] * len(queries)
+    if params.lexical_without_speakers:
+        lexical = list(speakerless(conn, namespace, queries, options.user_name, names))
+    for query, vec, words in zip(queries, vectors, lexical):
+        yield search.search(conn, namespace, query, vec, params, reranker, words)
 
 
 def vector_texts(
@@ -241,6 +244,17 @@ def vector_texts(
     where those names are kept between searches (without it they are read afresh)."""
     if not params.without_speakers:
         return list(queries)
+    return speakerless(conn, namespace, queries, user_name, names)
+
+
+def speakerless(
+    conn: "apsw.Connection",
+    namespace: str,
+    queries: Sequence[str],
+    user_name: str | None,
+    names: "SpeakerNames | None" = None,
+) -> list[str]:
+    """``queries`` without the namespace's speakers' names (see :mod:`localmem.retrieval.query_text`)."""
     from .query_text import without_names
 
     found = (names or SpeakerNames())(conn, namespace, user_name)

@@ -133,6 +133,18 @@ class SearchParams:
     # A query naming a closed time range: the messages said in it have their fused scores
     # × (1 + this); 0: off (time_fusion).
     range_weight: float = RANGE_WEIGHT
+    # BM25 matches the query without the speakers' names too (as the vector channels embed it):
+    # a name is in every message its speaker wrote ("Nate: ...") and in every one addressed to
+    # them, so it ranks short messages by who wrote them ("Bye Nate!"), not by topic.
+    lexical_without_speakers: bool = False
+    # A question states no fact; the turn after it answers it. A message hands this share of
+    # its fused score, × the share of its content words that are in questions
+    # (text.sentences.question_share), to the turn right after it in its session (0: off).
+    question_handoff: float = 0.0
+    # The temporal channel's floor: a message or unit in the range the query names is a
+    # candidate when its cosine similarity to the query is at least this (none since afe6b58:
+    # channels.temporal).
+    temporal_similarity: float = 0.0
 
 
 # The recipe that scores each message with its context (neighbours, its session, the one speaker a
@@ -150,10 +162,12 @@ def run_channels(
     params: SearchParams,
     when: Range | None = None,
     allowed: Allowed | None = None,
+    lexical: str | None = None,
 ) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
     """Each channel's ranked keys, and each key's raw score per channel (``when``: the time
     range the query names, for the temporal channel; ``allowed``: what passes the search's
-    filters, the only keys ranked)."""
+    filters, the only keys ranked; ``lexical``: the text BM25 matches, default ``query``)."""
+    lexical = query if lexical is None else lexical
     rankings: dict[str, list[Key]] = {}
     raw: dict[Key, dict[str, float]] = {}
     if "vector" in params.channels and query_vec is not None:
@@ -178,10 +192,10 @@ def run_channels(
             for name in ("graph", "temporal", "entity"):
                 if name in rankings:
                     rankings[name] = [key for key in rankings[name] if allowed.keeps(key)]
-    if "bm25" in params.channels and fts_words(query):
+    if "bm25" in params.channels and fts_words(lexical):
         scored: list[tuple[float, Key]] = []
         for prefix, table in _tables(params, "messages", "units"):
-            match = pruned_fts_query(conn, query, table)
+            match = pruned_fts_query(conn, lexical, table)
             bind = {"match": match, "ns": ns, "k": params.budget}
             name = f"fts_{table}"
             if allowed is not None:
@@ -254,7 +268,7 @@ def _memory_channels(
             seeds = [(("u", i), 1.0 - d) for i, d in vector_index.knn(conn, "units", ns, query_vec, params.budget)]
         found["graph"] = channels.graph(conn, ns, seeds, params.budget)
     if "temporal" in params.channels and query_vec is not None and when is not None:
-        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
+        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget, params.temporal_similarity)
     if "entity" in params.channels:
         found["entity"] = channels.entity(conn, ns, query, params.budget)
     for name, scored in found.items():
@@ -271,21 +285,25 @@ def search(
     query_vec: np.ndarray | None,
     params: SearchParams,
     reranker: Reranker | None = None,
+    lexical: str | None = None,
 ) -> list[Hit]:
-    """The top ``params.k`` hits for ``query`` in namespace ``ns``.
+    """The top ``params.k`` hits for ``query`` in namespace ``ns`` (``lexical``: the text
+    BM25 matches, when not ``query`` itself).
 
     Channels → RRF → rerank (when a ``reranker`` is given) → CAST promotion (``params.promote``)
     → near-duplicates folded → supersession marked.
     """
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
     allowed = allowed_by(conn, ns, params.filters)
-    rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
+    rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed, lexical)
     if params.feedback and query_vec is not None and "vector" in params.channels:
         rankings["feedback"] = feedback_ranking(conn, ns, query_vec, rrf(rankings, params.rrf_k), params, allowed)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused, params.evidence_weight)
+    if params.question_handoff:
+        fused = question_handoff(conn, fused, params.question_handoff, allowed)
     if params.neighbour_weight or params.session_weight or params.speaker_weight or params.session_decay < 1.0:
         fused = context_fusion(conn, ns, query, fused, params, allowed)
     if params.range_weight and when is not None:
@@ -372,6 +390,43 @@ def feedback_ranking(
     only_messages = replace(params, channels=("vector",), units=False)
     rankings, _raw = run_channels(conn, ns, "", moved, only_messages, None, allowed)
     return rankings.get("vector", [])
+
+
+def question_handoff(
+    conn: apsw.Connection,
+    fused: list[tuple[Key, float, dict[str, int]]],
+    weight: float,
+    allowed: Allowed | None = None,
+) -> list[tuple[Key, float, dict[str, int]]]:
+    """Questions hand their score to their answers: a message that asks ("What was it
+    called?") matches a question about its topic as well as the reply that says it
+    ("Counter-Strike!"), but only the reply holds the fact. A message moves ``weight`` × its
+    question share (:func:`~localmem.text.sentences.question_share`) of its fused score to
+    the turn right after it in its session (bringing that turn in if no channel found it: its
+    ``channels`` say ``neighbour`` with the rank of the question). A message that asks
+    nothing, or is the last of its session, keeps its score."""
+    from ..text.sentences import question_share
+
+    score = {key: s for key, s, _ in fused}
+    ranks = {key: r for key, _, r in fused}
+    ids = [key[1] for key in score if key[0] == "m"]
+    if not ids:
+        return fused
+    place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
+    base = dict(score)
+    for mid, text, after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)}):
+        share = weight * question_share(text)
+        if not share or after is None or (allowed is not None and not allowed.keeps(("m", after))):
+            continue
+        moved = share * base[("m", mid)]
+        score[("m", mid)] -= moved
+        key = ("m", after)
+        score[key] = score.get(key, 0.0) + moved
+        if key not in place:
+            found = ranks.setdefault(key, {})
+            found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
+    order = sorted(score, key=lambda key: -score[key])
+    return [(key, score[key], ranks[key]) for key in order]
 
 
 # A session's score is the sum of the fused scores of its best this-many messages: one strong

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .words import content_words
+
 # A sentence ends after . ! ? (runs of them, with any closing quotes or brackets) followed
 # by a space, or at a line break.
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s)|\n")
@@ -43,3 +45,16 @@ def sentence_spans(text: str, min_words: int = PART_MIN_WORDS, max_parts: int = 
     """
     kept = [(a, b) for a, b in spans(text) if len(text[a:b].split()) >= min_words]
     return kept[:max_parts] if len(kept) >= 2 else []
+
+
+def question_share(text: str) -> float:
+    """The share of ``text``'s content words that are in its questions (sentences ending with
+    "?"): 1.0 for "What was it called?", 0.0 for a message that asks nothing, in between for
+    "Great job! What was it called?" (0.6). A message without content words asks nothing."""
+    asked = said = 0
+    for sentence in split(text):
+        n = len(content_words(sentence))
+        said += n
+        if sentence.rstrip("\"')] ").endswith("?"):
+            asked += n
+    return asked / said if said else 0.0

@@ -149,3 +149,12 @@ FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value
 JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq IN (m.seq - 1, m.seq + 1)
 WHERE n.session = m.session AND m.session != '';
+
+-- name: message_texts_and_next
+-- Each of :ids with its text and the id of the turn right after it in its session (NULL when
+-- it is the last, or has no session).
+SELECT m.id, m.text, (SELECT n.id FROM messages AS n
+                      WHERE n.ns = m.ns AND n.conversation = m.conversation AND n.seq = m.seq + 1
+                        AND n.session = m.session AND m.session != '')
+FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value;
