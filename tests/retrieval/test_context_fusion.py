@@ -3,6 +3,8 @@ around it, its session and the one speaker a question names (docs/recall.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from localmem.retrieval.search import WITH_CONTEXT, SearchParams
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder
@@ -28,3 +30,50 @@ def test_with_context_a_turn_no_channel_found_comes_in_beside_its_neighbour(tmp_
         assert ids[0] == "D1:3" and "D1:2" in ids  # the turn before it, lifted as its neighbour
         neighbour = fused[ids.index("D1:2")]
         assert set(neighbour.channels) == {"neighbour"} and neighbour.score < fused[0].score
+
+
+def _ids(hits):
+    return [h.sources[0].external_id for h in hits]
+
+
+def test_a_question_hands_its_score_to_the_turn_that_answers_it(tmp_path):
+    with open_memory(tmp_path / "m.db", namespace="all", embedder=HashEmbedder()) as mem:
+        mem.ingest(LOCOMO)
+    with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
+        # "breed" is in Ben's question (D1:2) and, as the turn before, in the context of Ana's answer (D1:3)
+        plain = m1.search("breed", channels=["bm25"])
+        assert _ids(plain)[:2] == ["D1:2", "D1:3"]
+        handed = m1.search("breed", channels=["bm25"], recipe=SearchParams(question_handoff=1.0))
+        assert _ids(handed)[:2] == ["D1:3", "D1:2"]  # the answer first
+        # the question keeps the third of its score that is not asked ("Congrats!"); its answer gains the rest
+        assert handed[1].score == pytest.approx(plain[0].score / 3, abs=1e-5)
+        assert handed[0].score == pytest.approx(plain[1].score + plain[0].score * 2 / 3, abs=1e-5)
+        # a message that asks nothing keeps its score and lifts nothing after it
+        assert _ids(m1.search("pottery", channels=["bm25"], recipe=SearchParams(question_handoff=1.0))) == _ids(
+            m1.search("pottery", channels=["bm25"])
+        )
+
+
+def test_bm25_without_the_speakers_names_matches_the_topic_only(tmp_path):
+    with open_memory(tmp_path / "m.db", namespace="all", embedder=HashEmbedder()) as mem:
+        mem.ingest(LOCOMO)
+    with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
+        named = _ids(m1.search("What did Ben start?", channels=["bm25"]))
+        assert "D1:2" in named  # Ben's question about a breed: only his name matches
+        topic = _ids(
+            m1.search("What did Ben start?", channels=["bm25"], recipe=SearchParams(lexical_without_speakers=True))
+        )
+        assert topic[0] == "D2:1" and "D1:2" not in topic
+        # a query that is only a name keeps it
+        assert _ids(m1.search("Ben", channels=["bm25"], recipe=SearchParams(lexical_without_speakers=True)))
+
+
+def test_with_no_similarity_floor_the_temporal_channel_ranks_every_message_of_the_range(tmp_path):
+    with open_memory(tmp_path / "m.db", namespace="all", embedder=HashEmbedder()) as mem:
+        mem.ingest(LOCOMO)
+    with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
+        query = "What happened on 27 June 2023?"
+        floored = m1.search(query, channels=["temporal"])
+        assert len(floored) < 2  # hashed vectors are far apart: the default floor keeps (nearly) none
+        everything = m1.search(query, channels=["temporal"], recipe=SearchParams(temporal_similarity=-1.0))
+        assert sorted(_ids(everything)) == ["D2:1", "D2:2"]  # session 2, and only it
