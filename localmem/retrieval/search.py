@@ -145,6 +145,10 @@ class SearchParams:
     # candidate when its cosine similarity to the query is at least this (none since afe6b58:
     # channels.temporal).
     temporal_similarity: float = 0.0
+    # Near-duplicates give way (maximal marginal relevance): among the candidates kept, each
+    # message in turn is scored × (1 - diversity × its highest cosine similarity to a message
+    # placed before it), so ten hits cover more than one thing said ten ways (0: off).
+    diversity: float = 0.0
 
 
 # The recipe that scores each message with its context (neighbours, its session, the one speaker a
@@ -309,6 +313,8 @@ def search(
     if params.range_weight and when is not None:
         fused = time_fusion(conn, ns, when, fused, params.range_weight)
     fused = fused[: params.k * 3]
+    if params.diversity:
+        fused = diversified(conn, fused, params.diversity)
     hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
@@ -427,6 +433,36 @@ def question_handoff(
             found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def diversified(
+    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float
+) -> list[tuple[Key, float, dict[str, int]]]:
+    """``fused`` in maximal-marginal-relevance order: greedily, the candidate whose score ×
+    (1 - ``weight`` × its highest similarity to a message already placed) is highest comes
+    next. Messages are compared by their stored vectors; units (and messages without a
+    vector) are compared with nothing and keep their scores."""
+    ids = [key[1] for key, _, _ in fused if key[0] == "m"]
+    vectors = {
+        int(mid): np.frombuffer(blob, dtype=np.float32)
+        for mid, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(ids)})
+    }
+    left = list(fused)
+    placed: list[np.ndarray] = []
+    out: list[tuple[Key, float, dict[str, int]]] = []
+    while left:
+        best, best_value = 0, -np.inf
+        for index, (key, score, _ranks) in enumerate(left):
+            vec = vectors.get(key[1]) if key[0] == "m" else None
+            overlap = max((float(vec @ p) for p in placed), default=0.0) if vec is not None else 0.0
+            value = score * (1.0 - weight * max(overlap, 0.0))
+            if value > best_value:
+                best, best_value = index, value
+        key, _score, ranks = left.pop(best)
+        if key[0] == "m" and key[1] in vectors:
+            placed.append(vectors[key[1]])
+        out.append((key, best_value, ranks))
+    return out
 
 
 # A session's score is the sum of the fused scores of its best this-many messages: one strong

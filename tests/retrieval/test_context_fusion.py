@@ -77,3 +77,16 @@ def test_with_no_similarity_floor_the_temporal_channel_ranks_every_message_of_th
         assert len(floored) < 2  # hashed vectors are far apart: the default floor keeps (nearly) none
         everything = m1.search(query, channels=["temporal"], recipe=SearchParams(temporal_similarity=-1.0))
         assert sorted(_ids(everything)) == ["D2:1", "D2:2"]  # session 2, and only it
+
+
+def test_with_diversity_a_repeat_gives_way_to_a_message_that_says_something_else(tmp_path):
+    with open_memory(tmp_path / "m.db", namespace="d", embedder=HashEmbedder()) as mem:
+        mem.add("Ana", "my garden has tomatoes and basil and mint", time="2024-01-01")
+        mem.add("Ana", "my garden has tomatoes and basil and mint", time="2024-01-02")
+        mem.add("Ana", "the garden tomatoes got blight", time="2024-01-03")
+        query = "garden tomatoes basil mint"
+        plain = [h.text for h in mem.search(query, channels=["vector"])]
+        assert plain[0] == plain[1]  # the repeat ranks second
+        varied = [h.text for h in mem.search(query, channels=["vector"], recipe=SearchParams(diversity=1.0))]
+        assert varied[0] == plain[0] and varied[1] == "Ana: the garden tomatoes got blight"
+        assert sorted(varied) == sorted(plain)  # reordered, nothing added or dropped
