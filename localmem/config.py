@@ -62,6 +62,10 @@ SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores ×
 # A question naming a time ("on 25 May 2022", "in July"): the messages said then have their
 # fused scores × (1 + this): on by default (retrieval.search.time_fusion).
 RANGE_WEIGHT = 1.0
+# On by default (retrieval.search.question_handoff; docs/recall.md): a message hands this share of
+# its fused score, × the share of it that asks, to the turn after it. 1.0: a question keeps only
+# what it says besides asking; its answer gains the rest.
+QUESTION_HANDOFF = 1.0
 LLM_BACKENDS_AUTO = ("openai", "llama")  # what llm_backend "auto" becomes: with llm_url, without
 
 

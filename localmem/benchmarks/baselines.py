@@ -29,6 +29,7 @@ RAW_TURNS = SearchParams(
     neighbour_weight=0.0,
     session_weight=0.0,
     speaker_weight=0.0,
+    question_handoff=0.0,
 )  # plain RAG embeds the question as asked
 
 

@@ -409,6 +409,7 @@ def _index_overlap(
         neighbour_weight=0.0,
         session_weight=0.0,
         speaker_weight=0.0,
+        question_handoff=0.0,
     )
     shares = []
     for query in list(queries)[:sample]:

@@ -22,6 +22,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     DEFAULTS,
     NEIGHBOUR_WEIGHT,
     RANGE_WEIGHT,
+    QUESTION_HANDOFF,
     SESSION_WEIGHT,
     SPEAKER_WEIGHT,
 )
@@ -140,7 +141,7 @@ class SearchParams:
     # A question states no fact; the turn after it answers it. A message hands this share of
     # its fused score, × the share of its content words that are in questions
     # (text.sentences.question_share), to the turn right after it in its session (0: off).
-    question_handoff: float = 0.0
+    question_handoff: float = QUESTION_HANDOFF
     # The temporal channel's floor: a message or unit in the range the query names is a
     # candidate when its cosine similarity to the query is at least this (none since afe6b58:
     # channels.temporal).

@@ -15,6 +15,8 @@ LOCOMO = FIXTURES / "tiny_locomo.json"
 
 def test_the_default_search_leaves_neighbours_and_session_out_and_weighs_the_speaker_named():
     assert SearchParams().neighbour_weight == SearchParams().session_weight == 0
+    assert SearchParams().question_handoff == 1.0 and SearchParams().temporal_similarity == 0.0
+    assert SearchParams().diversity == 0 and not SearchParams().lexical_without_speakers
     assert SearchParams().speaker_weight == WITH_CONTEXT.speaker_weight > 0
     assert WITH_CONTEXT.neighbour_weight > 0 and WITH_CONTEXT.session_weight > 0 and WITH_CONTEXT.speaker_weight > 0
 
@@ -41,16 +43,16 @@ def test_a_question_hands_its_score_to_the_turn_that_answers_it(tmp_path):
         mem.ingest(LOCOMO)
     with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
         # "breed" is in Ben's question (D1:2) and, as the turn before, in the context of Ana's answer (D1:3)
-        plain = m1.search("breed", channels=["bm25"])
+        plain = m1.search("breed", channels=["bm25"], recipe=SearchParams(question_handoff=0.0))
         assert _ids(plain)[:2] == ["D1:2", "D1:3"]
-        handed = m1.search("breed", channels=["bm25"], recipe=SearchParams(question_handoff=1.0))
+        handed = m1.search("breed", channels=["bm25"])  # on by default
         assert _ids(handed)[:2] == ["D1:3", "D1:2"]  # the answer first
         # the question keeps the third of its score that is not asked ("Congrats!"); its answer gains the rest
         assert handed[1].score == pytest.approx(plain[0].score / 3, abs=1e-5)
         assert handed[0].score == pytest.approx(plain[1].score + plain[0].score * 2 / 3, abs=1e-5)
         # a message that asks nothing keeps its score and lifts nothing after it
-        assert _ids(m1.search("pottery", channels=["bm25"], recipe=SearchParams(question_handoff=1.0))) == _ids(
-            m1.search("pottery", channels=["bm25"])
+        assert _ids(m1.search("pottery", channels=["bm25"])) == _ids(
+            m1.search("pottery", channels=["bm25"], recipe=SearchParams(question_handoff=0.0))
         )
 
 
@@ -73,8 +75,8 @@ def test_with_no_similarity_floor_the_temporal_channel_ranks_every_message_of_th
         mem.ingest(LOCOMO)
     with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
         query = "What happened on 27 June 2023?"
-        floored = m1.search(query, channels=["temporal"])
-        assert len(floored) < 2  # hashed vectors are far apart: the default floor keeps (nearly) none
+        floored = m1.search(query, channels=["temporal"], recipe=SearchParams(temporal_similarity=0.4))
+        assert len(floored) < 2  # hashed vectors are far apart: a floor of 0.4 keeps (nearly) none
         everything = m1.search(query, channels=["temporal"], recipe=SearchParams(temporal_similarity=-1.0))
         assert sorted(_ids(everything)) == ["D2:1", "D2:2"]  # session 2, and only it
 
