@@ -7,6 +7,7 @@ import io
 import json
 
 from localmem.pipeline import ingest
+from localmem.retrieval.search import SearchParams
 from localmem.store.queries import q
 from tests.fakes import HashEmbedder
 from tests.helpers import count, open_memory, store_config, write_jsonl
@@ -38,7 +39,9 @@ def _contexts(conn) -> list[tuple[str, str]]:
 
 
 def _ranked(mem, query: str = "the puppy name") -> list[str]:
-    return [h.text for h in mem.search(query, channels=["vector"], k=10)]
+    # Without the question handoff, which would lift the reply after a matching question anyway.
+    only_parts = SearchParams(question_handoff=0.0)
+    return [h.text for h in mem.search(query, channels=["vector"], k=10, recipe=only_parts)]
 
 
 def test_a_turn_gets_a_context_part_with_the_turn_before_it_in_its_session(tmp_path):
