@@ -221,3 +221,15 @@ def asks_present(query: str, now: dt.date | None = None) -> bool:
     if now is not None and parse_query_time(query, now) is not None:
         return False
     return bool(_NOW_WORDS.search(query) or _PRESENT_FIRST_PERSON.search(query))
+
+
+_ASKS_WHEN = re.compile(
+    r"^\s*(?:when\b|since when\b|how long ago\b|(?:in |on )?(?:what|which) (?:year|month|day|date|week|time)\b)",
+    re.I,
+)
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks for a time ("When did ...", "In what year ...", "How long ago
+    ..."): its answer is a message that says when, or the date of the one that tells of it."""
+    return bool(_ASKS_WHEN.search(query))

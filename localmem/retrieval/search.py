@@ -33,7 +33,7 @@ from ..text.words import words as all_words
 from ..types import Hit, HitSource
 from . import vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
-from .query_time import Range, asks_present
+from .query_time import Range, asks_present, asks_when
 
 MAX_FTS_TERMS = 32
 
@@ -150,6 +150,9 @@ class SearchParams:
     # message in turn is scored × (1 - diversity × its highest cosine similarity to a message
     # placed before it), so ten hits cover more than one thing said ten ways (0: off).
     diversity: float = 0.0
+    # A question asking when (query_time.asks_when): the messages that say a time ("last
+    # Friday", "in 2019") have their scores × (1 + when_weight) (0: off).
+    when_weight: float = 0.0
 
 
 # The recipe that scores each message with its context (neighbours, its session, the one speaker a
@@ -309,6 +312,8 @@ def search(
         fused = evidence_fusion(conn, fused, params.evidence_weight)
     if params.question_handoff:
         fused = question_handoff(conn, fused, params.question_handoff, allowed)
+    if params.when_weight and asks_when(query):
+        fused = saying_when(conn, fused, params.when_weight, params.now)
     if params.neighbour_weight or params.session_weight or params.speaker_weight or params.session_decay < 1.0:
         fused = context_fusion(conn, ns, query, fused, params, allowed)
     if params.range_weight and when is not None:
@@ -434,6 +439,27 @@ def question_handoff(
             found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def saying_when(
+    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float, now: dt.date | None
+) -> list[tuple[Key, float, dict[str, int]]]:
+    """``fused`` with the messages that say a time (:func:`~localmem.text.times.find_time_phrases`:
+    "yesterday", "last May", "in 2019") scored × (1 + ``weight``): the answer to "when" is in
+    words like these, or in the date of a message that tells of the event (which every message
+    has, so that alone does not tell the answer from the rest)."""
+    from ..text.times import find_time_phrases
+
+    ids = [key[1] for key, _, _ in fused if key[0] == "m"]
+    if not ids:
+        return fused
+    ref = now or dt.date.today()  # which date a phrase means does not matter here, only that there is one
+    timed = {
+        mid for mid, text, _after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)})
+        if find_time_phrases(text, ref)
+    }
+    scored = [(key, score * (1.0 + weight) if key[0] == "m" and key[1] in timed else score, ranks) for key, score, ranks in fused]
+    return sorted(scored, key=lambda item: -item[1])
 
 
 def diversified(

@@ -19,9 +19,10 @@ from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import EmbedderMismatchError, LocalmemError, NotFoundError
 from localmem.models.embedding import to_blob, unit_text
-from localmem.retrieval.search import SearchParams, fts_query, rrf
+from localmem.retrieval.search import SearchParams, fts_query, rrf, split_captions
 from localmem.store import db
 from localmem.store.queries import q, query_names, sql_dir
+from localmem.text.sentences import question_share
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder
 from tests.helpers import (
@@ -470,7 +471,7 @@ def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
     assert order.index(("m", 1)) < order.index(("m", 2))
 
 
-WITHOUT_CONTEXT = SearchParams(neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0)
+WITHOUT_CONTEXT = SearchParams(neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0, question_handoff=0.0)
 
 
 def test_hit_structure(mem):
@@ -497,8 +498,11 @@ def test_hit_structure(mem):
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
         for chan in d["channels"].values():
             assert set(chan) == {"rank", "score"} and chan["rank"] >= 1
-        # RRF's sum, and what the message's context adds (context_fusion only adds or multiplies by > 1)
-        assert d["score"] >= sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()) - 1e-6
+        # RRF's sum, and what the message's context adds (context_fusion only adds or multiplies by > 1),
+        # less what a message that asks hands to the turn after it (search.question_handoff)
+        said = hit.text.removeprefix(f"{hit.sources[0].speaker}: ")
+        kept = 1.0 - SearchParams().question_handoff * question_share(split_captions(said)[0])
+        assert d["score"] >= kept * sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()) - 1e-6
     for hit in mem.search("Biscuit puppy beagle", k=5, recipe=WITHOUT_CONTEXT):
         d = hit.to_dict()
         assert d["score"] == pytest.approx(
