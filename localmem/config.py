@@ -66,6 +66,9 @@ RANGE_WEIGHT = 1.0
 # its fused score, × the share of it that asks, to the turn after it. 1.0: a question keeps only
 # what it says besides asking; its answer gains the rest.
 QUESTION_HANDOFF = 1.0
+# A question asking when: the messages that say a time ("last Friday", "in 2019") count double
+# (× 1 + this; retrieval.search.saying_when).
+WHEN_WEIGHT = 1.0
 LLM_BACKENDS_AUTO = ("openai", "llama")  # what llm_backend "auto" becomes: with llm_url, without
 
 

@@ -30,6 +30,7 @@ RAW_TURNS = SearchParams(
     session_weight=0.0,
     speaker_weight=0.0,
     question_handoff=0.0,
+    when_weight=0.0,
 )  # plain RAG embeds the question as asked
 
 

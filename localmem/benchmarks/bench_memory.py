@@ -410,6 +410,7 @@ def _index_overlap(
         session_weight=0.0,
         speaker_weight=0.0,
         question_handoff=0.0,
+        when_weight=0.0,
     )
     shares = []
     for query in list(queries)[:sample]:

@@ -25,6 +25,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     QUESTION_HANDOFF,
     SESSION_WEIGHT,
     SPEAKER_WEIGHT,
+    WHEN_WEIGHT,
 )
 from ..models.protocols import Reranker
 from ..store.queries import q
@@ -152,7 +153,7 @@ class SearchParams:
     diversity: float = 0.0
     # A question asking when (query_time.asks_when): the messages that say a time ("last
     # Friday", "in 2019") have their scores × (1 + when_weight) (0: off).
-    when_weight: float = 0.0
+    when_weight: float = WHEN_WEIGHT
 
 
 # The recipe that scores each message with its context (neighbours, its session, the one speaker a
@@ -455,10 +456,14 @@ def saying_when(
         return fused
     ref = now or dt.date.today()  # which date a phrase means does not matter here, only that there is one
     timed = {
-        mid for mid, text, _after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)})
+        mid
+        for mid, text, _after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)})
         if find_time_phrases(text, ref)
     }
-    scored = [(key, score * (1.0 + weight) if key[0] == "m" and key[1] in timed else score, ranks) for key, score, ranks in fused]
+    scored = [
+        (key, score * (1.0 + weight) if key[0] == "m" and key[1] in timed else score, ranks)
+        for key, score, ranks in fused
+    ]
     return sorted(scored, key=lambda item: -item[1])
 
 

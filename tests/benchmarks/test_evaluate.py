@@ -320,6 +320,7 @@ def test_raw_turn_hybrid_reads_whole_messages_alone(
     monkeypatch.setattr("localmem.retrieval.search.context_fusion", lambda conn, ns, query, fused, *rest: fused)
     # ... and hands no question's score to its answer (off in the baseline too)
     monkeypatch.setattr("localmem.retrieval.search.question_handoff", lambda conn, fused, *rest: fused)
+    monkeypatch.setattr("localmem.retrieval.search.saying_when", lambda conn, fused, *rest: fused)
     plain = locomo_retrieval(FIXTURE, config, [1, 5], channels=["vector", "bm25"], embedder=embedder)
     assert [d["ranks"] for d in raw["details"]] == [d["ranks"] for d in plain["details"]]
     # (that it ignores sentence parts is tested in tests/pipeline/test_parts.py)

@@ -16,6 +16,7 @@ LOCOMO = FIXTURES / "tiny_locomo.json"
 def test_the_default_search_leaves_neighbours_and_session_out_and_weighs_the_speaker_named():
     assert SearchParams().neighbour_weight == SearchParams().session_weight == 0
     assert SearchParams().question_handoff == 1.0 and SearchParams().temporal_similarity == 0.0
+    assert SearchParams().when_weight == 1.0
     assert SearchParams().diversity == 0 and not SearchParams().lexical_without_speakers
     assert SearchParams().speaker_weight == WITH_CONTEXT.speaker_weight > 0
     assert WITH_CONTEXT.neighbour_weight > 0 and WITH_CONTEXT.session_weight > 0 and WITH_CONTEXT.speaker_weight > 0
@@ -92,3 +93,19 @@ def test_with_diversity_a_repeat_gives_way_to_a_message_that_says_something_else
         varied = [h.text for h in mem.search(query, channels=["vector"], recipe=SearchParams(diversity=1.0))]
         assert varied[0] == plain[0] and varied[1] == "Ana: the garden tomatoes got blight"
         assert sorted(varied) == sorted(plain)  # reordered, nothing added or dropped
+
+
+def test_a_when_question_prefers_the_messages_that_say_a_time(tmp_path):
+    with open_memory(tmp_path / "m.db", namespace="w", embedder=HashEmbedder()) as mem:
+        mem.add("Ana", "The puppy is great, I love the puppy and puppy toys", time="2024-03-01")
+        mem.add("Ana", "We brought the puppy home last Friday", time="2024-03-02")
+        unweighted = SearchParams(when_weight=0.0)
+        plain = [h.text for h in mem.search("When did Ana get the puppy?", channels=["bm25"], recipe=unweighted)]
+        assert plain[0].startswith("Ana: The puppy is great")  # "puppy" three times
+        timed = [h.text for h in mem.search("When did Ana get the puppy?", channels=["bm25"])]  # on by default
+        assert timed[0] == "Ana: We brought the puppy home last Friday"
+        # a question that does not ask when is left as it was
+        what = "What about the puppy at home?"
+        assert [h.text for h in mem.search(what, channels=["bm25"])] == [
+            h.text for h in mem.search(what, channels=["bm25"], recipe=unweighted)
+        ]

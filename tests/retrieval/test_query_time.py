@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from localmem.retrieval.query_time import EARLIEST, LATEST, parse_query_time
+from localmem.retrieval.query_time import EARLIEST, LATEST, asks_when, parse_query_time
 
 NOW = dt.date(2023, 10, 22)
 
@@ -170,3 +170,18 @@ def test_an_answer_gives_its_relative_times_as_dates(answer, meaning):
 
     assert absolute(answer, SAID_ON) == meaning
     assert absolute("last week", None) == "last week"  # nothing to count from
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("When did Nate win his first tournament?", True),
+        ("In what year did Joanna move?", True),
+        ("Which month was the party in?", True),
+        ("How long ago did she adopt Pixie?", True),
+        ("What did she do when she was young?", False),  # "when" not asked
+        ("Where did they meet?", False),
+    ],
+)
+def test_asks_when(query, asks):
+    assert asks_when(query) is asks

@@ -471,7 +471,9 @@ def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
     assert order.index(("m", 1)) < order.index(("m", 2))
 
 
-WITHOUT_CONTEXT = SearchParams(neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0, question_handoff=0.0)
+WITHOUT_CONTEXT = SearchParams(
+    neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0, question_handoff=0.0, when_weight=0.0
+)
 
 
 def test_hit_structure(mem):
