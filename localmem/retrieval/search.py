@@ -475,25 +475,32 @@ def diversified(
     next. Messages are compared by their stored vectors; units (and messages without a
     vector) are compared with nothing and keep their scores."""
     ids = [key[1] for key, _, _ in fused if key[0] == "m"]
-    vectors = {
+    found = {
         int(mid): np.frombuffer(blob, dtype=np.float32)
         for mid, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(ids)})
     }
-    left = list(fused)
-    placed: list[np.ndarray] = []
+    if not found:
+        return fused
+    dim = len(next(iter(found.values())))
+    # A unit, or a message without a vector, is a zero row: it overlaps nothing, and placing it
+    # changes no one's overlap.
+    matrix = np.stack(
+        [
+            found.get(key[1], np.zeros(dim, np.float32)) if key[0] == "m" else np.zeros(dim, np.float32)
+            for key, _, _ in fused
+        ]
+    )
+    scores = np.array([score for _, score, _ in fused], dtype=np.float64)
+    overlap = np.zeros(len(fused))  # each candidate's highest similarity to a message placed
+    left = np.ones(len(fused), dtype=bool)
     out: list[tuple[Key, float, dict[str, int]]] = []
-    while left:
-        best, best_value = 0, -np.inf
-        for index, (key, score, _ranks) in enumerate(left):
-            vec = vectors.get(key[1]) if key[0] == "m" else None
-            overlap = max((float(vec @ p) for p in placed), default=0.0) if vec is not None else 0.0
-            value = score * (1.0 - weight * max(overlap, 0.0))
-            if value > best_value:
-                best, best_value = index, value
-        key, _score, ranks = left.pop(best)
-        if key[0] == "m" and key[1] in vectors:
-            placed.append(vectors[key[1]])
-        out.append((key, best_value, ranks))
+    for _ in range(len(fused)):
+        values = np.where(left, scores * (1.0 - weight * np.maximum(overlap, 0.0)), -np.inf)
+        best = int(np.argmax(values))  # the first of equals: ties keep their order
+        left[best] = False
+        overlap = np.maximum(overlap, matrix @ matrix[best])
+        key, _score, ranks = fused[best]
+        out.append((key, float(values[best]), ranks))
     return out
 
 
