@@ -428,7 +428,7 @@ def question_handoff(
     place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
     base = dict(score)
     for mid, text, after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)}):
-        share = weight * question_share(text)
+        share = weight * question_share(text) if "?" in text else 0.0
         if not share or after is None or (allowed is not None and not allowed.keeps(("m", after))):
             continue
         moved = share * base[("m", mid)]
