@@ -8,7 +8,7 @@ import pytest
 from localmem.retrieval.search import WITH_CONTEXT, SearchParams
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder
-from tests.helpers import open_memory
+from tests.helpers import open_memory, write_jsonl
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -109,3 +109,26 @@ def test_a_when_question_prefers_the_messages_that_say_a_time(tmp_path):
         assert [h.text for h in mem.search(what, channels=["bm25"])] == [
             h.text for h in mem.search(what, channels=["bm25"], recipe=unweighted)
         ]
+
+
+def test_the_answer_to_a_matching_question_comes_in_though_no_channel_found_it(tmp_path):
+    rows = [
+        {
+            "speaker": "Ana",
+            "text": "What is the name of your new puppy?",
+            "time": "2023-07-09T13:25:00",
+            "session": "1",
+        },
+        {"speaker": "Ben", "text": "Scout!", "time": "2023-07-09T13:26:00", "session": "1"},
+        {"speaker": "Ana", "text": "The garden needs water.", "time": "2023-07-16T10:01:00", "session": "2"},
+    ]
+    path = write_jsonl(tmp_path / "c.jsonl", rows)
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as mem:
+        mem.ingest(path)
+        # the vector channel only, one candidate, no context parts: it finds the question alone
+        mem.conn.execute("delete from message_parts where context = 1")
+        plain = mem.search("puppy name", channels=["vector"], k=1, budget=1, recipe=SearchParams(question_handoff=0.0))
+        assert [h.text for h in plain] == ["Ana: What is the name of your new puppy?"]
+        handed = mem.search("puppy name", channels=["vector"], k=1, budget=1)
+        assert [h.text for h in handed] == ["Ben: Scout!"]  # the question asks all it says: it keeps nothing
+        assert handed[0].channels == {"neighbour": {"rank": 1, "score": 0.0}}  # beside the first hit
