@@ -132,3 +132,6 @@ def test_the_answer_to_a_matching_question_comes_in_though_no_channel_found_it(t
         handed = mem.search("puppy name", channels=["vector"], k=1, budget=1)
         assert [h.text for h in handed] == ["Ben: Scout!"]  # the question asks all it says: it keeps nothing
         assert handed[0].channels == {"neighbour": {"rank": 1, "score": 0.0}}  # beside the first hit
+        # a filter that leaves the answer out keeps it out
+        only_ana = mem.search("puppy name", channels=["vector"], k=3, speaker="Ana")
+        assert only_ana and all(h.sources[0].speaker == "Ana" for h in only_ana)
