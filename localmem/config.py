@@ -268,6 +268,15 @@ def _at_least(low: int) -> Callable[[Any], Any]:
     return check
 
 
+def _between(low: int, high: int) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+        return value
+
+    return check
+
+
 def _positive_seconds(value: float) -> float:
     if value <= 0:
         raise ValueError("must be a positive number of seconds")
@@ -393,6 +402,13 @@ class Config:
         40,
         "A message longer than this (tokens) is given to the model as its sentences that match "
         "the question, with their neighbours; 0 shows every message whole.",
+    )
+    # Off: one pick is a prompt evaluation of about 20 lines, seconds on 2 cores (docs/recall.md).
+    ask_pick: int = setting(
+        0,
+        "The local LLM reads this many of the best candidates (at most 25) and those it picks as "
+        "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
+        check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
     # Off: the 1.5B model's P(yes) did not separate right answers from wrong (docs/decisions.md).
     ask_verify: float = setting(

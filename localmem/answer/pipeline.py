@@ -3,7 +3,8 @@
 Fast mode (REMem-S), :func:`ask`: one search; the units found replaced by the messages they
 rest on (``ask_evidence = messages``); the hits focused on the person asked about
 (``ask_focus``); long messages shortened to their matching sentences (``ask_long_tokens``);
-the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
+when ``ask_pick`` is on, those the LLM picks among the first candidates put first
+(:mod:`localmem.answer.pick`); the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
 (:func:`localmem.answer.fast.answer`). Nothing found means a refusal without loading the LLM.
 Agentic mode, :func:`ask_agentic`: the tool loop of :mod:`localmem.answer.agentic`.
 :func:`answer_from` answers from evidence the caller chose.
@@ -41,7 +42,8 @@ class AskOptions:
     (``ask_max_tokens``): evidence tokens given to the model; ``evidence`` (``ask_evidence``):
     "messages" puts the messages a unit rests on in its place; ``focus`` (``ask_focus``): keep
     the hits about the person asked about; ``long_tokens`` (``ask_long_tokens``): messages
-    longer than this are shown as their matching sentences (0: whole); ``check``
+    longer than this are shown as their matching sentences (0: whole); ``pick``
+    (``ask_pick``): the LLM picks from this many candidates before the budget (0: off); ``check``
     (``ask_check``): the checks of who a question and its answer are about; ``n_ctx``: the
     model's context window (what :func:`answer_from` fits evidence to); ``answer``: how the
     answer is written and checked; ``search``: what the search takes from the config."""
@@ -52,6 +54,7 @@ class AskOptions:
     focus: bool
     long_tokens: int
     check: bool
+    pick: int
     n_ctx: int
     user_name: str | None
     answer: AnswerOptions
@@ -66,6 +69,7 @@ class AskOptions:
             focus=config.ask_focus,
             long_tokens=config.ask_long_tokens,
             check=config.ask_check,
+            pick=config.ask_pick,
             n_ctx=config.n_ctx,
             user_name=config.user_name,
             answer=AnswerOptions.from_config(config),
@@ -204,6 +208,12 @@ def ask(
             else None
         )
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens)
+    picked = None
+    if options.pick and hits:
+        from .pick import pick
+
+        picked = pick(llm, question, hits, options.pick)
+        hits = picked.hits
     hits = fit_budget(hits, max_tokens or options.max_tokens, count)
     result = answer_mod.answer(
         conn,
@@ -217,6 +227,9 @@ def ask(
         pool=pool,
     )
     result.timings["search"] = round(searched, 3)
+    if picked is not None and picked.report:
+        result.details["pick"] = picked.report
+        result.timings["pick"] = round(picked.seconds, 3)
     # Loading the model counts apart (it happens once a process, while counting tokens or answering).
     result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
