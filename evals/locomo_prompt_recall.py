@@ -133,6 +133,8 @@ def measure(
                             **_picked(result, gold),
                         }
                     )
+                    if picker is not None:  # a long run: say how far it is
+                        print(sid, len(rows), rows[-1].get("pick_seconds"), file=sys.stderr, flush=True)
     return rows
 
 
