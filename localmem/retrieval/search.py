@@ -23,6 +23,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     NEIGHBOUR_WEIGHT,
     QUESTION_HANDOFF,
     RANGE_WEIGHT,
+    SESSION_DEFAULT,
     SESSION_WEIGHT,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
@@ -121,7 +122,7 @@ class SearchParams:
     # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
     # that speaker's messages' scores by 1 + speaker_weight.
     neighbour_weight: float = 0.0
-    session_weight: float = 0.0
+    session_weight: float = SESSION_DEFAULT
     # On by default: it moves search (recall@10 up on the LoCoMo dev conversations) and leaves
     # ask's prompt as it was (ask keeps its evidence to the person asked anyway; docs/recall.md).
     speaker_weight: float = SPEAKER_WEIGHT

@@ -13,8 +13,8 @@ from tests.helpers import open_memory, write_jsonl
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
 
-def test_the_default_search_leaves_neighbours_and_session_out_and_weighs_the_speaker_named():
-    assert SearchParams().neighbour_weight == SearchParams().session_weight == 0
+def test_the_default_search_leaves_neighbours_out_weighs_the_session_lightly_and_the_speaker_named():
+    assert SearchParams().neighbour_weight == 0 and 0 < SearchParams().session_weight < WITH_CONTEXT.session_weight
     assert SearchParams().question_handoff == 1.0 and SearchParams().temporal_similarity == 0.0
     assert SearchParams().when_weight == 1.0
     assert SearchParams().diversity == 0 and not SearchParams().lexical_without_speakers
