@@ -44,9 +44,10 @@ def test_a_question_hands_its_score_to_the_turn_that_answers_it(tmp_path):
         mem.ingest(LOCOMO)
     with open_memory(tmp_path / "m.db", namespace="tiny-1", embedder=HashEmbedder()) as m1:
         # "breed" is in Ben's question (D1:2) and, as the turn before, in the context of Ana's answer (D1:3)
-        plain = m1.search("breed", channels=["bm25"], recipe=SearchParams(question_handoff=0.0))
+        # (the session weight off: it adds the session's score to both)
+        plain = m1.search("breed", channels=["bm25"], recipe=SearchParams(question_handoff=0.0, session_weight=0.0))
         assert _ids(plain)[:2] == ["D1:2", "D1:3"]
-        handed = m1.search("breed", channels=["bm25"])  # on by default
+        handed = m1.search("breed", channels=["bm25"], recipe=SearchParams(session_weight=0.0))  # handoff on by default
         assert _ids(handed)[:2] == ["D1:3", "D1:2"]  # the answer first
         # the question keeps the third of its score that is not asked ("Congrats!"); its answer gains the rest
         assert handed[1].score == pytest.approx(plain[0].score / 3, abs=1e-5)
