@@ -347,14 +347,7 @@ class LlamaLLM:
         out = Judged(p_yes=[])
         for messages in prompts:
             before = self.prefilled
-            with machine_turn(self.lock):
-                if self.fast:
-                    tokens = self._prefill(messages)
-                    logits = llama_private.last_logits(llama)
-                else:
-                    tokens = self._prompt_tokens(messages)
-                    self.prefilled += len(tokens) - llama_public.reused(llama, tokens)
-                    logits = llama_public.last_logits(llama, tokens)
+            tokens, logits = self._next_logits(llama, messages)
             out.prompt_tokens += len(tokens)
             out.prefilled += self.prefilled - before
             margin = np.logaddexp.reduce(logits[yes]) - np.logaddexp.reduce(logits[no])
@@ -372,18 +365,22 @@ class LlamaLLM:
             if len(seen) != len(set(seen)):
                 raise ValueError(f"labels share a token: {', '.join(labels)}")
             before = self.prefilled
-            with machine_turn(self.lock):
-                if self.fast:
-                    tokens = self._prefill(messages)
-                    logits = llama_private.last_logits(llama)
-                else:
-                    tokens = self._prompt_tokens(messages)
-                    self.prefilled += len(tokens) - llama_public.reused(llama, tokens)
-                    logits = llama_public.last_logits(llama, tokens)
+            tokens, logits = self._next_logits(llama, messages)
             logits = np.asarray(logits, dtype=np.float64)
             log_total = np.logaddexp.reduce(logits)
             p = [float(np.exp(np.logaddexp.reduce(logits[ts]) - log_total)) for ts in tokens_of]
             return Chosen(p=p, prompt_tokens=len(tokens), prefilled=self.prefilled - before)
+
+    def _next_logits(self, llama: Any, messages: Sequence[Message]) -> tuple[list[int], Any]:
+        """Prefill ``messages`` (past what the context already holds) and read the logits of
+        the token after them: the prompt's tokens, and those logits."""
+        with machine_turn(self.lock):
+            if self.fast:
+                tokens = self._prefill(messages)
+                return tokens, llama_private.last_logits(llama)
+            tokens = self._prompt_tokens(messages)
+            self.prefilled += len(tokens) - llama_public.reused(llama, tokens)
+            return tokens, llama_public.last_logits(llama, tokens)
 
     def _label_tokens(self, label: str) -> list[int]:
         """The tokens ``label`` is as a reply's first token: bare, and after a space."""
