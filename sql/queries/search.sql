@@ -150,6 +150,12 @@ JOIN messages AS m ON m.id = j.value
 JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq IN (m.seq - 1, m.seq + 1)
 WHERE n.session = m.session AND m.session != '';
 
+-- name: messages_said_between
+-- Those of :ids (a JSON array of message ids) said from :start to :end (dates, inclusive).
+SELECT m.id FROM json_each(:ids) AS j
+JOIN messages AS m ON m.id = j.value
+WHERE m.sent_at IS NOT NULL AND m.sent_at >= :start AND m.sent_at <= :end || 'T99';
+
 -- name: message_texts_and_next
 -- Each of :ids with its text and the id of the turn right after it in its session (NULL when
 -- it is the last, or has no session).

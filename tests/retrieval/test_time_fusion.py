@@ -22,7 +22,7 @@ def test_what_was_said_in_the_named_time_counts_double(mem):
     said = _said(mem)
     may, june = ("m", said["may"].id), ("m", said["june"].id)
     day = Range(dt.date(2022, 5, 25), dt.date(2022, 5, 25), "on 25 May, 2022")
-    fused = time_fusion(mem.conn, "test", day, [(june, 1.0, {"bm25": 1}), (may, 0.6, {"temporal": 1})], 1.0)
+    fused = time_fusion(mem.conn, day, [(june, 1.0, {"bm25": 1}), (may, 0.6, {"temporal": 1})], 1.0)
     assert fused == [(may, pytest.approx(1.2), {"temporal": 1}), (june, 1.0, {"bm25": 1})]
 
 
@@ -38,4 +38,4 @@ def test_search_weighs_the_time_a_question_names(mem):
 def test_only_a_closed_range_weighs():
     fused = [(("m", 1), 1.0, {}), (("m", 2), 0.9, {})]
     before = Range(EARLIEST, dt.date(2022, 5, 25), "before 25 May")  # names no time of its own
-    assert time_fusion(None, "test", before, fused, 1.0) == fused  # type: ignore[arg-type]  # no query made
+    assert time_fusion(None, before, fused, 1.0) == fused  # type: ignore[arg-type]  # no query made
