@@ -404,8 +404,9 @@ class Config:
         True,
         "A relative time in a message the model reads is followed by the date it means ('yesterday [7 May 2023]').",
     )
+    # 25, not 40: a long message's matching sentences leave room for one more item (docs/recall.md).
     ask_long_tokens: int = setting(
-        40,
+        25,
         "A message longer than this (tokens) is given to the model as its sentences that match "
         "the question, with their neighbours; 0 shows every message whole.",
     )
