@@ -1461,20 +1461,23 @@ def _listen_address(
     allow_remote: bool,
     flag: str = "--http",
     risk: str = "the server has no authentication (whoever reaches it can read and delete this memory)",
+    any_port: bool = False,
 ) -> tuple[str, int]:
     """HOST:PORT (or PORT alone, on 127.0.0.1) from --http; a host other machines can reach only
-    with --allow-remote."""
+    with --allow-remote. ``any_port``: port 0 (any free port) is allowed."""
     import ipaddress
 
     host, sep, port_text = value.rpartition(":")
     host = host.strip("[]") if sep else "127.0.0.1"
+    low = 0 if any_port else 1
     try:
         port = int(port_text)
-        if not 1 <= port <= 65535:
+        if not low <= port <= 65535:
             raise ValueError
     except ValueError:
         raise ConfigError(
-            f"{flag} {value}: expected HOST:PORT with a port from 1 to 65535, such as 127.0.0.1:8765"
+            f"{flag} {value}: expected HOST:PORT with a port from {low} to 65535, such as 127.0.0.1:8765"
+            + (" (0: any free port)" if any_port else "")
         ) from None
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -1531,7 +1534,7 @@ def mcp_command(
     default="127.0.0.1:8770",
     show_default=True,
     metavar="HOST:PORT",
-    help="Where to listen: a loopback address, unless --allow-remote.",
+    help="Where to listen: a loopback address, unless --allow-remote; port 0 takes any free port.",
 )
 @click.option(
     "--allow-remote",
@@ -1548,10 +1551,14 @@ def serve_command(
     ctx: click.Context, address: str, allow_remote: bool, extract: str | None, log_file: Path | None
 ) -> None:
     """See and curate this memory in a browser, with a JSON API (/api) and MCP (/mcp) for programs.
-    Prints the URL to open, with its token; Ctrl-C stops."""
+    Once it listens, prints the URL to open, with its token; Ctrl-C stops."""
     state: _State = ctx.obj
     host, port = _listen_address(
-        address, allow_remote, "--address", "its traffic, the token included, is plain HTTP that others can read"
+        address,
+        allow_remote,
+        "--address",
+        "its traffic, the token included, is plain HTTP that others can read",
+        any_port=True,
     )
     try:
         from .serve import app as serve_app

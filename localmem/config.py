@@ -530,6 +530,25 @@ class Config:
         "(in the background), so its first ask does not wait for them; false: on the first ask.",
     )
 
+    # localmem serve's bounds on one client (docs/serve.md, "Limits"): a page opens a few
+    # connections, so 128 leaves room for many tabs, the command line and an app.
+    serve_max_connections: int = setting(
+        128,
+        "localmem serve: connections held at once; one more closes the oldest one that is not in the "
+        "middle of a request.",
+        check=_at_least(2),
+    )
+    serve_header_timeout: float = setting(
+        10.0,
+        "localmem serve: seconds a request's headers may take, from the connection; then 408 and closed.",
+        check=_positive_seconds,
+    )
+    serve_body_timeout: float = setting(
+        30.0,
+        "localmem serve: seconds a request's body may pause between two pieces; then 408 and closed.",
+        check=_positive_seconds,
+    )
+
     # Where each model setting came from ("flag", "env", "config", "default"), for `doctor`.
     origins: tuple[tuple[str, str], ...] = ()
 

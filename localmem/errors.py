@@ -288,6 +288,19 @@ class UnknownNamespaceError(NotFoundError):
         self.known = known
 
 
+class AddressInUseError(LocalmemError):
+    """``serve --address``: another process already listens on that port."""
+
+    exit_code = 2
+    code = "address_in_use"
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(
+            f"{host}:{port} is already in use (another localmem serve, or another program); nothing was started",
+            f"stop it, or choose another port: --address {host}:0 takes any free one",
+        )
+
+
 class ConfigError(LocalmemError):
     exit_code = 2
     code = "config"

@@ -24,6 +24,7 @@ from .. import __version__
 from ..config import ASK_MODES, DEFAULT_K, FORMATS
 from ..errors import LocalmemError
 from .calls import Lanes, as_json, error_dict, error_status, usage_error
+from .security import MAX_NONCE, hello_proof
 
 log = logging.getLogger("localmem.serve")
 
@@ -48,6 +49,8 @@ class Endpoint:
     streams: bool = False  # answers NDJSON
     upload: bool = False  # takes multipart/form-data with a file
     tags: tuple[str, ...] = field(default=("memory",))
+    statuses: tuple[int, ...] = (200,)  # what it answers when it succeeds
+    public: bool = False  # needs no token (the hello proof)
 
 
 def ok(data: Any, status: int = 200) -> JSONResponse:
@@ -64,8 +67,10 @@ def failed(exc: BaseException) -> JSONResponse:
 async def _json_body(request: Request) -> dict[str, Any]:
     try:
         data = json.loads(await request.body() or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise usage_error(f"the request body is not JSON: {exc}") from exc
+    except RecursionError:
+        raise usage_error("the request body is JSON nested too deeply") from None
+    except ValueError as exc:  # not JSON, not UTF-8, a number of more than 4,300 digits
+        raise usage_error(f"the request body is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise usage_error("the request body must be a JSON object")
     return data
@@ -94,7 +99,7 @@ def _int(value: Any, name: str, default: int, low: int, high: int) -> int:
         return default
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 in JSON is infinity
         raise usage_error(f"'{name}' must be a whole number") from None
     if not low <= number <= high:
         raise usage_error(f"'{name}' must be from {low} to {high}")
@@ -235,7 +240,10 @@ async def forget_call(lanes: Lanes, data: dict[str, Any], confirm: bool) -> dict
     target: dict[str, Any] = {}
     if data.get("ids"):
         ids = data["ids"]
-        target["ids"] = [ids] if isinstance(ids, str) else list(ids)
+        ids = [ids] if isinstance(ids, str) else ids
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise usage_error("'ids' must be a memory id or a list of them (m:ID, u:ID)")
+        target["ids"] = ids
     for name in ("conversation", "before", "match"):
         if data.get(name):
             target[name] = _text(data, name)
@@ -316,7 +324,9 @@ async def doctor(request: Request, lanes: Lanes) -> Response:
 
 
 async def ingest(request: Request, lanes: Lanes) -> Response:
-    form = await request.form(max_files=1, max_part_size=1 << 20)
+    if not request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+        raise usage_error("send the file as multipart/form-data, in the field 'file'")
+    form = await request.form(max_files=1, max_fields=8, max_part_size=1 << 20)
     upload = form.get("file")
     if upload is None or isinstance(upload, str):
         raise usage_error("send the file as multipart/form-data, in the field 'file'")
@@ -324,12 +334,20 @@ async def ingest(request: Request, lanes: Lanes) -> Response:
     if fmt is not None and fmt not in FORMATS:
         raise usage_error(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     conversation = form.get("conversation") or None
+    if conversation is not None and not isinstance(conversation, str):
+        raise usage_error("'conversation' must be text")
     folder = Path(tempfile.mkdtemp(prefix="localmem-upload-"))  # 0700: only this user reads it
     path = folder / _safe_name(upload.filename or "upload")
     try:
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
             while chunk := await upload.read(UPLOAD_CHUNK):
                 out.write(chunk)
+    except OSError as exc:  # said without the private folder's path
+        _remove(folder)
+        raise LocalmemError(
+            f"the upload could not be kept while it is read: {exc.strerror or type(exc).__name__}",
+            "check the free space of the temporary folder",
+        ) from None
     except BaseException:
         _remove(folder)
         raise
@@ -373,10 +391,20 @@ async def ingest_events(
                 yield event
 
 
-def _safe_name(name: str) -> str:
-    """The uploaded file's own name (format detection reads its suffix), without any folder."""
+def _safe_name(name: str, limit: int = 200) -> str:
+    """The uploaded file's own name (format detection reads its suffix), without any folder,
+    at most ``limit`` bytes in UTF-8 (a file name may have 255): a long name loses the end of
+    its stem, never its suffix."""
     base = Path(name.replace("\\", "/")).name.strip(". ") or "upload"
-    return "".join(ch if ch.isalnum() or ch in "._- " else "_" for ch in base)[:120]
+    safe = "".join(ch if ch.isalnum() or ch in "._- " else "_" for ch in base)
+    if len(safe.encode()) <= limit:
+        return safe
+    stem, dot, suffix = safe.rpartition(".")
+    suffix = f".{suffix}" if dot and stem and len(suffix.encode()) <= 16 else ""
+    stem = stem if suffix else safe
+    while len((stem + suffix).encode()) > limit:
+        stem = stem[:-1]
+    return (stem + suffix) or "upload"
 
 
 def _without_folder(error: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -400,6 +428,16 @@ def ndjson(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
 
 async def openapi(request: Request, lanes: Lanes) -> Response:
     return JSONResponse(openapi_document())
+
+
+async def hello(request: Request, lanes: Lanes) -> Response:
+    """No token: the proof that this server holds the command line's token (an HMAC of the
+    nonce keyed with it), which it never sends (:func:`.security.hello_proof`)."""
+    guard = request.app.state.guard
+    nonce = request.query_params.get("nonce", "")
+    if not guard.cli_token or not 16 <= len(nonce) <= MAX_NONCE:
+        raise usage_error("give ?nonce= (16 to 128 characters)", "see docs/serve.md")
+    return ok({"proof": hello_proof(guard.cli_token, nonce), "pid": os.getpid()})
 
 
 _ITEM = ("item", "string", True, "A memory's id: m:ID (a message) or u:ID (a unit).")
@@ -464,6 +502,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "/api/add",
         add,
         "Store one message (201 when added, 200 when its id was already stored).",
+        statuses=(201, 200),
         body={
             "type": "object",
             "required": ["speaker", "text"],
@@ -540,6 +579,16 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/api/namespaces", namespaces, "The namespaces of the store."),
     Endpoint("GET", "/api/doctor", doctor, "Versions, the store's health, the models and where they come from."),
     Endpoint("GET", "/api/openapi.json", openapi, "This document.", tags=("meta",)),
+    Endpoint(
+        "GET",
+        "/api/hello",
+        hello,
+        "No token: proof that this server holds the command line's token, HMAC-SHA256 of the nonce "
+        "keyed with it (docs/serve.md, the discovery file).",
+        (("nonce", "string", True, "16 to 128 random characters."),),
+        tags=("meta",),
+        public=True,
+    ),
 )
 
 
@@ -557,6 +606,9 @@ _ERROR = {
         "exit_code": {"type": "integer", "description": "the CLI's exit code for this error"},
     },
 }
+
+
+_STATUS_TEXT = {200: "OK", 201: "Created"}
 
 
 def openapi_document() -> dict[str, Any]:
@@ -595,9 +647,14 @@ def openapi_document() -> dict[str, Any]:
             }
         media = NDJSON if e.streams else "application/json"
         op["responses"] = {
-            "200": {"description": "OK", "content": {media: {"schema": {"type": "object"}}}},
+            **{
+                str(status): {"description": _STATUS_TEXT[status], "content": {media: {"schema": {"type": "object"}}}}
+                for status in e.statuses
+            },
             "default": {"description": "An error", "content": {"application/json": {"schema": _ERROR}}},
         }
+        if e.public:
+            op["security"] = []
         if e.method == "POST":
             op["description"] = "Needs the Bearer token, or the cookie and the X-CSRF-Token header."
         paths.setdefault(e.path, {})[e.method.lower()] = op

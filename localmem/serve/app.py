@@ -9,8 +9,11 @@ as ``localmem mcp`` does.
 
 from __future__ import annotations
 
+import errno
 import logging
+import re
 import signal
+import socket
 import sys
 import threading
 from contextlib import asynccontextmanager
@@ -23,10 +26,12 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from ..answer.fast import warm
+from ..errors import AddressInUseError, ConfigError
 from ..memory import Memory
 from ..models.factory import backend_name
 from . import api, discovery, pages
 from .calls import Lanes
+from .limits import BodyLimitMiddleware, Limits, server_options
 from .security import Guard, GuardMiddleware
 
 log = logging.getLogger("localmem.serve")
@@ -34,15 +39,18 @@ log = logging.getLogger("localmem.serve")
 STATIC = Path(__file__).parent / "static"
 
 
-def build_app(writer: Memory, reader: Memory, guard: Guard, *, mcp: bool = True) -> Starlette:
+def build_app(
+    writer: Memory, reader: Memory, guard: Guard, *, mcp: bool = True, limits: Limits | None = None
+) -> Starlette:
     """The whole server as one ASGI app: ``writer`` and ``reader`` are two Memory objects on the
-    same store (see :mod:`localmem.serve.calls`); ``mcp``: also serve the MCP tools at /mcp."""
+    same store (see :mod:`localmem.serve.calls`); ``mcp``: also serve the MCP tools at /mcp;
+    ``limits``: the body sizes (:mod:`.limits`; from the writer's settings when not given)."""
     routes: list[Any] = [*api.routes(), *pages.routes(), Mount("/static", StaticFiles(directory=STATIC), name="static")]
     mcp_app = None
     if mcp:
         from ..mcp_server import build_server
 
-        host = next(iter(sorted(guard.hosts))).rsplit(":", 1)[0]
+        host = min(h for h in guard.hosts if h != guard.page_host).rsplit(":", 1)[0]
         mcp_app = build_server(writer).streamable_http_app(host="0.0.0.0" if guard.any_host else host.strip("[]"))
         routes += list(mcp_app.routes)
 
@@ -54,7 +62,11 @@ def build_app(writer: Memory, reader: Memory, guard: Guard, *, mcp: bool = True)
         async with mcp_app.router.lifespan_context(mcp_app):  # the MCP session manager
             yield
 
-    app = Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)], lifespan=lifespan)
+    middleware = [
+        Middleware(GuardMiddleware, guard=guard),  # first: nothing of a body is read for a refused request
+        Middleware(BodyLimitMiddleware, limits=limits or Limits.of(writer.config)),
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.lanes = Lanes.of(writer, reader)
     app.state.guard = guard
     return app
@@ -95,10 +107,13 @@ def preload(writer: Memory) -> threading.Thread | None:
 
 
 class Announced:
-    """A uvicorn server that leaves a discovery file for the command line once it listens, and
-    takes it back as it stops (:mod:`.discovery`)."""
+    """A uvicorn server that, once it listens, says so (``on_listening``: the URL is printed
+    then, never before) and leaves a discovery file for the command line, and takes the file
+    back as it stops (:mod:`.discovery`)."""
 
-    def __init__(self, config: Any, writer: Memory, guard: Guard) -> None:
+    def __init__(
+        self, config: Any, writer: Memory, guard: Guard, on_listening: Callable[[], None] | None = None
+    ) -> None:
         import uvicorn
 
         announced = self
@@ -107,6 +122,8 @@ class Announced:
             async def startup(self, sockets: Any = None) -> None:
                 await super().startup(sockets)
                 if self.started:
+                    if on_listening is not None:
+                        on_listening()
                     announced.announce()
 
             async def shutdown(self, sockets: Any = None) -> None:
@@ -119,9 +136,9 @@ class Announced:
         self.guard = guard
         self.path: Path | None = None
 
-    def run(self) -> None:
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
         try:
-            self.server.run()
+            self.server.run(sockets=sockets)
         finally:
             self.withdraw()
 
@@ -149,6 +166,64 @@ class Announced:
             discovery.withdraw(path, self.guard.cli_token)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (0: any free port), before anything is announced: a
+    port another process holds is an :class:`AddressInUseError`, never a URL pointing at it."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--address {host}:{port}: {exc.strerror}; give an IP address such as 127.0.0.1") from None
+    found.sort(key=lambda info: info[0] != socket.AF_INET)  # "localhost": 127.0.0.1 first, as before
+    family, kind, proto, _, address = found[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        # Not SO_REUSEPORT: a port another socket listens on stays refused (SO_REUSEADDR only
+        # lets a restart take its own port back from connections still closing).
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUseError(host, port) from None
+        raise ConfigError(f"--address {host}:{port}: cannot listen there: {exc.strerror or exc}") from None
+    return sock
+
+
+class Redacted(logging.Filter):
+    """Keeps the secrets and the memory's words out of every log line, whatever logs them (a
+    library at debug level included): the run's tokens, and the values of ``token``, ``csrf``,
+    ``nonce`` and ``q`` in a URL."""
+
+    QUERY = re.compile(r"(?i)\b(token|csrf|nonce|q)=[^&\s\"']*")
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = self.QUERY.sub(r"\1=[hidden]", text)
+        for secret in self.secrets:
+            clean = clean.replace(secret, "[hidden]")
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
+
+
+# Libraries that log what a request holds (a URL with its query, an MCP call with its arguments)
+# at debug level: --debug keeps them at INFO, where they log neither.
+CHATTY = ("uvicorn.access", "mcp", "httpx", "httpcore", "multipart", "python_multipart", "sse_starlette")
+
+
+def _quiet_logs(guard: Guard) -> None:
+    for name in CHATTY:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.INFO))
+    redact = Redacted([guard.token, guard.csrf, guard.cli_token, guard.page_host.split(".", 1)[0]])
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redact)
+
+
 def serve(
     writer: Memory,
     host: str,
@@ -160,30 +235,48 @@ def serve(
     announce: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``writer``'s store until Ctrl-C or SIGTERM, then close it (flushing background
-    extraction). ``announce`` receives the URL to open, with its token."""
+    extraction). ``announce`` receives the URL to open, with its token, once the server listens
+    (``port`` 0: on the free port it got)."""
     import uvicorn
 
     from ..mcp_server import setup_logging
 
+    try:
+        sock = listen(host, port)  # before anything else: a port that is taken stops here
+    except BaseException:
+        writer.close()
+        raise
+    port = sock.getsockname()[1]
     setup_logging(log_file, debug)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the flush below runs
     guard = Guard.create(host, port, allow_remote)
+    _quiet_logs(guard)
+    limits = Limits.of(writer.config)
     reader = open_reader(writer)
     try:
         if writer.config.extract == "llm":
             writer.extraction.in_background()
-        app = build_app(writer, reader, guard)
+        app = build_app(writer, reader, guard, limits=limits)
         warm_up(reader)
         preload(writer)
         shown = f"[{host}]" if ":" in host else host
-        link = f"http://{shown}:{port}/?token={guard.token}"
-        (announce or (lambda text: print(text, file=sys.stderr, flush=True)))(link)
+        link = guard.page_url(host, port)
+        say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
         log.info("serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)", writer.path, writer.namespace, shown, port)
-        config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on", timeout_graceful_shutdown=10)
-        Announced(config, writer, guard).run()
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+            **server_options(limits),
+        )
+        Announced(config, writer, guard, on_listening=lambda: say(link)).run(sockets=[sock])
     except KeyboardInterrupt:
         log.info("stopping (signal)")
     finally:
+        sock.close()
         reader.close()
         try:
             writer.close()

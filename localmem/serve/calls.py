@@ -48,15 +48,21 @@ def error_status(error: dict[str, Any]) -> int:
     """The HTTP status for a CLI-shaped error (``{"error", "code", "hint", "exit_code"}``)."""
     if error["code"] in _NOT_FOUND:
         return 404
+    if error["code"] == "too_large":
+        return 413
     if error["code"] == "unexpected":
         return 500
     return _STATUS_BY_EXIT.get(int(error.get("exit_code") or 1), 400)
 
 
 def error_dict(exc: BaseException) -> dict[str, Any]:
-    """The CLI's --json error for ``exc``: a LocalmemError's own, else "unexpected"."""
+    """The CLI's --json error for ``exc``: a LocalmemError's own, a request the server could not
+    read (Starlette's 4xx: a malformed form or upload) as a usage error, else "unexpected"."""
     if isinstance(exc, LocalmemError):
         return exc.to_dict()
+    unreadable = bad_request(exc)
+    if unreadable is not None:
+        return unreadable.to_dict()
     return {
         "error": f"unexpected {type(exc).__name__}: {exc}",
         "code": "unexpected",
@@ -77,6 +83,22 @@ class ReportedError(LocalmemError):
 def usage_error(message: str, hint: str = "see /api/openapi.json") -> LocalmemError:
     """A request the API cannot read (a missing field, a wrong type): code "usage", as the CLI's."""
     return ReportedError({"error": message, "code": "usage", "hint": hint, "exit_code": 2})
+
+
+def bad_request(exc: BaseException) -> LocalmemError | None:
+    """``exc`` as a usage error when it says the request could not be read: Starlette's
+    HTTPException with a 4xx status (a malformed multipart body: no boundary, too many files, a
+    part too large) or its multipart parser's own error; else None."""
+    from starlette.exceptions import HTTPException
+    from starlette.formparsers import MultiPartException
+
+    if isinstance(exc, HTTPException) and 400 <= exc.status_code < 500:
+        return usage_error(f"the request could not be read: {exc.detail}", "send a well-formed request")
+    if isinstance(exc, MultiPartException):
+        return usage_error(
+            f"the upload could not be read: {exc.message}", "send a well-formed multipart/form-data body"
+        )
+    return None
 
 
 class Lane:

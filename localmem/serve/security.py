@@ -2,7 +2,15 @@
 
 Every request but the static assets needs the token made at start-up: in ``?token=`` (the URL
 printed at start; the browser then gets it as a cookie and the token leaves the address bar), in
-the cookie, or in an ``Authorization: Bearer`` header (API and MCP clients). The Host header must
+the cookie, or in an ``Authorization: Bearer`` header (API and MCP clients).
+
+Browsers scope cookies by host name, not by port: a cookie set by ``127.0.0.1:8770`` is sent to
+every server on 127.0.0.1. So the page lives on a host name of its own, made anew at every start
+and unguessable: ``<random>.localhost`` (browsers resolve every ``*.localhost`` name to the
+loopback address, without asking DNS). The cookie is set for that name only, and counts only when
+a request names it in its Host header: another local server never receives it, and a cookie that
+reached this server under another name is worth nothing. ``?token=`` given at ``127.0.0.1``
+moves the browser to that name first. The Host header must
 name the address the server listens on, and an Origin header, when sent, that same place: a page
 elsewhere cannot reach the server through DNS rebinding. A request that changes the store
 (anything but GET and HEAD) made with the cookie must also carry the CSRF token (``?csrf=`` in a
@@ -22,13 +30,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from typing import Any, Awaitable, Callable
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -40,6 +47,7 @@ CSRF_HEADER = "x-csrf-token"
 PUBLIC_PREFIXES = ("/static/",)  # the package's own CSS and JS: nothing private
 SAFE_METHODS = ("GET", "HEAD")
 HELLO = "/api/hello"
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 CLI_ROUTES = frozenset({("GET", "/api/search"), ("POST", "/api/ask")})  # what the CLI's token may call
 MAX_NONCE = 128
 CSP = (
@@ -64,16 +72,30 @@ class Guard:
     hosts: frozenset[str]  # Host header values accepted ("127.0.0.1:8765", "localhost:8765")
     any_host: bool = False  # --allow-remote: any Host, and Origin must match it
     cli_token: str = ""  # the discovery file's: ask and search only (none: refused)
+    page_host: str = ""  # "<random>.localhost:PORT": where the page and its cookie live ("": remote)
 
     @classmethod
     def create(cls, host: str, port: int, allow_remote: bool = False) -> "Guard":
-        """New random tokens for a server listening on ``host``:``port``."""
+        """New random tokens for a server listening on ``host``:``port`` (the port it got)."""
         names = {host, "127.0.0.1", "localhost"} if host in ("127.0.0.1", "localhost") else {host}
         if host in ("::1", "[::1]"):
             names = {"[::1]", "localhost"}
-        hosts = frozenset(f"{name}:{port}" for name in names)
+        # A DNS label (letters and digits, at most 63) a browser keeps as typed: 128 random bits.
+        page_host = f"{secrets.token_hex(16)}.localhost:{port}" if host in LOOPBACK else ""
+        hosts = frozenset({*(f"{name}:{port}" for name in names), *([page_host] if page_host else [])})
         token, csrf, cli_token = (secrets.token_urlsafe(24) for _ in range(3))
-        return cls(token, csrf, hosts, allow_remote, cli_token)
+        return cls(token, csrf, hosts, allow_remote, cli_token, page_host)
+
+    def page_url(self, host: str, port: int) -> str:
+        """The URL to open, with the token: on the page's own host name (loopback), else on
+        ``host``:``port``."""
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{self.page_host or f'{shown}:{port}'}/?token={self.token}"
+
+    def cookie_host_ok(self, host: str | None) -> bool:
+        """The cookie counts only on the page's host name: sent under another name, it came
+        from somewhere else."""
+        return not self.page_host or host == self.page_host
 
     def host_ok(self, host: str | None) -> bool:
         return bool(host) and (self.any_host or host in self.hosts)
@@ -140,14 +162,8 @@ class GuardMiddleware:
             await _refuse(send, path, status, code, message, hint)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if path == HELLO:
-            await self._hello(send, path, query.get("nonce", ""))
-            return
         if "token" in query and scope["method"] in SAFE_METHODS and not _is_api(path):
-            # The printed URL: keep the token as a cookie, take it out of the address bar.
-            rest = urlencode({k: v for k, v in query.items() if k != "token"})
-            cookie = f"{COOKIE}={self.guard.token}; HttpOnly; SameSite=Strict; Path=/"
-            await _respond(send, 303, b"", [(b"location", (path + (f"?{rest}" if rest else "")).encode())], cookie)
+            await self._to_cookie(send, path, query, host)
             return
 
         async def timed_send(message: dict[str, Any]) -> None:
@@ -163,12 +179,20 @@ class GuardMiddleware:
 
         await self.app(scope, receive, timed_send)
 
-    async def _hello(self, send: Send, path: str, nonce: str) -> None:
-        if not self.guard.cli_token or not 16 <= len(nonce) <= MAX_NONCE:
-            await _refuse(send, path, 400, "usage", "give ?nonce= (16 to 128 characters)", "see docs/serve.md")
+    async def _to_cookie(self, send: Send, path: str, query: dict[str, str], host: str | None) -> None:
+        """The printed URL: keep the token as a cookie of the page's host name, and take it out
+        of the address bar. At another name of this server (127.0.0.1), go to the page's name
+        first, token and all. ``path`` is the decoded path: "//elsewhere" must not become a
+        Location that leaves this server, so it is quoted and given one leading slash."""
+        guard = self.guard
+        local = "/" + quote(path.lstrip("/"), safe="/:@!$&'()*+,;=-._~")
+        if guard.page_host and host != guard.page_host:
+            location = f"http://{guard.page_host}{local}?{urlencode(query)}"
+            await _respond(send, 303, b"", [(b"location", location.encode())])
             return
-        body = json.dumps({"proof": hello_proof(self.guard.cli_token, nonce), "pid": os.getpid()}).encode()
-        await _respond(send, 200, body, [(b"content-type", b"application/json")])
+        rest = urlencode({k: v for k, v in query.items() if k != "token"})
+        cookie = f"{COOKIE}={guard.token}; HttpOnly; SameSite=Strict; Path=/"
+        await _respond(send, 303, b"", [(b"location", (local + (f"?{rest}" if rest else "")).encode())], cookie)
 
     def _refusal(
         self, scope: Scope, path: str, headers: dict[str, str], host: str | None
@@ -189,7 +213,7 @@ class GuardMiddleware:
             cookie.load(headers.get("cookie", ""))
         except Exception:  # a malformed Cookie header counts as none
             cookie = SimpleCookie()
-        by_cookie = COOKIE in cookie and guard.token_ok(cookie[COOKIE].value)
+        by_cookie = COOKIE in cookie and guard.cookie_host_ok(host) and guard.token_ok(cookie[COOKIE].value)
         by_bearer = guard.token_ok(bearer) or guard.cli_ok(bearer, scope["method"], path)
         by_query = guard.token_ok(query.get("token"))
         if not (by_cookie or by_bearer or by_query):
@@ -227,7 +251,14 @@ async def _respond(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [*headers, *extra, *SECURITY_HEADERS, (b"cache-control", b"no-store")],
+            # A refusal closes the connection: a body sent with it is not read, nor waited for.
+            "headers": [
+                *headers,
+                *extra,
+                *SECURITY_HEADERS,
+                (b"cache-control", b"no-store"),
+                (b"connection", b"close"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -21,7 +21,16 @@ def parse(item: object, kinds: str = "mu") -> tuple[str, int]:
     accepted)."""
     text = item.strip() if isinstance(item, str) else ""
     prefix, _, number = text.partition(":")
-    if prefix in kinds and prefix in KINDS and number.isdigit() and not number.startswith("-"):
+    # ASCII digits only ("²".isdigit() too), and within SQLite's integers: m:99999999999999999999
+    # is no id, not an overflow.
+    if (
+        prefix in kinds
+        and prefix in KINDS
+        and number.isascii()
+        and number.isdigit()
+        and len(number) <= 19
+        and int(number) < 2**63
+    ):
         return prefix, int(number)
     wanted = " or ".join(f"{k}:123 (a {KINDS[k]})" for k in kinds)
     raise LocalmemError(f"not a memory id: {item!r}", f"give {wanted}, as search prints them")

@@ -4,6 +4,7 @@ the scripted models of tests/mcp_plugin (HashEmbedder, the scripted answer LLM).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,9 +24,10 @@ IMPORTS = REPO / "tests" / "fixtures" / "imports"
 @dataclass
 class Served:
     proc: subprocess.Popen
-    base: str
+    base: str  # http://127.0.0.1:PORT: for programs, with the Bearer token
     token: str
     stderr: Path
+    page: str = ""  # http://<random>.localhost:PORT: where a browser opens the printed URL
 
     @property
     def port(self) -> int:
@@ -63,9 +65,9 @@ def env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **extra_env: str) -> Served:
-    """Start ``localmem serve`` on a free port; returns once it answers."""
-    port = free_port()
-    err = tmp_path / f"serve-{port}.stderr"
+    """Start ``localmem serve`` on any free port (``--address 127.0.0.1:0``); returns once it
+    printed its URL, which it does only once it listens."""
+    err = tmp_path / f"serve-{time.monotonic_ns()}.stderr"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -77,7 +79,7 @@ def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **ex
             namespace,
             "serve",
             "--address",
-            f"127.0.0.1:{port}",
+            "127.0.0.1:0",
             *args,
         ],
         env=env(tmp_path, **extra_env),
@@ -87,18 +89,12 @@ def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **ex
         text=True,
     )
     line = proc.stdout.readline()
-    assert line.startswith("localmem: open http://127.0.0.1:"), (line, err.read_text())
-    url = line.split("open ", 1)[1].strip()
-    token = url.split("token=", 1)[1]
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, err.read_text()
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return Served(proc, f"http://127.0.0.1:{port}", token, err)
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError("localmem serve did not listen in time")
+    found = re.fullmatch(r"localmem: open (http://[0-9a-f]{32}\.localhost:(\d+))/\?token=(\S+)\n", line)
+    assert found, (line, err.read_text())
+    page, port, token = found.groups()
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5):  # it listens already
+        pass
+    return Served(proc, f"http://127.0.0.1:{port}", token, err, page)
 
 
 def seed(db: Path, texts: list[tuple[str, str, str]], namespace: str = "default", conversation: str = "chat") -> None:

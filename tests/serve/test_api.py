@@ -185,13 +185,25 @@ def test_every_page_and_call_needs_the_token(served):
         assert http.get("/api/stats", params={"token": "wrong"}).status_code == 401
         assert http.get("/static/app.css").status_code == 200  # the package's own assets are public
 
-        # The printed URL: the token becomes a cookie and leaves the address.
+        # The printed URL: the token becomes a cookie of the page's own host name and leaves the
+        # address. Given at 127.0.0.1, it first moves to that name (a cookie of 127.0.0.1 would
+        # reach every server there); a cookie sent under another name counts for nothing.
         r = http.get("/", params={"token": served.token})
+        assert r.status_code == 303 and r.headers["location"] == f"{served.page}/?token={served.token}"
+        assert "set-cookie" not in r.headers
+        own = {"Host": served.page.split("//", 1)[1]}
+        r = http.get("/", params={"token": served.token}, headers=own)
         assert r.status_code == 303 and r.headers["location"] == "/"
         cookie = r.headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        page = http.get("/", headers={"Cookie": f"localmem_token={served.token}"})
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Domain" not in cookie
+        page = http.get("/", headers={**own, "Cookie": f"localmem_token={served.token}"})
         assert page.status_code == 200 and "Search &amp; ask" in page.text
+        assert http.get("/", headers={"Cookie": f"localmem_token={served.token}"}).status_code == 401
+        # An open redirect: the path "//evil.example" stays a path of this server.
+        r = http.get("/%2Fevil.example", params={"token": served.token, "q": "x"}, headers=own)
+        assert r.status_code == 303 and r.headers["location"] == "/evil.example?q=x"
+        r = http.get("/%2Fevil.example", params={"token": served.token})
+        assert r.headers["location"].startswith(f"{served.page}/evil.example?")
         csp = page.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "default-src 'none'" in csp
         assert page.headers["referrer-policy"] == "same-origin" and page.headers["cache-control"] == "no-store"
@@ -205,7 +217,7 @@ def test_host_origin_and_forgery_checks(served):
         own = {"Origin": served.base, **served.auth}
         assert http.get("/api/stats", headers=own).status_code == 200
         # With the cookie, a change needs the CSRF token; a Bearer token needs none.
-        cookie = {"Cookie": f"localmem_token={served.token}"}
+        cookie = {"Cookie": f"localmem_token={served.token}", "Host": served.page.split("//", 1)[1]}
         body = {"speaker": "Eve", "text": "forged"}
         forged = http.post("/api/add", json=body, headers=cookie)
         assert forged.status_code == 403 and forged.json()["code"] == "csrf"
@@ -323,8 +335,9 @@ def test_the_page_forms_work_without_javascript(tmp_path):
     seed(db, STORY[:3])
     server = spawn(tmp_path, db)
     try:
-        with httpx2.Client(base_url=server.base, timeout=60) as http:
-            http.get("/", params={"token": server.token})  # the cookie, as a browser gets it
+        # As a browser: at the page's own host name (which the Host header names), with its cookie.
+        with httpx2.Client(base_url=server.base, timeout=60, headers={"Host": server.page.split("//")[1]}) as http:
+            http.get("/", params={"token": server.token})
             page = http.get("/curate").text
             action = page.split('id="import-form" method="post" enctype="multipart/form-data" action="', 1)[1]
             action = action.split('"', 1)[0].replace("&amp;", "&")

@@ -152,11 +152,21 @@ starlette = pytest.importorskip("starlette", reason="pip install 'localmem[mcp]'
 
 
 def call(guard, method: str, path: str, token: str | None = None, host: str = "127.0.0.1:8770"):
+    """The guard in front of an app that answers "reached", or of the API's own routes for
+    /api/hello (which the guard lets through without a token)."""
+    from starlette.applications import Starlette
+
+    from localmem.serve import api
     from localmem.serve.security import GuardMiddleware
 
-    async def app(scope, receive, send):
+    async def reached(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"reached"})
+
+    app = reached
+    if path.startswith("/api/hello"):
+        app = Starlette(routes=api.routes())
+        app.state.guard, app.state.lanes = guard, None
 
     sent: list[dict] = []
     path, _, query = path.partition("?")
