@@ -89,7 +89,7 @@ def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **ex
         text=True,
     )
     line = proc.stdout.readline()
-    found = re.fullmatch(r"localmem: open (http://[0-9a-f]{32}\.localhost:(\d+))/\?token=(\S+)\n", line)
+    found = re.fullmatch(r"localmem: open (http://[^/]+:(\d+))/\?token=(\S+)\n", line)
     assert found, (line, err.read_text())
     page, port, token = found.groups()
     with socket.create_connection(("127.0.0.1", int(port)), timeout=5):  # it listens already
