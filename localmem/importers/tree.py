@@ -240,7 +240,8 @@ def _entries(root: Path, options: Options, prefix: str = "") -> Iterator[Entry |
             if _hidden(name):
                 yield NotRead(rel, "a hidden file (not read)")
                 continue
-            if path.is_symlink():
+            link = path.is_symlink()
+            if link:
                 target = os.path.realpath(path)
                 if os.path.commonpath([inside, target]) != inside:
                     yield NotRead(rel, f"a symbolic link leading out of the folder (to {target}): not followed")
@@ -252,11 +253,21 @@ def _entries(root: Path, options: Options, prefix: str = "") -> Iterator[Entry |
                     yield NotRead(rel, exc.problem, True)
                 continue
             try:
-                modified = _epoch(path.stat().st_mtime, options)
-            except OSError:
-                modified = None
+                seen = path.stat()  # the file the walk saw (a link inside the folder: its target)
+            except OSError as exc:
+                yield NotRead(rel, f"cannot read: {exc.strerror or exc}", True)
+                continue
+            modified = _epoch(seen.st_mtime, options)
+            # Read that file and no other: a file swapped for a link, or a link re-pointed out of
+            # the folder, between this walk and the read is refused (see read_input).
             yield Entry(
-                rel, path, str(path.resolve()), modified, lambda path=path: read_input(path, options.max_input_bytes)
+                rel,
+                path,
+                str(path.resolve()),
+                modified,
+                lambda path=path, link=link, seen=(seen.st_dev, seen.st_ino): read_input(
+                    path, options.max_input_bytes, follow=link, same_as=seen
+                ),
             )
     for problem in problems:  # the root itself
         yield NotRead(_rel(root, problem.filename, prefix), f"cannot list the folder: {problem.strerror}", True)

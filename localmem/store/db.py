@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -75,6 +77,24 @@ def store_errors(path: str, timeout_ms: int = DEFAULTS.busy_timeout_ms) -> Itera
         if getattr(exc, "extendedresult", None) == apsw.SQLITE_READONLY_DBMOVED:
             raise StoreReplacedError(path) from exc
         raise StoreReadOnlyError(path) from exc
+    except apsw.CantOpenError as exc:
+        # The file opened, but its WAL index (-shm) or log (-wal) cannot be made beside it: a
+        # store left with its -wal in a folder that is now read-only.
+        if path != ":memory:" and not _can_write_in(Path(path).parent):
+            raise StoreReadOnlyError(path) from exc
+        raise LocalmemError(f"cannot open {path}: {exc}; check the path and its permissions") from exc
+
+
+def _can_write_in(folder: Path) -> bool:
+    """Whether a file can be made in ``folder`` (tried, not guessed from its mode: root, ACLs
+    and read-only mounts all count)."""
+    probe = folder / f".localmem-probe-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    probe.unlink(missing_ok=True)
+    return True
 
 
 def _busy_cause(exc: apsw.BusyError) -> str | None:
@@ -107,6 +127,9 @@ def connect(
         p = Path(spath)
         if p.is_dir():
             raise NotALocalmemStoreError(spath, "it is a directory")
+        kind = _not_regular(p)
+        if kind is not None:  # opening a FIFO would wait for a writer that may never come
+            raise NotALocalmemStoreError(spath, f"it is {kind}; a store is a regular file")
     try:
         cipher.check_before_open(spath, key)
     except OSError as exc:  # the file's first bytes could not be read
@@ -132,6 +155,23 @@ def connect(
                 raise
             raise NotALocalmemStoreError(spath, "not an SQLite database") from exc
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links followed), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing (a new store), or not reachable: opening it says why
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def _open(

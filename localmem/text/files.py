@@ -20,13 +20,19 @@ _KINDS = {
 }
 
 
-def read_input(path: Path, limit: int = DEFAULTS.max_input_bytes) -> bytes:
+def read_input(
+    path: Path, limit: int = DEFAULTS.max_input_bytes, *, follow: bool = True, same_as: tuple[int, int] | None = None
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them, with clear errors for
     missing files, directories and unreadable files.
 
     Anything but a regular file is refused before it is read: opening a FIFO waits for a writer
     that may never come, and ``/dev/zero`` never ends. The check is made again on the opened
-    file (opened without blocking), so a path swapped in between cannot slip through."""
+    file (opened without blocking), so a path swapped in between cannot slip through.
+
+    A folder's walk reads each file it saw, and only that one: ``follow`` false opens ``path``
+    without following a symbolic link (a file swapped for a link since is refused), and
+    ``same_as`` (device, inode) is the file the walk saw, which the opened file must be."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -36,12 +42,20 @@ def read_input(path: Path, limit: int = DEFAULTS.max_input_bytes) -> bytes:
     if stat.S_ISDIR(mode):
         raise InputError(path, "is a directory; pass a file (one conversation export)")
     _regular(path, mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
+        if not follow and os.path.islink(path):  # ELOOP: it became a link after the walk
+            raise InputError(path, "was replaced by a symbolic link while the folder was read; not followed") from exc
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     with os.fdopen(fd, "rb") as fh:
-        _regular(path, os.fstat(fh.fileno()).st_mode)
+        opened = os.fstat(fh.fileno())
+        _regular(path, opened.st_mode)
+        if same_as is not None and (opened.st_dev, opened.st_ino) != same_as:
+            raise InputError(path, "was replaced by another file while the folder was read; not read")
         try:
             data = fh.read(limit + 1)
         except OSError as exc:

@@ -177,3 +177,36 @@ def test_a_zip_bomb_is_refused_before_memory_reaches_200_mb(tmp_path, declared):
         assert "added 1" in done.stdout and "a zip bomb:" in done.stdout
     else:
         assert "unpacks to more than the 1,000 bytes it declares" in done.stdout or "CRC" in done.stdout
+
+
+@pytest.mark.parametrize("swapped", ["file", "inner link"])
+def test_a_file_swapped_for_a_link_after_the_walk_is_not_read(tmp_path, monkeypatch, swapped):
+    """The race of the hostile test (2 runs in 12 read /etc/passwd): a file the walk saw is
+    replaced by a link leading out of the folder before it is opened. Made certain here: the
+    swap happens inside the read, between the walk's look and the open."""
+    import localmem.importers.tree as tree
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_text(row(f"{SECRET} from outside"))
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "chat.jsonl").write_text(row("hello from inside"))
+    (folder / "real.jsonl").write_text(row("more from inside", 1))
+    if swapped == "inner link":
+        (folder / "chat.jsonl").unlink()
+        (folder / "chat.jsonl").symlink_to(folder / "real.jsonl")  # inside: the walk allows it
+    real_read = tree.read_input
+
+    def read_after_a_swap(path, *args, **kwargs):
+        if path.name == "chat.jsonl":
+            path.unlink()
+            path.symlink_to(outside / "secret.jsonl")
+        return real_read(path, *args, **kwargs)
+
+    monkeypatch.setattr(tree, "read_input", read_after_a_swap)
+    report, texts = ingest(tmp_path, folder)
+    assert not any(SECRET in t for t in texts)
+    assert texts == ["more from inside"]
+    why = {item["path"]: item["why"] for item in report.not_read}
+    assert "chat.jsonl" in why and "while the folder was read" in why["chat.jsonl"], report.not_read

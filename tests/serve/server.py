@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from tests.fakes import HashEmbedder
 from tests.helpers import REPO, open_memory
@@ -64,9 +65,18 @@ def env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return base
 
 
-def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **extra_env: str) -> Served:
+def spawn(
+    tmp_path: Path,
+    db: Path,
+    *args: str,
+    namespace: str = "default",
+    before: tuple[str, ...] = (),
+    preexec_fn: Callable[[], None] | None = None,
+    **extra_env: str,
+) -> Served:
     """Start ``localmem serve`` on any free port (``--address 127.0.0.1:0``); returns once it
-    printed its URL, which it does only once it listens."""
+    printed its URL, which it does only once it listens. ``before``: global options (before
+    ``serve``); ``preexec_fn``: run in the child before it starts (a resource limit)."""
     err = tmp_path / f"serve-{time.monotonic_ns()}.stderr"
     proc = subprocess.Popen(
         [
@@ -77,6 +87,7 @@ def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **ex
             str(db),
             "--namespace",
             namespace,
+            *before,
             "serve",
             "--address",
             "127.0.0.1:0",
@@ -87,6 +98,7 @@ def spawn(tmp_path: Path, db: Path, *args: str, namespace: str = "default", **ex
         stdout=subprocess.PIPE,
         stderr=err.open("w"),
         text=True,
+        preexec_fn=preexec_fn,
     )
     line = proc.stdout.readline()
     found = re.fullmatch(r"localmem: open (http://[^/]+:(\d+))/\?token=(\S+)\n", line)
