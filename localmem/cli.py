@@ -1007,9 +1007,16 @@ def namespaces(state: _State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) -> None:
-    """Export everything (or only --namespace) as JSONL that 'import' restores exactly."""
+    """Export everything (or only --namespace) as JSONL that 'import' restores exactly. The
+    export is plain text, even of an encrypted store (a warning says so)."""
     mem = state.memory("read" if state.namespace_given else "open")
     chosen = [state.config.namespace] if state.namespace_given else None
+    if mem.admin.encrypted:  # said before a byte is written: the user can still stop it
+        click.echo(
+            f"warning: the store is encrypted, but this export is not: {output or 'standard output'} will hold "
+            "everything exported as plain text; keep it as safe as the key, and delete it once imported",
+            err=True,
+        )
     if output is None:
         counts = mem.admin.export(sys.stdout, namespaces=chosen, vectors=not no_vectors).to_dict()
     else:

@@ -171,8 +171,12 @@ def restore(
     header = reader.header
     if header.get("format") != FORMAT or header.get("version") not in READS:
         raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
-    if header.get("schema", 0) > db.latest_version():
+    schema = header.get("schema", 0)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise InputError(path, "the header's 'schema' must be a whole number", "line 1")
+    if schema > db.latest_version():
         raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
+    _check_vectors_header(path, header)
     names = header.get("namespaces")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
@@ -233,6 +237,23 @@ def restore(
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)
+
+
+def _check_vectors_header(path: Path, header: dict[str, Any]) -> None:
+    """A header that says the file has vectors must say which embedder made them, as export
+    writes it: ``embed_model_id`` (text) and ``embed_dim`` (a positive whole number)."""
+    vectors = header.get("vectors", False)
+    if not isinstance(vectors, bool):
+        raise InputError(path, "the header's 'vectors' must be true or false", "line 1")
+    if not vectors:
+        return
+    model, dim = header.get("embed_model_id"), header.get("embed_dim")
+    if not isinstance(model, str) or not model:
+        raise InputError(
+            path, "the header says the file has vectors but not which embedder made them ('embed_model_id')", "line 1"
+        )
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+        raise InputError(path, "the header says the file has vectors but not their size ('embed_dim')", "line 1")
 
 
 def _ids_taken(conn: apsw.Connection, namespaces: Sequence[str]) -> dict[str, int]:

@@ -142,3 +142,52 @@ def test_a_forced_import_of_a_cut_export_says_what_it_holds(export, tmp_path):
         counts = mem.admin.restore(path, force=True)
         assert counts["unchecked"] == "its trailer line is missing"
         assert 0 < counts["message"] < 600
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"embed_model_id": None}, "not which embedder made them ('embed_model_id')"),
+        ({"embed_model_id": 7}, "not which embedder made them ('embed_model_id')"),
+        ({"embed_dim": "384"}, "not their size ('embed_dim')"),
+        ({"vectors": "yes"}, "'vectors' must be true or false"),
+        ({"schema": "9"}, "'schema' must be a whole number"),
+    ],
+)
+def test_a_header_that_cannot_be_true_is_a_clear_error(export, tmp_path, use_models, edit, said):
+    """Found by the fuzz test at scale 8: "vectors": true without "embed_model_id" was an
+    unexpected KeyError. Each is one line (exit 2), with nothing stored, forced or not."""
+    use_models(embedder=HashEmbedder())
+    header = json.loads(export[0])
+    assert header["vectors"] is True
+    header.update(edit)
+    header = {k: v for k, v in header.items() if v is not None}
+    for force in ((), ("--force",)):
+        result, db = _import(tmp_path, [json.dumps(header) + "\n"] + export[1:], *force)
+        err = assert_one_line_error(result, code=2)
+        assert said in err and "line 1" in err
+        assert _messages(db) == 0
+
+
+def test_the_export_of_an_encrypted_store_says_it_is_plain_text(tmp_path, use_models, monkeypatch, store_kind):
+    """An encrypted store exports plain JSONL: stderr says so, before the file is written.
+    Shown on a store that says it is encrypted (the plain pass), and on a real encrypted store
+    in the encrypted pass (pytest --stores=encrypted, with the cipher build)."""
+    use_models(embedder=HashEmbedder())
+    db = tmp_path / "m.db"
+    with open_memory(db, embedder=HashEmbedder()) as mem:
+        mem.add("Ann", "the door code is 4417")
+    plain = runner().invoke(cli, ["--db", str(db), "export", "-o", str(tmp_path / "out.jsonl")])
+    assert plain.exit_code == 0, plain.output
+    assert ("is not: " in plain.stderr) == (store_kind == "encrypted")
+    if store_kind == "plain":
+        from localmem.admin import Admin
+
+        monkeypatch.setattr(Admin, "encrypted", property(lambda self: True))
+    for out in (["-o", str(tmp_path / "out2.jsonl")], []):
+        result = runner().invoke(cli, ["--db", str(db), "export", *out])
+        assert result.exit_code == 0, result.output
+        warning = result.stderr.splitlines()[0]
+        assert warning.startswith("warning: the store is encrypted, but this export is not: ")
+        assert "plain text" in warning and (out[-1] if out else "standard output") in warning
+    assert "4417" in (tmp_path / "out2.jsonl").read_text()
