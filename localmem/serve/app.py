@@ -251,7 +251,13 @@ def serve(
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the flush below runs
     guard = Guard.create(host, port, allow_remote)
     _quiet_logs(guard)
-    limits = Limits.of(writer.config)
+    limits = Limits.of(writer.config).within_files()
+    if limits.max_connections < writer.config.serve_max_connections:
+        log.warning(
+            "at most %d connections at once (serve_max_connections is %d): the process may not open more files",
+            limits.max_connections,
+            writer.config.serve_max_connections,
+        )
     reader = open_reader(writer)
     try:
         if writer.config.extract == "llm":

@@ -21,8 +21,9 @@ unreachable for its owner, and an upload must not be taken whole before it is re
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .calls import ReportedError
@@ -33,6 +34,10 @@ MULTIPART_ROOM = 2**20  # the multipart framing and the small fields beside the 
 UPLOADS = frozenset({"/api/ingest", "/curate/import"})
 MAX_HEADER_BYTES = 16 * 1024
 KEEP_ALIVE_SECONDS = 5
+# asyncio accepts up to this many waiting connections at once, before any of them is seen (and
+# evicted): it is room the file descriptors must have beyond the connections held.
+BACKLOG = 32
+SPARE_FILES = 32  # the store, its WAL, the models, the log, a socket of the command line...
 TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: 27\r\n\r\nthe request took too long.\n"
@@ -60,6 +65,29 @@ class Limits:
 
     def body_limit(self, path: str) -> int:
         return self.max_upload if path in UPLOADS else self.max_body
+
+    def within_files(self) -> "Limits":
+        """These limits, with as many connections as the process's file descriptors can hold
+        (a connection is one): the soft limit is first raised to the hard one, as far as it
+        goes; what is open already, the burst of :data:`BACKLOG` accepted at once (twice: the
+        evicted close a moment later) and a spare are kept free. A server out of descriptors
+        stops accepting for a second at a time, its owner included."""
+        try:
+            import resource
+        except ImportError:  # not POSIX: no such limit to fit
+            return self
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+            if wanted > soft:
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+                    soft = wanted
+                except (OSError, ValueError):
+                    pass
+        room = soft - _open_files() - 2 * BACKLOG - SPARE_FILES
+        fitted = max(2, min(self.max_connections, room))
+        return self if fitted == self.max_connections else replace(self, max_connections=fitted)
 
 
 class BodyTooLarge(ReportedError):
@@ -132,6 +160,13 @@ class BodyLimitMiddleware:
                 raise
             error = exc.to_dict()
             await _refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
+
+
+def _open_files() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc: a guess
+        return 64
 
 
 def protocol(limits: Limits) -> type:
@@ -220,6 +255,7 @@ def server_options(limits: Limits) -> dict[str, Any]:
     return {
         "http": protocol(limits),
         "limit_concurrency": limits.max_connections + 1,  # +1: the newcomer before the eviction
+        "backlog": BACKLOG,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "access_log": False,  # it would log each request's query: the token, the search text

@@ -257,6 +257,7 @@ async def _respond(
                 *extra,
                 *SECURITY_HEADERS,
                 (b"cache-control", b"no-store"),
+                (b"content-length", str(len(body)).encode()),
                 (b"connection", b"close"),
             ],
         }

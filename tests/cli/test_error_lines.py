@@ -122,3 +122,40 @@ def test_a_write_to_a_store_swapped_by_encrypt_is_a_one_line_retry_error(tmp_pat
     assert caught.value.exit_code == 3 and caught.value.code == "store_replaced"
     with open_memory(store, "default", embedder=HashEmbedder()) as mem:
         assert mem.stats()["messages"] == 1
+
+
+@pytest.mark.slow
+@needs_permissions
+def test_a_store_left_with_its_wal_in_a_read_only_folder_is_store_read_only(tmp_path, store):
+    """The hostile test's case: the store's -wal was left beside it (a crash, a copy made while
+    it was open) and its folder is read-only, so SQLite cannot make the -shm: that was
+    'unexpected CantOpenError'."""
+    import apsw
+
+    keep = apsw.Connection(str(store))  # holds the WAL open while the copy is made
+    keep.execute("pragma wal_autocheckpoint = 0")
+    keep.execute("create table if not exists t_left(x)")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    copy = folder / "m.db"
+    shutil.copy(store, copy)
+    shutil.copy(store.with_name(store.name + "-wal"), copy.with_name(copy.name + "-wal"))
+    keep.close()
+    folder.chmod(0o555)
+    try:
+        for args in (("stats",), ("search", "lighthouse"), ("add", "Ana", "more")):
+            err = one_line(cli(tmp_path, "--db", str(copy), *args), StoreReadOnlyError.exit_code)
+            assert "cannot be written" in err, args
+    finally:
+        folder.chmod(0o755)
+
+
+@pytest.mark.slow
+def test_a_db_path_naming_a_fifo_is_refused_at_once(tmp_path):
+    """Opening a FIFO waits for a writer that may never come: --db naming one hung forever."""
+    fifo = tmp_path / "store.fifo"
+    os.mkfifo(fifo)
+    for args in (("stats",), ("add", "Ana", "hi"), ("serve", "--address", "127.0.0.1:0")):
+        done = cli(tmp_path, "--db", str(fifo), *args)  # cli() times out after 120 s
+        err = one_line(done, 1)
+        assert "is not a localmem store (it is a FIFO (named pipe); a store is a regular file)" in err, args

@@ -98,9 +98,7 @@ def test_another_local_server_gets_no_cookie_and_two_servers_keep_theirs(tmp_pat
 
             # And a server's own 127.0.0.1 address, given the cookie's value by hand, is not
             # authenticated by it: the cookie counts only under the page's own name.
-            page.context.add_cookies(
-                [{"name": "localmem_token", "value": a.token, "domain": "127.0.0.1", "path": "/"}]
-            )
+            page.context.add_cookies([{"name": "localmem_token", "value": a.token, "domain": "127.0.0.1", "path": "/"}])
             assert page.goto(f"{a.base}/timeline").status == 401
             assert page.goto(f"{a.page}/timeline").status == 200
             context.close()
