@@ -82,9 +82,11 @@ class Guard:
             names = {"[::1]", "localhost"}
         # A DNS label (letters and digits, at most 63) a browser keeps as typed: 128 random bits.
         page_host = f"{secrets.token_hex(16)}.localhost:{port}" if host in LOOPBACK else ""
-        hosts = frozenset({*(f"{name}:{port}" for name in names), *([page_host] if page_host else [])})
+        hosts = {f"{name}:{port}" for name in names}
+        if page_host:
+            hosts.add(page_host)
         token, csrf, cli_token = (secrets.token_urlsafe(24) for _ in range(3))
-        return cls(token, csrf, hosts, allow_remote, cli_token, page_host)
+        return cls(token, csrf, frozenset(hosts), allow_remote, cli_token, page_host)
 
     def page_url(self, host: str, port: int) -> str:
         """The URL to open, with the token: on the page's own host name (loopback), else on

@@ -23,7 +23,7 @@ from localmem.serve.api import guarded  # noqa: E402
 from localmem.serve.limits import BodyLimitMiddleware, Limits  # noqa: E402
 
 
-def run(app, path: str, chunks: list[bytes], headers: list[tuple[bytes, bytes]] = ()) -> tuple[int, dict, dict]:
+def run(app, path: str, chunks: list[bytes], headers: tuple[tuple[bytes, bytes], ...] = ()) -> tuple[int, dict, dict]:
     """``chunks`` sent as the body of a POST to ``path``; the status, headers and JSON answered,
     and how much of the body the app asked for."""
     scope = {"type": "http", "method": "POST", "path": path, "headers": list(headers), "query_string": b""}
@@ -59,7 +59,10 @@ async def whole_body_lanes(request: Request, lanes) -> JSONResponse:
 LIMITS = Limits(max_body=1000, max_upload=5000)
 # As in the server: the limit is a middleware of the app (inside Starlette's error handler).
 APP = Starlette(
-    routes=[Route("/api/raw", whole_body, methods=["POST"]), Route("/api/x", guarded(whole_body_lanes), methods=["POST"])],
+    routes=[
+        Route("/api/raw", whole_body, methods=["POST"]),
+        Route("/api/x", guarded(whole_body_lanes), methods=["POST"]),
+    ],
     middleware=[Middleware(BodyLimitMiddleware, limits=LIMITS)],
 )
 APP.state.lanes = None  # the routes here need none
@@ -85,9 +88,9 @@ def test_an_upload_path_has_the_upload_limit():
 
 
 def test_a_content_length_over_the_limit_is_refused_before_the_body():
-    status, _, data = run(APP, "/api/raw", [b"x"], [(b"content-length", b"2000")])
+    status, _, data = run(APP, "/api/raw", [b"x"], ((b"content-length", b"2000"),))
     assert status == 413 and data["_read"] == 0
-    status, _, data = run(APP, "/api/raw", [b"x"], [(b"content-length", b"12abc")])
+    status, _, data = run(APP, "/api/raw", [b"x"], ((b"content-length", b"12abc"),))
     assert status == 400 and data["code"] == "usage"
 
 
