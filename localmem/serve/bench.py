@@ -23,6 +23,7 @@ from ..config import Config
 from ..memory import Memory
 from .app import build_app, open_reader, warm_up
 from .calls import as_json
+from .limits import Limits, server_options
 from .security import Guard
 
 COLUMNS = [
@@ -86,7 +87,10 @@ def bench_serve(size: int, workdir: Path | None, config: Config, requests: int =
     guard = Guard.create("127.0.0.1", port)
     app = build_app(writer, reader, guard, mcp=False)
     warm_up(reader)  # as serve does before it prints the URL
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    options = server_options(Limits.of(cfg))  # the limits and timers serve runs with
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **options)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
