@@ -10,9 +10,11 @@ and unguessable: ``<random>.localhost`` (browsers resolve every ``*.localhost`` 
 loopback address, without asking DNS). The cookie is set for that name only, and counts only when
 a request names it in its Host header: another local server never receives it, and a cookie that
 reached this server under another name is worth nothing. ``?token=`` given at ``127.0.0.1``
-moves the browser to that name first. The Host header must
-name the address the server listens on, and an Origin header, when sent, that same place: a page
-elsewhere cannot reach the server through DNS rebinding. A request that changes the store
+moves the browser to that name first.
+
+The Host header must name the address the server listens on (or the page's name), and an
+Origin header, when sent, that same place: a page elsewhere cannot reach the server through DNS
+rebinding. A request that changes the store
 (anything but GET and HEAD) made with the cookie must also carry the CSRF token (``?csrf=`` in a
 form's action, or an ``X-CSRF-Token`` header); one made with the Bearer header needs none, since
 a browser never sends that header to another site on its own. Every response forbids scripts and
@@ -21,8 +23,9 @@ anyway), framing, and the Referer header outside the server.
 
 The command line gets a token of its own from the discovery file (:mod:`.discovery`): it is good
 for ``GET /api/search`` and ``POST /api/ask`` only. Before it sends a question, the command line
-asks ``GET /api/hello?nonce=N`` (no token) and checks the answer, an HMAC of the nonce with that
-token: a process that took the port of a server that died cannot pass for it.
+asks ``GET /api/hello?nonce=N`` (no token; the route is :func:`.api.hello`) and checks the
+answer, an HMAC of the nonce with that token: a process that took the port of a server that died
+cannot pass for it.
 """
 
 from __future__ import annotations
@@ -223,7 +226,7 @@ class GuardMiddleware:
                 401,
                 "unauthorized",
                 "this needs the token localmem serve printed",
-                "open the URL it printed (http://127.0.0.1:PORT/?token=...), or send 'Authorization: Bearer TOKEN'",
+                "open the URL it printed (http://....localhost:PORT/?token=...), or send 'Authorization: Bearer TOKEN'",
             )
         if scope["method"] not in SAFE_METHODS and not by_bearer:
             if not (guard.csrf_ok(headers.get(CSRF_HEADER)) or guard.csrf_ok(query.get("csrf"))):
