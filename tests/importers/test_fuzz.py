@@ -4,7 +4,8 @@ The inputs are the import fixtures, mutated: a value anywhere in a JSON export r
 JSON value (a number where text belongs, an object where a list does, a loop in the parent
 links), keys deleted, items duplicated; lines of a text export replaced, repeated or cut, and
 characters no chat app writes (NUL, lone surrogates, U+2028, CR) put in; and raw bytes. The
-export / import path gets random messages, then its export mutated the same way.
+export / import path gets random messages, then its export mutated the same way (its header
+too: a field given any value, or taken out).
 
 The property, for every input: a clean refusal (one :class:`LocalmemError` line, and the store
 exactly as it was), or messages that can be stored (text within max_message_chars, no NUL, no
