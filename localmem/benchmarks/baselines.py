@@ -26,7 +26,6 @@ RAW_TURNS = SearchParams(
     parts=False,
     promote=False,
     without_speakers=False,
-    neighbour_weight=0.0,
     session_weight=0.0,
     speaker_weight=0.0,
     question_handoff=0.0,

@@ -224,11 +224,8 @@ def search_batch(
         reranker = models.llm_reranker()
     elif params.rerank == "auto":
         reranker = models.reranker
-    lexical: list[str | None] = [None] * len(queries)
-    if params.lexical_without_speakers:
-        lexical = list(speakerless(conn, namespace, queries, options.user_name, names))
-    for query, vec, words in zip(queries, vectors, lexical):
-        yield search.search(conn, namespace, query, vec, params, reranker, words)
+    for query, vec in zip(queries, vectors):
+        yield search.search(conn, namespace, query, vec, params, reranker)
 
 
 def vector_texts(

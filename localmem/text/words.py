@@ -5,7 +5,7 @@ Two stemmers, for two jobs:
 - :func:`stem` is a cheap, kinship-aware prefix ("mom" and "mother", "painting" and
   "paintings" meet): used to compare the words of questions, answers and messages;
 - :func:`porter` is SQLite FTS5's own Porter tokenizer, the one the full-text indexes use,
-  so query terms match the indexed vocabulary (and LoCoMo's scorer, which stems with Porter).
+  so query terms match the indexed vocabulary (and the eval's scorer, which stems with Porter).
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
     with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(_chat(tmp_path, "a.jsonl", first))
         mem.ingest(_chat(tmp_path, "b.jsonl", first + [("Ann", "then we spoke of tea")]))
-        bm25 = {"channels": ["bm25"], "recipe": SearchParams(neighbour_weight=0.0, session_weight=0.0)}
+        bm25 = {"channels": ["bm25"], "recipe": SearchParams(session_weight=0.0)}
         assert [h.text for h in mem.search("qzvorpal", **bm25)] == [
             "Bob: the secret word is qzvorpal",
             "Ann: then we spoke of tea",

@@ -472,7 +472,7 @@ def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
 
 
 WITHOUT_CONTEXT = SearchParams(
-    neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0, question_handoff=0.0, when_weight=0.0
+    session_weight=0.0, speaker_weight=0.0, question_handoff=0.0, when_weight=0.0
 )
 
 
