@@ -412,12 +412,6 @@ class Config:
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
-    # Off: the 1.5B model's P(yes) did not separate right answers from wrong (docs/decisions.md).
-    ask_verify: float = setting(
-        0.0,
-        "Before an answer is returned, the model's P(yes) that its cited evidence states it must "
-        "reach this (else other evidence is tried, then the answer is refused); 0: no check.",
-    )
     present_first: int = setting(
         5,
         "A question about the present ('now', 'these days', 'where do I work?') gets the newest "
