@@ -47,7 +47,7 @@ DATE_ORDERS = ("auto", "day-first", "month-first")
 # session): every one that has such a turn, only replies to a turn asking something (a "?"), or
 # none. Why "questions" is the default: docs/decisions.md#context-parts.
 CONTEXT_PARTS = ("all", "questions", "none")
-EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
+EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem_bench.baselines
 # Search channels: the default set, and every one. Temporal fires only when the query names a
 # time (why it is in the default set: docs/decisions.md#temporal-channel).
 CHANNELS = ("vector", "bm25", "temporal")
@@ -77,7 +77,7 @@ def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
     """``value`` when it is one of ``choices``; else a :class:`~localmem.errors.LocalmemError`
     naming ``what`` (the option, e.g. ``--extract``) and the choices."""
     if value not in choices:
-        raise LocalmemError(f"{what} {value} is unknown; use one of: {', '.join(choices)}")
+        raise LocalmemError(f"{what} {value} is unknown", f"use one of: {', '.join(choices)}")
     return value
 
 

@@ -16,7 +16,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import apsw
 
@@ -32,7 +32,7 @@ from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
 from ..types import Answer, Citation, Hit, Names, Speakers
 from . import dates as date_rules
-from .checks import about_someone_else, asks_about_someone_else, best_matching, from_image_descriptions
+from .checks import about_someone_else, asks_about_someone_else, from_image_descriptions
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import apsw
@@ -25,6 +25,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     SESSION_DEFAULT,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
+    Config,
 )
 from ..models.protocols import Reranker
 from ..store.queries import q
@@ -96,6 +97,9 @@ def rrf(rankings: Mapping[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[
 
 @dataclass(frozen=True)
 class SearchParams:
+    """Every option of a search, declared once: the caller's (``k``, ``channels``, filters, a
+    recipe's switches) and the configuration's (:meth:`from_config`)."""
+
     k: int = DEFAULT_K
     budget: int = DEFAULTS.channel_budget
     rrf_k: int = DEFAULTS.rrf_k  # Memory's searches (baselines too) pass Config.rrf_k
@@ -128,7 +132,20 @@ class SearchParams:
     # A question asking when (query_time.asks_when): the messages that say a time ("last
     # Friday", "in 2019") have their scores × (1 + when_weight) (0: off).
     when_weight: float = WHEN_WEIGHT
+    embed_batch: int = DEFAULTS.embed_batch  # queries embedded per embedder call
+    user_name: str | None = None  # a speaker's name the vector query leaves out (query_text)
 
+    @classmethod
+    def from_config(cls, config: Config) -> "SearchParams":
+        """The default search with the configuration's candidates per channel, RRF constant,
+        present-first count, embedding batch and user name."""
+        return cls(
+            budget=config.channel_budget,
+            rrf_k=config.rrf_k,
+            present_first=config.present_first,
+            embed_batch=config.embed_batch,
+            user_name=config.user_name,
+        )
 
 
 def run_channels(

@@ -80,7 +80,7 @@ def export(
     chosen = list(namespaces) if namespaces else all_ns
     missing = [ns for ns in chosen if ns not in all_ns]
     if missing:
-        raise LocalmemError(f"no such namespace: {', '.join(missing)}; see 'localmem namespaces'")
+        raise LocalmemError(f"no such namespace: {', '.join(missing)}", "see 'localmem namespaces'")
     meta = db.all_meta(conn)
     with_vectors = vectors and db.has_vectors(conn)
     header = {
@@ -172,7 +172,7 @@ def restore(
     if header.get("format") != FORMAT or header.get("version") not in READS:
         raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
     if header.get("schema", 0) > db.latest_version():
-        raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
+        raise InputError(path, f"made by a newer localmem (schema {header['schema']})", hint="upgrade localmem")
     names = header.get("namespaces")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
@@ -180,8 +180,8 @@ def restore(
     clash = sorted(set(names) & present)
     if clash:
         raise LocalmemError(
-            f"namespace(s) {', '.join(clash)} already exist in this store; forget "
-            "them first (localmem forget --namespace NS --yes) or import elsewhere"
+            f"namespace(s) {', '.join(clash)} already exist in this store",
+            "forget them first (localmem forget --namespace NS --yes) or import elsewhere",
         )
     stored_id = db.get_meta(conn, "embed_model_id")
     has_vectors = bool(header.get("vectors"))
@@ -447,7 +447,7 @@ class _Reader:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(self.path, f"not valid UTF-8 (line {lineno}); is it a localmem export?") from exc
+            raise InputError(self.path, f"not valid UTF-8 (line {lineno})", hint="is it a localmem export?") from exc
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:

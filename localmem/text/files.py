@@ -34,7 +34,7 @@ def read_input(path: Path, limit: int = DEFAULTS.max_input_bytes) -> bytes:
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(mode):
-        raise InputError(path, "is a directory; pass a file (one conversation export)")
+        raise InputError(path, "is a directory", hint="pass a file (one conversation export)")
     _regular(path, mode)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -8,7 +8,7 @@ from datetime import date
 from localmem.answer import pipeline
 from localmem.answer.fast import AnswerOptions
 from localmem.config import Config
-from localmem.retrieval import batch
+from localmem.retrieval.search import SearchParams
 from tests.fakes import ScriptedLLM
 from tests.helpers import open_memory
 
@@ -18,7 +18,7 @@ def test_options_are_read_from_the_config():
     options = pipeline.AskOptions.from_config(config)
     assert options.max_tokens == 123 and options.focus is False
     assert options.answer == AnswerOptions(dates=True, user_name=None)
-    assert options.search.rrf_k == 7 and options.search == batch.SearchOptions.from_config(config)
+    assert options.search.rrf_k == 7 and options.search == SearchParams.from_config(config)
 
 
 def test_the_pipeline_answers_as_memory_ask_does(tmp_path, embedder):

@@ -113,7 +113,7 @@ def _target(mem: Memory, rng: random.Random, kind: str, alive: list[str], by_id:
         return {"ids": rng.sample(alive, min(len(alive), rng.randint(1, 5)))}
     if kind == "conversation":
         some = rng.sample(alive, min(5, len(alive)))
-        return {"conversation": rng.choice(sorted({mem.browse.get(m)["conversation"] for m in some}))}
+        return {"conversation": rng.choice(sorted({mem.browse.get(m).conversation for m in some}))}
     if kind == "before":
         return {"before": f"2023-{rng.randint(2, 9):02d}-{rng.randint(1, 28):02d}"}
     if kind == "match":
