@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Memory
-from ..config import Config
-from ..errors import InputError, LocalmemError
-from ..text.files import read_input
-from ..text.words import porter_stemmer
+from localmem import Memory
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError
+from localmem.text.files import read_input
+from localmem.text.words import porter_stemmer
+
 from . import retrieval as evaluate
 from .baselines import SYSTEMS, plain
 
@@ -130,7 +131,7 @@ def locomo_answers(
     dates after relative times (by default a baseline runs without them).
     """
     if system not in SYSTEMS:
-        raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
+        raise LocalmemError(f"unknown --system {system!r}", f"available: {', '.join(SYSTEMS)}")
     chosen = SYSTEMS[system]
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")

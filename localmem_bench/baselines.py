@@ -17,8 +17,8 @@ import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .. import Answer, Config, Memory, SearchParams
-from ..config import EVAL_SYSTEMS
+from localmem import Answer, Config, Memory, SearchParams
+from localmem.config import EVAL_SYSTEMS
 
 RAW_TURNS = SearchParams(
     channels=("vector", "bm25"),

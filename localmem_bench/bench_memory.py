@@ -24,10 +24,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import Memory, SearchParams
-from ..config import ALL_CHANNELS, Config
-from ..files import private_dir
-from ..models.protocols import Embedder
+from localmem import Memory, SearchParams
+from localmem.config import ALL_CHANNELS, Config
+from localmem.files import private_dir
+from localmem.models.protocols import Embedder
+
 from . import bench
 
 MEMORY_COLUMNS: list[str] = [
@@ -399,14 +400,14 @@ def _index_overlap(
     over every unit vector the bench wrote, recomputed here) that the vector channel returned,
     averaged over the first ``sample`` queries. The bench's unit vectors are random, so their
     neighbours are nearly equidistant: a harsh case for codes."""
-    index = mem.stats()["vector_index"].get("units", "exact")
+    index = mem.stats().vector_index.get("units", "exact")
     exact_units = _exact_unit_vectors(mem.embedder.dim, n_units, seed)
     ids = np.arange(1, len(exact_units) + 1)
     recipe = SearchParams(
         channels=("vector",),
         parts=False,
         evidence_fusion=False,
-            session_weight=0.0,
+        session_weight=0.0,
         speaker_weight=0.0,
         question_handoff=0.0,
         when_weight=0.0,
@@ -469,7 +470,7 @@ def bench_memory_search(
                 "units": n,
                 "episodes": built["episodes"],
                 "entities": built["entities"],
-                "links": mem.stats()["links"],
+                "links": mem.stats().links,
                 "queries": len(timed),
             }
             row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)

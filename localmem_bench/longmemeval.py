@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Memory
-from ..config import Config
-from ..errors import InputError, LocalmemError
-from ..text.files import read_input
-from ..text.times import parse_timestamp
+from localmem import Memory
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError
+from localmem.text.files import read_input
+from localmem.text.times import parse_timestamp
+
 from . import retrieval as evaluate
 from .answers import f1_score, normalise, tokens
 from .baselines import SYSTEMS, plain
@@ -124,7 +125,7 @@ def longmemeval_answers(
     """Answer and score every item of a LongMemEval JSON file (``questions``: only these ids;
     ``limit``: the first ``limit`` items)."""
     if system not in SYSTEMS:
-        raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
+        raise LocalmemError(f"unknown --system {system!r}", f"available: {', '.join(SYSTEMS)}")
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")
     chosen = SYSTEMS[system]

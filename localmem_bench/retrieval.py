@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Hit, IngestReport, Memory
-from ..config import Config, home_dir, user_data_dir
-from ..errors import InputError, LocalmemError, NotFoundError
-from ..files import private_dir
-from ..models.protocols import Embedder
-from ..text.files import decode, read_input
-from ..text.times import parse_timestamp
+from localmem import Hit, IngestReport, Memory
+from localmem.config import Config, home_dir, user_data_dir
+from localmem.errors import InputError, LocalmemError, NotFoundError
+from localmem.files import private_dir
+from localmem.models.protocols import Embedder
+from localmem.text.files import decode, read_input
+from localmem.text.times import parse_timestamp
+
 from .baselines import RAW_TURNS
 
 __all__ = ["CATEGORY_NAMES", "locomo_retrieval", "render_markdown", "write_report", "parse_evidence", "eval_db_path"]
@@ -211,8 +212,8 @@ def _detect(path: Path, doc: Any) -> str:
     raise InputError(
         path,
         "not a LoCoMo file (a list of {sample_id, conversation, qa}) nor a "
-        "LongMemEval file (a list of {question_id, haystack_sessions, ...}); "
-        "pass a benchmark file",
+        "LongMemEval file (a list of {question_id, haystack_sessions, ...})",
+        hint="pass a benchmark file",
     )
 
 
@@ -222,7 +223,7 @@ def _select(path: Path, available: list[str], wanted: list[str] | None) -> set[s
     unknown = [w for w in wanted if w not in available]
     if unknown:
         shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
-        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file; available: {shown}")
+        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file", f"available: {shown}")
     return set(wanted)
 
 
@@ -501,5 +502,5 @@ def write_report(
         (out_dir / f"{stem}.md").write_text((render or render_markdown)(report), encoding="utf-8")
     except OSError as exc:
         raise LocalmemError(
-            f"cannot write the report to {out_dir}: {exc.strerror or exc}; pass another --out folder"
+            f"cannot write the report to {out_dir}: {exc.strerror or exc}", "pass another --out folder"
         ) from exc
