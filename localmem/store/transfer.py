@@ -169,26 +169,7 @@ def restore(
     messages a file without vectors gives context parts (setting ``context_parts``)."""
     reader = _Reader(path)
     header = reader.header
-    if header.get("format") != FORMAT or header.get("version") not in READS:
-        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
-    if header.get("schema", 0) > db.latest_version():
-        raise InputError(path, f"made by a newer localmem (schema {header['schema']})", hint="upgrade localmem")
-    names = header.get("namespaces")
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
-    present = {row[0] for row in conn.execute(q("export_namespaces"))}
-    clash = sorted(set(names) & present)
-    if clash:
-        raise LocalmemError(
-            f"namespace(s) {', '.join(clash)} already exist in this store",
-            "forget them first (localmem forget --namespace NS --yes) or import elsewhere",
-        )
-    stored_id = db.get_meta(conn, "embed_model_id")
-    has_vectors = bool(header.get("vectors"))
-    if has_vectors and stored_id and stored_id != header["embed_model_id"]:
-        raise EmbedderMismatchError(
-            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
-        )
+    names, has_vectors, stored_id = _checked_header(conn, path, header)
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(one_row(conn.execute(q("ids_in_use"))))
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
@@ -233,6 +214,33 @@ def restore(
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)
+
+
+def _checked_header(conn: apsw.Connection, path: Path, header: dict[str, Any]) -> tuple[list[str], bool, str | None]:
+    """The namespaces an export's ``header`` names, whether it holds vectors and the store's
+    embedder id, once the header is one this localmem reads and fits this store (no namespace
+    already here, the same embedder); else the error that says why."""
+    if header.get("format") != FORMAT or header.get("version") not in READS:
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
+    if header.get("schema", 0) > db.latest_version():
+        raise InputError(path, f"made by a newer localmem (schema {header['schema']})", hint="upgrade localmem")
+    names = header.get("namespaces")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
+    present = {row[0] for row in conn.execute(q("export_namespaces"))}
+    clash = sorted(set(names) & present)
+    if clash:
+        raise LocalmemError(
+            f"namespace(s) {', '.join(clash)} already exist in this store",
+            "forget them first (localmem forget --namespace NS --yes) or import elsewhere",
+        )
+    stored_id = db.get_meta(conn, "embed_model_id")
+    has_vectors = bool(header.get("vectors"))
+    if has_vectors and stored_id and stored_id != header["embed_model_id"]:
+        raise EmbedderMismatchError(
+            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
+        )
+    return names, has_vectors, stored_id
 
 
 def _ids_taken(conn: apsw.Connection, namespaces: Sequence[str]) -> dict[str, int]:
