@@ -89,7 +89,7 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
 
 @functools.lru_cache(maxsize=1)
 def porter_stemmer() -> Callable[[str], list[str]]:
-    """FTS5's Porter tokenizer over plain unicode61 (LoCoMo's scoring), made on first use: a
+    """FTS5's Porter tokenizer over plain unicode61 (as the eval's scorer stems), made on first use: a
     function from text to its stemmed tokens."""
     tokenize = apsw.Connection(":memory:").fts5_tokenizer("porter", ["unicode61"])
 
