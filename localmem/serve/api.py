@@ -322,7 +322,7 @@ async def ingest(request: Request, lanes: Lanes) -> Response:
         raise usage_error("send the file as multipart/form-data, in the field 'file'")
     fmt = form.get("format") or None
     if fmt is not None and fmt not in FORMATS:
-        raise usage_error(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise usage_error(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     conversation = form.get("conversation") or None
     folder = Path(tempfile.mkdtemp(prefix="localmem-upload-"))  # 0700: only this user reads it
     path = folder / _safe_name(upload.filename or "upload")

@@ -700,7 +700,7 @@ def test_profile_shows_a_person_built_by_extraction(tmp_path):
     db = tmp_path / "m.db"
     with open_memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
-        episodes = {ref("u:", e["id"]) for e in mem.browse.episodes()}
+        episodes = {ref("u:", e.id) for e in mem.browse.episodes()}
 
     async def main():
         async with stdio(tmp_path, db) as client:
