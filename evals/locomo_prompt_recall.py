@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from localmem import Memory
-from localmem.benchmarks.retrieval import eval_db_path, parse_evidence
 from localmem.config import Config
 from localmem.models.protocols import Chooser, Chosen, Completion
 from localmem.retrieval.search import SearchParams
+from localmem_bench.retrieval import eval_db_path, parse_evidence
 
 SCORED = (1, 2, 3, 4)
 KS = (5, 10, 20)

@@ -35,13 +35,13 @@ from pathlib import Path
 
 from localmem import Memory
 from localmem.answer import fast
-from localmem.benchmarks.answers import normalise, score
 from localmem.models.backends.llama import LlamaTokenCounter
 from localmem.models.protocols import Completion
 from localmem.prompts import answer as prompt
+from localmem_bench.answers import normalise, score
 
 UNKNOWN = "unrecorded reply"  # the model's text is not in the report (or the real run never asked it)
-POST_MODEL = ("someone else", "image description", "no citation", "invalid reply", "unchecked")
+POST_MODEL = ("someone else", "image description", "no citation", "invalid reply")
 # One-word answers that only rate something (issue 34 item 6: "amazing" for "super exciting and free-feeling").
 GENERIC = frozenset(
     "amazing awesome great good fun nice happy excited exciting wonderful fantastic cool special beautiful "

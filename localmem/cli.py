@@ -1492,8 +1492,8 @@ def _listen_address(
         loopback = False  # a host name other than localhost may resolve to any address
     if not loopback and not allow_remote:
         raise ConfigError(
-            f"{flag} {value}: {host} is not a loopback address, and {risk}; use "
-            f"127.0.0.1:{port}, or add --allow-remote if you mean it"
+            f"{flag} {value}: {host} is not a loopback address, and {risk}",
+            f"use 127.0.0.1:{port}, or add --allow-remote if you mean it",
         )
     return host, port
 
@@ -1586,6 +1586,26 @@ def serve_command(
     )
 
 
+# The benchmarks are not part of the core install: localmem_bench ships from this repository's
+# bench/ project (a checkout's editable install has it too).
+BENCH_INSTALL = "pip install ./bench (from a checkout of localmem), or pip install -e . for a development install"
+
+
+def _bench(module: str) -> Any:
+    """The module ``localmem_bench.<module>``; a one-line error saying how to install it when
+    the benchmarks are not installed."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"localmem_bench.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("localmem_bench", f"localmem_bench.{module}"):
+            raise
+        raise LocalmemError(
+            "localmem eval and localmem bench need the benchmarks, which are not installed", f"run: {BENCH_INSTALL}"
+        ) from None
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks on synthetic data; they print measured numbers."""
@@ -1616,7 +1636,7 @@ def bench_ingest(
 ) -> None:
     """Ingest speed: messages/s with and without embedding, or (--messages) against the embedding floor."""
     if messages is not None:
-        from .benchmarks import ingest_pace
+        ingest_pace = _bench("ingest_pace")
 
         (n,) = _sizes(messages)
         row = ingest_pace.bench_ingest_pace(n, workdir, state.config)
@@ -1625,7 +1645,7 @@ def bench_ingest(
         else:
             click.echo("\n".join(f"{k}: {v}" for k, v in row.items()))
         return
-    from .benchmarks import bench as bench_mod
+    bench_mod = _bench("bench")
 
     rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config, compare_encrypted=compare_encrypted)
     _emit_rows(rows, as_json, bench_mod.INGEST_COLUMNS)
@@ -1647,7 +1667,7 @@ def bench_search(
     state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int, compare_encrypted: bool, as_json: bool
 ) -> None:
     """Search latency p50/p95 (query embedding included) per store size."""
-    from .benchmarks import bench as bench_mod
+    bench_mod = _bench("bench")
 
     rows = bench_mod.bench_search(
         _sizes(sizes), workdir, state.config, n_queries=n_queries, k=k, compare_encrypted=compare_encrypted
@@ -1664,7 +1684,7 @@ def bench_search(
 def bench_serve(state: _State, size: str, workdir: Path | None, requests: int, as_json: bool) -> None:
     """`localmem serve`'s server time (Server-Timing) and round trip: the first page, search, the
     timeline; against the budgets 300, 100 and 200 ms."""
-    from .serve import bench as mod
+    mod = _bench("bench_serve")
 
     if requests < 1:
         raise click.BadParameter("--requests must be at least 1")
@@ -1680,7 +1700,7 @@ def bench_serve(state: _State, size: str, workdir: Path | None, requests: int, a
 @click.pass_obj
 def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int, as_json: bool) -> None:
     """Search latency over synthetic built memory (units, entities, links): all channels and each."""
-    from .benchmarks import bench_memory as mod
+    mod = _bench("bench_memory")
 
     rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
     _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
@@ -1694,7 +1714,7 @@ def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int
 def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
     """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
     (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
-    from .benchmarks import bench_mcp as mod
+    mod = _bench("bench_mcp")
 
     if runs < 1:
         raise click.BadParameter("must be at least 1", param_hint="--runs")
@@ -1732,7 +1752,7 @@ def bench_ask(state: _State, questions_file: Path, plain: bool, as_json: bool) -
     optionally 'namespace' and 'now'), on this store: model load, search, first answer text,
     prompt tokens, tokens reused from the cache, prompt evaluation, generated tokens and
     generation time, each as p50 and p90."""
-    from .benchmarks import bench_ask as mod
+    mod = _bench("bench_ask")
 
     questions = mod.read_questions(questions_file)
     report = mod.run(state.memory("read"), questions, plain=plain)
@@ -1837,13 +1857,13 @@ def eval_locomo(
 
     Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
     evidence recall, refusal on category 5, latency, tokens)."""
-    from .benchmarks import retrieval as evaluate
+    evaluate = _bench("retrieval")
 
     chosen = [c.strip() for c in conversations.split(",")] if conversations else None
     if retrieval_only:
         if system == "full-context":
             raise LocalmemError(
-                "--system full-context retrieves nothing; with --retrieval-only use localmem or raw-hybrid"
+                "--system full-context retrieves nothing", "with --retrieval-only use localmem or raw-hybrid"
             )
         report = evaluate.locomo_retrieval(
             file,
@@ -1858,7 +1878,7 @@ def eval_locomo(
         )
         write, render = evaluate.write_report, evaluate.render_markdown
     else:
-        from .benchmarks import answers as eval_answers
+        eval_answers = _bench("answers")
 
         with _progress(state, "answering") as progress:
             report = eval_answers.locomo_answers(
@@ -1920,7 +1940,7 @@ def eval_longmemeval(
     its question date; scored by whether the answer contains the gold answer, and token F1
     (an abstention item is right when refused). For retrieval recall, use `eval locomo FILE
     --retrieval-only`, which reads LongMemEval files too."""
-    from .benchmarks import longmemeval
+    longmemeval = _bench("longmemeval")
 
     chosen = [c.strip() for c in questions.split(",")] if questions else None
     with _progress(state, "answering") as progress:

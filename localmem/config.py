@@ -44,31 +44,26 @@ FORMATS = ("locomo", "jsonl", "chat", "text", "chatgpt", "claude", "whatsapp", "
 # How a WhatsApp export's "01/02/2024" is read: decided per file from the values when "auto".
 DATE_ORDERS = ("auto", "day-first", "month-first")
 # Which messages get a context part (the message embedded after the turn before it in its
-# session; docs/recall.md): every one that has such a turn, only replies to a turn asking
-# something (a "?": a third of the extra embedding on LoCoMo, the same recall), or none.
+# session): every one that has such a turn, only replies to a turn asking something (a "?"), or
+# none. Why "questions" is the default: docs/decisions.md#context-parts.
 CONTEXT_PARTS = ("all", "questions", "none")
-EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem.benchmarks.baselines
+EVAL_SYSTEMS = ("localmem", "raw-hybrid", "full-context")  # localmem_bench.baselines
 # Search channels: the default set, and every one. Temporal fires only when the query names a
-# time (why it is in the default set: docs/decisions.md).
+# time (why it is in the default set: docs/decisions.md#temporal-channel).
 CHANNELS = ("vector", "bm25", "temporal")
 ALL_CHANNELS = ("vector", "bm25", "graph", "temporal", "entity")
-# Context fusion (retrieval.search.context_fusion; docs/recall.md): the weights of the WITH_CONTEXT
-# recipe. Neighbours at 0.2 and session at 0.2 together raised recall@10 on all six LoCoMo dev
-# conversations but lowered answer F1 on a 72-question LLM sample (docs/recall.md) and recall@5 on
-# the assistant set, so neighbours are off by default. The speaker weight is on: it changes search
-# only, not ask's prompt.
-NEIGHBOUR_WEIGHT = 0.2  # × the fused score of the turn before or after it in its session
-SESSION_WEIGHT = 0.2  # × its session's score (the sum of the session's best 3 fused scores)
-# The session weight search uses by default, half the recipe's: on top of the question handoff and
-# the time rules it raised answer F1 on 5 of the 6 dev conversations (45.5 → 49.5 pooled on 112
-# questions) and evidence in the prompt on all six (docs/recall.md); it costs the assistant set
-# about one question at rank 5.
+# Context fusion (retrieval.search.context_fusion): a message gains this × its session's score
+# (the sum of the session's best 3 fused scores): docs/decisions.md#session-weight. The turns
+# next to a message add nothing by default: docs/decisions.md#neighbours-off.
 SESSION_DEFAULT = 0.1
-SPEAKER_WEIGHT = 0.5  # a question naming one speaker: their messages' scores × (1 + this)
+# A question naming one speaker: their messages' scores × (1 + this); it changes search only, not
+# ask's prompt (docs/decisions.md#speaker-weight).
+SPEAKER_WEIGHT = 0.5
 # A question naming a time ("on 25 May 2022", "in July"): the messages said then have their
-# fused scores × (1 + this): on by default (retrieval.search.time_fusion).
+# fused scores × (1 + this): on by default (retrieval.search.time_fusion;
+# docs/decisions.md#session-weight).
 RANGE_WEIGHT = 1.0
-# On by default (retrieval.search.question_handoff; docs/recall.md): a message hands this share of
+# On by default (retrieval.search.question_handoff; docs/decisions.md#question-handoff): a message hands this share of
 # its fused score, × the share of it that asks, to the turn after it. 1.0: a question keeps only
 # what it says besides asking; its answer gains the rest.
 QUESTION_HANDOFF = 1.0
@@ -82,7 +77,7 @@ def check_choice(what: str, value: str, choices: tuple[str, ...]) -> str:
     """``value`` when it is one of ``choices``; else a :class:`~localmem.errors.LocalmemError`
     naming ``what`` (the option, e.g. ``--extract``) and the choices."""
     if value not in choices:
-        raise LocalmemError(f"{what} {value} is unknown; use one of: {', '.join(choices)}")
+        raise LocalmemError(f"{what} {value} is unknown", f"use one of: {', '.join(choices)}")
     return value
 
 
@@ -99,7 +94,7 @@ EXACT_BELOW = 20_000
 # How deep an input's JSON may nest: exports nest under 10 levels; Python's parser fails near
 # 1,000 (RecursionError), and the stored record is serialised again later.
 MAX_JSON_DEPTH = 100
-# A note longer than this is split at its headings: about what one vector covers (docs/decisions.md).
+# A note longer than this is split at its headings: about what one vector covers (docs/decisions.md#note-split).
 NOTE_SPLIT_CHARS = 900
 
 # -- `localmem mcp` (localmem.mcp_server) ----------------------------------------------------
@@ -417,12 +412,6 @@ class Config:
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
-    # Off: the 1.5B model's P(yes) did not separate right answers from wrong (docs/decisions.md).
-    ask_verify: float = setting(
-        0.0,
-        "Before an answer is returned, the model's P(yes) that its cited evidence states it must "
-        "reach this (else other evidence is tried, then the answer is refused); 0: no check.",
-    )
     present_first: int = setting(
         5,
         "A question about the present ('now', 'these days', 'where do I work?') gets the newest "
@@ -441,7 +430,7 @@ class Config:
         choices=CONSOLIDATE_MODES,
         flags=("--consolidate",),
     )
-    # 0.6 dropped only wrong facts on conv-26 (docs/decisions.md).
+    # Why 0.6: docs/decisions.md#verify-facts.
     verify_facts: float = setting(
         0.6,
         "Extracted facts the model gives P(yes) below this against their messages are dropped "

@@ -4,8 +4,9 @@ An error's ``message`` says what happened and its ``hint`` what to do next; ``st
 the two joined ("…; hint"), the one line the CLI prints on stderr, and :meth:`to_dict` the
 JSON form it prints with ``--json`` (``{"error", "code", "hint", "exit_code"}``). The process
 exits with ``exit_code``: 1 by default, 2 bad input or configuration, 3 store locked, 4 model
-missing, 5 model server failed, 6 store damaged, 7 disk full. Every class has a hint of its own: one it writes, or ``default_hint``
-when the raise site says nothing more specific.
+missing, 5 model server failed, 6 store damaged, 7 disk full. A raise site passes its hint as
+its own argument (nothing is parsed out of the message); without one, the class's
+``default_hint`` is used.
 """
 
 from __future__ import annotations
@@ -13,15 +14,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-
-# What a hint starts with, in messages raised with the hint joined by "; " (most raise sites
-# say "…; see 'localmem namespaces'"): the last such "; " splits the message from its hint.
-_HINT = re.compile(
-    r"; (?=(?:see|run|use|pass|give|wait|configure|upgrade|forget|check|install|reinstall|"
-    r"re-run|set|try|available|choose|add|ingest|restore|import|point|with|is it|"
-    r"roles)\b)"
-)
-
 
 # What would break the one line an error is printed as (line and paragraph breaks, other control
 # characters) or could not be printed at all (a lone surrogate): an error quoting a file's
@@ -34,16 +26,6 @@ def one_line(text: str) -> str:
     return _NOT_ONE_LINE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
 
 
-def split_hint(text: str) -> tuple[str, str | None]:
-    """``(message, hint)`` of a one-line error text whose hint follows the last "; " that
-    starts an instruction; ``(text, None)`` when there is none."""
-    found = list(_HINT.finditer(text))
-    if not found:
-        return text, None
-    at = found[-1]
-    return text[: at.start()], text[at.end() :]
-
-
 class LocalmemError(Exception):
     """Base class of every error localmem raises on purpose."""
 
@@ -52,8 +34,6 @@ class LocalmemError(Exception):
     default_hint: str | None = None  # what to do when the raise site says nothing more specific
 
     def __init__(self, message: str, hint: str | None = None, *, line: str | None = None) -> None:
-        if hint is None:
-            message, hint = split_hint(message)
         hint = one_line(hint) if hint else self.default_hint
         self.message = one_line(message)
         self.hint = hint
@@ -70,13 +50,13 @@ class InputError(LocalmemError):
     code = "bad_input"
     default_hint = "fix the input and run the command again"
 
-    def __init__(self, path: str | Path, problem: str, where: str | None = None) -> None:
+    def __init__(self, path: str | Path, problem: str, where: str | None = None, *, hint: str | None = None) -> None:
         self.path = str(path)
-        self.problem = problem
+        self.problem = problem  # what is wrong with the input, without the hint
         self.where = where
         loc = f"{self.path}:{where}" if where else self.path
-        what, hint = split_hint(problem)
-        super().__init__(f"{loc}: {what} (nothing was stored)", hint, line=f"{loc}: {problem} (nothing was stored)")
+        said = f"{problem}; {hint}" if hint else problem
+        super().__init__(f"{loc}: {problem} (nothing was stored)", hint, line=f"{loc}: {said} (nothing was stored)")
 
 
 class InvalidTextError(LocalmemError):

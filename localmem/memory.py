@@ -261,17 +261,17 @@ class Memory:
         hits per query. ``args``: as in :meth:`search`."""
         from .retrieval import batch as batch_mod
 
-        params, options = self.search_params(**args), batch_mod.SearchOptions.from_config(self.config)
         yield from batch_mod.search_many(
-            self.conn, self.namespace, self.models, queries, params, options, batch, names=self._names
+            self.conn, self.namespace, self.models, queries, self.search_params(**args), batch, names=self._names
         )
 
     def search_params(self, *, now: dt.date | None = None, **args: Unpack["SearchArgs"]) -> "SearchParams":
         """The checked search parameters ``args`` ask for (as in :meth:`search`), on top of
         the config's, counting relative times from ``now``."""
         from .retrieval import batch as batch_mod
+        from .retrieval.search import SearchParams
 
-        return batch_mod.checked_params(batch_mod.SearchOptions.from_config(self.config), now, **args)
+        return batch_mod.checked_params(SearchParams.from_config(self.config), now, **args)
 
     def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""

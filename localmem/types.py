@@ -8,18 +8,15 @@ question is about read :class:`Speakers`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .prompts.answer import VERSION as ANSWER_PROMPT_VERSION
 
 
-class Record(Mapping[str, Any]):
-    """Base of the reports the facade returns (dataclasses declared with ``eq=False``): its
+class Record:
+    """Base of the reports the facade returns (dataclasses, equal when their fields are): its
     fields, in order, are the keys of :meth:`to_dict`, the JSON that ``--json`` and the MCP
-    tools print. A field whose metadata says ``omit_none`` is left out while it is ``None``.
-
-    A record also reads as that mapping (``report["counts"]`` is ``report.counts``, and it
-    equals the dict), for callers written when these methods returned dicts."""
+    tools print. A field whose metadata says ``omit_none`` is left out while it is ``None``."""
 
     def to_dict(self) -> dict[str, Any]:
         """The record as the JSON object the CLI and MCP print (a fresh dict, shallow)."""
@@ -28,15 +25,6 @@ class Record(Mapping[str, Any]):
             for f in fields(self)  # type: ignore[arg-type]
             if not (f.metadata.get("omit_none") and getattr(self, f.name) is None)
         }
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def __len__(self) -> int:
-        return len(self.to_dict())
 
 
 OMIT_NONE = {"omit_none": True}  # field(metadata=OMIT_NONE): left out of to_dict() while None
@@ -109,8 +97,7 @@ class Answer:
     prompt_version: str = ANSWER_PROMPT_VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
     # How the answer was worked out beyond the model's reply: "dates" (a date question counted
-    # by rules: the events, the arithmetic, the model's own answer), "check" (the answer check:
-    # P(yes), the threshold, what was tried and the answer before a refusal).
+    # by rules: the events, the arithmetic, the model's own answer).
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
             "export": buf.getvalue(),
             "meta": db.all_meta(mem.conn),
             "counts": table_counts(mem.conn),
-            "namespaces": mem.namespaces(),
+            "namespaces": [n.to_dict() for n in mem.namespaces()],
             "schema": db.schema_version(mem.conn),
         }
 

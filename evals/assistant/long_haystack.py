@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from localmem import Memory
-from localmem.benchmarks.retrieval import _haystack_jsonl, eval_db_path
 from localmem.config import Config
 from localmem.retrieval.search import SearchParams
+from localmem_bench.retrieval import _haystack_jsonl, eval_db_path
 
 HERE = Path(__file__).resolve().parent
 MIN_PADDING = 40

@@ -16,15 +16,14 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import apsw
 
 from ..config import Config
-from ..models.protocols import LLM, Judge, Warmable
+from ..models.protocols import LLM, Warmable
 from ..models.structured import JsonFieldStream, complete_structured
 from ..prompts import answer as prompt
-from ..prompts import check as check_prompt
 from ..prompts import item_text
 from ..retrieval.search import hydrate, split_captions
 from ..store.queries import q
@@ -33,7 +32,7 @@ from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
 from ..types import Answer, Citation, Hit, Names, Speakers
 from . import dates as date_rules
-from .checks import about_someone_else, asks_about_someone_else, best_matching, from_image_descriptions
+from .checks import about_someone_else, asks_about_someone_else, from_image_descriptions
 
 _REFUSALS = (prompt.REFUSAL, "no information available", "not mentioned", "no information")
 
@@ -164,16 +163,14 @@ class AnswerOptions:
     ``dates``: the relative times in messages are followed by the dates they mean
     (:func:`times.with_dates`), and the answer's own relative times are given as dates
     (:func:`times.absolute`). ``user_name``: shown instead of the user's speaker label in a
-    user–assistant chat. ``verify``: the least P(yes) the model may give that the cited items
-    state the answer (:func:`check`); 0 skips the check."""
+    user–assistant chat."""
 
     dates: bool = False
     user_name: str | None = None
-    verify: float = 0.0
 
     @classmethod
     def from_config(cls, config: Config) -> "AnswerOptions":
-        return cls(dates=config.ask_dates, user_name=config.user_name, verify=config.ask_verify)
+        return cls(dates=config.ask_dates, user_name=config.user_name)
 
 
 def answer(
@@ -199,12 +196,10 @@ def answer(
     and an answer must rest on something they said or something said about them
     (:func:`about_someone_else`); in a user–assistant chat (:class:`Speakers`) the prompt
     says who "I" and "you" are, and ``user_name`` is shown instead of the user's speaker
-    label (``options``, :class:`AnswerOptions`, also says whether dates are added and the
-    answer is checked). A date question ("how many days ago", "which came first") is
+    label (``options``, :class:`AnswerOptions`, also says whether dates are added). A date question ("how many days ago", "which came first") is
     counted by :mod:`answer.dates` from the items the model cites, not by the model.
-    A model without the :class:`Judge` capability is not checked.
     """
-    dates, user_name, verify = options.dates, options.user_name, options.verify
+    dates, user_name = options.dates, options.user_name
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
     out = Answer(
@@ -288,11 +283,8 @@ def answer(
             counted = {e["id"] for e in worked.events}  # an event found outside what was cited is cited too
             out.supports = sorted({*out.supports, *(n for n, h in enumerate(evidence, 1) if h.id in counted)})
             out.supports = naming(question, evidence, out.supports)
-        else:
-            if verify > 0 and isinstance(llm, Judge):
-                check(llm, out, messages, data, verify)
-            if not out.refused:
-                out.supports = stating(question, out.answer, evidence, out.supports)
+        elif not out.refused:
+            out.supports = stating(question, out.answer, evidence, out.supports)
     if out.refused:
         out.supports = []
     out.citations = _renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
@@ -380,54 +372,6 @@ def _said_words(text: str, hit: Hit | None = None) -> set[str]:
             text = text[len(speaker) + 1 :]
         text = split_captions(text)[0]
     return {stem(w) for w in content_words(text)}
-
-
-# When the cited items fail the check, at most this many other items are tried as the support.
-CHECK_ALTERNATIVES = 2
-
-
-def check(llm: Judge, out: Answer, messages: Sequence[dict[str, str]], reply: dict[str, Any], threshold: float) -> None:
-    """The answer check: the model's P(yes) that the items ``out`` cites state its answer,
-    asked as the next turn of the answer's conversation (``messages``, then the model's
-    ``reply``). Under ``threshold``, the uncited items sharing most words with the question and
-    answer are asked about (one prompt each, in one batch); the first that passes becomes
-    the support, and without one the answer is refused. What was tried is kept in
-    ``out.details["check"]``; ``out.timings["check"]`` is its cost."""
-    started = time.perf_counter()
-    judged = llm.judge([check_prompt.render(messages, reply, out.supports, out.answer)])
-    p_cited = judged.p_yes[0]
-    report: dict[str, Any] = {
-        "version": check_prompt.VERSION,
-        "threshold": threshold,
-        "p_yes": round(p_cited, 4),
-        "passed": p_cited >= threshold,
-        "prefilled": judged.prefilled,
-    }
-    if not report["passed"]:
-        others = _alternatives(out)
-        p_others = (
-            llm.judge([check_prompt.render(messages, reply, [n], out.answer) for n in others]).p_yes if others else []
-        )
-        report["tried"] = [{"item": n, "p_yes": round(p, 4)} for n, p in zip(others, p_others)]
-        passing = [n for n, p in zip(others, p_others) if p >= threshold]
-        if passing:
-            report["passed"], report["support"] = True, passing[0]
-            out.supports = [passing[0]]
-        else:
-            report["answer_before"] = out.answer
-            out.refused, out.refusal, out.answer = True, "unchecked", prompt.REFUSAL
-    out.details["check"] = report
-    out.timings["check"] = round(time.perf_counter() - started, 3)
-
-
-def _alternatives(out: Answer) -> list[int]:
-    """The uncited items (1-based) sharing most words with the question and answer, best first:
-    those an answer the cited items do not state may rest on instead."""
-    cited = set(out.supports)
-    pool = [h for n, h in enumerate(out.evidence, 1) if n not in cited]
-    words = {stem(w) for w in content_words(f"{out.question} {out.answer}")}
-    best = best_matching(words, pool)[:CHECK_ALTERNATIVES]
-    return [out.evidence.index(h) + 1 for h in best]
 
 
 def _renamed(found: list[Citation], names: Mapping[str, str] | None) -> list[Citation]:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..config import ASK_MODES, MAX_AGENT_STEPS, Config
 from ..errors import LocalmemError
-from ..retrieval.batch import SearchOptions
 from .fast import AnswerOptions
 
 if TYPE_CHECKING:
@@ -32,6 +31,12 @@ if TYPE_CHECKING:
     from ..retrieval.batch import SearchArgs, SpeakerNames
     from ..retrieval.search import SearchParams
     from ..types import Answer, Hit
+
+
+def _configured_search(config: Config) -> "SearchParams":
+    from ..retrieval.search import SearchParams  # numpy and apsw: only once an ask is made
+
+    return SearchParams.from_config(config)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class AskOptions:
     n_ctx: int
     user_name: str | None
     answer: AnswerOptions
-    search: SearchOptions
+    search: "SearchParams"
 
     @classmethod
     def from_config(cls, config: Config) -> "AskOptions":
@@ -73,7 +78,7 @@ class AskOptions:
             n_ctx=config.n_ctx,
             user_name=config.user_name,
             answer=AnswerOptions.from_config(config),
-            search=SearchOptions.from_config(config),
+            search=_configured_search(config),
         )
 
 
@@ -83,7 +88,7 @@ def question_text(question: str, mode: str = "fast", steps: int = 1) -> str:
     from ..text.files import without_surrogates
 
     if mode not in ASK_MODES:
-        raise LocalmemError(f"unknown ask mode {mode!r}; available: {', '.join(ASK_MODES)}")
+        raise LocalmemError(f"unknown ask mode {mode!r}", f"available: {', '.join(ASK_MODES)}")
     if not 1 <= steps <= MAX_AGENT_STEPS:
         raise LocalmemError(f"steps must be between 1 and {MAX_AGENT_STEPS}")
     if not isinstance(question, str) or not question.strip():
@@ -188,7 +193,7 @@ def ask(
 
     started = time.perf_counter() if started is None else started
     speakers = speakers_of(conn, namespace, options.user_name)
-    hits = search_one(conn, namespace, models, question, params, options.search, names=names)
+    hits = search_one(conn, namespace, models, question, params, names=names)
     if options.evidence == "messages":
         hits = answer_mod.as_messages(conn, hits)
     pool = hits
@@ -287,7 +292,7 @@ def ask_agentic(
 
     def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:
         params = search_params(options.search, k, channels=channels, now=today)
-        found = search_batch(conn, namespace, models, [query], params, options.search, bound, names=names)
+        found = search_batch(conn, namespace, models, [query], params, bound, names=names)
         return next(iter(found))
 
     tools = agentic.Tools(conn, namespace, retrieve, speakers(conn, namespace, options.user_name))

@@ -139,8 +139,8 @@ class Reader:
                 f"replaced by U+FFFD{' in ' + at if at else ''}"
             )
 
-    def fail(self, problem: str, where: str | None = None) -> InputError:
-        return InputError(self.path, problem, where)
+    def fail(self, problem: str, where: str | None = None, *, hint: str | None = None) -> InputError:
+        return InputError(self.path, problem, where, hint=hint)
 
     def text(self, value: Any, where: str) -> str:
         """Message text, checked: a string (OpenAI-style content parts are joined) within the

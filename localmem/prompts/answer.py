@@ -7,7 +7,7 @@ message's own date rather than count back from it). The reply names
 the items it rests on (``supports``); the caller keeps only numbers that exist. When the
 items do not hold the answer the model must say exactly ``not in memory`` (REMem's
 refusal convention, R:226) instead of guessing, also when the items say it of someone
-else than the person asked about (LoCoMo's adversarial questions swap the speaker).
+else than the person asked about (a question can swap the speaker: docs/refusals.md).
 Everything static (rules and worked examples with made-up people, none of whom appear in
 the shipped sample chat) comes first, so llama.cpp reuses it across questions.
 

@@ -1,19 +1,19 @@
 """Searching many queries at once: the checked search parameters, the queries' vectors
 embedded in batches, the reranker the parameters ask for, then :func:`search.search` per query.
 
-What a search takes from the configuration is a :class:`SearchOptions`; what the caller
-chooses (channels, sizes, a recipe) is checked by :func:`search_params` into a
-:class:`~localmem.retrieval.search.SearchParams`. The models are loaded only when a query
+Every search option is a field of :class:`~localmem.retrieval.search.SearchParams`: what it
+takes from the configuration (:meth:`~localmem.retrieval.search.SearchParams.from_config`) and
+what the caller chooses (channels, sizes, a recipe), checked by :func:`search_params`. The models are loaded only when a query
 needs them: no vectors in the store, or no vector channel, means no embedder.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, TypedDict
 
-from ..config import ALL_CHANNELS, DEFAULT_K, RERANK_MODES, Config
+from ..config import ALL_CHANNELS, DEFAULT_K, RERANK_MODES
 from ..errors import LocalmemError
 from ..text.files import without_surrogates
 
@@ -27,30 +27,6 @@ if TYPE_CHECKING:
 
 # Queries embedded at once by :func:`search_many` unless the caller says otherwise.
 DEFAULT_BATCH = 64
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """What a search takes from :class:`~localmem.config.Config` (the caller's choices are
-    the :class:`~localmem.retrieval.search.SearchParams`): candidates per channel, the RRF
-    constant, how many present-tense hits go first, the embedding batch, and the user's name
-    (a speaker's name, left out of the vector query)."""
-
-    channel_budget: int
-    rrf_k: int
-    present_first: int
-    embed_batch: int
-    user_name: str | None
-
-    @classmethod
-    def from_config(cls, config: Config) -> "SearchOptions":
-        return cls(
-            channel_budget=config.channel_budget,
-            rrf_k=config.rrf_k,
-            present_first=config.present_first,
-            embed_batch=config.embed_batch,
-            user_name=config.user_name,
-        )
 
 
 class SearchArgs(TypedDict, total=False):
@@ -85,8 +61,11 @@ class SearchArgs(TypedDict, total=False):
     meta: Mapping[str, Any] | None
 
 
-def checked_params(options: SearchOptions, now: dt.date | None = None, **args: Unpack[SearchArgs]) -> "SearchParams":
-    """The :class:`~localmem.retrieval.search.SearchParams` that ``args`` ask for, checked
+def checked_params(
+    configured: "SearchParams", now: dt.date | None = None, **args: Unpack[SearchArgs]
+) -> "SearchParams":
+    """The :class:`~localmem.retrieval.search.SearchParams` that ``args`` ask for on top of
+    ``configured`` (:meth:`~localmem.retrieval.search.SearchParams.from_config`), checked
     (:func:`search_params`, then the filters of :func:`~localmem.retrieval.filters.make_filters`),
     counting relative times from ``now``."""
     from .filters import make_filters
@@ -95,7 +74,7 @@ def checked_params(options: SearchOptions, now: dt.date | None = None, **args: U
     if unknown:
         raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
     params = search_params(
-        options,
+        configured,
         args.get("k", DEFAULT_K),
         args.get("budget"),
         args.get("channels"),
@@ -115,7 +94,7 @@ def checked_params(options: SearchOptions, now: dt.date | None = None, **args: U
 
 
 def search_params(
-    options: SearchOptions,
+    configured: "SearchParams",
     k: int = DEFAULT_K,
     budget: int | None = None,
     channels: Sequence[str] | None = None,
@@ -125,30 +104,32 @@ def search_params(
     recipe: "SearchParams | None" = None,
     now: dt.date | None = None,
 ) -> "SearchParams":
-    """The checked search parameters: ``recipe`` (default: the default search) with these
-    sizes, and ``channels``, ``promote`` and ``rerank`` where given."""
-    from .search import SearchParams
-
-    base = recipe or SearchParams()
+    """The checked search parameters: ``recipe`` (default: ``configured``) with these sizes,
+    ``channels``, ``promote`` and ``rerank`` where given, and the configuration's fields of
+    ``configured`` (candidates per channel, the RRF constant, present first, the embedding
+    batch, the user's name)."""
+    base = recipe or configured
     chosen = tuple(channels) if channels else base.channels
     unknown = set(chosen) - set(ALL_CHANNELS)
     if unknown:
-        raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}; available: {', '.join(ALL_CHANNELS)}")
+        raise LocalmemError(f"unknown channel(s) {', '.join(sorted(unknown))}", f"available: {', '.join(ALL_CHANNELS)}")
     if k < 1:
         raise LocalmemError("k must be at least 1")
     rerank = rerank or base.rerank
     if rerank not in RERANK_MODES:
-        raise LocalmemError(f"unknown rerank mode {rerank!r}; use one of: {', '.join(RERANK_MODES)}")
+        raise LocalmemError(f"unknown rerank mode {rerank!r}", f"use one of: {', '.join(RERANK_MODES)}")
     return replace(
         base,
         k=k,
-        budget=max(budget or options.channel_budget, k),
-        rrf_k=options.rrf_k,
+        budget=max(budget or configured.budget, k),
+        rrf_k=configured.rrf_k,
         channels=chosen,
         promote=base.promote if promote is None else promote,
         rerank=rerank,
         now=now,
-        present_first=options.present_first,
+        present_first=configured.present_first,
+        embed_batch=configured.embed_batch,
+        user_name=configured.user_name,
     )
 
 
@@ -158,7 +139,6 @@ def search_many(
     models: "Models",
     queries: Iterable[str],
     params: "SearchParams",
-    options: SearchOptions,
     batch: int = DEFAULT_BATCH,
     *,
     names: "SpeakerNames | None" = None,
@@ -173,10 +153,10 @@ def search_many(
     for query in queries:
         pending.append(without_surrogates(query))
         if len(pending) >= batch:
-            yield from search_batch(conn, namespace, models, pending, params, options, bound, names=names)
+            yield from search_batch(conn, namespace, models, pending, params, bound, names=names)
             pending = []
     if pending:
-        yield from search_batch(conn, namespace, models, pending, params, options, bound, names=names)
+        yield from search_batch(conn, namespace, models, pending, params, bound, names=names)
 
 
 def search_one(
@@ -185,7 +165,6 @@ def search_one(
     models: "Models",
     query: str,
     params: "SearchParams",
-    options: SearchOptions,
     *,
     names: "SpeakerNames | None" = None,
 ) -> list["Hit"]:
@@ -193,7 +172,7 @@ def search_one(
     from ..store import db
 
     bound = db.has_vectors(conn)
-    return next(iter(search_batch(conn, namespace, models, [query], params, options, bound, names=names)))
+    return next(iter(search_batch(conn, namespace, models, [query], params, bound, names=names)))
 
 
 def search_batch(
@@ -202,7 +181,6 @@ def search_batch(
     models: "Models",
     queries: list[str],
     params: "SearchParams",
-    options: SearchOptions,
     bound: bool,
     *,
     names: "SpeakerNames | None" = None,
@@ -217,18 +195,15 @@ def search_batch(
     if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
         embedder = models.embedder
         db.check_embedder(conn, embedder.model_id, embedder.dim)
-        texts = vector_texts(conn, namespace, queries, params, options.user_name, names)
-        vectors = embed_batched(embedder, texts, options.embed_batch)
+        texts = vector_texts(conn, namespace, queries, params, params.user_name, names)
+        vectors = embed_batched(embedder, texts, params.embed_batch)
     reranker = None
     if params.rerank == "llm":
         reranker = models.llm_reranker()
     elif params.rerank == "auto":
         reranker = models.reranker
-    lexical: list[str | None] = [None] * len(queries)
-    if params.lexical_without_speakers:
-        lexical = list(speakerless(conn, namespace, queries, options.user_name, names))
-    for query, vec, words in zip(queries, vectors, lexical):
-        yield search.search(conn, namespace, query, vec, params, reranker, words)
+    for query, vec in zip(queries, vectors):
+        yield search.search(conn, namespace, query, vec, params, reranker)
 
 
 def vector_texts(

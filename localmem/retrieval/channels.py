@@ -96,8 +96,7 @@ def temporal(
     No similarity floor by default: the time a question names is evidence by itself, so a
     message said then that matches the words weakly is likelier the one asked about than one
     said at another time; the channel is one ranking among those fused and keeps its best
-    ``budget``. (With a floor of 0.4, recall@10 on the six LoCoMo dev conversations was 76.1;
-    without, 77.5, none lower: docs/recall.md.)"""
+    ``budget`` (docs/decisions.md#session-weight)."""
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
     units = [r[0] for r in conn.execute(q("units_in_range"), bounds)]
     messages = [r[0] for r in conn.execute(q("messages_in_range"), bounds)]

@@ -8,9 +8,7 @@ nothing about the topic, and the person is already taken care of elsewhere: BM25
 matches the name, and ask's focus keeps the evidence to the person asked about. Embedded
 without the name, the question is near the messages about its topic.
 
-On the LoCoMo dev split (conv-26 / 30 / 41, no LLM: is a gold message among what the model
-reads?) this raised 73.7 / 74.1 / 77.0 to 76.3 / 74.1 / 83.6 (pooled 75.1 → 78.7); on the
-assistant dev set, whose first-person questions name no speaker, nothing changed.
+Measured: docs/decisions.md#speaker-free-query.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import apsw
@@ -20,13 +20,12 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     CHANNELS,
     DEFAULT_K,
     DEFAULTS,
-    NEIGHBOUR_WEIGHT,
     QUESTION_HANDOFF,
     RANGE_WEIGHT,
     SESSION_DEFAULT,
-    SESSION_WEIGHT,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
+    Config,
 )
 from ..models.protocols import Reranker
 from ..store.queries import q
@@ -98,6 +97,9 @@ def rrf(rankings: Mapping[str, Sequence[Key]], k: int = DEFAULTS.rrf_k) -> list[
 
 @dataclass(frozen=True)
 class SearchParams:
+    """Every option of a search, declared once: the caller's (``k``, ``channels``, filters, a
+    recipe's switches) and the configuration's (:meth:`from_config`)."""
+
     k: int = DEFAULT_K
     budget: int = DEFAULTS.channel_budget
     rrf_k: int = DEFAULTS.rrf_k  # Memory's searches (baselines too) pass Config.rrf_k
@@ -108,60 +110,42 @@ class SearchParams:
     rerank_top: int = 20  # how many of the fused candidates a reranker judges
     duplicate_similarity: float = 0.92  # units linked by synonymy at least this close are one hit
     evidence_fusion: bool = True  # gists and facts vote for their messages (see evidence_fusion)
-    # Chosen on LoCoMo conv-26 among 0.25, 0.5 and 1.0 (recall@10 of categories 1-4: 78.4, 78.1,
-    # 73.2; the sum of all votes instead of the best one: 63.6).
-    evidence_weight: float = 0.25
     units: bool = True  # built memory (episodes, gists, facts, knowledge) takes part, not only messages
     parts: bool = True  # a message also ranks by its nearest sentence vector (message_parts)
     filters: Filters | None = None  # only messages (and units resting on them) that pass
     present_first: int = 0  # a question about the present gets the newest of this many top hits first
     # The vector channels embed the query without the namespace's speaker names (query_text).
     without_speakers: bool = True
-    # Context of a hit (context_fusion; 0 turns each off): a message gains neighbour_weight ×
-    # the score of the turn before or after it, and session_weight × its session's score (the
-    # sum of the best SESSION_TOP fused scores in it); a query naming one speaker multiplies
-    # that speaker's messages' scores by 1 + speaker_weight.
-    neighbour_weight: float = 0.0
+    # Context of a hit (context_fusion; 0 turns each off): a message gains session_weight × its
+    # session's score (the sum of the best SESSION_TOP fused scores in it); a query naming one
+    # speaker multiplies that speaker's messages' scores by 1 + speaker_weight.
     session_weight: float = SESSION_DEFAULT
-    # On by default: it moves search (recall@10 up on the LoCoMo dev conversations) and leaves
-    # ask's prompt as it was (ask keeps its evidence to the person asked anyway; docs/recall.md).
+    # On by default: docs/decisions.md#speaker-weight.
     speaker_weight: float = SPEAKER_WEIGHT
-    # Pseudo-relevance feedback: a "feedback" channel ranks messages by the query vector moved
-    # toward the mean of its best this-many fused messages (feedback_weight × that mean); 0: off.
-    # The n-th message of one session (in score order, from 0) has its score × this ** n: a
-    # question spanning sessions needs one hit from each more than a third from one (1.0: off).
-    session_decay: float = 1.0
-    feedback: int = 0
-    feedback_weight: float = 0.5
     # A query naming a closed time range: the messages said in it have their fused scores
     # × (1 + this); 0: off (time_fusion).
     range_weight: float = RANGE_WEIGHT
-    # BM25 matches the query without the speakers' names too (as the vector channels embed it):
-    # a name is in every message its speaker wrote ("Nate: ...") and in every one addressed to
-    # them, so it ranks short messages by who wrote them ("Bye Nate!"), not by topic.
-    lexical_without_speakers: bool = False
     # A question states no fact; the turn after it answers it. A message hands this share of
     # its fused score, × the share of its content words that are in questions
     # (text.sentences.question_share), to the turn right after it in its session (0: off).
     question_handoff: float = QUESTION_HANDOFF
-    # The temporal channel's floor: a message or unit in the range the query names is a
-    # candidate when its cosine similarity to the query is at least this (none since afe6b58:
-    # channels.temporal).
-    temporal_similarity: float = 0.0
-    # Near-duplicates give way (maximal marginal relevance): among the candidates kept, each
-    # message in turn is scored × (1 - diversity × its highest cosine similarity to a message
-    # placed before it), so ten hits cover more than one thing said ten ways (0: off).
-    diversity: float = 0.0
     # A question asking when (query_time.asks_when): the messages that say a time ("last
     # Friday", "in 2019") have their scores × (1 + when_weight) (0: off).
     when_weight: float = WHEN_WEIGHT
+    embed_batch: int = DEFAULTS.embed_batch  # queries embedded per embedder call
+    user_name: str | None = None  # a speaker's name the vector query leaves out (query_text)
 
-
-# The recipe that scores each message with its context (neighbours, its session, the one speaker a
-# question names): measured in docs/recall.md, off by default (see config.NEIGHBOUR_WEIGHT).
-WITH_CONTEXT = SearchParams(
-    neighbour_weight=NEIGHBOUR_WEIGHT, session_weight=SESSION_WEIGHT, speaker_weight=SPEAKER_WEIGHT
-)
+    @classmethod
+    def from_config(cls, config: Config) -> "SearchParams":
+        """The default search with the configuration's candidates per channel, RRF constant,
+        present-first count, embedding batch and user name."""
+        return cls(
+            budget=config.channel_budget,
+            rrf_k=config.rrf_k,
+            present_first=config.present_first,
+            embed_batch=config.embed_batch,
+            user_name=config.user_name,
+        )
 
 
 def run_channels(
@@ -172,12 +156,10 @@ def run_channels(
     params: SearchParams,
     when: Range | None = None,
     allowed: Allowed | None = None,
-    lexical: str | None = None,
 ) -> tuple[dict[str, list[Key]], dict[Key, dict[str, float]]]:
     """Each channel's ranked keys, and each key's raw score per channel (``when``: the time
     range the query names, for the temporal channel; ``allowed``: what passes the search's
-    filters, the only keys ranked; ``lexical``: the text BM25 matches, default ``query``)."""
-    lexical = query if lexical is None else lexical
+    filters, the only keys ranked)."""
     rankings: dict[str, list[Key]] = {}
     raw: dict[Key, dict[str, float]] = {}
     if "vector" in params.channels and query_vec is not None:
@@ -202,10 +184,10 @@ def run_channels(
             for name in ("graph", "temporal", "entity"):
                 if name in rankings:
                     rankings[name] = [key for key in rankings[name] if allowed.keeps(key)]
-    if "bm25" in params.channels and fts_words(lexical):
+    if "bm25" in params.channels and fts_words(query):
         scored: list[tuple[float, Key]] = []
         for prefix, table in _tables(params, "messages", "units"):
-            match = pruned_fts_query(conn, lexical, table)
+            match = pruned_fts_query(conn, query, table)
             bind = {"match": match, "ns": ns, "k": params.budget}
             name = f"fts_{table}"
             if allowed is not None:
@@ -232,9 +214,7 @@ def _with_parts(
     message's sentences, embedded on their own): the one sentence that answers a question
     ranks a long message that says much else.
 
-    On the LoCoMo dev split (conv-26, 30, 41 pooled) recall@10 rose from 80.9 to 84.3:
-    temporal 93.3 → 98.9, multi-hop 52.3 → 57.8, open-domain 36.8 → 44.7, single-hop
-    90.0 → 91.2. Plain whole-turn retrieval (``parts=False``, as in the raw-hybrid baseline)
+    Measured: docs/decisions.md#sentence-parts. Plain whole-turn retrieval (``parts=False``, as in the raw-hybrid baseline)
     does without them."""
     if allowed is None:
         nearest = vector_index.knn(conn, "parts", ns, query_vec, budget)
@@ -278,7 +258,7 @@ def _memory_channels(
             seeds = [(("u", i), 1.0 - d) for i, d in vector_index.knn(conn, "units", ns, query_vec, params.budget)]
         found["graph"] = channels.graph(conn, ns, seeds, params.budget)
     if "temporal" in params.channels and query_vec is not None and when is not None:
-        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget, params.temporal_similarity)
+        found["temporal"] = channels.temporal(conn, ns, when, query_vec, params.budget)
     if "entity" in params.channels:
         found["entity"] = channels.entity(conn, ns, query, params.budget)
     for name, scored in found.items():
@@ -295,34 +275,28 @@ def search(
     query_vec: np.ndarray | None,
     params: SearchParams,
     reranker: Reranker | None = None,
-    lexical: str | None = None,
 ) -> list[Hit]:
-    """The top ``params.k`` hits for ``query`` in namespace ``ns`` (``lexical``: the text
-    BM25 matches, when not ``query`` itself).
+    """The top ``params.k`` hits for ``query`` in namespace ``ns``.
 
     Channels → RRF → rerank (when a ``reranker`` is given) → CAST promotion (``params.promote``)
     → near-duplicates folded → supersession marked.
     """
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
     allowed = allowed_by(conn, ns, params.filters)
-    rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed, lexical)
-    if params.feedback and query_vec is not None and "vector" in params.channels:
-        rankings["feedback"] = feedback_ranking(conn, ns, query_vec, rrf(rankings, params.rrf_k), params, allowed)
+    rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
-        fused = evidence_fusion(conn, fused, params.evidence_weight)
+        fused = evidence_fusion(conn, fused)
     if params.question_handoff:
         fused = question_handoff(conn, fused, params.question_handoff, allowed)
     if params.when_weight and asks_when(query):
         fused = saying_when(conn, fused, params.when_weight, params.now)
-    if params.neighbour_weight or params.session_weight or params.speaker_weight or params.session_decay < 1.0:
-        fused = context_fusion(conn, ns, query, fused, params, allowed)
+    if params.session_weight or params.speaker_weight:
+        fused = context_fusion(conn, query, fused, params)
     if params.range_weight and when is not None:
         fused = time_fusion(conn, when, fused, params.range_weight)
     fused = fused[: params.k * 3]
-    if params.diversity:
-        fused = diversified(conn, fused, params.diversity)
     hydrated = hydrate(conn, [key for key, _, _ in fused])
     out = []
     for key, score, ranks in fused:
@@ -343,8 +317,13 @@ def search(
     return mark_supersession(conn, out, allowed.keeps_id if allowed is not None else None)
 
 
+# A message gains this × the best fused score among the units resting on it: why 0.25, and the
+# best vote rather than the sum: docs/decisions.md#evidence-weight.
+EVIDENCE_WEIGHT = 0.25
+
+
 def evidence_fusion(
-    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float = 0.25
+    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float = EVIDENCE_WEIGHT
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Gists and facts vote for the messages they rest on instead of competing with them.
 
@@ -377,33 +356,6 @@ def evidence_fusion(
         score[("u", unit_id)] = max(score[("m", m)] for m in messages) - 1e-9
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
-
-
-def feedback_ranking(
-    conn: apsw.Connection,
-    ns: str,
-    query_vec: np.ndarray,
-    fused: Sequence[tuple[Key, float, dict[str, int]]],
-    params: SearchParams,
-    allowed: Allowed | None = None,
-) -> list[Key]:
-    """Messages nearest the query moved toward its best ``params.feedback`` fused messages
-    (Rocchio's pseudo-relevance feedback): what the best matches say besides the question's
-    own words ("adopted", "puppy" for a question about a new dog) finds what else says it."""
-    best = [key[1] for key, _, _ in fused if key[0] == "m"][: params.feedback]
-    if not best:
-        return []
-    vectors = [
-        np.frombuffer(blob, dtype=np.float32)
-        for _id, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(best)})
-    ]
-    if not vectors:
-        return []
-    moved = query_vec + params.feedback_weight * np.mean(vectors, axis=0)
-    moved = (moved / (np.linalg.norm(moved) or 1.0)).astype(np.float32)
-    only_messages = replace(params, channels=("vector",), units=False)
-    rankings, _raw = run_channels(conn, ns, "", moved, only_messages, None, allowed)
-    return rankings.get("vector", [])
 
 
 def question_handoff(
@@ -472,43 +424,6 @@ def _scaled(
     return sorted(scored, key=lambda item: -item[1])
 
 
-def diversified(
-    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float
-) -> list[tuple[Key, float, dict[str, int]]]:
-    """``fused`` in maximal-marginal-relevance order: greedily, the candidate whose score ×
-    (1 - ``weight`` × its highest similarity to a message already placed) is highest comes
-    next. Messages are compared by their stored vectors; units (and messages without a
-    vector) are compared with nothing and keep their scores."""
-    ids = [key[1] for key, _, _ in fused if key[0] == "m"]
-    found = {
-        int(mid): np.frombuffer(blob, dtype=np.float32)
-        for mid, blob in conn.execute(q("message_vectors_of"), {"ids": json.dumps(ids)})
-    }
-    if not found:
-        return fused
-    dim = len(next(iter(found.values())))
-    # A unit, or a message without a vector, is a zero row: it overlaps nothing, and placing it
-    # changes no one's overlap.
-    matrix = np.stack(
-        [
-            found.get(key[1], np.zeros(dim, np.float32)) if key[0] == "m" else np.zeros(dim, np.float32)
-            for key, _, _ in fused
-        ]
-    )
-    scores = np.array([score for _, score, _ in fused], dtype=np.float64)
-    overlap = np.zeros(len(fused))  # each candidate's highest similarity to a message placed
-    left = np.ones(len(fused), dtype=bool)
-    out: list[tuple[Key, float, dict[str, int]]] = []
-    for _ in range(len(fused)):
-        values = np.where(left, scores * (1.0 - weight * np.maximum(overlap, 0.0)), -np.inf)
-        best = int(np.argmax(values))  # the first of equals: ties keep their order
-        left[best] = False
-        overlap = np.maximum(overlap, matrix @ matrix[best])
-        key, _score, ranks = fused[best]
-        out.append((key, float(values[best]), ranks))
-    return out
-
-
 # A session's score is the sum of the fused scores of its best this-many messages: one strong
 # match and two near it say more about a session than one alone.
 SESSION_TOP = 3
@@ -519,9 +434,8 @@ def time_fusion(
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Messages said in the time a query names first: a question "on 25 May, 2022" or "in
     July" asks about what was said then, so their fused scores are multiplied by ``1 +
-    weight``. Only a closed range: "before May" or "since 2020" names no time of its own. (On
-    the six LoCoMo dev conversations, weight 1.0: recall@10 77.5 → 77.8, in prompt 78.0 →
-    78.6, none lower; docs/recall.md.)"""
+    weight``. Only a closed range: "before May" or "since 2020" names no time of its own
+    (docs/decisions.md#session-weight)."""
     ids = [key[1] for key, _, _ in fused if key[0] == "m"]
     if when.start == EARLIEST or when.end == LATEST or not ids:
         return fused
@@ -531,45 +445,24 @@ def time_fusion(
 
 
 def context_fusion(
-    conn: apsw.Connection,
-    ns: str,
-    query: str,
-    fused: list[tuple[Key, float, dict[str, int]]],
-    params: SearchParams,
-    allowed: Allowed | None = None,
+    conn: apsw.Connection, query: str, fused: list[tuple[Key, float, dict[str, int]]], params: SearchParams
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Messages scored with their context: a conversation answers in turns, and sessions keep
     to a topic, so a message is more likely the one asked about when the turns next to it or
     its session match too, and when the question names its speaker.
 
-    - neighbours: a message gains ``params.neighbour_weight`` × the fused score of each turn
-      right before or after it in its session (bringing in a reply no channel found: "Yes,
-      last Friday!" after the question that names the topic; such a hit's ``channels`` say
-      ``neighbour`` with the rank of the hit it sits by);
     - two-stage: a message gains ``params.session_weight`` × its session's score;
     - speaker: when the query names exactly one of the namespace's speakers, their messages'
       scores are multiplied by ``1 + params.speaker_weight``.
 
-    Messages without a session (``session`` is '') have no neighbours and no session score.
-    Units keep their scores. Each step reads the scores before it (neighbours first).
+    Messages without a session (``session`` is '') have no session score. Units keep their
+    scores. Each step reads the scores before it.
     """
     score = {key: s for key, s, _ in fused}
     ranks = {key: r for key, _, r in fused}
     ids = [key[1] for key in score if key[0] == "m"]
     if not ids:
         return fused
-    if params.neighbour_weight:
-        base = dict(score)
-        place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
-        for mid, other in conn.execute(q("message_neighbours"), {"ids": json.dumps(ids)}):
-            key = ("m", other)
-            if allowed is not None and not allowed.keeps(key):
-                continue
-            score[key] = score.get(key, 0.0) + params.neighbour_weight * base[("m", mid)]
-            if key not in place:  # found by no channel: "neighbour" names the rank of the hit it sits by
-                found = ranks.setdefault(key, {})
-                found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
-        ids = [key[1] for key in score if key[0] == "m"]
     places = {
         mid: (conv, session, speaker)
         for mid, conv, session, speaker in conn.execute(q("message_places"), {"ids": json.dumps(ids)})
@@ -590,14 +483,6 @@ def context_fusion(
                 if speaker == named:
                     score[("m", mid)] *= 1.0 + params.speaker_weight
     order = sorted(score, key=lambda key: -score[key])
-    if params.session_decay < 1.0:
-        seen: dict[tuple[str, str], int] = {}
-        for key in order:
-            if key[0] == "m" and key[1] in places:
-                where = places[key[1]][:2]
-                score[key] *= params.session_decay ** seen.get(where, 0)
-                seen[where] = seen.get(where, 0) + 1
-        order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
 
 

@@ -332,7 +332,7 @@ async def ingest(request: Request, lanes: Lanes) -> Response:
         raise usage_error("send the file as multipart/form-data, in the field 'file'")
     fmt = form.get("format") or None
     if fmt is not None and fmt not in FORMATS:
-        raise usage_error(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        raise usage_error(f"unknown format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     conversation = form.get("conversation") or None
     if conversation is not None and not isinstance(conversation, str):
         raise usage_error("'conversation' must be text")

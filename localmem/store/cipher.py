@@ -132,9 +132,8 @@ def check_before_open(path: str, key: Key | None) -> None:
     without a key, and any key without the cipher build."""
     if not hasattr(apsw, "Connection"):  # the files of one build removed by uninstalling the other
         raise LocalmemError(
-            "the apsw module is half uninstalled (apsw and apsw-sqlite3mc install the "
-            "same files); run: pip install --force-reinstall --no-deps apsw-sqlite3mc "
-            "(or apsw, for the plain build)"
+            "the apsw module is half uninstalled (apsw and apsw-sqlite3mc install the same files)",
+            "run: pip install --force-reinstall --no-deps apsw-sqlite3mc (or apsw, for the plain build)",
         )
     state = "new" if path == ":memory:" else file_state(path)
     if state == "plain" and key is not None:
@@ -144,7 +143,7 @@ def check_before_open(path: str, key: Key | None) -> None:
     if key is not None or state == "encrypted":
         require_cipher(f"the encrypted store {path}" if state == "encrypted" else f"a key for {path}")
     if key is not None and path == ":memory:":
-        raise LocalmemError("an in-memory store cannot be encrypted; give a file path")
+        raise LocalmemError("an in-memory store cannot be encrypted", "give a file path")
 
 
 def apply_key(conn: apsw.Connection, key: Key | None) -> None:
@@ -153,9 +152,9 @@ def apply_key(conn: apsw.Connection, key: Key | None) -> None:
     cipher settings, which a later ``hexrekey`` uses."""
     for name, value in (("cipher", CIPHER), ("kdf_iter", KDF_ITER)):
         if str(conn.pragma(name, value)) != str(value):
-            raise LocalmemError(f"the cipher build refused {name}={value}; upgrade apsw-sqlite3mc")
+            raise LocalmemError(f"the cipher build refused {name}={value}", "upgrade apsw-sqlite3mc")
     if key is not None and conn.pragma("hexkey", key.secret.encode("utf-8").hex()) != "ok":
-        raise LocalmemError("the cipher build refused the key; upgrade apsw-sqlite3mc")
+        raise LocalmemError("the cipher build refused the key", "upgrade apsw-sqlite3mc")
     # Sorts and temporary indexes in memory, never in an unencrypted temporary file.
     conn.pragma("temp_store", "memory")
 

@@ -133,14 +133,16 @@ def connect(
     try:
         cipher.check_before_open(spath, key)
     except OSError as exc:  # the file's first bytes could not be read
-        raise LocalmemError(f"cannot open {spath}: {exc.strerror or exc}; check the path and its permissions") from exc
+        raise LocalmemError(
+            f"cannot open {spath}: {exc.strerror or exc}", "check the path and its permissions"
+        ) from exc
     if spath != ":memory:":
         try:
             private_dir(p.parent)
             private_file(p)
         except OSError as exc:
             raise LocalmemError(
-                f"cannot create {spath}: {exc.strerror or exc}; check the path and its permissions"
+                f"cannot create {spath}: {exc.strerror or exc}", "check the path and its permissions"
             ) from exc
     for attempt in (1, 2):
         began_new = key is not None and cipher.file_state(spath) == "new"
@@ -180,7 +182,7 @@ def _open(
     try:
         conn = apsw.Connection(spath)
     except apsw.CantOpenError as exc:
-        raise LocalmemError(f"cannot open {spath}: {exc}; check the path and its permissions") from exc
+        raise LocalmemError(f"cannot open {spath}: {exc}", "check the path and its permissions") from exc
     try:
         conn.set_busy_handler(_Patience(busy_timeout_ms))
         if key is not None:
@@ -373,7 +375,7 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
 
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a core dependency
-        raise LocalmemError("sqlite-vec is not installed; run: pip install sqlite-vec")
+        raise LocalmemError("sqlite-vec is not installed", "run: pip install sqlite-vec")
     conn.enable_load_extension(True)
     try:
         conn.load_extension(str(Path(list(spec.submodule_search_locations)[0]) / "vec0"))

@@ -26,7 +26,7 @@ def sql_dir() -> Path:
     checkout = Path(__file__).resolve().parents[2] / "sql"
     if checkout.is_dir():
         return checkout
-    raise LocalmemError("localmem's sql/ folder is missing from the installation; reinstall localmem")
+    raise LocalmemError("localmem's sql/ folder is missing from the installation", "reinstall localmem")
 
 
 @lru_cache(maxsize=1)

@@ -14,7 +14,7 @@ from typing import Any
 from ..types import OMIT_NONE, Record
 
 
-@dataclass(eq=False)
+@dataclass
 class Stats(Record):
     """Counts for one namespace and facts about the store's file (:meth:`Memory.stats`)."""
 
@@ -40,7 +40,7 @@ class Stats(Record):
     background_extraction: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
 
 
-@dataclass(eq=False)
+@dataclass
 class NamespaceSummary(Record):
     """One namespace of the store (:meth:`Memory.namespaces`)."""
 
@@ -52,7 +52,7 @@ class NamespaceSummary(Record):
     last_message_at: str | None
 
 
-@dataclass(eq=False)
+@dataclass
 class Source(Record):
     """One import (a file, or the messages added to a conversation) (:meth:`Browse.sources`)."""
 
@@ -66,7 +66,7 @@ class Source(Record):
     messages: int
 
 
-@dataclass(eq=False)
+@dataclass
 class ForgetResult(Record):
     """What :meth:`Memory.forget` deleted (or, with ``dry_run``, would delete).
 
@@ -91,7 +91,7 @@ class ForgetResult(Record):
     file: dict[str, Any] | None
 
 
-@dataclass(eq=False)
+@dataclass
 class VacuumReport(Record):
     """What :meth:`Admin.vacuum` did to the file."""
 
@@ -104,7 +104,7 @@ class VacuumReport(Record):
     seconds: float
 
 
-@dataclass(eq=False)
+@dataclass
 class ReembedReport(Record):
     """What :meth:`Admin.reembed` embedded again, and with which model."""
 
@@ -115,7 +115,7 @@ class ReembedReport(Record):
     units: int
 
 
-@dataclass(eq=False)
+@dataclass
 class RestoreReport(Record):
     """What :meth:`Admin.restore` imported: ``counts`` per record type (``source``,
     ``message``, ``unit``…, in the order the file first has them); ``unchecked``: why the file
@@ -129,7 +129,7 @@ class RestoreReport(Record):
         return {**self.counts, **({"unchecked": self.unchecked} if self.unchecked else {})}
 
 
-@dataclass(eq=False)
+@dataclass
 class KeyChange(Record):
     """What :meth:`Admin.encrypt`, :meth:`~Admin.rekey` and :meth:`~Admin.decrypt` wrote:
     the store at ``path`` is now ``encrypted`` (or not), with the same ``tables`` and ``rows``;
@@ -145,7 +145,7 @@ class KeyChange(Record):
     real_path: str = ""
 
 
-@dataclass(eq=False)
+@dataclass
 class DoctorReport(Record):
     """Versions, SQLite features and where each model resolves from (:meth:`Admin.doctor`).
 
@@ -171,7 +171,7 @@ class DoctorReport(Record):
     reranker: dict[str, Any]
 
 
-@dataclass(eq=False)
+@dataclass
 class Episode(Record):
     """An episode: a stretch of one conversation, with its title and narrative."""
 
@@ -185,7 +185,7 @@ class Episode(Record):
     messages: int
 
 
-@dataclass(eq=False)
+@dataclass
 class Fact(Record):
     """A fact: subject, predicate, object, and when it held."""
 
@@ -200,7 +200,7 @@ class Fact(Record):
     mentioned_at: str | None
 
 
-@dataclass(eq=False)
+@dataclass
 class Entity(Record):
     """A person, place or thing named in memory."""
 
@@ -211,7 +211,7 @@ class Entity(Record):
     aliases: Any
 
 
-@dataclass(eq=False)
+@dataclass
 class MessageDetail(Record):
     """One message in full (:meth:`Browse.get` of ``m:ID``): ``source`` (id, kind, uri),
     ``units`` resting on it (id, kind, text), and the message it corrects (``replaces``) or
@@ -236,7 +236,7 @@ class MessageDetail(Record):
     units: list[dict[str, Any]]
 
 
-@dataclass(eq=False)
+@dataclass
 class UnitDetail(Record):
     """One unit in full (:meth:`Browse.get` of ``u:ID``): its text, times and provenance, the
     messages it rests on (``sources``), its ``entities`` and its ``links`` to other units."""
@@ -264,7 +264,7 @@ class UnitDetail(Record):
     links: list[dict[str, Any]]
 
 
-@dataclass(eq=False)
+@dataclass
 class TimelinePeriod(Record):
     """One week or month of :meth:`Browse.timeline`: the ``messages`` said and the
     ``episodes`` started from ``start`` to ``end`` (ISO dates, the end excluded)."""
@@ -275,7 +275,7 @@ class TimelinePeriod(Record):
     end: str
 
 
-@dataclass(eq=False)
+@dataclass
 class SpeakerSummary(Record):
     """Someone who speaks in the namespace (:meth:`Browse.speakers`): how many ``messages``,
     and the times of the ``first`` and the ``last``."""
@@ -286,7 +286,7 @@ class SpeakerSummary(Record):
     last: str | None
 
 
-@dataclass(eq=False)
+@dataclass
 class Period(Record):
     """What happened from ``start`` to ``end`` (the end excluded; :meth:`Browse.period`).
 
@@ -301,7 +301,7 @@ class Period(Record):
     episodes: list[dict[str, Any]]
 
 
-@dataclass(eq=False)
+@dataclass
 class ConversationWindow(Record):
     """The messages of ``conversation`` at places (``seq``) ``first`` to ``last``, in order
     (:meth:`Browse.conversation` and :meth:`~Browse.context`).
@@ -320,7 +320,7 @@ class ConversationWindow(Record):
     messages: list[dict[str, Any]]
 
 
-@dataclass(eq=False)
+@dataclass
 class ExportReport(Record):
     """What :meth:`Admin.export` wrote: ``counts`` per kind of record, in the order they were
     first written. ``to_dict()`` is the counts."""

@@ -80,7 +80,7 @@ def export(
     chosen = list(namespaces) if namespaces else all_ns
     missing = [ns for ns in chosen if ns not in all_ns]
     if missing:
-        raise LocalmemError(f"no such namespace: {', '.join(missing)}; see 'localmem namespaces'")
+        raise LocalmemError(f"no such namespace: {', '.join(missing)}", "see 'localmem namespaces'")
     meta = db.all_meta(conn)
     with_vectors = vectors and db.has_vectors(conn)
     header = {
@@ -169,30 +169,7 @@ def restore(
     messages a file without vectors gives context parts (setting ``context_parts``)."""
     reader = _Reader(path)
     header = reader.header
-    if header.get("format") != FORMAT or header.get("version") not in READS:
-        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
-    schema = header.get("schema", 0)
-    if not isinstance(schema, int) or isinstance(schema, bool):
-        raise InputError(path, "the header's 'schema' must be a whole number", "line 1")
-    if schema > db.latest_version():
-        raise InputError(path, f"made by a newer localmem (schema {header['schema']}); upgrade localmem")
-    _check_vectors_header(path, header)
-    names = header.get("namespaces")
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
-        raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
-    present = {row[0] for row in conn.execute(q("export_namespaces"))}
-    clash = sorted(set(names) & present)
-    if clash:
-        raise LocalmemError(
-            f"namespace(s) {', '.join(clash)} already exist in this store; forget "
-            "them first (localmem forget --namespace NS --yes) or import elsewhere"
-        )
-    stored_id = db.get_meta(conn, "embed_model_id")
-    has_vectors = bool(header.get("vectors"))
-    if has_vectors and stored_id and stored_id != header["embed_model_id"]:
-        raise EmbedderMismatchError(
-            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
-        )
+    names, has_vectors, stored_id = _checked_header(conn, path, header)
     embedder = None if has_vectors else embedder_factory()
     keep_ids = not any(one_row(conn.execute(q("ids_in_use"))))
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
@@ -237,6 +214,37 @@ def restore(
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
     return RestoreReport(counts, problem or None)
+
+
+def _checked_header(conn: apsw.Connection, path: Path, header: dict[str, Any]) -> tuple[list[str], bool, str | None]:
+    """The namespaces an export's ``header`` names, whether it holds vectors and the store's
+    embedder id, once the header is one this localmem reads and fits this store (no namespace
+    already here, the same embedder); else the error that says why."""
+    if header.get("format") != FORMAT or header.get("version") not in READS:
+        raise InputError(path, f"not a {FORMAT} v{'/'.join(map(str, READS))} file (first line: {str(header)[:80]})")
+    schema = header.get("schema", 0)
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise InputError(path, "the header's 'schema' must be a whole number", "line 1")
+    if schema > db.latest_version():
+        raise InputError(path, f"made by a newer localmem (schema {schema})", hint="upgrade localmem")
+    _check_vectors_header(path, header)
+    names = header.get("namespaces")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
+    present = {row[0] for row in conn.execute(q("export_namespaces"))}
+    clash = sorted(set(names) & present)
+    if clash:
+        raise LocalmemError(
+            f"namespace(s) {', '.join(clash)} already exist in this store",
+            "forget them first (localmem forget --namespace NS --yes) or import elsewhere",
+        )
+    stored_id = db.get_meta(conn, "embed_model_id")
+    has_vectors = bool(header.get("vectors"))
+    if has_vectors and stored_id and stored_id != header["embed_model_id"]:
+        raise EmbedderMismatchError(
+            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
+        )
+    return names, has_vectors, stored_id
 
 
 def _check_vectors_header(path: Path, header: dict[str, Any]) -> None:
@@ -468,7 +476,7 @@ class _Reader:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise InputError(self.path, f"not valid UTF-8 (line {lineno}); is it a localmem export?") from exc
+            raise InputError(self.path, f"not valid UTF-8 (line {lineno})", hint="is it a localmem export?") from exc
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -40,7 +40,7 @@ def read_input(
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     if stat.S_ISDIR(mode):
-        raise InputError(path, "is a directory; pass a file (one conversation export)")
+        raise InputError(path, "is a directory", hint="pass a file (one conversation export)")
     _regular(path, mode)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow:
@@ -62,7 +62,9 @@ def read_input(
             raise InputError(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > limit:
         raise InputError(
-            path, f"is larger than {limit:,} bytes (the max_input_bytes setting); split it, or raise max_input_bytes"
+            path,
+            f"is larger than {limit:,} bytes (the max_input_bytes setting)",
+            hint="split it, or raise max_input_bytes",
         )
     return data
 
@@ -72,7 +74,9 @@ def read_stream(stream: BinaryIO, name: str, limit: int = DEFAULTS.max_input_byt
     data = stream.read(limit + 1)
     if len(data) > limit:
         raise InputError(
-            name, f"holds more than {limit:,} bytes (the max_input_bytes setting); split it, or raise max_input_bytes"
+            name,
+            f"holds more than {limit:,} bytes (the max_input_bytes setting)",
+            hint="split it, or raise max_input_bytes",
         )
     return data
 
@@ -80,7 +84,7 @@ def read_stream(stream: BinaryIO, name: str, limit: int = DEFAULTS.max_input_byt
 def _regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise InputError(path, f"is {kind}, not a regular file; save what it holds to a file and ingest that")
+        raise InputError(path, f"is {kind}, not a regular file", hint="save what it holds to a file and ingest that")
 
 
 def decode(path: Path, data: bytes) -> str:

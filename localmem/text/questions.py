@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, LocalmemError, split_hint
+from ..errors import InputError, LocalmemError
 from .files import read_input
 
 # The keys a JSON line may give a meaning to; "question" is another name for "query".
@@ -37,8 +37,7 @@ def read_questions(path: Path) -> list[Question]:
     try:
         data = read_input(Path(path))
     except InputError as exc:
-        problem, _hint = split_hint(exc.problem)
-        raise LocalmemError(f"cannot read {path}: {problem}", "give a file of questions, one a line") from exc
+        raise LocalmemError(f"cannot read {path}: {exc.problem}", "give a file of questions, one a line") from exc
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -40,8 +40,8 @@ def sentence_spans(text: str, min_words: int = PART_MIN_WORDS, max_parts: int = 
     Each is embedded on its own (``message_parts``), so a question about one thing said
     among others matches what was said instead of the whole message's average. Shorter
     sentences stay in the whole message only: embedded as "Priya: Found a flat!", they are
-    mostly the speaker's name and match any question naming her (simulated on the LoCoMo dev split,
-    pooled recall@10 was 82.2 with parts of three words or more, 84.1 with six, 82.7 with ten).
+    mostly the speaker's name and match any question naming her (why six words:
+    docs/decisions.md#sentence-parts).
     """
     kept = [(a, b) for a, b in spans(text) if len(text[a:b].split()) >= min_words]
     return kept[:max_parts] if len(kept) >= 2 else []

@@ -5,7 +5,7 @@ Two stemmers, for two jobs:
 - :func:`stem` is a cheap, kinship-aware prefix ("mom" and "mother", "painting" and
   "paintings" meet): used to compare the words of questions, answers and messages;
 - :func:`porter` is SQLite FTS5's own Porter tokenizer, the one the full-text indexes use,
-  so query terms match the indexed vocabulary (and LoCoMo's scorer, which stems with Porter).
+  so query terms match the indexed vocabulary (and the eval's scorer, which stems with Porter).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
 
 @functools.lru_cache(maxsize=1)
 def porter_stemmer() -> Callable[[str], list[str]]:
-    """FTS5's Porter tokenizer over plain unicode61 (LoCoMo's scoring), made on first use: a
+    """FTS5's Porter tokenizer over plain unicode61 (as the eval's scorer stems), made on first use: a
     function from text to its stemmed tokens."""
     tokenize = apsw.Connection(":memory:").fts5_tokenizer("porter", ["unicode61"])
 

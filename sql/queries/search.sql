@@ -141,15 +141,6 @@ SELECT m.id, m.conversation, m.session, m.speaker
 FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value;
 
--- name: message_neighbours
--- The turns right before and after each of :ids in the same session: (message id, neighbour id).
--- Messages without a session (session '') have none: the turns next to them may be days apart.
-SELECT m.id, n.id
-FROM json_each(:ids) AS j
-JOIN messages AS m ON m.id = j.value
-JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq IN (m.seq - 1, m.seq + 1)
-WHERE n.session = m.session AND m.session != '';
-
 -- name: messages_said_between
 -- Those of :ids (a JSON array of message ids) said from :start to :end (dates, inclusive).
 SELECT m.id FROM json_each(:ids) AS j

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from localmem.benchmarks import bench
+from localmem_bench import bench
 from tests.fakes import HashEmbedder
 from tests.helpers import open_memory, store_config, store_connect
 
@@ -61,7 +61,7 @@ def test_bench_ingest_and_search(tmp_path: Path) -> None:
         assert row["peak_rss_mb"] is None or row["peak_rss_mb"] > 0
         path = bench.store_path(workdir, size)
         with open_memory(path, namespace=bench.NAMESPACE, embedder=embedder) as mem:
-            assert mem.stats()["messages"] == size
+            assert mem.stats().messages == size
 
     # Re-running starts from a fresh store rather than adding to the old one.
     again = bench.bench_ingest([SIZES[0]], workdir, store_config(), embedder=embedder)
@@ -94,7 +94,7 @@ def test_bench_searches_find_relevant_messages(tmp_path: Path) -> None:
 
 
 def test_memory_bench_builds_units_links_entities_and_times_every_channel(tmp_path):
-    from localmem.benchmarks.bench_memory import (
+    from localmem_bench.bench_memory import (
         CHANNELS,
         MEMORY_COLUMNS,
         bench_memory_search,
@@ -125,8 +125,8 @@ def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
     import io
     import json
 
-    from localmem.benchmarks import bench_memory
     from localmem.store import transfer
+    from localmem_bench import bench_memory
     from tests.fakes import HashEmbedder
     from tests.helpers import open_memory
 
@@ -141,7 +141,7 @@ def test_the_synthetic_export_is_written_as_localmem_exports(tmp_path):
     path = tmp_path / "synthetic.jsonl"
     path.write_text(out.getvalue(), encoding="utf-8")
     with open_memory(tmp_path / "m.db", namespace="other", embedder=HashEmbedder()) as mem:
-        counts = mem.admin.restore(path)
+        counts = mem.admin.restore(path).to_dict()
         assert "unchecked" not in counts and counts["unit"] == 40 + 4
         again = io.StringIO()
         mem.admin.export(again)

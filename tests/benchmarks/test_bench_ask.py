@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from localmem.benchmarks import bench_ask
 from localmem.errors import LocalmemError
+from localmem_bench import bench_ask
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import open_memory
 

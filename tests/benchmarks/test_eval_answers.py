@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from localmem.benchmarks.answers import (
+from localmem.errors import LocalmemError
+from localmem_bench.answers import (
     bleu1,
     f1_score,
     locomo_answers,
@@ -16,7 +17,6 @@ from localmem.benchmarks.answers import (
     render_markdown,
     score,
 )
-from localmem.errors import LocalmemError
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import store_config

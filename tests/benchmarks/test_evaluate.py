@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from localmem.benchmarks.retrieval import (
+from localmem.cli import cli
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError, NotFoundError
+from localmem_bench.retrieval import (
     eval_db_path,
     locomo_retrieval,
     parse_evidence,
     render_markdown,
     write_report,
 )
-from localmem.cli import cli
-from localmem.config import Config
-from localmem.errors import InputError, LocalmemError, NotFoundError
 from tests.fakes import HashEmbedder
 from tests.helpers import open_memory, store_config
 
@@ -77,8 +77,8 @@ def test_recall_per_category_on_the_fixture(tmp_path: Path, embedder: HashEmbedd
 
     # each sample went to its own namespace
     with open_memory(db, namespace="tiny-2", embedder=embedder) as mem:
-        assert mem.stats()["messages"] == 2
-        assert {n["namespace"]: n["messages"] for n in mem.namespaces()} == {"tiny-1": 5, "tiny-2": 2}
+        assert mem.stats().messages == 2
+        assert {n.namespace: n.messages for n in mem.namespaces()} == {"tiny-1": 5, "tiny-2": 2}
 
 
 def test_malformed_and_missing_evidence(tmp_path: Path, embedder: HashEmbedder) -> None:
@@ -317,7 +317,7 @@ def test_raw_turn_hybrid_reads_whole_messages_alone(
     # The baseline embeds the question as asked; so does the plain search compared with it.
     monkeypatch.setattr("localmem.retrieval.batch.vector_texts", lambda conn, ns, queries, *rest: list(queries))
     # ... and weighs no speaker (the plain search's speaker weight, off in the baseline)
-    monkeypatch.setattr("localmem.retrieval.search.context_fusion", lambda conn, ns, query, fused, *rest: fused)
+    monkeypatch.setattr("localmem.retrieval.search.context_fusion", lambda conn, query, fused, *rest: fused)
     # ... and hands no question's score to its answer (off in the baseline too)
     monkeypatch.setattr("localmem.retrieval.search.question_handoff", lambda conn, fused, *rest: fused)
     monkeypatch.setattr("localmem.retrieval.search.saying_when", lambda conn, fused, *rest: fused)

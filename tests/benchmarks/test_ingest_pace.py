@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from localmem.benchmarks import ingest_pace
 from localmem.cli import cli
 from localmem.config import Config
 from localmem.importers import formats
+from localmem_bench import ingest_pace
 from tests.fakes import HashEmbedder
 from tests.helpers import runner
 

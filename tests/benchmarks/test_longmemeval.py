@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from localmem.benchmarks.longmemeval import (
+from localmem_bench.longmemeval import (
     contains,
     longmemeval_answers,
     render_markdown,
@@ -70,7 +70,7 @@ def test_items_with_the_same_haystack_share_one_namespace_built_once(tmp_path: P
     from localmem import Memory
 
     with Memory(tmp_path / "e.db", config=config, embedder=HashEmbedder()) as mem:
-        names = {n["namespace"]: n["messages"] for n in mem.namespaces()}
+        names = {n.namespace: n.messages for n in mem.namespaces()}
     assert names == {"q1": 4, "q2": 3}  # q1-again read q1's store; nothing was stored twice
     # Each question still saw only its own haystack.
     for call in llm.calls:
@@ -91,4 +91,4 @@ def test_a_shared_haystack_keeps_its_namespace_whichever_questions_are_asked(tmp
     from localmem import Memory
 
     with Memory(tmp_path / "e.db", config=config, embedder=HashEmbedder()) as mem:
-        assert [n["namespace"] for n in mem.namespaces()] == ["q1"]
+        assert [n.namespace for n in mem.namespaces()] == ["q1"]

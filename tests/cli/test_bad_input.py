@@ -244,7 +244,7 @@ def test_api_locked_while_opening(tmp_path):
         other.execute("ROLLBACK")
         other.close()
     with open_memory(path, embedder=HashEmbedder()) as mem:  # and works once the lock is gone
-        assert mem.stats()["schema_version"] == db.latest_version()
+        assert mem.stats().schema_version == db.latest_version()
 
 
 def test_api_missing_model(tmp_path):
@@ -254,7 +254,7 @@ def test_api_missing_model(tmp_path):
         with pytest.raises(ModelNotFoundError, match="model.onnx") as info:
             mem.ingest(good)
         assert info.value.exit_code == 4
-        assert mem.stats()["messages"] == 0 and mem.stats()["embedder"] is None
+        assert mem.stats().messages == 0 and mem.stats().embedder is None
 
 
 def test_api_half_configured_model(tmp_path):
@@ -342,7 +342,7 @@ def test_api_duplicate_ids_across_batches_store_nothing(tmp_path):
     with open_memory(tmp_path / "m.db", config=Config(ingest_batch=2), embedder=HashEmbedder()) as mem:
         with pytest.raises(InputError, match="items 1 and 11"):
             mem.ingest(path)
-        assert mem.stats()["messages"] == 0 and mem.browse.sources() == []
+        assert mem.stats().messages == 0 and mem.browse.sources() == []
 
 
 def test_api_bad_namespace(tmp_path):

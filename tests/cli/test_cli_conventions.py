@@ -198,7 +198,7 @@ def test_every_error_class_says_what_to_do():
         errors.UnknownNamespaceError("x", ["a"], "m.db"),
         errors.ConfigError("setting k must be an integer"),
         errors.AddressInUseError("127.0.0.1", 8770),
-        errors.ModelServerError("the model server at http://127.0.0.1:8080/v1 did not answer; is it running?"),
+        errors.ModelServerError("the model server at http://127.0.0.1:8080/v1 did not answer", "is it running?"),
         errors.DiskFullError("m.db"),
         errors.StoreKeyError("a key problem"),
         errors.WrongKeyError("m.db", "LOCALMEM_TEST_KEY"),

@@ -94,7 +94,7 @@ def test_a_read_only_store_is_a_one_line_error_and_keeps_what_it_holds(tmp_path,
     finally:
         target.chmod(mode)
     with open_memory(store, "default", embedder=HashEmbedder()) as mem:
-        assert mem.stats()["messages"] == 1
+        assert mem.stats().messages == 1
 
 
 @pytest.mark.own_keys  # a rewrite with no key on either side: the same swap on any store
@@ -121,7 +121,7 @@ def test_a_write_to_a_store_swapped_by_encrypt_is_a_one_line_retry_error(tmp_pat
     assert "\n" not in line and "was replaced while this command had it open" in line
     assert caught.value.exit_code == 3 and caught.value.code == "store_replaced"
     with open_memory(store, "default", embedder=HashEmbedder()) as mem:
-        assert mem.stats()["messages"] == 1
+        assert mem.stats().messages == 1
 
 
 @pytest.mark.slow

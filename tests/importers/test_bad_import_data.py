@@ -116,7 +116,7 @@ def test_import_enforces_max_message_chars_as_ingest_does(tmp_path):
             mem.admin.restore(path)
         assert snapshot(mem.path) == before
     with open_memory(tmp_path / "big.db", "t", config=Config(max_message_chars=250_000), embedder=HashEmbedder()) as m:
-        assert m.admin.restore(path)["message"] == 1
+        assert m.admin.restore(path).counts["message"] == 1
 
 
 def test_import_refuses_a_message_field_of_the_wrong_type_naming_line_and_field(tmp_path):

@@ -103,14 +103,14 @@ def test_locomo_sessions_sorted_numerically(tmp_path):
 def test_locomo_ingest_uses_namespace_per_sample(mem):
     report = mem.ingest(LOCOMO)
     assert {n.namespace: n.added for n in report.namespaces} == {"tiny-1": 5, "tiny-2": 2}
-    assert {r["namespace"]: r["messages"] for r in mem.namespaces()} == {"tiny-1": 5, "tiny-2": 2}
-    assert mem.stats()["messages"] == 0  # nothing went to the caller's namespace "test"
+    assert {r.namespace: r.messages for r in mem.namespaces()} == {"tiny-1": 5, "tiny-2": 2}
+    assert mem.stats().messages == 0  # nothing went to the caller's namespace "test"
 
 
 def test_locomo_ingest_with_forced_namespace(mem):
     report = mem.ingest(LOCOMO, namespace="all")
     assert report.added == 7
-    assert [r["namespace"] for r in mem.namespaces()] == ["all"]
+    assert [r.namespace for r in mem.namespaces()] == ["all"]
 
 
 def test_locomo_caption_is_searchable_and_shown(mem):

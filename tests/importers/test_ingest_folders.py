@@ -59,7 +59,7 @@ def test_a_folder_of_everything_is_ingested_and_the_rest_reported(utc_mem, expor
     }
     assert not any(item["failed"] for item in report.not_read)
     assert any("ambiguous" in note for note in report.notes)  # the iOS chat's dates
-    stats = utc_mem.stats()
+    stats = utc_mem.stats().to_dict()
     assert stats["messages"] == 64
 
 
@@ -75,7 +75,7 @@ def test_a_folder_is_idempotent_and_an_edited_file_adds_only_what_changed(utc_me
     assert edited.added == 1 and edited.conflicts == 0
     (changed,) = [s for s in edited.sources if not s.already_loaded]
     assert changed.uri.endswith("Book club.txt") and (changed.added, changed.skipped) == (1, 8)
-    assert utc_mem.stats()["messages"] == first.added + 1
+    assert utc_mem.stats().messages == first.added + 1
     # a note edited in place keeps its id: the stored version is kept and the change counted
     garden = exports / "notes" / "projects" / "garden.md"
     garden.write_text(garden.read_text().replace("200 litres", "250 litres"))

@@ -381,7 +381,7 @@ def test_stored_instructions_are_data_and_other_namespaces_are_untouched(tmp_pat
     _seed(db, "bob", ["My PIN is 4711.", "I live in Leeds."])
     bob_before = _export(db, "bob")
     with open_memory(db, namespace="bob", embedder=HashEmbedder()) as mem:
-        bob_source = mem.browse.sources()[0]["id"]
+        bob_source = mem.browse.sources()[0].id
 
     async def main():
         async with stdio(tmp_path, db, "alice") as client:
@@ -599,7 +599,7 @@ def test_remember_returns_while_extraction_runs_and_a_kill_loses_nothing(tmp_pat
             raise
     assert killed
     with open_memory(db, namespace="alice", embedder=HashEmbedder(), llm=_scripted()) as mem:
-        assert mem.stats()["messages"] == 4
+        assert mem.stats().messages == 4
         mem.extraction.flush()
         rows = mem.conn.execute("select stage, count(*) from units where kind = 'episode' group by stage").fetchall()
         assert dict(rows) == {"done": 4}
@@ -700,7 +700,7 @@ def test_profile_shows_a_person_built_by_extraction(tmp_path):
     db = tmp_path / "m.db"
     with open_memory(db, namespace="alice", embedder=HashEmbedder(), llm=ScriptedLLM(responder=_responder)) as mem:
         mem.ingest(_transcript(tmp_path), extract="llm")
-        episodes = {ref("u:", e["id"]) for e in mem.browse.episodes()}
+        episodes = {ref("u:", e.id) for e in mem.browse.episodes()}
 
     async def main():
         async with stdio(tmp_path, db) as client:

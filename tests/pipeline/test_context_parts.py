@@ -119,13 +119,13 @@ def test_doctor_counts_messages_without_one_and_reembed_makes_them(tmp_path):
     path = write_jsonl(tmp_path / "c.jsonl", ROWS)
     with _open(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(path)
-        assert mem.admin.doctor()["db"]["context_parts"] == "ok"
+        assert mem.admin.doctor().db["context_parts"] == "ok"
         mem.conn.execute("delete from message_parts where context = 1")  # as a store made before them
-        assert mem.admin.doctor()["db"]["context_parts"].startswith("4 messages")
+        assert mem.admin.doctor().db["context_parts"].startswith("4 messages")
         assert _ranked(mem)  # search works without them
-        report = mem.admin.reembed()
+        report = mem.admin.reembed().to_dict()
         assert report["parts"] == 4
-        assert mem.admin.doctor()["db"]["context_parts"] == "ok"
+        assert mem.admin.doctor().db["context_parts"] == "ok"
         assert f"Ben: {REPLY}" in _ranked(mem)[:2]
 
 
@@ -150,8 +150,8 @@ def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames
     with open_memory(tmp_path / "q.db", namespace="t", embedder=HashEmbedder(), config=store_config()) as mem:
         mem.ingest(path)  # "questions" is the default
         assert _contexts(mem.conn) == [("Ben", REPLY)]  # the only turn after a "?"
-        assert mem.admin.doctor()["db"]["context_parts"] == "ok"
-        assert mem.admin.reembed()["parts"] == 1
+        assert mem.admin.doctor().db["context_parts"] == "ok"
+        assert mem.admin.reembed().parts == 1
         assert _contexts(mem.conn) == [("Ben", REPLY)]
     config = store_config(context_parts="none")
     with open_memory(tmp_path / "n.db", namespace="t", embedder=HashEmbedder(), config=config) as mem:
@@ -159,9 +159,9 @@ def test_the_setting_questions_frames_only_replies_to_a_question_and_none_frames
         (reply_id,) = mem.conn.execute("select id from messages where text = ?", (REPLY,)).fetchone()
         mem.correct(f"m:{reply_id}", "Rex!")
         assert _contexts(mem.conn) == []
-        assert mem.admin.doctor()["db"]["context_parts"].startswith("off")
+        assert mem.admin.doctor().db["context_parts"].startswith("off")
     with _open(tmp_path / "n.db", embedder=HashEmbedder()) as mem:  # "all"
-        assert mem.admin.doctor()["db"]["context_parts"].startswith("5 messages")  # the correction too
+        assert mem.admin.doctor().db["context_parts"].startswith("5 messages")  # the correction too
 
 
 def test_forgetting_a_turn_drops_the_context_part_embedded_with_it(tmp_path):
@@ -177,7 +177,7 @@ def test_forgetting_a_turn_drops_the_context_part_embedded_with_it(tmp_path):
         assert ("Ben", REPLY) not in _contexts(mem.conn)  # the reply had the question as its turn before
         assert count(mem.conn, "select count(*) from vec_message_parts") == before - 1
         assert ("Ana", "So cute, I love it.") in _contexts(mem.conn)  # its turn before stays
-        assert mem.admin.doctor()["db"]["context_parts"] == "ok"  # the reply is first in its session now
+        assert mem.admin.doctor().db["context_parts"] == "ok"  # the reply is first in its session now
         calls = len(embedder.calls)
         mem.admin.reembed()
         assert ("Ben", REPLY) not in _contexts(mem.conn)  # now the first turn of its session

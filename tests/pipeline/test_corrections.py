@@ -46,7 +46,7 @@ def test_a_correction_replaces_the_message_and_the_old_one_stays(mem):
         "chat",
         "p1~1",
     )
-    new, old = mem.browse.get("m:4"), mem.browse.get("m:1")
+    new, old = mem.browse.get("m:4").to_dict(), mem.browse.get("m:1").to_dict()
     # the correction takes the old message's place: speaker, time, metadata, source
     assert (new["speaker"], new["time"], new["meta"], new["replaces"]) == (
         "Priya",
@@ -95,7 +95,7 @@ def test_ask_reads_the_correction_first_and_the_old_one_marked(mem):
 def test_forgetting_a_correction_makes_the_old_message_current_again(mem):
     mem.correct("m:1", "I moved to Munich.")
     mem.forget(ids=["m:4"])
-    assert mem.browse.get("m:1")["replaced_by"] is None
+    assert mem.browse.get("m:1").replaced_by is None
     hits = mem.search("Berlin", channels=["bm25"])
     assert _ids(hits)[0] == "m:1" and hits[0].superseded_by is None and "m:4" not in _ids(hits)
 
@@ -133,7 +133,7 @@ def test_export_and_import_keep_corrections_and_metadata_under_printed_ids(mem, 
         again = io.StringIO()
         copy.admin.export(again)
         assert again.getvalue() == buf.getvalue()
-        assert copy.browse.get("m:1")["replaced_by"] == "m:4"
+        assert copy.browse.get("m:1").replaced_by == "m:4"
 
 
 def _as_older_version(export: str, version: int) -> str:
@@ -176,8 +176,8 @@ def test_older_exports_still_import(mem, tmp_path):
             if version == 1:
                 with pytest.raises(InputError, match="no trailer line .an export made before localmem wrote one"):
                     copy.admin.restore(path)
-            counts = copy.admin.restore(path, force=version == 1)
-            assert counts["message"] == 3 and copy.browse.get("m:2")["text"] == "Congratulations! How is the flat?"
+            counts = copy.admin.restore(path, force=version == 1).to_dict()
+            assert counts["message"] == 3 and copy.browse.get("m:2").text == "Congratulations! How is the flat?"
             assert counts.get("unchecked") == (
                 None if version == 2 else "it has no trailer line (an export made before localmem wrote one)"
             )

@@ -113,7 +113,7 @@ def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_
         assert db.has_vectors(mem.conn)
         assert count(mem.conn, "select count(*) from vec_message_parts") == 0
         assert mem.search(QUERY, channels=["vector"])  # whole-message vectors still work
-        report = mem.admin.reembed()
+        report = mem.admin.reembed().to_dict()
         assert report["parts"] == 4
         assert count(mem.conn, "select count(*) from vec_message_parts") == 4
         assert _ranked(mem)[0].endswith(LONG)

@@ -52,7 +52,7 @@ def test_add_returns_while_the_model_extracts_and_close_flushes(tmp_path):
     # ...while add goes on storing (it would block on the model if it extracted inline).
     added = mem.add("Bob", "Good luck!", time=_day(5, 11))
     assert added.added and mem.search("good luck", k=1)[0].id == f"m:{added.id}"
-    status = mem.stats()["background_extraction"]
+    status = mem.stats().background_extraction
     assert status["running"] and status["episodes"] == 0  # nothing extracted while the model is held
     release.set()
     mem.close()  # flush: the open episode is closed and extracted too
@@ -103,7 +103,7 @@ def test_a_failing_model_is_reported_and_the_messages_stay(tmp_path, caplog):
     mem.close()
     assert "the model fell over" in caplog.text
     with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder()) as again:
-        assert again.stats()["messages"] == 2
+        assert again.stats().messages == 2
 
 
 def test_background_extraction_needs_extract_llm(tmp_path):
@@ -142,7 +142,7 @@ def test_add_waits_for_another_writer_instead_of_failing(tmp_path):
         added = mem.add("Ann", "Second, while the other connection writes.", time=_day(2))
         writer.join()
         other.close()
-        assert added.added and mem.stats()["messages"] == 2
+        assert added.added and mem.stats().messages == 2
 
 
 def test_add_inside_the_callers_transaction_rolls_back_with_it(tmp_path):
@@ -151,4 +151,4 @@ def test_add_inside_the_callers_transaction_rolls_back_with_it(tmp_path):
             with mem.conn:
                 mem.add("Ann", "Never kept.", time=_day(1))
                 raise RuntimeError("the caller changes its mind")
-        assert mem.stats()["messages"] == 0
+        assert mem.stats().messages == 0

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from localmem.benchmarks.baselines import RAW_TURNS
 from localmem.retrieval.query_text import speaker_names, without_names
 from localmem.retrieval.search import SearchParams
+from localmem_bench.baselines import RAW_TURNS
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import open_memory
 

@@ -323,7 +323,7 @@ def test_people_profile_and_unit_pages_after_extraction(tmp_path):
             assert 'href="/people/Caroline"' in listing
             page = http.get("/people/Caroline")
             assert page.status_code == 200 and "What is known" in page.text and "<svg" in page.text
-            unit = http.get(f"/memory/{episode['id']}")
+            unit = http.get(f"/memory/{episode.id}")
             assert unit.status_code == 200 and "What it rests on" in unit.text
             assert "m:" in unit.text.split("What it rests on", 1)[1]
     finally:

@@ -75,7 +75,7 @@ def test_a_writer_in_the_same_process_is_waited_for(tmp_path):
         second.add("Bob", "waited for the lock")
         assert done.is_set()
         holder.join()
-        assert second.stats()["messages"] == 2
+        assert second.stats().messages == 2
 
 
 def test_two_threads_with_a_memory_each_store_every_message(tmp_path):
@@ -102,7 +102,7 @@ def test_two_threads_with_a_memory_each_store_every_message(tmp_path):
         w.join()
     assert errors == [] and time.monotonic() - started < 60
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        assert mem.stats()["messages"] == 121
+        assert mem.stats().messages == 121
 
 
 def test_one_memory_shared_by_two_threads_runs_their_calls_one_at_a_time(tmp_path):

@@ -131,8 +131,8 @@ def test_the_passphrase_never_shows_in_a_key_or_a_config_error():
 
 def test_doctor_says_which_build_is_loaded_and_whether_the_store_is_encrypted(tmp_path):
     with Memory(plain_store(tmp_path / "p.db", 2), embedder=HashEmbedder()) as mem:
-        report = mem.admin.doctor()["encryption"]
-        assert report["store"] == "not encrypted" and not mem.stats()["encrypted"]
+        report = mem.admin.doctor().encryption
+        assert report["store"] == "not encrypted" and not mem.stats().encrypted
     assert report["loaded"] == ("cipher" if cipher.cipher_version() else "plain")
     assert report["sqlite3mc"] == cipher.cipher_version()
 
@@ -170,8 +170,8 @@ def test_a_new_keyed_store_is_encrypted_from_its_first_page(tmp_path):
         assert Path(f"{path}-wal").stat().st_size > 0  # the new pages are in the WAL now
         assert copies(path, MARKER) == 0 and copies(path, "lighthouse") == 0
         assert [h.sources[0].external_id for h in mem.search("added alone", k=1)] == ["last"]
-        assert mem.admin.encrypted and mem.stats()["encrypted"]
-        assert mem.admin.doctor()["encryption"]["store"].startswith("encrypted (chacha20")
+        assert mem.admin.encrypted and mem.stats().encrypted
+        assert mem.admin.doctor().encryption["store"].startswith("encrypted (chacha20")
     assert copies(path, MARKER) == 0  # nor after the last close folded the WAL into the file
     assert path.read_bytes()[:16] != cipher.PLAIN_MAGIC and cipher.file_state(path) == "encrypted"
     assert copies(path, PASS) == 0 and copies(path, PASS.encode().hex()) == 0
@@ -186,7 +186,7 @@ def test_the_fixture_store_still_opens_with_its_passphrase(tmp_path):
     store = tmp_path / "fixture.db"
     shutil.copy(FIXTURE, store)
     with Memory(store, embedder=HashEmbedder(), key="fixture passphrase") as mem:
-        meta = mem.admin.doctor()["db"]["meta"]
+        meta = mem.admin.doctor().db["meta"]
     assert meta["fixture"] == "FIXTUREMARKER an encrypted store"
     assert copies(store, "FIXTUREMARKER") == 0
 
@@ -296,7 +296,7 @@ def test_key_errors_are_one_line_and_touch_nothing(tmp_path, use_models, case):
         assert PASS not in err and "wrong-secret-value" not in err
     assert fingerprint(db) == before
     with Memory(db, namespace="t", embedder=HashEmbedder(), key=PASS if kind == "encrypted" else None) as mem:
-        assert [m["messages"] for m in mem.namespaces()] == [1]
+        assert [m.messages for m in mem.namespaces()] == [1]
 
 
 @needs_cipher
@@ -311,7 +311,7 @@ def test_a_wrong_key_next_to_a_writer_damages_nothing(tmp_path):
             Memory(path, embedder=HashEmbedder())
         writer.add("Ana", "second, after the failed opens")
     with Memory(path, namespace="t", embedder=HashEmbedder(), key=PASS) as mem:
-        assert mem.stats()["messages"] == 2
+        assert mem.stats().messages == 2
         assert mem.conn.execute("pragma integrity_check").fetchall() == [("ok",)]
 
 
@@ -482,7 +482,7 @@ def test_a_killed_encrypt_or_rekey_leaves_the_old_store_or_the_new_one(tmp_path,
 
 @needs_cipher
 def test_the_bench_compares_a_plain_store_with_its_encrypted_twin(tmp_path):
-    from localmem.benchmarks import bench
+    from localmem_bench import bench
 
     embedder = HashEmbedder()
     rows = bench.bench_ingest([80], tmp_path, Config(), embedder=embedder, compare_encrypted=True)

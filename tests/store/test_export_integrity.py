@@ -139,7 +139,7 @@ def test_a_forced_import_of_a_cut_export_says_what_it_holds(export, tmp_path):
     path = tmp_path / "cut.jsonl"
     path.write_text("".join(export[: len(export) // 2]), encoding="utf-8")
     with open_memory(tmp_path / "t.db", embedder=HashEmbedder()) as mem:
-        counts = mem.admin.restore(path, force=True)
+        counts = mem.admin.restore(path, force=True).to_dict()
         assert counts["unchecked"] == "its trailer line is missing"
         assert 0 < counts["message"] < 600
 

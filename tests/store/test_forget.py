@@ -72,12 +72,12 @@ def test_the_message_after_a_forgotten_one_is_indexed_again(tmp_path):
     with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         mem.ingest(_chat(tmp_path, "a.jsonl", first))
         mem.ingest(_chat(tmp_path, "b.jsonl", first + [("Ann", "then we spoke of tea")]))
-        bm25 = {"channels": ["bm25"], "recipe": SearchParams(neighbour_weight=0.0, session_weight=0.0)}
+        bm25 = {"channels": ["bm25"], "recipe": SearchParams(session_weight=0.0)}
         assert [h.text for h in mem.search("qzvorpal", **bm25)] == [
             "Bob: the secret word is qzvorpal",
             "Ann: then we spoke of tea",
         ]  # found by its context too
-        mem.forget(source_id=mem.browse.sources()[0]["id"])
+        mem.forget(source_id=mem.browse.sources()[0].id)
         assert mem.search("qzvorpal", **bm25) == []
         assert [h.text for h in mem.search("tea", **bm25)] == ["Ann: then we spoke of tea"]
         context = mem.conn.execute("select count(*) from messages_fts where messages_fts match 'context:qzvorpal'")
@@ -93,7 +93,7 @@ def test_a_summary_written_from_forgotten_memory_is_dropped(tmp_path):
         mem.ingest(_chat(tmp_path, "b.jsonl", [("Ann", "I run on Sundays"), ("Bob", "nice")], start=10), extract="llm")
         conn = mem.conn
         conn.execute("update entities set summary = 'Ann adopted Qzmochi.' where name = 'Ann'")
-        mem.forget(source_id=mem.browse.sources()[0]["id"])
+        mem.forget(source_id=mem.browse.sources()[0].id)
         assert conn.execute("select summary from entities where name = 'Ann'").fetchone() == (None,)
     assert b"Qzmochi" not in trial.file_bytes(tmp_path / "m.db")
 
@@ -118,12 +118,12 @@ def test_forget_reports_a_wal_another_reader_keeps(tmp_path):
         reader.execute("BEGIN")
         reader.execute("select count(*) from messages").fetchall()  # holds a snapshot
         try:
-            done = mem.forget(namespace="default")
+            done = mem.forget(namespace="default").to_dict()
         finally:
             reader.execute("COMMIT")
             reader.close()
         assert done["file"]["wal_emptied"] is False
-        assert mem.admin.vacuum()["wal_emptied"] is True
+        assert mem.admin.vacuum().wal_emptied is True
     assert b"qzpeach" not in trial.file_bytes(tmp_path / "m.db")
 
 
@@ -174,10 +174,10 @@ def test_a_forget_in_an_old_store_writes_the_file_anew(tmp_path):
     path = tmp_path / "old.db"
     _old_store(path)
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        done = mem.forget(ids=["m:1"])["file"]
+        done = mem.forget(ids=["m:1"]).file
         assert done["vacuumed"] is True and "made before auto_vacuum" in done["vacuum_reason"]
         assert mem.conn.pragma("auto_vacuum") == 2
-        assert mem.forget(ids=["m:2"])["file"]["vacuumed"] is False  # once is enough
+        assert mem.forget(ids=["m:2"]).file["vacuumed"] is False  # once is enough
     assert b"qzoldfree" not in trial.file_bytes(path)
 
 
@@ -188,6 +188,6 @@ def test_a_new_store_frees_forgotten_pages_at_once(tmp_path):
             write_jsonl(tmp_path / "a.jsonl", [{"speaker": "Ann", "text": f"line {i} " * 40} for i in range(400)])
         )
         grown = file_size(mem.path)
-        done = mem.forget(namespace="big")
+        done = mem.forget(namespace="big").to_dict()
         assert done["file"]["freed_bytes"] > 0
         assert done["file"]["bytes_after"] < grown / 2

@@ -39,7 +39,7 @@ def step(name):
 
 purge.step = step
 with Memory(sys.argv[1], "t", embedder=HashEmbedder()) as mem:
-    report = mem.forget(match=sys.argv[3])
+    report = mem.forget(match=sys.argv[3]).to_dict()
 print(report["counts"]["messages"], report["file"]["pending"])
 """
 
@@ -48,7 +48,7 @@ import sys
 from localmem import Memory
 from tests.fakes import HashEmbedder
 with Memory(sys.argv[1], "t", embedder=HashEmbedder()) as mem:
-    print(mem.stats()["messages"])
+    print(mem.stats().messages)
 """
 
 
@@ -113,7 +113,7 @@ def test_a_forget_killed_at_each_step_leaves_the_store_whole_and_the_text_gone_b
 def test_a_completed_forget_leaves_nothing_in_the_file_and_nothing_owed(tmp_path):
     path = store(tmp_path)
     with Memory(path, "t", embedder=HashEmbedder()) as mem:
-        report = mem.forget(match=MARKER)
+        report = mem.forget(match=MARKER).to_dict()
         assert report["counts"]["messages"] == 20 and report["file"]["pending"] is False
         assert copies(path) == 0  # before the Memory is closed
         assert mem.conn.execute("select count(*) from meta where key = ?", (purge.PENDING,)).fetchone()[0] == 0
@@ -125,12 +125,12 @@ def test_a_forget_whose_wal_a_reader_holds_is_finished_by_the_next_open(tmp_path
         reader.conn.execute("BEGIN")
         reader.conn.execute("select count(*) from messages").fetchall()  # holds a snapshot
         mem.conn.set_busy_handler(lambda count: False)  # the checkpoint does not wait for it
-        report = mem.forget(match=MARKER)
+        report = mem.forget(match=MARKER).to_dict()
         assert report["file"]["wal_emptied"] is False and report["file"]["pending"] is True
         assert copies(path) > 0  # the store file's old pages, while the reader holds the WAL
         reader.conn.execute("COMMIT")
     with caplog.at_level("WARNING", logger="localmem.store"):
         with Memory(path, "t", embedder=HashEmbedder()) as mem:
-            assert mem.stats()["messages"] == 60
+            assert mem.stats().messages == 60
     assert "finished the scrub" in caplog.text
     assert copies(path) == 0

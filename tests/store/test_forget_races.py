@@ -51,12 +51,12 @@ def test_an_add_between_deciding_and_deleting_waits_and_is_kept(tmp_path, monkey
             assert waiting.wait(30), "the writer did not wait for the forget's write lock"
 
     monkeypatch.setattr(purge, "step", at)
-    report = mem.forget(ids=[f"m:{first.id}"])
+    report = mem.forget(ids=[f"m:{first.id}"]).to_dict()
     writer.join(30)
     assert report["messages"] == [f"m:{first.id}"] and report["counts"]["sources"] == 1
     assert added and added[0].added
 
-    assert mem.stats()["messages"] == 1  # the confirmed message is there
+    assert mem.stats().messages == 1  # the confirmed message is there
     found = mem.conn.execute("select id, text from messages").fetchall()
     assert found == [(added[0].id, "added while forgetting")]
     other.close()
@@ -78,9 +78,9 @@ def test_a_writer_that_cannot_wait_is_refused_not_confirmed_then_lost(tmp_path, 
                 outcome.append(exc)
 
     monkeypatch.setattr(purge, "step", at)
-    report = mem.forget(ids=[f"m:{first.id}"])
+    report = mem.forget(ids=[f"m:{first.id}"]).to_dict()
     assert len(outcome) == 1 and isinstance(outcome[0], StoreLockedError), outcome
-    assert report["messages"] == [f"m:{first.id}"] and mem.stats()["messages"] == 0
+    assert report["messages"] == [f"m:{first.id}"] and mem.stats().messages == 0
     impatient.close()
     mem.close()
 
@@ -113,15 +113,15 @@ def test_adders_and_forgets_in_threads_every_confirmed_add_is_kept_or_reported(t
                 while not done.is_set():
                     try:
                         if target == "conversation":
-                            report = mem.forget(conversation="c")
+                            report = mem.forget(conversation="c").to_dict()
                         else:
                             rows = mem.conn.execute("select id, source_id from messages order by id").fetchall()
                             if not rows:
                                 continue
                             if target == "ids":
-                                report = mem.forget(ids=[f"m:{rows[0][0]}"])
+                                report = mem.forget(ids=[f"m:{rows[0][0]}"]).to_dict()
                             else:
-                                report = mem.forget(source_id=rows[0][1])
+                                report = mem.forget(source_id=rows[0][1]).to_dict()
                     except Exception as exc:  # noqa: BLE001 - a target gone meanwhile is fine
                         if "no conversation" in str(exc) or "no message" in str(exc) or "no source" in str(exc):
                             continue

@@ -191,7 +191,7 @@ def test_forgotten_text_is_not_in_the_file(store, kind, via, use_models):
     assert sum(before) > 0
     if via == "api":
         command = f"Memory.forget(**{api_args(store)})"
-        result = store.forget(**api_args(store))
+        result = store.forget(**api_args(store)).to_dict()
         assert marker_count(store.path, marker) == 0, (kind, before)  # at once, the store still open
         store.close()
     else:
@@ -244,13 +244,13 @@ def test_forgetting_a_message_takes_what_rests_only_on_it(store):
 def test_a_dry_run_changes_nothing(store):
     before = snapshot(store.path)
     for target, _args, _marker in KINDS.values():
-        assert store.forget(**target(store), dry_run=True)["dry_run"] is True
+        assert store.forget(**target(store), dry_run=True).dry_run is True
     assert snapshot(store.path) == before
 
 
 def test_forgetting_a_unit_keeps_its_messages(store):
     ids = store.ids
-    result = store.forget(ids=[f"u:{ids['secret_episode']}"])
+    result = store.forget(ids=[f"u:{ids['secret_episode']}"]).to_dict()
     # an episode goes with what was extracted from it; its messages stay (a later build groups them again)
     assert sorted(result["units"]) == sorted([f"u:{ids['secret_episode']}", f"u:{ids['gist']}"])
     assert result["messages"] == [] and result["kept_units"] == []
@@ -267,16 +267,16 @@ def test_kept_summaries_are_reported_and_match_removes_them(store):
     store.conn.execute(
         "update units set text = ? where id = ?", (f"Ana told Ben the code {MARK}", ids["secret_episode"])
     )
-    result = store.forget(ids=[f"m:{ids['s1']}"])
+    result = store.forget(ids=[f"m:{ids['s1']}"]).to_dict()
     assert f"u:{ids['secret_episode']}" in result["kept_units"]
     assert marker_count(store.path) > 0  # the narrative still says it
-    again = store.forget(match=MARK)
+    again = store.forget(match=MARK).to_dict()
     assert again["units"] == [f"u:{ids['secret_episode']}"] and again["messages"] == []
     assert marker_count(store.path) == 0
 
 
 def test_before_takes_a_time(store):
-    result = store.forget(before="2023-01-15T09:01", dry_run=True)
+    result = store.forget(before="2023-01-15T09:01", dry_run=True).to_dict()
     assert result["messages"] == [f"m:{store.ids['s1']}"]
 
 
@@ -292,7 +292,7 @@ def test_what_cannot_be_forgotten_is_an_error(store):
         store.forget(conversation="nope")
     with pytest.raises(LocalmemError, match="exactly one target, got 2"):
         store.forget(conversation="secret", before="2023-01-01")
-    assert store.forget(match="no such words anywhere")["counts"] == {
+    assert store.forget(match="no such words anywhere").counts == {
         "sources": 0,
         "messages": 0,
         "units": 0,
@@ -305,13 +305,13 @@ def test_adds_to_each_conversation_are_a_source_of_their_own(tmp_path):
         mem.add("Ana", "lunch at noon?", conversation="work")
         mem.add("Ana", "love you", conversation="home")
         mem.add("Ben", "sure", conversation="work")
-        sources = {s["uri"]: s for s in mem.browse.sources()}
-        assert set(sources) == {"add:work", "add:home"} and sources["add:work"]["messages"] == 2
-        result = mem.forget(source_id=sources["add:work"]["id"])
+        sources = {s.uri: s for s in mem.browse.sources()}
+        assert set(sources) == {"add:work", "add:home"} and sources["add:work"].messages == 2
+        result = mem.forget(source_id=sources["add:work"].id).to_dict()
         assert result["counts"]["messages"] == 2
         assert [h.text for h in mem.recent(5)] == ["Ana: love you"]
         mem.add("Ben", "back again", conversation="work")  # a new source for it
-        assert sorted(s["uri"] for s in mem.browse.sources()) == ["add:home", "add:work"]
+        assert sorted(s.uri for s in mem.browse.sources()) == ["add:home", "add:work"]
 
 
 def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path):
@@ -335,7 +335,7 @@ def test_the_shared_add_source_of_older_stores_is_split_by_conversation(tmp_path
     )
     old.close()
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        found = {s["uri"]: (s["kind"], s["messages"], s["created_at"]) for s in mem.browse.sources()}
+        found = {s.uri: (s.kind, s.messages, s.created_at) for s in mem.browse.sources()}
     assert found == {
         "f.jsonl": ("jsonl", 1, "2024-01-02"),
         "add:work": ("api", 2, "2024-01-01"),

@@ -52,7 +52,7 @@ def test_a_copy_left_in_a_page_is_found_and_the_forget_writes_the_file_anew(stor
     _plant(store, b"\x81\x07" + SECRET.encode())  # a stale copy of the secret's cell
     with open_memory(store, namespace="me", embedder=HashEmbedder()) as mem:
         secret = next(h.id for h in mem.recent(5) if "vault" in h.text)
-        done = mem.forget(ids=[secret])["file"]
+        done = mem.forget(ids=[secret]).file
         assert done["vacuumed"] is True and "unused room of pages" in done["vacuum_reason"]
     assert b"qzlv5w8r2t4y6u1" not in file_bytes(store)
     assert b"a message that stays" in file_bytes(store)
@@ -61,7 +61,7 @@ def test_a_copy_left_in_a_page_is_found_and_the_forget_writes_the_file_anew(stor
 def test_without_a_copy_the_file_is_not_written_anew(store):
     with open_memory(store, namespace="me", embedder=HashEmbedder()) as mem:
         secret = next(h.id for h in mem.recent(5) if "vault" in h.text)
-        done = mem.forget(ids=[secret])["file"]
+        done = mem.forget(ids=[secret]).file
         assert done["vacuumed"] is False and done["vacuum_reason"] is None
     assert b"qzlv5w8r2t4y6u1" not in file_bytes(store)
 

@@ -24,7 +24,7 @@ def test_forget_returns_its_documented_fields_and_the_cli_prints_them(mem, tmp_p
     done = mem.forget(ids=[first.ref])
     assert done.file is not None and done.file["bytes_after"] > 0 and done.dry_run is False
     # Read as a mapping, it is the dict the CLI prints after its target.
-    assert done["counts"] == done.counts and dict(done) == done.to_dict() and done == done.to_dict()
+    assert not isinstance(done, dict) and done.to_dict()["counts"] == done.counts
     assert list(done.to_dict()) == [
         "messages",
         "units",
@@ -47,7 +47,7 @@ def test_forget_returns_its_documented_fields_and_the_cli_prints_them(mem, tmp_p
 def test_stats_and_lists_print_their_fields_in_order(mem, tmp_path):
     mem.add("Ann", "I adopted a puppy called Rex", "2023-05-08T10:00:00")
     stats = mem.stats()
-    assert isinstance(stats, Stats) and stats.messages == 1 and stats["messages"] == 1
+    assert isinstance(stats, Stats) and stats.messages == 1 and stats.to_dict()["messages"] == 1
     assert "background_extraction" not in stats.to_dict()  # left out unless extraction runs in the background
     assert list(stats.to_dict()) == [f.name for f in fields(Stats)][:-1]
     [ns] = mem.namespaces()

@@ -163,7 +163,7 @@ def test_reopen_applies_nothing_and_keeps_data(mem):
     mem.close()
     with open_memory(path, namespace="test", embedder=HashEmbedder()) as again:
         assert db.migrate(again.conn, str(path)) == []
-        assert again.stats()["messages"] == 1
+        assert again.stats().messages == 1
         assert again.conn.pragma("foreign_keys") == 1
 
 
@@ -250,7 +250,7 @@ def test_appended_file_adds_only_new_messages(mem, embedder, tmp_path):
     calls = len(embedder.calls)
     report = mem.ingest(path)
     assert (report.added, report.skipped, report.conflicts) == (2, 3, 0)
-    assert mem.stats()["messages"] == 5
+    assert mem.stats().messages == 5
     embedded = [t for call in embedder.calls[calls:] for t in call]
     assert sorted(embedded) == sorted(f"{r['speaker']}: {r['text']}" for r in rows(2, start=3))
     ext = [r[0] for r in mem.conn.execute("select external_id from messages order by seq")]
@@ -282,7 +282,7 @@ def test_same_file_into_two_namespaces(mem, tmp_path):
     mem.ingest(path)
     report = mem.ingest(path, namespace="second")
     assert report.added == 4
-    assert {r["namespace"]: r["messages"] for r in mem.namespaces()} == {"test": 4, "second": 4}
+    assert {r.namespace: r.messages for r in mem.namespaces()} == {"test": 4, "second": 4}
 
 
 def test_resume_after_a_crash_between_batches(tmp_path):
@@ -298,14 +298,14 @@ def test_resume_after_a_crash_between_batches(tmp_path):
         with pytest.raises(RuntimeError, match="simulated crash"):
             mem.ingest(path, progress=crash)
         assert seen == [(2, 5)]
-        assert mem.stats()["messages"] == 2 and mem.stats()["unfinished_sources"] == 1
-        assert [s["status"] for s in mem.browse.sources()] == ["loading"]
+        assert mem.stats().messages == 2 and mem.stats().unfinished_sources == 1
+        assert [s.status for s in mem.browse.sources()] == ["loading"]
     progress = []
     with open_memory(tmp_path / "m.db", namespace="ns", config=cfg, embedder=HashEmbedder()) as mem:
         report = mem.ingest(path, progress=lambda d, t: progress.append((d, t)))
         assert (report.added, report.skipped) == (3, 2)
         assert progress == [(2, 5), (4, 5), (5, 5)]
-        assert [(s["status"], s["messages"]) for s in mem.browse.sources()] == [("loaded", 5)]
+        assert [(s.status, s.messages) for s in mem.browse.sources()] == [("loaded", 5)]
         assert count(mem.conn, "select count(distinct external_id) from messages") == 5
         assert table_counts(mem.conn)["messages_fts"] == table_counts(mem.conn)["vec_messages"] == 5
 
@@ -345,7 +345,7 @@ def test_sigkill_during_ingest_then_rerun(tmp_path):
     assert 200 <= at_kill < n and at_kill % 100 == 0  # whole batches only
 
     with open_memory(path, namespace="kill", config=Config(ingest_batch=500), embedder=HashEmbedder()) as mem:
-        assert [s["status"] for s in mem.browse.sources()] == ["loading"]
+        assert [s.status for s in mem.browse.sources()] == ["loading"]
         report = mem.ingest(data)
         assert (report.added, report.skipped) == (n - at_kill, at_kill)
         conn = mem.conn
@@ -356,7 +356,7 @@ def test_sigkill_during_ingest_then_rerun(tmp_path):
         assert count(conn, "select count(*) from messages_fts") == n
         assert count(conn, "select count(*) from vec_messages") == n
         assert count(conn, "select count(*) from messages m join vec_messages v on v.rowid = m.id") == n
-        assert [(s["status"], s["messages"]) for s in mem.browse.sources()] == [("loaded", n)]
+        assert [(s.status, s.messages) for s in mem.browse.sources()] == [("loaded", n)]
         for i in (0, at_kill - 1, at_kill, n - 1):  # before, at and after the kill point
             hits = mem.search(f"topic{i}", channels=["bm25"], k=1)
             assert hits and hits[0].sources[0].external_id == f"L{i + 1}"
@@ -379,7 +379,7 @@ def test_add_same_id_twice_is_a_noop(mem):
     first = mem.add("Ana", "hello", id="ext-1", conversation="c")
     again = mem.add("Ana", "hello, changed", id="ext-1", conversation="c")
     assert first.added and not again.added and again.id == first.id
-    assert mem.stats()["messages"] == 1
+    assert mem.stats().messages == 1
     assert mem.conn.execute("select text from messages").fetchone()[0] == "hello"
     elsewhere = mem.add("Ana", "hello", id="ext-1", conversation="other")
     assert elsewhere.added and elsewhere.id != first.id
@@ -428,7 +428,7 @@ def test_add_defaults_to_now(mem):
 def test_add_bad_arguments(mem, kwargs, fragment):
     with pytest.raises(LocalmemError, match=fragment):
         mem.add(**kwargs)
-    assert mem.stats()["messages"] == 0 and mem.browse.sources() == []
+    assert mem.stats().messages == 0 and mem.browse.sources() == []
 
 
 # -- search ------------------------------------------------------------------------------------
@@ -471,9 +471,7 @@ def test_rrf_default_k_keeps_a_channels_first_hit_ahead_of_a_weak_pair():
     assert order.index(("m", 1)) < order.index(("m", 2))
 
 
-WITHOUT_CONTEXT = SearchParams(
-    neighbour_weight=0.0, session_weight=0.0, speaker_weight=0.0, question_handoff=0.0, when_weight=0.0
-)
+WITHOUT_CONTEXT = SearchParams(session_weight=0.0, speaker_weight=0.0, question_handoff=0.0, when_weight=0.0)
 
 
 def test_hit_structure(mem):
@@ -710,7 +708,7 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
     assert header["namespaces"] == ["test", "tiny-1", "tiny-2"] and header["vectors"] is vectors
     fresh_embedder = HashEmbedder()
     with open_memory(tmp_path / "restored.db", namespace="test", embedder=fresh_embedder) as fresh:
-        counts = fresh.admin.restore(path)
+        counts = fresh.admin.restore(path).to_dict()
         assert counts["message"] == 32 and counts["unit"] == 2 + 8 and counts["entity"] == 1  # + episodes
         assert ("vector" in counts) is vectors
         assert export_text(fresh, vectors=vectors) == first
@@ -769,7 +767,7 @@ def test_import_into_a_store_with_other_namespaces_remaps_ids(populated, tmp_pat
         mine_before = export_text(target, namespaces=["mine"])
         target.admin.restore(path)
         assert export_text(target, namespaces=["mine"]) == mine_before
-        assert {r["namespace"]: r["messages"] for r in target.namespaces()} == {"mine": 40, "test": 25, "tiny-1": 5}
+        assert {r.namespace: r.messages for r in target.namespaces()} == {"mine": 40, "test": 25, "tiny-1": 5}
         conn = target.conn
         assert count(conn, "select count(*) from messages") == 70
         assert count(conn, "select count(*) from messages_fts") == 70
@@ -921,10 +919,10 @@ def test_forget_source(mem, tmp_path):
     kept = export_text(mem).count('"conversation":"second"')
     # the episode of 'first' (segmented on ingest) and the hand-made episode and fact on its
     # first message rest only on it; the entity only they mention goes with them
-    done = mem.forget(source_id=first["id"])
+    done = mem.forget(source_id=first.id).to_dict()
     assert done["file"]["wal_emptied"] is True
     assert done["counts"] == {"sources": 1, "messages": 4, "units": 3, "entities": 1}
-    assert [s["id"] for s in mem.browse.sources()] == [second["id"]]
+    assert [s.id for s in mem.browse.sources()] == [second.id]
     assert [r[0] for r in mem.conn.execute("select distinct conversation from messages")] == ["second"]
     assert [r[0] for r in mem.conn.execute("select text from units where kind != 'episode'")] == ["kept gist"]
     assert count(mem.conn, "select count(*) from entities") == 0  # nothing mentions it any more
@@ -932,15 +930,15 @@ def test_forget_source(mem, tmp_path):
     _consistent_without_unit_vectors(mem.conn)
     assert not mem.search("topic1", channels=["bm25"])
     assert mem.search("topic11", channels=["bm25"])
-    with pytest.raises(NotFoundError, match=f"no source {first['id']} in namespace 'test'"):
-        mem.forget(source_id=first["id"])
+    with pytest.raises(NotFoundError, match=f"no source {first.id} in namespace 'test'"):
+        mem.forget(source_id=first.id)
 
 
 def test_a_source_of_another_namespace_is_not_found_and_stays(mem):
     """What the MCP server relies on: a Memory bound to one namespace forgets only in it."""
     with open_memory(mem.path, namespace="other", embedder=HashEmbedder()) as other:
         other.add("Zoe", "mine, in another namespace")
-        theirs = other.browse.sources()[0]["id"]
+        theirs = other.browse.sources()[0].id
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
         mem.forget(source_id=theirs)
     with pytest.raises(NotFoundError, match=f"no source {theirs} in namespace 'test'"):
@@ -1001,9 +999,15 @@ def test_reembed_switches_embedder_and_dimension(populated):
         result = mem.admin.reembed(progress=lambda d, t: progress.append((d, t)))
         parts = count(mem.conn, "select count(*) from message_parts")
         assert parts > 0
-        assert result == {"embedder": "hash-32", "dim": 32, "messages": n_messages, "parts": parts, "units": 2}
+        assert result.to_dict() == {
+            "embedder": "hash-32",
+            "dim": 32,
+            "messages": n_messages,
+            "parts": parts,
+            "units": 2,
+        }
         assert progress[-1] == (n_messages + parts + 2, n_messages + parts + 2)
-        stats = mem.stats()
+        stats = mem.stats().to_dict()
         assert (stats["embedder"], stats["embed_dim"]) == ("hash-32", 32)
         conn = mem.conn
         assert count(conn, "select count(*) from vec_messages") == n_messages

@@ -121,4 +121,4 @@ def test_vacuum_and_a_forget_that_rewrites_the_file_keep_the_link(tmp_path, use_
     assert_still_linked(link, real)
     assert markers(real) == 0
     with Memory(link, namespace="t", embedder=HashEmbedder()) as mem:
-        assert mem.stats()["messages"] == 0
+        assert mem.stats().messages == 0

@@ -157,7 +157,7 @@ def make_store(root: Path) -> tuple[Path, dict[str, Any]]:
         mem.ingest(appended, extract="llm")
         mem.ingest(gone, namespace="gone", extract="llm")
         conn = mem.conn
-        source_id = mem.browse.sources()[1]["id"]
+        source_id = mem.browse.sources()[1].id
         ids = {
             "gone_messages": [r[0] for r in conn.execute("select id from messages where ns = 'gone'")],
             "gone_units": [r[0] for r in conn.execute("select id from units where ns = 'gone'")],

@@ -65,7 +65,7 @@ def trial(root: Path, size: int) -> dict[str, Any]:
         mem.ingest(keep)
         mem.ingest(source)
         mem.ingest(gone, namespace="gone")
-        source_id = mem.browse.sources()[1]["id"]
+        source_id = mem.browse.sources()[1].id
     out: dict[str, Any] = {"messages": size, "ingest_s": round(time.perf_counter() - t0, 1), "bytes": _size(path)}
     with open_memory(path, namespace="keep", embedder=emb) as mem:
         t0 = time.perf_counter()

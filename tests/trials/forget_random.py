@@ -87,7 +87,7 @@ def trial(root: Path, seed: int, n: int) -> list[dict[str, Any]]:
             kind = KINDS[(seed + round_) % len(KINDS)]
             args = _target(mem, rng, kind, alive, by_id)
             started = time.perf_counter()
-            done = mem.forget(**args)
+            done = mem.forget(**args).to_dict()
             seconds = time.perf_counter() - started
             alive = {h.id for h in mem.recent(n + 100)}
             gone = [m for m in by_id if m not in alive]
@@ -113,12 +113,12 @@ def _target(mem: Memory, rng: random.Random, kind: str, alive: list[str], by_id:
         return {"ids": rng.sample(alive, min(len(alive), rng.randint(1, 5)))}
     if kind == "conversation":
         some = rng.sample(alive, min(5, len(alive)))
-        return {"conversation": rng.choice(sorted({mem.browse.get(m)["conversation"] for m in some}))}
+        return {"conversation": rng.choice(sorted({mem.browse.get(m).conversation for m in some}))}
     if kind == "before":
         return {"before": f"2023-{rng.randint(2, 9):02d}-{rng.randint(1, 28):02d}"}
     if kind == "match":
         return {"match": by_id[rng.choice(alive)]}
-    return {"source_id": rng.choice([s["id"] for s in mem.browse.sources()])}
+    return {"source_id": rng.choice([s.id for s in mem.browse.sources()])}
 
 
 def main() -> None:

@@ -65,7 +65,7 @@ def _store(path: Path, n: int, namespace: str = "a", conversation: str = "c") ->
 
 def _messages(path: Path) -> dict[str, Any]:
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        out: dict[str, Any] = {row["namespace"]: row["messages"] for row in mem.namespaces()}
+        out: dict[str, Any] = {row.namespace: row.messages for row in mem.namespaces()}
         if out:
             out["with_vectors"] = mem.conn.execute("select count(*) from vec_messages").fetchone()[0]
         return out

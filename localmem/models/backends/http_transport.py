@@ -40,8 +40,8 @@ class Rejected(ModelServerError):
     """The server answered 4xx/5xx; ``status`` and ``detail`` (its own words) let a caller try
     another form of the request before giving up."""
 
-    def __init__(self, message: str, status: int, detail: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, status: int, detail: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
         self.status = status
         self.detail = detail
 
@@ -161,18 +161,20 @@ class Transport:
                 else "the server wants an API key: name the environment variable that holds it with "
                 "llm_api_key_env (LOCALMEM_LLM_API_KEY_ENV)"
             )
-            message = f"the model server at {self.url} refused the API key ({status} {reason}); {fix}"
+            message = f"the model server at {self.url} refused the API key ({status} {reason})"
         elif status == 404 and not self.url.endswith("/v1") and "model" not in detail.lower():
             message = (
                 f"the model server at {self.url} has no {path} ({status} {reason}); OpenAI-compatible "
                 f"servers usually serve it under /v1: try --llm-url {self.url}/v1"
             )
+            fix = None
         else:
             message = (
                 f"the model server at {self.url} answered {status} {reason} to "
-                f"{response.request.method} {path}: {_clip(detail) or 'no details'}; see the server's log"
+                f"{response.request.method} {path}: {_clip(detail) or 'no details'}"
             )
-        return Rejected(message, status, detail)
+            fix = "see the server's log"
+        return Rejected(message, status, detail, fix)
 
 
 class _Guard:
@@ -191,9 +193,8 @@ class _Guard:
         base = self.t.url
         if isinstance(exc, httpx2.ConnectTimeout):
             raise ModelServerError(
-                f"could not connect to the model server at {base} within "
-                f"{CONNECT_TIMEOUT:g} s; check that it runs and that llm_url "
-                "is right"
+                f"could not connect to the model server at {base} within {CONNECT_TIMEOUT:g} s",
+                "check that it runs and that llm_url is right",
             ) from None
         if isinstance(exc, httpx2.TimeoutException):
             raise ModelServerError(

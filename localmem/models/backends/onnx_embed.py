@@ -123,7 +123,7 @@ def open_encoder(
     opts = ort.SessionOptions()
     # "Extended" rather than onnxruntime's default "all": the session is ready in ~0.13 s
     # instead of ~0.26 s (the layout passes "all" adds), and all-MiniLM-L6-v2 int8 gave
-    # bit-identical embeddings for 256 LoCoMo messages either way.
+    # bit-identical embeddings for 256 chat messages either way.
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     if threads:
         opts.intra_op_num_threads = threads

@@ -157,13 +157,13 @@ class ServerLLM:
             if len(self.served) == 1:
                 self.name = self.served[0]
                 return self
-            raise ModelNotFoundError(
-                f"the model server at {self.url} serves "
-                + (
-                    f"several models ({_names(self.served)}); choose one with --llm-name (LOCALMEM_LLM_NAME)"
-                    if self.served
-                    else "no model; load one in the server, then re-run"
+            if self.served:
+                raise ModelNotFoundError(
+                    f"the model server at {self.url} serves several models ({_names(self.served)})",
+                    "choose one with --llm-name (LOCALMEM_LLM_NAME)",
                 )
+            raise ModelNotFoundError(
+                f"the model server at {self.url} serves no model; load one in the server, then re-run"
             )
         if self.name in self.served:
             return self
@@ -172,7 +172,8 @@ class ServerLLM:
             return self
         raise ModelNotFoundError(
             f"the model server at {self.url} has no model named {self.name!r}; it serves: "
-            f"{_names(self.served) or 'nothing'}; pass one of those with --llm-name (LOCALMEM_LLM_NAME)"
+            f"{_names(self.served) or 'nothing'}",
+            "pass one of those with --llm-name (LOCALMEM_LLM_NAME)",
         )
 
     def complete_json(

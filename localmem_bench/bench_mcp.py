@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
+from localmem.config import Config
 
 __all__ = ["MCP_COLUMNS", "bench_mcp_startup"]
 

@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from .. import Memory
-from ..config import DEFAULTS, Config, Key, home_dir, user_cache_dir
-from ..files import private_dir
-from ..models.protocols import Embedder
+from localmem import Memory
+from localmem.config import DEFAULTS, Config, Key, home_dir, user_cache_dir
+from localmem.files import private_dir
+from localmem.models.protocols import Embedder
 
 __all__ = [
     "DEFAULT_SEED",
@@ -528,7 +528,7 @@ def _stored_messages(path: Path, config: Config, embedder: Embedder | None, key:
     if not path.is_file():
         return None
     with Memory(path, namespace=NAMESPACE, config=config, embedder=embedder, key=key) as mem:
-        return int(mem.stats()["messages"])
+        return int(mem.stats().messages)
 
 
 def _bench_config(config: Config) -> Config:
@@ -599,7 +599,7 @@ def bench_ingest(
                 t0 = time.perf_counter()
                 report = mem.ingest(data, format="jsonl", extract="none")  # raw messages only, no LLM
                 total = time.perf_counter() - t0
-                stored = mem.stats()["messages"]
+                stored = mem.stats().messages
             rest = total - report.embed_seconds
             rows.append(
                 {
@@ -683,7 +683,7 @@ def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[
         p50, p95, mean = _ms_stats(full[i])
         rows.append(
             {
-                "messages": mem.stats()["messages"],
+                "messages": mem.stats().messages,
                 "encrypted": mem.admin.encrypted,
                 "queries": len(timed),
                 "k": k,

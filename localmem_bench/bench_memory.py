@@ -20,14 +20,15 @@ import random
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import Memory, SearchParams
-from ..config import ALL_CHANNELS, Config
-from ..files import private_dir
-from ..models.protocols import Embedder
+from localmem import Memory, SearchParams
+from localmem.config import ALL_CHANNELS, Config
+from localmem.files import private_dir
+from localmem.models.protocols import Embedder
+
 from . import bench
 
 MEMORY_COLUMNS: list[str] = [
@@ -192,6 +193,60 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
                 }
             )
 
+    n_entities = _write_header_and_entities(write, rng, n_units, model_id, dim, seed)
+    weights = _weights(n_entities)
+    next_unit = next_message = next_part = 1
+    n_episodes = n_parts = 0
+    for start in range(0, n_units, _BATCH):
+        count = min(_BATCH, n_units - start)
+        units, messages, next_unit, next_message = _batch_rows(rng, start, count, n_units, next_unit, next_message)
+        n_episodes += sum(u["kind"] == "episode" for u in units)
+        for unit in units:
+            write(unit)
+        _write_mentions_and_links(write, rng, nprng, units, n_entities, weights)
+        for message, episode in messages:
+            write(message)
+            write({"type": "unit_source", "unit_id": episode, "message_id": message["id"]})
+        # Two sentence parts per message, as a chat message of a few sentences has.
+        part_ids = []
+        for message, _episode in messages:
+            for offset in (0, 10):
+                write(
+                    {
+                        "type": "part",
+                        "id": next_part,
+                        "ns": ns,
+                        "message_id": message["id"],
+                        "start": offset,
+                        "end": offset + 10,
+                    }
+                )
+                part_ids.append(next_part)
+                next_part += 1
+        n_parts += len(part_ids)
+        vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
+        vectors("messages", [m["id"] for m, _e in messages])
+        vectors("message_parts", part_ids)
+    # The trailer: what the file holds and its checksum (an import refuses a file without it).
+    out.write(
+        json.dumps(
+            {
+                "type": "trailer",
+                "records": {k: v for k, v in sorted(records.items()) if v},
+                "sha256": digest.hexdigest(),
+            }
+        )
+        + "\n"
+    )
+    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
+
+
+def _write_header_and_entities(
+    write: Callable[[dict[str, Any]], None], rng: random.Random, n_units: int, model_id: str, dim: int, seed: int
+) -> int:
+    """The export's header, its one source and the entities (with their aliases) the units
+    mention; how many entities."""
+    ns = bench.NAMESPACE
     write(
         {
             "type": "header",
@@ -230,141 +285,121 @@ def _write_export(out: Any, n_units: int, model_id: str, dim: int, seed: int) ->
             }
         )
         write({"type": "alias", "entity_id": eid, "alias": name, "norm_alias": name.lower()})
-    weights = _weights(n_entities)
+    return n_entities
+
+
+def _batch_rows(
+    rng: random.Random, start: int, count: int, n_units: int, next_unit: int, next_message: int
+) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], int]], int, int]:
+    """Units ``start`` .. ``start + count`` of the synthetic memory (an episode opening every
+    :data:`UNITS_PER_EPISODE`, then its gists and facts) and a message for every 5th, with the
+    next free unit and message ids."""
+    ns = bench.NAMESPACE
     first_day = dt.date(2022, 1, 1)
-    next_unit = next_message = next_part = 1
-    n_episodes = n_parts = 0
-    for start in range(0, n_units, _BATCH):
-        count = min(_BATCH, n_units - start)
-        units: list[dict[str, Any]] = []  # episodes first in each group, as their members point to them
-        messages: list[tuple[dict[str, Any], int]] = []  # (message, its episode's id)
-        episode_id = 0
-        for i in range(start, start + count):
-            day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
-            speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
-            text = (
-                f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
-                f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}"
-            )
-            if (i - start) % UNITS_PER_EPISODE == 0:
-                episode_id, next_unit = next_unit, next_unit + 1
-                units.append(
-                    {
-                        **_UNIT,
-                        "id": episode_id,
-                        "ns": ns,
-                        "kind": "episode",
-                        "text": f"{speaker}'s day. {text}",
-                        "occurred_start": day,
-                        "occurred_end": day,
-                        "mentioned_at": f"{day}T12:00:00",
-                    }
-                )
-                n_episodes += 1
+    units: list[dict[str, Any]] = []  # episodes first in each group, as their members point to them
+    messages: list[tuple[dict[str, Any], int]] = []  # (message, its episode's id)
+    episode_id = 0
+    for i in range(start, start + count):
+        day = (first_day + dt.timedelta(days=int(i * 1095 / max(n_units, 1)))).isoformat()
+        speaker, hobby = rng.choice(bench.SPEAKERS), rng.choice(bench.HOBBIES)
+        text = (
+            f"{speaker} went {hobby} with their {rng.choice(bench.RELATIVES)} in "
+            f"{rng.choice(bench.CITIES)} and cooked {rng.choice(bench.DISHES)}"
+        )
+        if (i - start) % UNITS_PER_EPISODE == 0:
+            episode_id, next_unit = next_unit, next_unit + 1
             units.append(
                 {
                     **_UNIT,
-                    "id": next_unit,
+                    "id": episode_id,
                     "ns": ns,
-                    "kind": "gist" if i % 2 else "fact",
-                    "episode_id": episode_id,
-                    "text": text,
+                    "kind": "episode",
+                    "text": f"{speaker}'s day. {text}",
                     "occurred_start": day,
                     "occurred_end": day,
                     "mentioned_at": f"{day}T12:00:00",
                 }
             )
-            next_unit += 1
-            if i % 5 == 0:
-                messages.append(
-                    (
-                        {
-                            **_MESSAGE,
-                            "type": "message",
-                            "id": next_message,
-                            "ns": ns,
-                            "source_id": 1,
-                            "seq": i,
-                            "external_id": f"m{i}",
-                            "text": text,
-                            "sent_at": f"{day}T12:00:00",
-                        },
-                        episode_id,
-                    )
-                )
-                next_message += 1
-        for unit in units:
-            write(unit)
-        members = [u for u in units if u["kind"] != "episode"]
-        picks = nprng.choice(n_entities, size=(len(members), 3), p=weights)
-        cast: dict[int, dict[int, str]] = {}
-        for offset, unit in enumerate(members):
-            uid = unit["id"]
-            mentioned: set[int] = set()
-            for j in range(1 + offset % 3):
-                entity_id = int(picks[offset, j]) + 1
-                tag = rng.choice(_TAGS)
-                if entity_id not in mentioned:  # a unit mentions an entity once
-                    mentioned.add(entity_id)
-                    write({"type": "mention", "unit_id": uid, "entity_id": entity_id, "role": "mentioned", "tag": tag})
-                # An episode's first person speaks in it; the others are mentioned.
-                roles = cast.setdefault(unit["episode_id"], {})
-                roles.setdefault(entity_id, "supporting" if roles else "main")
-            neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
-            neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0)) for _ in range(2)]
-            seen: set[tuple[int, str]] = set()
-            for other, kind, weight in neighbours:
-                if other != uid and (other, kind) not in seen:  # two draws can pick one neighbour
-                    seen.add((other, kind))
-                    write(
-                        {
-                            "type": "link",
-                            "src_id": other,
-                            "dst_id": uid,
-                            "link_type": kind,
-                            "weight": round(weight, 3),
-                            "valid_at": None,
-                            "created_at": _CREATED,
-                        }
-                    )
-        for episode, roles in cast.items():
-            for entity_id, role in roles.items():
-                write({"type": "mention", "unit_id": episode, "entity_id": entity_id, "role": role, "tag": None})
-        for message, episode in messages:
-            write(message)
-            write({"type": "unit_source", "unit_id": episode, "message_id": message["id"]})
-        # Two sentence parts per message, as a chat message of a few sentences has.
-        part_ids = []
-        for message, _episode in messages:
-            for offset in (0, 10):
-                write(
-                    {
-                        "type": "part",
-                        "id": next_part,
-                        "ns": ns,
-                        "message_id": message["id"],
-                        "start": offset,
-                        "end": offset + 10,
-                    }
-                )
-                part_ids.append(next_part)
-                next_part += 1
-        n_parts += len(part_ids)
-        vectors("units", [u["id"] for u in units], [u["kind"] for u in units])
-        vectors("messages", [m["id"] for m, _e in messages])
-        vectors("message_parts", part_ids)
-    # The trailer: what the file holds and its checksum (an import refuses a file without it).
-    out.write(
-        json.dumps(
+        units.append(
             {
-                "type": "trailer",
-                "records": {k: v for k, v in sorted(records.items()) if v},
-                "sha256": digest.hexdigest(),
+                **_UNIT,
+                "id": next_unit,
+                "ns": ns,
+                "kind": "gist" if i % 2 else "fact",
+                "episode_id": episode_id,
+                "text": text,
+                "occurred_start": day,
+                "occurred_end": day,
+                "mentioned_at": f"{day}T12:00:00",
             }
         )
-        + "\n"
-    )
-    return {"units": n_units, "episodes": n_episodes, "entities": n_entities, "parts": n_parts}
+        next_unit += 1
+        if i % 5 == 0:
+            messages.append(
+                (
+                    {
+                        **_MESSAGE,
+                        "type": "message",
+                        "id": next_message,
+                        "ns": ns,
+                        "source_id": 1,
+                        "seq": i,
+                        "external_id": f"m{i}",
+                        "text": text,
+                        "sent_at": f"{day}T12:00:00",
+                    },
+                    episode_id,
+                )
+            )
+            next_message += 1
+    return units, messages, next_unit, next_message
+
+
+def _write_mentions_and_links(
+    write: Callable[[dict[str, Any]], None],
+    rng: random.Random,
+    nprng: np.random.Generator,
+    units: list[dict[str, Any]],
+    n_entities: int,
+    weights: np.ndarray,
+) -> None:
+    """Who each gist and fact mentions (an episode's first person speaks in it), and their
+    temporal and semantic links."""
+    members = [u for u in units if u["kind"] != "episode"]
+    picks = nprng.choice(n_entities, size=(len(members), 3), p=weights)
+    cast: dict[int, dict[int, str]] = {}
+    for offset, unit in enumerate(members):
+        uid = unit["id"]
+        mentioned: set[int] = set()
+        for j in range(1 + offset % 3):
+            entity_id = int(picks[offset, j]) + 1
+            tag = rng.choice(_TAGS)
+            if entity_id not in mentioned:  # a unit mentions an entity once
+                mentioned.add(entity_id)
+                write({"type": "mention", "unit_id": uid, "entity_id": entity_id, "role": "mentioned", "tag": tag})
+            # An episode's first person speaks in it; the others are mentioned.
+            roles = cast.setdefault(unit["episode_id"], {})
+            roles.setdefault(entity_id, "supporting" if roles else "main")
+        neighbours = [(uid - 1, "temporal", rng.uniform(0.3, 1.0))] if uid > 1 else []
+        neighbours += [(max(1, uid - rng.randint(2, 1000)), "semantic", rng.uniform(0.7, 1.0)) for _ in range(2)]
+        seen: set[tuple[int, str]] = set()
+        for other, kind, weight in neighbours:
+            if other != uid and (other, kind) not in seen:  # two draws can pick one neighbour
+                seen.add((other, kind))
+                write(
+                    {
+                        "type": "link",
+                        "src_id": other,
+                        "dst_id": uid,
+                        "link_type": kind,
+                        "weight": round(weight, 3),
+                        "valid_at": None,
+                        "created_at": _CREATED,
+                    }
+                )
+    for episode, roles in cast.items():
+        for entity_id, role in roles.items():
+            write({"type": "mention", "unit_id": episode, "entity_id": entity_id, "role": role, "tag": None})
 
 
 _QUERY_TEMPLATES = [
@@ -399,14 +434,13 @@ def _index_overlap(
     over every unit vector the bench wrote, recomputed here) that the vector channel returned,
     averaged over the first ``sample`` queries. The bench's unit vectors are random, so their
     neighbours are nearly equidistant: a harsh case for codes."""
-    index = mem.stats()["vector_index"].get("units", "exact")
+    index = mem.stats().vector_index.get("units", "exact")
     exact_units = _exact_unit_vectors(mem.embedder.dim, n_units, seed)
     ids = np.arange(1, len(exact_units) + 1)
     recipe = SearchParams(
         channels=("vector",),
         parts=False,
         evidence_fusion=False,
-        neighbour_weight=0.0,
         session_weight=0.0,
         speaker_weight=0.0,
         question_handoff=0.0,
@@ -470,7 +504,7 @@ def bench_memory_search(
                 "units": n,
                 "episodes": built["episodes"],
                 "entities": built["entities"],
-                "links": mem.stats()["links"],
+                "links": mem.stats().links,
                 "queries": len(timed),
             }
             row["p50_ms"], row["p95_ms"], _ = bench._ms_stats(full)

@@ -37,11 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Memory
-from ..config import Config
-from ..errors import InputError, LocalmemError
-from ..text.files import read_input
-from ..text.times import parse_timestamp
+from localmem import Memory
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError
+from localmem.text.files import read_input
+from localmem.text.times import parse_timestamp
+
 from . import retrieval as evaluate
 from .answers import f1_score, normalise, tokens
 from .baselines import SYSTEMS, plain
@@ -124,7 +125,7 @@ def longmemeval_answers(
     """Answer and score every item of a LongMemEval JSON file (``questions``: only these ids;
     ``limit``: the first ``limit`` items)."""
     if system not in SYSTEMS:
-        raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
+        raise LocalmemError(f"unknown --system {system!r}", f"available: {', '.join(SYSTEMS)}")
     if limit is not None and limit < 1:
         raise LocalmemError("--limit must be at least 1")
     chosen = SYSTEMS[system]
@@ -135,8 +136,7 @@ def longmemeval_answers(
         raise InputError(path, "not a LongMemEval file (a list of {question_id, haystack_sessions, ...})")
     raw_items = doc if isinstance(doc, list) else [doc]
     selected = evaluate._select(path, [str(i["question_id"]) for i in raw_items], questions)
-    picked = [(i, item) for i, item in enumerate(raw_items) if str(item["question_id"]) in selected]
-    picked = picked[:limit] if limit is not None else picked
+    picked = [(i, item) for i, item in enumerate(raw_items) if str(item["question_id"]) in selected][:limit]
     items = [_item(path, index, item) for index, item in picked]
     if chosen.plain and not ask_filters:
         config = plain(config)
@@ -150,13 +150,10 @@ def longmemeval_answers(
         model = mem.llm.model_id
         # A haystack's namespace is named by the file's first item holding it, whichever items
         # were picked, so that a later run over other --questions finds the store built.
-        keys = [_haystack_key(raw) for raw in raw_items]
-        first: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            first.setdefault(key, index)
+        owners = _haystack_owners(raw_items)
         loaded: set[str] = set()
         for done, ((index, raw), item) in enumerate(zip(picked, items), 1):
-            owner = first[keys[index]]
+            owner = owners[index]
             namespace = str(raw_items[owner]["question_id"])
             if namespace not in loaded:
                 loaded.add(namespace)
@@ -164,19 +161,7 @@ def longmemeval_answers(
                 haystack.write_text(evaluate._haystack_jsonl(path, owner, raw_items[owner]), encoding="utf-8")
                 ingest_seconds += mem.ingest(haystack, format="jsonl", namespace=namespace).seconds
             mem.namespace = namespace
-            result = chosen.answer(mem, item.question, item.now, mode)
-            item.result = {
-                "answer": result.answer,
-                "refused": result.refused,
-                "refusal": result.refusal,
-                "citations": [c.external_id for c in result.citations],
-                "seconds": result.timings.get("total", 0.0),
-                "prompt_tokens": result.tokens.get("prompt", 0),
-                "error": result.error,
-                "timings": result.timings,
-                "details": result.details,
-                **score(item, result.answer, result.refused),
-            }
+            item.result = _scored(item, chosen.answer(mem, item.question, item.now, mode))
             if progress:
                 progress(done, len(items))
     types = sorted({i.question_type for i in items})
@@ -203,18 +188,43 @@ def longmemeval_answers(
         "overall": _row("all", items),
         "answerable": _row("answerable", answerable),
         "refusal": _refusal(items),
-        "details": [
-            {
-                "question_id": i.question_id,
-                "question_type": i.question_type,
-                "question": i.question,
-                "gold": i.gold,
-                "now": i.now.isoformat() if i.now else None,
-                "abstention": i.abstention,
-                **i.result,
-            }
-            for i in items
-        ],
+        "details": [_detail(i) for i in items],
+    }
+
+
+def _haystack_owners(raw_items: list[Any]) -> list[int]:
+    """For each item, the index of the file's first item with the same haystack."""
+    first: dict[str, int] = {}
+    return [first.setdefault(_haystack_key(raw), index) for index, raw in enumerate(raw_items)]
+
+
+def _scored(item: Any, result: Any) -> dict[str, Any]:
+    """What ``item``'s report row says of the answer ``result``: the answer, its citations,
+    its cost and its scores."""
+    return {
+        "answer": result.answer,
+        "refused": result.refused,
+        "refusal": result.refusal,
+        "citations": [c.external_id for c in result.citations],
+        "seconds": result.timings.get("total", 0.0),
+        "prompt_tokens": result.tokens.get("prompt", 0),
+        "error": result.error,
+        "timings": result.timings,
+        "details": result.details,
+        **score(item, result.answer, result.refused),
+    }
+
+
+def _detail(i: Any) -> dict[str, Any]:
+    """One item's row of the report's details."""
+    return {
+        "question_id": i.question_id,
+        "question_type": i.question_type,
+        "question": i.question,
+        "gold": i.gold,
+        "now": i.now.isoformat() if i.now else None,
+        "abstention": i.abstention,
+        **i.result,
     }
 
 

@@ -34,12 +34,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from .. import Memory
-from ..config import Config
-from ..files import private_dir
-from ..importers import formats
-from ..models.embedding import embed_messages, message_text
-from ..models.protocols import Embedder
+from localmem import Memory
+from localmem.config import Config
+from localmem.files import private_dir
+from localmem.importers import formats
+from localmem.models.embedding import embed_messages, message_text
+from localmem.models.protocols import Embedder
+
 from . import bench
 
 __all__ = ["bench_ingest_pace", "write_whatsapp_export"]
@@ -228,7 +229,7 @@ def _floor(export: Path, config: Config, embedder: Embedder | None) -> dict[str,
 
 
 def _model(config: Config) -> Embedder:
-    from ..models import factory
+    from localmem.models import factory
 
     return factory.create("embedder", config)
 
@@ -244,7 +245,7 @@ def _import(store: Path, export: Path, config: Config, embedder: Embedder | None
         t0 = time.perf_counter()
         again = mem.ingest(export, extract="none")
         reingest_s = time.perf_counter() - t0
-        stored = int(mem.stats()["messages"])
+        stored = int(mem.stats().messages)
     return {
         "parsed": sum(n.messages for n in report.namespaces),
         "stored": stored,

@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Memory
-from ..config import Config
-from ..errors import InputError, LocalmemError
-from ..text.files import read_input
-from ..text.words import porter_stemmer
+from localmem import Memory
+from localmem.config import Config
+from localmem.errors import InputError, LocalmemError
+from localmem.text.files import read_input
+from localmem.text.words import porter_stemmer
+
 from . import retrieval as evaluate
 from .baselines import SYSTEMS, plain
 
@@ -129,13 +130,7 @@ def locomo_answers(
     ``ask_filters``: a baseline system keeps the configured focus, someone-else check and
     dates after relative times (by default a baseline runs without them).
     """
-    if system not in SYSTEMS:
-        raise LocalmemError(f"unknown --system {system!r}; available: {', '.join(SYSTEMS)}")
-    chosen = SYSTEMS[system]
-    if limit is not None and limit < 1:
-        raise LocalmemError("--limit must be at least 1")
-    if every < 1:
-        raise LocalmemError("--every must be at least 1")
+    chosen = _checked_system(system, limit, every)
     path = Path(path)
     data = read_input(path)
     doc = evaluate._load_json(path, data)
@@ -151,25 +146,7 @@ def locomo_answers(
         model = mem.llm.model_id
         for done, item in enumerate(items, 1):
             mem.namespace = item.namespace
-            result = chosen.answer(mem, item.question, None, mode)
-            cited = {c.external_id for c in result.citations}
-            item.result = {
-                "answer": result.answer,
-                "refused": result.refused,
-                "refusal": result.refusal,
-                "confidence": result.confidence,
-                "citations": sorted(cited),
-                "seconds": result.timings.get("total", 0.0),
-                "prompt_tokens": result.tokens.get("prompt", 0),
-                "completion_tokens": result.tokens.get("completion", 0),
-                "error": result.error,
-                "timings": result.timings,
-                "details": result.details,
-                "evidence_recall": round(sum(e in cited for e in item.evidence) / len(item.evidence), 4)
-                if item.evidence
-                else None,
-                **score(item.category, result.answer, item.gold, result.refused),
-            }
+            item.result = _scored(item, chosen.answer(mem, item.question, None, mode))
             if progress:
                 progress(done, len(items))
     return {
@@ -209,6 +186,40 @@ def locomo_answers(
             }
             for i in items
         ],
+    }
+
+
+def _checked_system(system: str, limit: int | None, every: int) -> Any:
+    """The evaluated system named ``system``, once it and ``--limit`` and ``--every`` are valid."""
+    if system not in SYSTEMS:
+        raise LocalmemError(f"unknown --system {system!r}", f"available: {', '.join(SYSTEMS)}")
+    if limit is not None and limit < 1:
+        raise LocalmemError("--limit must be at least 1")
+    if every < 1:
+        raise LocalmemError("--every must be at least 1")
+    return SYSTEMS[system]
+
+
+def _scored(item: _Item, result: Any) -> dict[str, Any]:
+    """What ``item``'s report row says of the answer ``result``: the answer, its citations,
+    its cost and its scores."""
+    cited = {c.external_id for c in result.citations}
+    return {
+        "answer": result.answer,
+        "refused": result.refused,
+        "refusal": result.refusal,
+        "confidence": result.confidence,
+        "citations": sorted(cited),
+        "seconds": result.timings.get("total", 0.0),
+        "prompt_tokens": result.tokens.get("prompt", 0),
+        "completion_tokens": result.tokens.get("completion", 0),
+        "error": result.error,
+        "timings": result.timings,
+        "details": result.details,
+        "evidence_recall": round(sum(e in cited for e in item.evidence) / len(item.evidence), 4)
+        if item.evidence
+        else None,
+        **score(item.category, result.answer, item.gold, result.refused),
     }
 
 

@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Memory
-from ..errors import LocalmemError
-from ..models.protocols import SpeedMeter
-from ..text import questions
-from ..text.questions import Question
+from localmem import Memory
+from localmem.errors import LocalmemError
+from localmem.models.protocols import SpeedMeter
+from localmem.text import questions
+from localmem.text.questions import Question
+
 from .bench import _percentile
 
 # (column, unit, where ask's result keeps it)

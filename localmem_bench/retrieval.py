@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import Hit, IngestReport, Memory
-from ..config import Config, home_dir, user_data_dir
-from ..errors import InputError, LocalmemError, NotFoundError
-from ..files import private_dir
-from ..models.protocols import Embedder
-from ..text.files import decode, read_input
-from ..text.times import parse_timestamp
+from localmem import Hit, IngestReport, Memory
+from localmem.config import Config, home_dir, user_data_dir
+from localmem.errors import InputError, LocalmemError, NotFoundError
+from localmem.files import private_dir
+from localmem.models.protocols import Embedder
+from localmem.text.files import decode, read_input
+from localmem.text.times import parse_timestamp
+
 from .baselines import RAW_TURNS
 
 __all__ = ["CATEGORY_NAMES", "locomo_retrieval", "render_markdown", "write_report", "parse_evidence", "eval_db_path"]
@@ -103,12 +104,7 @@ def locomo_retrieval(
     (whole messages by vector + BM25, whatever the store holds besides). Returns a JSON-able
     report.
     """
-    path = Path(path)
-    ks = sorted(set(ks))
-    if not ks or ks[0] < 1:
-        raise LocalmemError("--k needs one or more sizes of at least 1, e.g. --k 5,10,20")
-    if limit is not None and limit < 1:
-        raise LocalmemError("--limit must be at least 1")
+    path, ks = Path(path), _checked_sizes(ks, limit)
     data = read_input(path)
     doc = _load_json(path, data)
     benchmark = _detect(path, doc)
@@ -139,11 +135,7 @@ def locomo_retrieval(
     return {
         "benchmark": benchmark,
         "task": "retrieval",
-        "metric": (
-            "evidence recall@k: share of a question's evidence dia_ids among the sources of the top-k hits"
-            if benchmark == "locomo"
-            else "session recall@k: share of answer_session_ids among the sessions of the top-k hits' sources"
-        ),
+        "metric": _METRICS[benchmark],
         "file": str(path.resolve()),
         "sha256": hashlib.sha256(data).hexdigest(),
         "db": str(db_path),
@@ -157,14 +149,7 @@ def locomo_retrieval(
         "rerank": rerank,
         "ks": ks,
         "limit": limit,
-        **(
-            {
-                "category_names": {str(c): n for c, n in CATEGORY_NAMES.items()},
-                "overall_covers": list(SCORED_CATEGORIES),
-            }
-            if benchmark == "locomo"
-            else {}
-        ),
+        **(_locomo_fields() if benchmark == "locomo" else {}),
         **info,
         "questions": len(questions),
         "rows": rows,
@@ -174,17 +159,39 @@ def locomo_retrieval(
             "mean_latency_ms": round(1000 * seconds / len(questions), 2) if questions else None,
         },
         "ingest": _ingest_summary(ingest),
-        "details": [
-            {
-                "conversation": q.namespace,
-                "category": q.group,
-                "question": q.text,
-                "gold": q.gold,
-                "ranks": q.ranks,
-                **{f"recall@{k}": q.recall[k] for k in ks},
-            }
-            for q in questions
-        ],
+        "details": [_detail(q, ks) for q in questions],
+    }
+
+
+_METRICS = {
+    "locomo": "evidence recall@k: share of a question's evidence dia_ids among the sources of the top-k hits",
+    "longmemeval": "session recall@k: share of answer_session_ids among the sessions of the top-k hits' sources",
+}
+
+
+def _checked_sizes(ks: list[int], limit: int | None) -> list[int]:
+    """The sizes of ``--k``, sorted and distinct, once they and ``--limit`` are at least 1."""
+    ks = sorted(set(ks))
+    if not ks or ks[0] < 1:
+        raise LocalmemError("--k needs one or more sizes of at least 1, e.g. --k 5,10,20")
+    if limit is not None and limit < 1:
+        raise LocalmemError("--limit must be at least 1")
+    return ks
+
+
+def _locomo_fields() -> dict[str, Any]:
+    return {"category_names": {str(c): n for c, n in CATEGORY_NAMES.items()}, "overall_covers": list(SCORED_CATEGORIES)}
+
+
+def _detail(q: Any, ks: list[int]) -> dict[str, Any]:
+    """One question's row of the report: where its gold evidence ranked, and its recall@k."""
+    return {
+        "conversation": q.namespace,
+        "category": q.group,
+        "question": q.text,
+        "gold": q.gold,
+        "ranks": q.ranks,
+        **{f"recall@{k}": q.recall[k] for k in ks},
     }
 
 
@@ -211,8 +218,8 @@ def _detect(path: Path, doc: Any) -> str:
     raise InputError(
         path,
         "not a LoCoMo file (a list of {sample_id, conversation, qa}) nor a "
-        "LongMemEval file (a list of {question_id, haystack_sessions, ...}); "
-        "pass a benchmark file",
+        "LongMemEval file (a list of {question_id, haystack_sessions, ...})",
+        hint="pass a benchmark file",
     )
 
 
@@ -222,7 +229,7 @@ def _select(path: Path, available: list[str], wanted: list[str] | None) -> set[s
     unknown = [w for w in wanted if w not in available]
     if unknown:
         shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
-        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file; available: {shown}")
+        raise NotFoundError(f"{path}: no conversation {', '.join(unknown)} in the file", f"available: {shown}")
     return set(wanted)
 
 
@@ -501,5 +508,5 @@ def write_report(
         (out_dir / f"{stem}.md").write_text((render or render_markdown)(report), encoding="utf-8")
     except OSError as exc:
         raise LocalmemError(
-            f"cannot write the report to {out_dir}: {exc.strerror or exc}; pass another --out folder"
+            f"cannot write the report to {out_dir}: {exc.strerror or exc}", "pass another --out folder"
         ) from exc

@@ -17,8 +17,8 @@ import datetime as dt
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .. import Answer, Config, Memory, SearchParams
-from ..config import EVAL_SYSTEMS
+from localmem import Answer, Config, Memory, SearchParams
+from localmem.config import EVAL_SYSTEMS
 
 RAW_TURNS = SearchParams(
     channels=("vector", "bm25"),
@@ -26,7 +26,6 @@ RAW_TURNS = SearchParams(
     parts=False,
     promote=False,
     without_speakers=False,
-    neighbour_weight=0.0,
     session_weight=0.0,
     speaker_weight=0.0,
     question_handoff=0.0,

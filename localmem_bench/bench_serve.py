@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..benchmarks import bench as bench_mod
-from ..config import Config
-from ..memory import Memory
-from .app import build_app, open_reader, warm_up
-from .calls import as_json
-from .limits import Limits, server_options
-from .security import Guard
+from localmem import Memory
+from localmem.config import Config
+from localmem.serve.app import build_app, open_reader, warm_up
+from localmem.serve.calls import as_json
+from localmem.serve.limits import Limits, server_options
+from localmem.serve.security import Guard
+
+from . import bench as bench_mod
 
 COLUMNS = [
     "what",
