@@ -41,7 +41,7 @@ from localmem.models.protocols import Completion
 from localmem.prompts import answer as prompt
 
 UNKNOWN = "unrecorded reply"  # the model's text is not in the report (or the real run never asked it)
-POST_MODEL = ("someone else", "image description", "no citation", "invalid reply", "unchecked")
+POST_MODEL = ("someone else", "image description", "no citation", "invalid reply")
 # One-word answers that only rate something (issue 34 item 6: "amazing" for "super exciting and free-feeling").
 GENERIC = frozenset(
     "amazing awesome great good fun nice happy excited exciting wonderful fantastic cool special beautiful "

@@ -47,7 +47,6 @@ ANSWER_RULES = (
     "image_description",
     "no_citation",
     "date_arithmetic",
-    "verify",
     "cite_statement",
 )
 RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
@@ -440,12 +439,6 @@ class Config:
         "The local LLM reads this many of the best candidates (at most 25) and those it picks as "
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
-    )
-    # Off: the 1.5B model's P(yes) did not separate right answers from wrong (docs/decisions.md).
-    ask_verify: float = setting(
-        0.0,
-        "Before an answer is returned, the model's P(yes) that its cited evidence states it must "
-        "reach this (else other evidence is tried, then the answer is refused); 0: no check.",
     )
     ask_rules_off: str = setting(
         "",

@@ -163,7 +163,6 @@ class Refusal(str, enum.Enum):
     SOMEONE_ELSE = "someone else"
     IMAGE_DESCRIPTION = "image description"
     NO_CITATION = "no citation"
-    VERIFY = "unchecked"
 
     def __str__(self) -> str:
         return self.value
@@ -191,8 +190,7 @@ class Answer:
     prompt_version: str = ANSWER_PROMPT_VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
     # How the answer was worked out beyond the model's reply: "dates" (a date question counted
-    # by rules: the events, the arithmetic, the model's own answer), "check" (the answer check:
-    # P(yes), the threshold, what was tried and the answer before a refusal).
+    # by rules: the events, the arithmetic, the model's own answer).
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -53,13 +53,10 @@ class AnswerOptions:
     ``dates``: the relative times in messages are followed by the dates they mean
     (:func:`times.with_dates`), and the answer's own relative times are given as dates (the
     rule ``absolute_dates``). ``user_name``: shown instead of the user's speaker label in a
-    user–assistant chat. ``verify``: the least P(yes) the model may give that the cited items
-    state the answer (the rule ``verify``); 0 skips the check. ``rules_off``: the rules
-    turned off by name (``ask_rules_off``)."""
+    user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``)."""
 
     dates: bool = False
     user_name: str | None = None
-    verify: float = 0.0
     rules_off: frozenset[str] = frozenset()
 
     @classmethod
@@ -67,7 +64,6 @@ class AnswerOptions:
         return cls(
             dates=config.ask_dates,
             user_name=config.user_name,
-            verify=config.ask_verify,
             rules_off=frozenset(config.rules_off()),
         )
 
@@ -95,7 +91,7 @@ def answer(
     if not evidence or llm is None:
         return out
     found = list({h.id: h for h in [*evidence, *pool]}.values())
-    ctx = rules.Context(conn, asked, evidence, found, speakers or {}, today, out, llm, options.dates, options.verify)
+    ctx = rules.Context(conn, asked, evidence, found, speakers or {}, today, out, llm, options.dates)
     if rules.run(rules.BEFORE, ctx, options.rules_off):
         return out
     names, who = _who(speakers, options.user_name)

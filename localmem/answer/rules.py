@@ -19,10 +19,9 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import apsw
 
-from ..models.protocols import Judge
 from ..text.times import absolute
 from ..types import Answer, Citation, Hit, Names, Refusal
-from . import checks, verify
+from . import checks
 from . import dates as date_rules
 from .citations import citations, naming, stating
 from .evidence import said_day
@@ -47,7 +46,6 @@ class Context:
     out: Answer
     llm: object = None
     dates: bool = False
-    verify: float = 0.0
     messages: list[dict[str, str]] = field(default_factory=list)
     reply: dict[str, Any] = field(default_factory=dict)
 
@@ -186,14 +184,6 @@ def _counted(ctx: Context) -> bool:
     return "dates" in ctx.out.details
 
 
-def verify_rule(ctx: Context) -> Verdict:
-    if ctx.verify <= 0 or not isinstance(ctx.llm, Judge) or _counted(ctx):
-        return PASS
-    supports, report, seconds = verify.check(ctx.llm, ctx.out, ctx.messages, ctx.reply, ctx.verify)
-    refusal = Refusal.VERIFY if supports is None else None
-    return Verdict(refusal=refusal, supports=supports, details={"check": report}, timings={"check": seconds})
-
-
 def cite_statement(ctx: Context) -> Verdict:
     out = ctx.out
     if _counted(ctx):  # a counted date rests on the days of what was cited
@@ -240,12 +230,6 @@ AFTER = (
         ENGLISH,
         date_arithmetic,
         "A date question (how long ago, between, which first, how old) is counted from the cited days.",
-    ),
-    Rule(
-        "verify",
-        ANY,
-        verify_rule,
-        "With ask_verify above 0, the model's P(yes) that the cited items state the answer must reach it.",
     ),
     Rule(
         "cite_statement",

@@ -14,7 +14,6 @@ import pytest
 from localmem import Config
 from localmem.cli import cli
 from localmem.prompts import answer as answer_prompt
-from localmem.prompts import check as check_prompt
 from localmem.retrieval.query_time import asks_present
 from localmem.retrieval.search import newest_first
 from localmem.types import Hit
@@ -234,75 +233,16 @@ def _judge(p_by_line: dict[str, float], default: float = 0.02):
     return judge
 
 
-def test_an_answer_its_citations_state_passes_the_check(tmp_path):
-    llm = ScriptedLLM(
-        responder=lambda m: {"answer": "Severn Rail", "supports": _numbers(m, "First day"), "confidence": 0.8},
-        judge=_judge({"First day": 0.9}),
-    )
-    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
-        result = mem.ask("Where did I start my new job?")
-    assert result.answer == "Severn Rail" and not result.refused
-    check = result.details["check"]
-    assert check["passed"] and check["p_yes"] == 0.9 and check["version"] == check_prompt.VERSION
-    assert "check" in result.timings
-    prompt = llm.judged[0]  # the answer's conversation, continued: the evidence is a reused prefix
-    assert prompt[:2] == llm.calls[0][:2] and prompt[2]["role"] == "assistant"
-    assert json.loads(prompt[2]["content"])["answer"] == "Severn Rail"
-    assert prompt[3]["content"].startswith("Check your answer. Does item [") and '"Severn Rail"' in prompt[3]["content"]
-
-
-def test_a_failed_check_tries_another_item_and_cites_it(tmp_path):
-    llm = ScriptedLLM(
-        responder=lambda m: {
-            "answer": "Severn Rail offered me the job",
-            "supports": _numbers(m, "adopted"),
-            "confidence": 0.8,
-        },
-        judge=_judge({"offered": 0.8}),
-    )
-    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
-        result = mem.ask("Which company offered me the job?")
-    assert not result.refused and result.details["check"]["passed"]
-    assert [c.text for c in result.citations] == ["Severn Rail offered me the job this morning."]
-    assert result.details["check"]["tried"]
-
-
-def test_a_failed_check_with_nothing_better_refuses_and_keeps_the_answer_it_had(tmp_path):
+def test_the_answer_is_not_checked_by_the_model_after_it_is_written(tmp_path):
+    # The check after the model is gone (docs/decisions.md#no-answer-check): a model that can
+    # judge is never asked to, and a reply no item states is returned as the model gave it.
     llm = ScriptedLLM(
         responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"), "confidence": 0.8},
         judge=_judge({}),
     )
-    with _dated(tmp_path, llm, ask_verify=0.1) as mem:
-        result = mem.ask("Which city did we adopt Pilchard in?")
-    assert result.refused and result.answer == answer_prompt.REFUSAL and result.refusal == "unchecked"
-    assert result.details["check"]["answer_before"] == "Bristol" and not result.citations
-
-
-@pytest.mark.parametrize("config", [{"ask_verify": 0.0}, {}], ids=["turned off", "off by default"])
-def test_the_check_can_be_turned_off(tmp_path, config):
-    llm = ScriptedLLM(
-        responder=lambda m: {"answer": "Bristol", "supports": _numbers(m, "adopted"), "confidence": 0.8},
-        judge=_judge({}),
-    )
-    with _dated(tmp_path, llm, **config) as mem:
+    with _dated(tmp_path, llm) as mem:
         result = mem.ask("Which city did we adopt Pilchard in?")
     assert result.answer == "Bristol" and "check" not in result.details and not llm.judged
-
-
-def test_the_details_reach_the_json_output(tmp_path, use_models, monkeypatch):
-    monkeypatch.setenv("LOCALMEM_ASK_VERIFY", "0.1")
-    llm = ScriptedLLM(
-        responder=lambda m: {"answer": "Severn Rail", "supports": [1], "confidence": 0.8}, judge=_judge({}, default=0.5)
-    )
-    use_models(embedder=HashEmbedder(), llm=llm)
-    db = tmp_path / "m.db"
-    rows = [{"conversation": "d", "time": t, "role": r, "speaker": r, "text": x} for t, r, x in DATED]
-    assert (
-        runner().invoke(cli, ["--db", str(db), "ingest", str(write_jsonl(tmp_path / "d.jsonl", rows))]).exit_code == 0
-    )
-    done = runner().invoke(cli, ["--db", str(db), "ask", "Where did I start my new job?", "--json"])
-    assert done.exit_code == 0, done.output
-    assert json.loads(done.stdout)["details"]["check"]["p_yes"] == 0.5
 
 
 def test_dates_module_counts_whole_units():

@@ -14,10 +14,10 @@ from tests.helpers import open_memory
 
 
 def test_options_are_read_from_the_config():
-    config = replace(Config(), ask_max_tokens=123, ask_focus=False, ask_dates=True, ask_verify=0.25, rrf_k=7)
+    config = replace(Config(), ask_max_tokens=123, ask_focus=False, ask_dates=True, rrf_k=7)
     options = pipeline.AskOptions.from_config(config)
     assert options.max_tokens == 123 and options.focus is False
-    assert options.answer == AnswerOptions(dates=True, user_name=None, verify=0.25)
+    assert options.answer == AnswerOptions(dates=True, user_name=None)
     assert options.search.rrf_k == 7 and options.search == batch.SearchOptions.from_config(config)
 
 
