@@ -5,7 +5,6 @@ in docs/results.md and the evaluation set (evals/assistant)."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from pathlib import Path
 
