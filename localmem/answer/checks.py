@@ -15,8 +15,16 @@ from typing import Sequence
 from ..text.times import MONTH_NAMES
 from ..text.words import content_words, stem
 from ..types import Citation, Hit, Names, Speakers
-from .question import Question, asked
-from .question import names_in as _names
+from .question import Question
+
+
+def _asked(question: Question | str, speakers: Names) -> Question:
+    return question if isinstance(question, Question) else Question.parse(question, speakers)
+
+
+def _names(text: str, names: Sequence[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(n)}\b", text, re.I) for n in names if n)
+
 
 # "Thanks, Mel!", "Hey Caroline,", "Woohoo Melanie!" -- a name that only addresses the listener
 # says nothing about them: one after a greeting, after punctuation, or after the first word of
@@ -90,7 +98,7 @@ def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> lis
     adversarial questions ask about one person with what another did: a small model given
     the other's words answers with them.
     """
-    question = asked(question, speakers)
+    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return list(hits)
@@ -117,7 +125,7 @@ def about_someone_else(
 
     (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
     """
-    question = asked(question, speakers)
+    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return False
@@ -167,7 +175,7 @@ def asks_about_someone_else(question: Question | str, pool: Sequence[Hit], speak
     0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 → 0.79/0.72/0.59/0.63/0.61/0.58;
     docs/refusals.md).
     """
-    question = asked(question, speakers)
+    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return False
@@ -336,7 +344,7 @@ def from_image_descriptions(question: Question | str, reply: str, evidence: Sequ
     (LoCoMo's captions are a captioning model's: "What did John celebrate at a restaurant with
     teammates?" was answered "a photo of a group of people sitting at a table".)
     """
-    question = asked(question, speakers)
+    question = _asked(question, speakers)
     if question.asks_image:
         return False
     words = {stem(w) for w in content_words(reply)} - question.words - _all_names(speakers)

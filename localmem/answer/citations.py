@@ -14,7 +14,7 @@ from ..store.queries import q
 from ..store.rows import all_rows
 from ..text.words import content_words, stem
 from ..types import Citation, Hit
-from .question import Question, asked
+from .question import Question
 
 
 def citations(conn: apsw.Connection, hits: Sequence[Hit]) -> list[Citation]:
@@ -48,7 +48,7 @@ def stating(question: Question | str, text: str, evidence: Sequence[Hit], suppor
     own (a date, "Yes"), or whose words neither the cited items nor at least half of another
     message hold, is left to :func:`naming`.
     """
-    question = asked(question, {})
+    question = question if isinstance(question, Question) else Question.parse(question, {})
     words = stems(text) - question.words
     if not words:
         return naming(question, evidence, supports)
@@ -79,7 +79,7 @@ def naming(question: Question | str, evidence: Sequence[Hit], supports: Sequence
     teamed up with a local artist"). Another day's message is not: its date is not the
     answer's. Nor is a question: it names the asked words and states nothing.
     """
-    words = asked(question, {}).words
+    words = (question if isinstance(question, Question) else Question.parse(question, {})).words
     cited_days = {h.day for h in (evidence[n - 1] for n in supports) if h.day}
     if not words or not cited_days:
         return list(supports)

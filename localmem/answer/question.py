@@ -41,12 +41,6 @@ _ASKS_WORDS = re.compile(
 )
 
 
-def reads(languages: tuple[str, ...], language: str) -> bool:
-    """Whether something declared for ``languages`` ("*": any) reads a text in ``language``
-    (an undetermined one is read as it may be any)."""
-    return "*" in languages or language == UNDETERMINED or language in languages
-
-
 @dataclass(frozen=True)
 class Question:
     """A question as the answer stage reads it (:meth:`parse`).
@@ -69,7 +63,7 @@ class Question:
     def parse(cls, text: str, speakers: Names, language: str | None = None) -> "Question":
         """Read ``text`` once, with the conversation's ``speakers`` (``language``: when known)."""
         language = language or detect(text)
-        english = reads(ENGLISH, language)
+        english = language in (*ENGLISH, UNDETERMINED)  # an undetermined one may be English
         return cls(
             text=text,
             language=language,
@@ -79,11 +73,6 @@ class Question:
             asks_image=english and bool(_ASKS_IMAGE.search(text)),
             asks_words=english and bool(_ASKS_WORDS.search(text)),
         )
-
-
-def asked(question: "Question | str", speakers: Names) -> Question:
-    """``question`` as read (:meth:`Question.parse`), when it is still text."""
-    return question if isinstance(question, Question) else Question.parse(question, speakers)
 
 
 def person_asked(question: str, speakers: Names, english: bool = True) -> str | None:

@@ -25,7 +25,7 @@ from . import checks
 from . import dates as date_rules
 from .citations import citations, naming, stating
 from .evidence import said_day
-from .question import ENGLISH, Question, reads
+from .question import ENGLISH, UNDETERMINED, Question
 
 ANY = ("*",)
 
@@ -84,6 +84,12 @@ class Rule:
     languages: tuple[str, ...]
     check: Callable[[Context], Verdict]
     doc: str
+
+
+def reads(languages: tuple[str, ...], language: str) -> bool:
+    """Whether a rule declared for ``languages`` ("*": any) reads a question in ``language``
+    (an undetermined one is read as it may be any)."""
+    return "*" in languages or language == UNDETERMINED or language in languages
 
 
 def run(rules: Sequence[Rule], ctx: Context, off: Collection[str] = ()) -> bool:
