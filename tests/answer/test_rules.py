@@ -96,3 +96,23 @@ def test_the_question_is_read_once_an_ask(tmp_path, monkeypatch):
     with _memory(tmp_path, ScriptedLLM(responder=_citing("Lisbon", "Lisbon"))) as mem:
         result = mem.ask("Where did Nora move for her new job?")
     assert read == ["Where did Nora move for her new job?"] and result.answer == "Lisbon"
+
+
+@pytest.mark.models
+def test_every_rule_changes_an_answer_of_the_fixture(tmp_path):
+    """evals/answer_rules.py on the fixture, with the real embedder: a rule that changed nothing
+    there would have nothing to show for itself (docs/answering.md)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "evals"))
+    try:
+        import answer_rules
+    finally:
+        sys.path.pop(0)
+    offs = [(name,) for name in ANSWER_RULES] + [("asks_about_someone_else", "someone_else")]
+    samples = answer_rules.load([FIXTURE])
+    rows = answer_rules.measure(tmp_path / "fixture.db", Config(), samples, 1, offs)
+    changed = {off[0]: answer_rules.scores(rows, off)["changed"] for off in offs[:-1]}
+    assert all(changed.values()), changed
+    every = answer_rules.scores(rows, ())
+    assert every["refusal_f1"] > answer_rules.scores(rows, offs[-1])["refusal_f1"]
