@@ -222,7 +222,7 @@ def _date(value: Any) -> str | None:
 
 
 def _within(hit: Hit, start: str | None, end: str | None) -> bool:
-    if not hit.time:
+    if hit.day is None:
         return start is None and end is None
-    day = hit.time[:10]
+    day = hit.day.isoformat()
     return (start is None or day >= start) and (end is None or day <= end)
