@@ -314,7 +314,7 @@ def _server_url(value: str) -> str:
     return url
 
 
-def _rule_names(value: str) -> str:
+def _rule_names(value: str) -> str:  # names separated by commas, each one of ANSWER_RULES
     unknown = [n for n in _names_in(value) if n not in ANSWER_RULES]
     if unknown:
         raise ValueError(f"no rule named {', '.join(unknown)}; the rules: {', '.join(ANSWER_RULES)}")
@@ -440,8 +440,8 @@ class Config:
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
-    ask_rules_off: str = setting(
-        "",
+    ask_rules_off: str | None = setting(
+        None,
         "Rules of the answer stage turned off, by name, comma-separated (docs/answering.md): "
         + ", ".join(ANSWER_RULES)
         + ".",
@@ -591,7 +591,7 @@ class Config:
 
     def rules_off(self) -> list[str]:
         """The answer stage's rules turned off by name (``ask_rules_off``)."""
-        return _names_in(self.ask_rules_off)
+        return _names_in(self.ask_rules_off or "")
 
     def resolved_db_path(self) -> Path:
         return Path(self.db_path) if self.db_path else default_db_path()

@@ -495,6 +495,10 @@ def test_hit_structure(mem):
             "merged",
             "superseded_by",
             "supersedes",
+            "speaker",
+            "said",
+            "captions",
+            "day",
         }
         assert d["kind"] == "message" and re.fullmatch(r"m:\d+", d["id"])
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
