@@ -35,6 +35,8 @@ from pathlib import Path
 
 from localmem import Memory
 from localmem.answer import fast
+from localmem.answer.citations import citations
+from localmem.answer.evidence import in_time_order
 from localmem.models.backends.llama import LlamaTokenCounter
 from localmem.models.protocols import Completion
 from localmem.prompts import answer as prompt
@@ -135,8 +137,8 @@ def main() -> None:
 
     def _capture(conn, model, question, hits, options, today, **kw):
         if model is llm:
-            evidence = fast.in_time_order(hits)
-            llm.items = [{c.external_id for c in fast.citations(conn, [h])} for h in evidence]
+            evidence = in_time_order(hits)
+            llm.items = [{c.external_id for c in citations(conn, [h])} for h in evidence]
             if args.hits:
                 dumped.append(
                     {

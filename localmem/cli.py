@@ -918,12 +918,9 @@ def _notice(text: str) -> None:
 
 def _hit(data: dict[str, Any]) -> Any:
     """A hit back from its JSON (``Hit.to_dict()``)."""
-    from .types import Hit, HitSource
+    from .types import Hit
 
-    sources = [
-        HitSource(message_id=int(s["id"][2:]), **{k: v for k, v in s.items() if k != "id"}) for s in data["sources"]
-    ]
-    return Hit(**{**data, "sources": sources})
+    return Hit.from_dict(data)
 
 
 def _echo_answer(data: dict[str, Any], streamed: str | None, evidence: list[Any] | None, state: _State) -> None:
@@ -944,7 +941,7 @@ def _echo_answer(data: dict[str, Any], streamed: str | None, evidence: list[Any]
             f"{(c['time'] or '')[:16].replace('T', ' ')}: {_clip(c['text'], 160)}"
         )
     if evidence is not None:
-        from .answer.fast import evidence_line
+        from .answer.evidence import evidence_line
 
         click.echo("evidence:")
         for i, hit in enumerate(evidence, 1):

@@ -37,6 +37,18 @@ EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, f
 CONSOLIDATE_MODES = ("off", "fast", "full")
 ASK_MODES = ("fast", "agentic")
 ASK_EVIDENCE = ("messages", "units")  # what fast-mode answers read (setting ask_evidence)
+# The rules of the answer stage, in the order they run (localmem.answer.rules; docs/answering.md):
+# any of them can be turned off by name (setting ask_rules_off).
+ANSWER_RULES = (
+    "asks_about_someone_else",
+    "refusal_phrases",
+    "absolute_dates",
+    "someone_else",
+    "image_description",
+    "no_citation",
+    "date_arithmetic",
+    "cite_statement",
+)
 RERANK_MODES = ("auto", "none", "llm")  # auto: the configured cross-encoder, if any
 # Input formats (localmem.importers.formats detects them; --format forces one). "slack" reads an
 # export folder or .zip; a folder or .zip of anything else is read file by file.
@@ -297,6 +309,17 @@ def _server_url(value: str) -> str:
     return url
 
 
+def _rule_names(value: str) -> str:  # names separated by commas, each one of ANSWER_RULES
+    unknown = [n for n in _names_in(value) if n not in ANSWER_RULES]
+    if unknown:
+        raise ValueError(f"no rule named {', '.join(unknown)}; the rules: {', '.join(ANSWER_RULES)}")
+    return value
+
+
+def _names_in(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
 def _var_name(value: str) -> str:
     _check_var_name(value)
     return value
@@ -411,6 +434,13 @@ class Config:
         "The local LLM reads this many of the best candidates (at most 25) and those it picks as "
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
+    )
+    ask_rules_off: str | None = setting(
+        None,
+        "Rules of the answer stage turned off, by name, comma-separated (docs/answering.md): "
+        + ", ".join(ANSWER_RULES)
+        + ".",
+        check=_rule_names,
     )
     present_first: int = setting(
         5,
@@ -572,6 +602,10 @@ class Config:
                 continue
             values[name] = spec.parse(raw)
         return replace(cls(), **values, origins=tuple(sorted(origins.items())))
+
+    def rules_off(self) -> list[str]:
+        """The answer stage's rules turned off by name (``ask_rules_off``)."""
+        return _names_in(self.ask_rules_off or "")
 
     def resolved_db_path(self) -> Path:
         return Path(self.db_path) if self.db_path else default_db_path()

@@ -151,7 +151,7 @@ def ask_out(result: Any) -> AskOut:
         question=result.question,
         answer=result.answer,
         refused=result.refused,
-        refusal=result.refusal,
+        refusal=str(result.refusal) if result.refusal is not None else None,
         confidence=result.confidence,
         citations=[
             Citation(

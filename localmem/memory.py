@@ -275,7 +275,7 @@ class Memory:
 
     def recent(self, n: int = DEFAULT_RECENT) -> list["Hit"]:
         """The ``n`` latest messages of this namespace, oldest first."""
-        from .retrieval.search import latest_messages
+        from .retrieval.hits import latest_messages
 
         if not isinstance(n, int) or n < 1:
             raise LocalmemError("recent() needs n of at least 1")

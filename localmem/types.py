@@ -7,6 +7,8 @@ question is about read :class:`Speakers`.
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
@@ -42,7 +44,13 @@ class HitSource:
 
 @dataclass
 class Hit:
-    """One search result: a message (``m:<id>``) or a unit (``u:<id>``)."""
+    """One search result: a message (``m:<id>``) or a unit (``u:<id>``).
+
+    ``text`` is the hit as shown (a message's is "Speaker: what was said [image: caption]");
+    a message also carries those parts as fields, so nothing reads them back out of ``text``:
+    ``speaker``, ``said`` (what was said: its text, or the excerpt of a long message the
+    answer stage shows) and ``captions`` (what a captioner said its images show, not what the
+    speaker said). ``day``: the date of ``time`` (``None`` when it has none)."""
 
     id: str
     kind: str
@@ -54,12 +62,68 @@ class Hit:
     merged: list[str] = field(default_factory=list)  # ids of near-duplicate units folded into this hit
     superseded_by: str | None = None  # a newer unit that replaces this one (both are returned)
     supersedes: list[str] = field(default_factory=list)  # older units this one replaces
+    speaker: str | None = None
+    said: str | None = None
+    captions: list[str] = field(default_factory=list)
+    day: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        if self.day is None and self.time:
+            try:
+                self.day = dt.date.fromisoformat(self.time[:10])
+            except ValueError:
+                pass  # a time that is not a date has no day
+
+    @classmethod
+    def message(
+        cls,
+        id: str,
+        speaker: str,
+        said: str,
+        time: str | None,
+        sources: list[HitSource] | None = None,
+        captions: Sequence[str] = (),
+        score: float = 0.0,
+    ) -> "Hit":
+        """A message hit made from its parts (its ``text`` rendered from them)."""
+        captions = list(captions)
+        text = f"{speaker}: {said}{caption_text(captions)}"
+        return cls(id, "message", text, score, {}, time, sources or [], speaker=speaker, said=said, captions=captions)
+
+    @property
+    def words(self) -> str:
+        """What a message hit shows after its speaker (what was said, then its captions);
+        a unit's text."""
+        if self.kind == "message" and self.said is not None:
+            return self.said + caption_text(self.captions)
+        return self.text
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON: every message and unit named by its printed id (``m:12``, ``u:45``)."""
         out = asdict(self)
         out["sources"] = [{"id": f"m:{s.pop('message_id')}", **s} for s in out["sources"]]
+        out["day"] = self.day.isoformat() if self.day else None
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Hit":
+        """A hit back from :meth:`to_dict`'s JSON."""
+        sources = [
+            HitSource(message_id=int(s["id"][2:]), **{k: v for k, v in s.items() if k != "id"})
+            for s in data.get("sources", [])
+        ]
+        day = dt.date.fromisoformat(data["day"]) if data.get("day") else None
+        return cls(**{**data, "sources": sources, "day": day})
+
+
+# A shared image's caption follows the message's text as " [image: a photo of a dog]": what
+# the image shows, said by a captioner, not by the speaker (answers mark and check it).
+IMAGE = "image"
+
+
+def caption_text(captions: Sequence[str]) -> str:
+    """Captions as a message hit's text shows them after what was said."""
+    return "".join(f" [{IMAGE}: {c}]" for c in captions)
 
 
 @dataclass
@@ -72,6 +136,24 @@ class Citation:
     speaker: str
     time: str | None
     text: str
+
+
+class Refusal(str, enum.Enum):
+    """Why an answer was refused. A refusal by a rule of the answer stage
+    (:mod:`localmem.answer.rules`) is the member named after the rule; its value is what
+    ``--json`` and the MCP tools print."""
+
+    NO_EVIDENCE = "no evidence"  # nothing was found: the model is not called
+    INVALID_REPLY = "invalid reply"  # the model's reply stayed invalid after the repair retry
+    MODEL = "model"  # the model said it does not know
+    REFUSAL_PHRASES = "model"  # the rule refusal_phrases: another way of saying so (an alias of MODEL)
+    ASKS_ABOUT_SOMEONE_ELSE = "asks about someone else"
+    SOMEONE_ELSE = "someone else"
+    IMAGE_DESCRIPTION = "image description"
+    NO_CITATION = "no citation"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -91,8 +173,7 @@ class Answer:
     tokens: dict[str, int] = field(default_factory=dict)  # prompt, completion (LLM calls)
     calls: int = 0
     error: str | None = None  # the model's reply stayed invalid after the repair retry
-    # why: "model" (it said so), "no evidence", "invalid reply", "someone else", "no citation"
-    refusal: str | None = None
+    refusal: "Refusal | None" = None  # why it was refused (printed as the member's value)
     unsupported: str | None = None  # what the model answered without citing a valid item (not given)
     prompt_version: str = ANSWER_PROMPT_VERSION
     steps: list[dict[str, Any]] = field(default_factory=list)  # agentic mode: each tool call
@@ -105,6 +186,7 @@ class Answer:
         out = asdict(self)
         out["citations"] = [{"id": f"m:{c.pop('message_id')}", **c} for c in out["citations"]]
         out["evidence"] = [hit.to_dict() for hit in self.evidence]
+        out["refusal"] = str(self.refusal) if self.refusal is not None else None
         return out
 
 

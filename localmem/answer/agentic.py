@@ -20,12 +20,14 @@ from ..config import DEFAULTS
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import agent as prompt
-from ..retrieval.search import hydrate, mark_supersession
+from ..retrieval.hits import hydrate
+from ..retrieval.search import mark_supersession
 from ..store.queries import q
 from ..store.rows import all_rows
 from ..text.names import normalise
-from ..types import Hit
+from ..types import Answer, Hit, Names
 from . import fast as answer_mod
+from .evidence import evidence_line, format_date
 
 RESULTS_PER_STEP = 6
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -52,7 +54,7 @@ class Tools:
     conn: apsw.Connection
     ns: str
     retrieve: Callable[[str, Sequence[str], int], list[Hit]]
-    speakers: answer_mod.Names = field(default_factory=dict)
+    speakers: Names = field(default_factory=dict)
 
 
 def run(
@@ -64,11 +66,11 @@ def run(
     trace: Callable[[Step], None] | None = None,
     on_text: Callable[[str], None] | None = None,
     dates: bool = False,
-) -> answer_mod.Answer:
+) -> Answer:
     """Answer ``question`` with at most ``steps`` tool calls chosen by the model (``dates``:
     as :func:`answer.answer`'s)."""
     started = time.perf_counter()
-    day = answer_mod.format_date(today.isoformat()) if today else None
+    day = format_date(today.isoformat()) if today else None
     kept: list[Hit] = []
     tokens = {"prompt": 0, "completion": 0}
     calls = 0
@@ -81,8 +83,8 @@ def run(
         messages = prompt.render(
             question,
             day,
-            [answer_mod.evidence_line(h, dates) for h in kept],
-            [answer_mod.evidence_line(h, dates) for h in results],
+            [evidence_line(h, dates) for h in kept],
+            [evidence_line(h, dates) for h in results],
             _describe(current),
             number,
             steps,
@@ -152,7 +154,7 @@ def _call(tools: Tools, step: Step, kept: Sequence[Hit]) -> list[Hit]:
         hits = _personal_knowledge(tools, args, step)
     known = {h.id for h in kept}
     hits = [h for h in hits if h.id not in known]
-    step.results = [f"{h.id} {answer_mod.evidence_line(h)[:160]}" for h in hits]
+    step.results = [f"{h.id} {evidence_line(h)[:160]}" for h in hits]
     if not hits and step.note is None:
         step.note = "no results"
     step.seconds = round(time.perf_counter() - started, 3)
@@ -220,7 +222,7 @@ def _date(value: Any) -> str | None:
 
 
 def _within(hit: Hit, start: str | None, end: str | None) -> bool:
-    if not hit.time:
+    if hit.day is None:
         return start is None and end is None
-    day = hit.time[:10]
+    day = hit.day.isoformat()
     return (start is None or day >= start) and (end is None or day <= end)

@@ -12,35 +12,14 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..retrieval.search import split_captions
 from ..text.times import MONTH_NAMES
 from ..text.words import content_words, stem
 from ..types import Citation, Hit, Names, Speakers
-
-_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|we|us|our|ours|i'm|i've|i'd|i'll|we're|we've)\b", re.I)
-# "you" as the one who said or did something: what the assistant said, suggested, recommended.
-_YOU_SAID = re.compile(
-    r"\b(?:did|do|have|had|would|could|can|will|were) you\b"
-    r"|\byou (?:said|suggested|recommended|told|mentioned|gave|proposed|advised|named|wrote|"
-    r"listed|shared|explained|calculated|thought)\b"
-    r"|\byour (?:suggestion|recommendation|advice|answer|idea|tip|list|plan)s?\b",
-    re.I,
-)
+from .question import Question
 
 
-def person_asked(question: str, speakers: Names) -> str | None:
-    """The one speaker ``question`` is about: the one it names; in a user–assistant chat, the
-    assistant when it asks what "you" said or suggested, else the user when it speaks in the
-    first person; ``None`` when it names none of them, or several."""
-    named = [s for s, names in speakers.items() if _names(question, names)]
-    if named:
-        return named[0] if len(named) == 1 else None
-    if isinstance(speakers, Speakers) and speakers.chat:
-        if _YOU_SAID.search(question):
-            return speakers.assistant
-        if _FIRST_PERSON.search(question):
-            return speakers.user
-    return None
+def _asked(question: Question | str, speakers: Names) -> Question:
+    return question if isinstance(question, Question) else Question.parse(question, speakers)
 
 
 def _names(text: str, names: Sequence[str]) -> bool:
@@ -66,10 +45,8 @@ def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:
 
 
 def _words(hit: Hit) -> str:
-    """A hit's text without the "Speaker: " a message starts with."""
-    if hit.kind == "message" and hit.sources and hit.text.startswith(f"{hit.sources[0].speaker}:"):
-        return hit.text[len(hit.sources[0].speaker) + 1 :]
-    return hit.text
+    """A hit's text without the "Speaker: " a message starts with (:attr:`Hit.words`)."""
+    return hit.words
 
 
 _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
@@ -112,7 +89,7 @@ def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) ->
     return (speaker.lower() == who.lower() and not only_asks(text)) or names_not_only_addressing(text, names)
 
 
-def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
+def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
     """When ``question`` asks about one speaker of the conversation, the hits by or about
     them; otherwise ``hits`` as they are.
 
@@ -121,7 +98,8 @@ def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
     adversarial questions ask about one person with what another did: a small model given
     the other's words answers with them.
     """
-    who = person_asked(question, speakers)
+    question = _asked(question, speakers)
+    who = question.person
     if who is None:
         return list(hits)
     kept = [h for h in hits if about(h, who, speakers[who], _chat(speakers))]
@@ -133,7 +111,7 @@ def focus(question: str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
 
 
 def about_someone_else(
-    question: str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation], speakers: Names
+    question: Question | str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation], speakers: Names
 ) -> bool:
     """True when ``question`` asks about one speaker and the reply rests on someone else:
     the messages whose words best match the reply's own words (those not in the question)
@@ -147,13 +125,14 @@ def about_someone_else(
 
     (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
     """
-    who = person_asked(question, speakers)
+    question = _asked(question, speakers)
+    who = question.person
     if who is None:
         return False
     names = speakers[who]
     chat = _chat(speakers)
-    asked = {stem(w) for w in content_words(question)} | _all_names(speakers)
-    best = best_matching(({stem(w) for w in content_words(reply)} - asked), pool)
+    known = question.words | _all_names(speakers)
+    best = best_matching(({stem(w) for w in content_words(reply)} - known), pool)
     if best:
         return not any(about(h, who, names, chat) and (chat or not tells_listener(h, who)) for h in best)
     if not cited:
@@ -175,7 +154,7 @@ def _not_dates(words: set[str]) -> set[str]:
     return {w for w in words if w not in _DATE_WORDS and not _YEAR.fullmatch(w)}
 
 
-def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names) -> bool:
+def asks_about_someone_else(question: Question | str, pool: Sequence[Hit], speakers: Names) -> bool:
     """True when ``question`` asks about one speaker something only someone else's messages
     tell: the messages whose words best match the question's own (its words other than
     names and question words) are none of them by or about that speaker.
@@ -196,23 +175,20 @@ def asks_about_someone_else(question: str, pool: Sequence[Hit], speakers: Names)
     0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 → 0.79/0.72/0.59/0.63/0.61/0.58;
     docs/refusals.md).
     """
-    who = person_asked(question, speakers)
+    question = _asked(question, speakers)
+    who = question.person
     if who is None:
         return False
-    words = _not_dates({stem(w) for w in content_words(question)} - _all_names(speakers) - _ASKING)
+    words = _not_dates(set(question.words) - _all_names(speakers) - _ASKING)
     best = best_matching(words, pool)
     if not best:
         return False
     # A question about what someone said ("What did Jon say about ...") asks for their words,
     # whoever's news they answer; in a user–assistant chat the replies are the assistant's.
-    before = None if _chat(speakers) or _ASKS_WORDS.search(question) else _messages_by_id(pool)
+    before = None if _chat(speakers) or question.asks_words else _messages_by_id(pool)
     return not any(_tells_of(h, who, speakers, words, before) for h in best)
 
 
-# A question about what someone said, not about what they did.
-_ASKS_WORDS = re.compile(
-    r"\b(?:say|said|says|tell|told|mention(?:ed)?|suggest(?:ed)?|recommend(?:ed)?|advise[ds]?)\b", re.I
-)
 # "I", "my" or "we", "our": what the writer says of themselves (and of those they did it with).
 _WE = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|we|us|our|ours|we're|we've|we'd|we'll)\b", re.I)
 
@@ -358,13 +334,7 @@ def _all_names(speakers: Names) -> set[str]:
     return {stem(n.lower()) for names in speakers.values() for n in names}
 
 
-# A question about an image itself may be answered from its description.
-_ASKS_IMAGE = re.compile(
-    r"\b(?:photos?|pictures?|pics?|images?|snaps?|selfies?|paintings?|drawings?|look(?:s|ed)? like)\b", re.I
-)
-
-
-def from_image_descriptions(question: str, reply: str, evidence: Sequence[Hit], speakers: Names) -> bool:
+def from_image_descriptions(question: Question | str, reply: str, evidence: Sequence[Hit], speakers: Names) -> bool:
     """True when most of the reply's own words (those not in the question, nor a speaker's
     name) are found in the captions of images shared in ``evidence`` and in nothing said
     there: more of them only in captions than in what was said. The answer then rests on
@@ -374,15 +344,16 @@ def from_image_descriptions(question: str, reply: str, evidence: Sequence[Hit], 
     (LoCoMo's captions are a captioning model's: "What did John celebrate at a restaurant with
     teammates?" was answered "a photo of a group of people sitting at a table".)
     """
-    if _ASKS_IMAGE.search(question):
+    question = _asked(question, speakers)
+    if question.asks_image:
         return False
-    words = {stem(w) for w in content_words(reply)} - {stem(w) for w in content_words(question)} - _all_names(speakers)
+    words = {stem(w) for w in content_words(reply)} - question.words - _all_names(speakers)
     if not words:
         return False
     said: set[str] = set()
     shown: set[str] = set()
     for hit in evidence:
-        body, captions = split_captions(_words(hit)) if hit.kind == "message" else (hit.text, [])
+        body, captions = (hit.said, hit.captions) if hit.kind == "message" and hit.said is not None else (hit.text, [])
         said |= {stem(w) for w in content_words(body)}
         shown |= {stem(w) for c in captions for w in content_words(c)}
     only_shown = (words & shown) - said

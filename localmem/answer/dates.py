@@ -124,7 +124,7 @@ def events_of(hits: Sequence[Hit]) -> list[Event]:
     names ("ten years ago", "last June"), else the day it was said."""
     out: list[Event] = []
     for hit in hits:
-        said = _said_day(hit)
+        said = hit.day
         if said is None:
             continue
         for sentence in sentences.split(hit.text):
@@ -155,15 +155,6 @@ def _when(event: Event) -> str:
 
 # The finest unit a count may be given in from an event said to this precision.
 _FINEST = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
-
-
-def _said_day(hit: Hit) -> dt.date | None:
-    if not hit.time:
-        return None
-    try:
-        return dt.date.fromisoformat(hit.time[:10])
-    except ValueError:
-        return None
 
 
 def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:

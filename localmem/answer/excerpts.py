@@ -20,7 +20,7 @@ import numpy as np
 
 from ..store.queries import q
 from ..text.sentences import spans as sentence_spans
-from ..types import Hit
+from ..types import Hit, caption_text
 
 NEIGHBOURS = 1  # sentences kept on each side of a matching one
 CLOSE = 0.05  # other sentences within this cosine of the best one are kept too
@@ -49,20 +49,40 @@ def shorten(
     for hit in hits:
         message_id = int(hit.id[2:]) if hit.kind == "message" else None
         if message_id in long and parts.get(message_id):
-            hit = replace(hit, text=excerpt(hit, parts[message_id]))
+            hit = excerpted(hit, parts[message_id])
         out.append(hit)
     return out
 
 
+def excerpted(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> Hit:
+    """A message hit shown as its excerpt (:func:`excerpt`): what it said cut to the excerpt,
+    its captions kept while the excerpt reaches them (they follow its last sentence)."""
+    if hit.said is None:
+        return hit
+    shown = _excerpt(hit.words, parts)
+    if shown is None:
+        return hit
+    said, captions = shown, []
+    for n in range(len(hit.captions), 0, -1):
+        tail = caption_text(hit.captions[-n:])
+        if shown.endswith(tail):
+            said, captions = shown[: -len(tail)], hit.captions[-n:]
+            break
+    return replace(hit, text=f"{hit.speaker}: {shown}", said=said, captions=captions)
+
+
 def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
     """The excerpt of a message hit whose sentence parts score ``(start, end, cosine)``: the
-    best-matching parts and those close to it, each with its neighbours."""
-    speaker = hit.sources[0].speaker if hit.sources else ""
-    prefix = f"{speaker}: " if speaker and hit.text.startswith(f"{speaker}: ") else ""
-    body = hit.text[len(prefix) :]
+    best-matching parts and those close to it, each with its neighbours (its text, whole when
+    there is nothing to cut)."""
+    return excerpted(hit, parts).text
+
+
+def _excerpt(body: str, parts: Sequence[tuple[int, int, float]]) -> str | None:
+    """The excerpt of ``body`` (what a message shows after its speaker); ``None``: keep it whole."""
     spans = sentence_spans(body)
     if len(spans) < 2:
-        return hit.text
+        return None
     best = max(score for _s, _e, score in parts)
     chosen = sorted(parts, key=lambda p: -p[2])[:MAX_MATCHES]
     keep: set[int] = set()
@@ -74,7 +94,7 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
             continue
         keep.update(range(max(0, index - NEIGHBOURS), min(len(spans), index + NEIGHBOURS + 1)))
     if not keep:
-        return hit.text
+        return None
     pieces, previous = [], None
     for index in sorted(keep):
         if previous is None and index > 0 or previous is not None and index != previous + 1:
@@ -83,4 +103,4 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
         previous = index
     if previous is not None and previous < len(spans) - 1:
         pieces.append("…")
-    return prefix + " ".join(pieces)
+    return " ".join(pieces)

@@ -27,7 +27,7 @@ from ..errors import ConfigError
 from ..models.protocols import Chooser
 from ..prompts import pick as prompt
 from ..types import Hit
-from .fast import evidence_line
+from .evidence import evidence_line
 
 # A candidate's line is cut at this many words: the prompt's cost grows with every token of it,
 # and the excerpts of long messages (ask_long_tokens) are already about this short.

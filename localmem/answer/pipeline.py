@@ -190,15 +190,18 @@ def ask(
     from ..store import db
     from . import checks
     from . import fast as answer_mod
+    from .evidence import as_messages
+    from .question import Question
 
     started = time.perf_counter() if started is None else started
     speakers = speakers_of(conn, namespace, options.user_name)
+    asked = Question.parse(question, speakers)  # read once: every step and rule below reads this
     hits = search_one(conn, namespace, models, question, params, names=names)
     if options.evidence == "messages":
-        hits = answer_mod.as_messages(conn, hits)
+        hits = as_messages(conn, hits)
     pool = hits
     if options.focus:
-        hits = checks.focus(question, hits, speakers)
+        hits = checks.focus(asked, hits, speakers)
     searched = time.perf_counter() - started
     llm = models.llm if hits else None  # nothing found: refuse without loading a model
     loaded = getattr(llm, "load_seconds", 0.0) is not None  # loaded before this question
@@ -223,7 +226,7 @@ def ask(
     result = answer_mod.answer(
         conn,
         llm if hits else None,
-        question,
+        asked,
         hits,
         options.answer,
         today,
@@ -256,10 +259,11 @@ def answer_from(
     does not fit the model's context window is left out, oldest first."""
     from ..retrieval.speakers import speakers as speakers_of
     from . import fast as answer_mod
+    from .evidence import fit_context
 
     started = time.perf_counter()
     llm = models.llm if evidence else None
-    kept = answer_mod.fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
+    kept = fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
     speakers = speakers_of(conn, namespace, options.user_name) if options.check else {}
     result = answer_mod.answer(conn, llm, question, kept, options.answer, today, on_text=on_text, speakers=speakers)
     result.timings["total"] = round(time.perf_counter() - started, 3)

@@ -34,6 +34,8 @@ from ..text.words import words as all_words
 from ..types import Hit, HitSource
 from . import vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
+from .hits import corrections as _corrections
+from .hits import hydrate
 from .query_time import EARLIEST, LATEST, Range, asks_present, asks_when
 
 MAX_FTS_TERMS = 32
@@ -610,13 +612,6 @@ def _supersession_pairs(conn: apsw.Connection, hits: Sequence[Hit]) -> list[tupl
     return pairs
 
 
-def _corrections(conn: apsw.Connection, message_ids: Sequence[int]) -> dict[int, int]:
-    """Of ``message_ids``, those a newer message replaces: id → the newest direct correction."""
-    if not message_ids:
-        return {}
-    return dict(conn.execute(q("messages_replaced"), {"ids": json.dumps(list(dict.fromkeys(message_ids)))}))
-
-
 def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParams) -> Range | None:
     """The time range the query names, relative to ``params.now`` or the latest message."""
     from .channels import latest_time
@@ -712,59 +707,3 @@ def collapse(hits: list[Hit], duplicates: dict[str, str] | None = None) -> list[
             continue
         out.append(hit)
     return out
-
-
-def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
-    """Text, time and sources for messages and units, by key."""
-    keys = list(keys)
-    message_ids = [i for p, i in keys if p == "m"]
-    unit_ids = [i for p, i in keys if p == "u"]
-    hits: dict[Key, Hit] = {}
-    if message_ids:
-        for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.execute(
-            q("messages_by_ids"), {"ids": json.dumps(message_ids)}
-        ):
-            captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
-            shown = text + "".join(f" [{IMAGE}: {c}]" for c in captions)
-            hits[("m", mid)] = Hit(
-                id=f"m:{mid}",
-                kind="message",
-                text=f"{speaker}: {shown}",
-                score=0.0,
-                channels={},
-                time=sent_at,
-                sources=[HitSource(mid, ext, conv, session, speaker, sent_at)],
-            )
-        for mid, newer in _corrections(conn, message_ids).items():  # a corrected message says so
-            if ("m", mid) in hits:
-                hits[("m", mid)].superseded_by = f"m:{newer}"
-    if unit_ids:
-        ids = json.dumps(unit_ids)
-        for uid, kind, title, text, when in conn.execute(q("units_by_ids"), {"ids": ids}):
-            shown = f"{title}: {text}" if title else text
-            hits[("u", uid)] = Hit(id=f"u:{uid}", kind=kind, text=shown, score=0.0, channels={}, time=when)
-        for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
-            hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
-    return hits
-
-
-# A shared image's caption follows the message's text as " [image: a photo of a dog]": what
-# the image shows, said by a captioner, not by the speaker (answers mark and check it).
-IMAGE = "image"
-_CAPTIONS = re.compile(r"(?: \[" + IMAGE + r": [^\[\]]*\])+$")
-_CAPTION = re.compile(r" \[" + IMAGE + r": ([^\[\]]*)\]")
-
-
-def split_captions(text: str) -> tuple[str, list[str]]:
-    """A message hit's text as what was said and the captions of its images (see :data:`IMAGE`)."""
-    found = _CAPTIONS.search(text)
-    if found is None:
-        return text, []
-    return text[: found.start()], _CAPTION.findall(found.group(0))
-
-
-def latest_messages(conn: apsw.Connection, ns: str, n: int) -> list[Hit]:
-    """The ``n`` latest messages of namespace ``ns`` as hits, oldest first."""
-    ids = [row[0] for row in conn.execute(q("namespace_messages_latest"), {"ns": ns, "n": n})]
-    found = hydrate(conn, [("m", mid) for mid in ids])
-    return [found[("m", mid)] for mid in reversed(ids) if ("m", mid) in found]

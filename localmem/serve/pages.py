@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import LocalmemError
+from ..types import caption_text
 from . import api, svg
 from .calls import Lanes, ReportedError, as_json, error_dict, error_status
 
@@ -109,10 +110,10 @@ def csrf_action(request: Request, path: str) -> str:
 
 def hit_html(hit: dict[str, Any]) -> str:
     src = hit["sources"][0] if hit.get("sources") else {}
-    speaker = src.get("speaker") or ""
+    speaker = hit.get("speaker") or src.get("speaker") or ""
     text = hit["text"]
-    if hit["kind"] == "message" and speaker and text.startswith(f"{speaker}: "):
-        text = text[len(speaker) + 2 :]
+    if hit["kind"] == "message" and hit.get("said") is not None:  # the speaker is shown apart
+        text = hit["said"] + caption_text(hit.get("captions") or [])
     meta = [f'<span class="speaker">{e(speaker)}</span>' if speaker else f'<span class="kind">{e(hit["kind"])}</span>']
     meta.append(f'<time datetime="{e(hit.get("time") or "")}">{e(when(hit.get("time")))}</time>')
     if src.get("conversation"):

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from localmem import Memory
-from localmem.answer.fast import evidence_line, is_refusal
+from localmem.answer.evidence import evidence_line
+from localmem.answer.fast import is_refusal
 from localmem.cli import cli
 from localmem.errors import LocalmemError
 from tests.fakes import HashEmbedder, ScriptedLLM
@@ -108,7 +109,7 @@ def test_the_evidence_budget_bounds_what_the_model_sees(tmp_path):
 
 
 def test_refusal_phrases():
-    assert is_refusal("Not in memory.") and is_refusal("No information available")
+    assert is_refusal("Not in memory.") and not is_refusal("No information available")  # see refusal_phrases
     assert is_refusal("") and not is_refusal("Lisbon")
     # A number alone is an answer (a year, a count, a ratio), not an empty reply.
     assert not any(is_refusal(a) for a in ("2021", "3", "1:5:5", "£215")) and is_refusal(" . ")
@@ -233,7 +234,9 @@ def _message(ext, speaker, text, kind="message"):
     from localmem.types import Hit, HitSource
 
     source = HitSource(1, ext, "c", "s", speaker, "2023-05-08")
-    return Hit(ext, kind, f"{speaker}: {text}" if kind == "message" else text, 1.0, {}, "2023-05-08", [source])
+    if kind == "message":
+        return Hit.message(ext, speaker, text, "2023-05-08", [source], score=1.0)
+    return Hit(ext, kind, text, 1.0, {}, "2023-05-08", [source])
 
 
 SPEAKERS = {"Caroline": ["Caroline"], "Melanie": ["Melanie", "Mel"]}
@@ -398,7 +401,7 @@ def test_facts_reach_the_model_as_their_messages_or_as_themselves(tmp_path, evid
 
 
 def test_summaries_come_after_every_message_so_a_budget_keeps_what_was_said(tmp_path):
-    from localmem.answer.fast import as_messages
+    from localmem.answer.evidence import as_messages
     from localmem.retrieval.search import fit_budget
 
     with _memory(tmp_path, ScriptedLLM()) as mem:

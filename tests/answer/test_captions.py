@@ -4,11 +4,11 @@ alone is refused. Fixtures: messages whose captions say something else than thei
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from localmem.answer.checks import from_image_descriptions
 from localmem.prompts import answer as answer_prompt
-from localmem.retrieval.search import split_captions
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import open_memory
@@ -91,26 +91,19 @@ def test_a_question_about_the_picture_may_be_answered_from_its_description(tmp_p
     assert not result.refused and result.answer == CELEBRATION
 
 
-def _hit(text, speaker="Tim"):
-    return Hit(
-        "m:1",
-        "message",
-        f"{speaker}: {text}",
-        1.0,
-        {},
-        "2023-05-08",
-        [HitSource(1, "D1:2", "c", "s", speaker, "2023-05-08")],
-    )
+def _hit(said, captions=(), speaker="Tim"):
+    source = HitSource(1, "D1:2", "c", "s", speaker, "2023-05-08")
+    return Hit.message("m:1", speaker, said, "2023-05-08", [source], captions, score=1.0)
 
 
 def test_what_counts_as_built_from_captions():
     speakers = {"John": ["John"], "Tim": ["Tim"]}
-    surf = _hit("Congrats! I finished my fantasy novel draft this week. [image: a man riding a wave on a surfboard]")
+    surf = _hit("Congrats! I finished my fantasy novel draft this week.", ["a man riding a wave on a surfboard"])
     # The message says "novel"; the caption says "surfboard": Tim wrote, he did not surf.
     assert from_image_descriptions("What did Tim do this week?", "rode a wave on a surfboard", [surf], speakers)
     assert not from_image_descriptions("What did Tim do this week?", "finished his novel draft", [surf], speakers)
     # Words from both: the message carries as much of the answer as the caption.
-    dog = _hit("Meet Max, my new puppy! [image: a photo of a dog laying on a couch]")
+    dog = _hit("Meet Max, my new puppy!", ["a photo of a dog laying on a couch"])
     assert not from_image_descriptions("What pet did Tim get?", "a dog named Max", [dog], speakers)
     assert not from_image_descriptions("What did Tim's photo show?", "a man riding a wave", [surf], speakers)
     assert not from_image_descriptions(
@@ -118,7 +111,8 @@ def test_what_counts_as_built_from_captions():
     )  # no words: nothing to check
 
 
-def test_captions_are_split_from_what_was_said():
-    assert split_captions("Tim: look! [image: a dog] [image: a cat]") == ("Tim: look!", ["a dog", "a cat"])
-    assert split_captions("Tim: [image: not at the end] really") == ("Tim: [image: not at the end] really", [])
-    assert split_captions("Tim: plain") == ("Tim: plain", [])
+def test_a_message_hit_carries_what_was_said_apart_from_its_captions():
+    hit = _hit("look!", ["a dog", "a cat"])
+    assert hit.text == "Tim: look! [image: a dog] [image: a cat]"
+    assert (hit.speaker, hit.said, hit.captions, hit.day) == ("Tim", "look!", ["a dog", "a cat"], dt.date(2023, 5, 8))
+    assert Hit.from_dict(hit.to_dict()) == hit  # the CLI reads a served answer's evidence back

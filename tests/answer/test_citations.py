@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from localmem.answer.fast import stating
+from localmem.answer.citations import stating
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import SAMPLE_CHAT, open_memory
@@ -29,8 +29,9 @@ def test_the_readme_demo_cites_the_message_that_names_lisbon(tmp_path):
     assert any("March 1st" in t for t in texts)  # what the model cited stays cited
 
 
-def _message(ext: str, speaker: str, text: str, when: str, score: float = 1.0) -> Hit:
-    return Hit(ext, "message", f"{speaker}: {text}", score, {}, when, [HitSource(1, ext, "c", "s", speaker, when)])
+def _message(ext: str, speaker: str, text: str, when: str, score: float = 1.0, captions=()) -> Hit:
+    source = HitSource(1, ext, "c", "s", speaker, when)
+    return Hit.message(ext, speaker, text, when, [source], captions, score=score)
 
 
 EVIDENCE = [
@@ -39,7 +40,9 @@ EVIDENCE = [
         "b", "Priya", "I'd start on March 1st, so I need to find a flat there by February.", "2024-01-14T19:02:00"
     ),
     _message("c", "Priya", "Porto is three hours by train from Lisbon!", "2024-02-20T08:45:00", 0.9),
-    _message("d", "Tom", "The 15E tram goes to Belem. [image: a photo of a tram map of Lisbon]", "2024-01-14T19:02:00"),
+    _message(
+        "d", "Tom", "The 15E tram goes to Belem.", "2024-01-14T19:02:00", captions=["a photo of a tram map of Lisbon"]
+    ),
     _message("e", "Priya", "Lisbon or Porto, I can't decide.", "2024-02-20T08:45:00", 0.5),
 ]
 

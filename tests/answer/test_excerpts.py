@@ -16,15 +16,8 @@ LONG = (
 
 
 def _hit(text: str, mid: int = 7) -> Hit:
-    return Hit(
-        id=f"m:{mid}",
-        kind="message",
-        text=f"user: {text}",
-        score=0.0,
-        channels={},
-        time="2024-05-01T10:00:00",
-        sources=[HitSource(mid, "x", "c", "", "user", "2024-05-01T10:00:00")],
-    )
+    source = HitSource(mid, "x", "c", "", "user", "2024-05-01T10:00:00")
+    return Hit.message(f"m:{mid}", "user", text, "2024-05-01T10:00:00", [source])
 
 
 def test_sentences_cut_at_stops_and_lines():

@@ -13,7 +13,7 @@ SPEAKERS = {"Tim": ["Tim"], "John": ["John"]}
 
 def _message(ext: str, speaker: str, text: str, when: str = "2022-05-08") -> Hit:
     source = HitSource(1, ext, "c", "s", speaker, when)
-    return Hit(ext, "message", f"{speaker}: {text}", 1.0, {}, when, [source])
+    return Hit.message(ext, speaker, text, when, [source], score=1.0)
 
 
 POOL = [
@@ -76,7 +76,7 @@ def test_a_question_to_the_wrong_person_is_refused_and_the_right_one_answered(tm
 def _said(n: int, speaker: str, text: str, session: str = "s1") -> Hit:
     """Message number ``n`` of a chat between Ann and Bea (its id says what came before it)."""
     source = HitSource(n, f"D:{n}", "c", session, speaker, "2022-06-01")
-    return Hit(f"m:{n}", "message", f"{speaker}: {text}", 1.0, {}, "2022-06-01", [source])
+    return Hit.message(f"m:{n}", speaker, text, "2022-06-01", [source], score=1.0)
 
 
 PAIR = {"Ann": ["Ann"], "Bea": ["Bea"]}

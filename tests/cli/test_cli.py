@@ -149,8 +149,13 @@ def test_search_json(hashed, db):
         "merged",
         "superseded_by",
         "supersedes",
+        "speaker",
+        "said",
+        "captions",
+        "day",
     }
-    assert "Mochi" in hit["text"]
+    assert "Mochi" in hit["text"] and hit["text"] == f"{hit['speaker']}: {hit['said']}"  # no captions here
+    assert hit["day"] == hit["time"][:10] and hit["speaker"] == hit["sources"][0]["speaker"]
     only_vector = run_json(db, "search", "cat Mochi", "--channels", "vector")
     assert all(set(h["channels"]) == {"vector"} for h in only_vector["hits"])
     only_bm25 = run_json(db, "search", "Mochi", "--channels", " bm25 ,")

@@ -19,7 +19,7 @@ from localmem.cli import cli
 from localmem.config import Config
 from localmem.errors import EmbedderMismatchError, LocalmemError, NotFoundError
 from localmem.models.embedding import to_blob, unit_text
-from localmem.retrieval.search import SearchParams, fts_query, rrf, split_captions
+from localmem.retrieval.search import SearchParams, fts_query, rrf
 from localmem.store import db
 from localmem.store.queries import q, query_names, sql_dir
 from localmem.text.sentences import question_share
@@ -493,6 +493,10 @@ def test_hit_structure(mem):
             "merged",
             "superseded_by",
             "supersedes",
+            "speaker",
+            "said",
+            "captions",
+            "day",
         }
         assert d["kind"] == "message" and re.fullmatch(r"m:\d+", d["id"])
         assert set(d["channels"]) <= {"vector", "bm25"} and d["channels"]
@@ -500,8 +504,7 @@ def test_hit_structure(mem):
             assert set(chan) == {"rank", "score"} and chan["rank"] >= 1
         # RRF's sum, and what the message's context adds (context_fusion only adds or multiplies by > 1),
         # less what a message that asks hands to the turn after it (search.question_handoff)
-        said = hit.text.removeprefix(f"{hit.sources[0].speaker}: ")
-        kept = 1.0 - SearchParams().question_handoff * question_share(split_captions(said)[0])
+        kept = 1.0 - SearchParams().question_handoff * question_share(hit.said)
         assert d["score"] >= kept * sum(1 / (Config().rrf_k + c["rank"]) for c in d["channels"].values()) - 1e-6
     for hit in mem.search("Biscuit puppy beagle", k=5, recipe=WITHOUT_CONTEXT):
         d = hit.to_dict()
