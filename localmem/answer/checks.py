@@ -1,9 +1,9 @@
 """Who an answer is about: a question about one person is answered from what they said and
 what is said of them, and is refused when only someone else's messages answer it.
 
-LoCoMo's adversarial questions ask one person about what the other did ("What did Caroline
-see at the council meeting?" when Melanie went); a small model given the other's words
-answers with them. These checks read the speakers' own names and the words of the question,
+Questions that ask one person about what the other did ("What did Caroline see at the council
+meeting?" when Melanie went) are answered by a small model with the other's words
+(docs/decisions.md#who-checks). These checks read the speakers' own names and the words of the question,
 the evidence and the reply; they call no model.
 """
 
@@ -57,9 +57,7 @@ def only_asks(text: str) -> bool:
     """Whether ``text`` only asks the listener about themselves: every sentence of three
     words or more is a question to "you" ("Tom! That's huge. Are you moving to Berlin then?").
 
-    Such a message tells about the listener, not its writer: in the LoCoMo dev split, 23 of
-    1,451 messages are like this, and none is the only evidence from its writer for an
-    answerable question about them.
+    Such a message tells about the listener, not its writer (docs/decisions.md#who-checks).
     """
     sentences = [s.strip() for s in _SENTENCE.findall(text)]
     said = [s for s in sentences if len(s.split()) >= 3]
@@ -93,10 +91,9 @@ def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> lis
     """When ``question`` asks about one speaker of the conversation, the hits by or about
     them; otherwise ``hits`` as they are.
 
-    What one person did is nearly always said in their own words (in LoCoMo, 335 of 344
-    answerable questions naming one speaker rest on that speaker's messages), while the
-    adversarial questions ask about one person with what another did: a small model given
-    the other's words answers with them.
+    What one person did is nearly always said in their own words, while a question may ask
+    about one person with what another did: a small model given the other's words answers
+    with them (docs/decisions.md#who-checks).
     """
     question = _asked(question, speakers)
     who = question.person
@@ -119,9 +116,7 @@ def about_someone_else(
     reply has none: a date, "Yes"), no cited message is.
 
     Only messages are matched: they say who did what in the speakers' own words, while an
-    episode's summary names both speakers whatever it tells (matching summaries too let
-    14 of conv-26's 47 adversarial questions through that matching messages alone catch:
-    refusal F1 0.36 against 0.47, with the same F1 on the answerable ones).
+    episode's summary names both speakers whatever it tells (docs/decisions.md#who-checks).
 
     (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
     """
@@ -161,19 +156,13 @@ def asks_about_someone_else(question: Question | str, pool: Sequence[Hit], speak
 
     A message by someone else counts as about the speaker asked when the sentence with those
     words asks something or addresses "you" ("How long have you been married?"): in a
-    conversation it is the listener's life it asks about. LoCoMo's adversarial questions
-    ask one person about what the other did ("What did Caroline see at the council
-    meeting?" when Melanie went). Each best-matching message is read in its sentences that
-    hold the most of those words (:func:`_tells_of`): the asked person's "What made you choose
+    conversation it is the listener's life it asks about. Each best-matching message is read in
+    its sentences that hold the most of those words (:func:`_tells_of`): the asked person's "What made you choose
     that shade?" is about the listener. Dates in the question are left out of its words: a
     message says when by its own date. A message answering the other's news told just before
     it, a congratulation, and the asked person's question without "I" are about the listener's
-    news (:func:`_tells_of`), unless the question asks what someone said. On all questions of
-    the six LoCoMo dev conversations (issue 34) it refuses 133 of 248 adversarial questions
-    and 25 of 857 answerable ones (before the sentence reading and the dates: 99 and 22; before
-    the replies: 120 and 25; refusal F1 before the model per conversation
-    0.69/0.56/0.58/0.51/0.41/0.41 → 0.70/0.68/0.59/0.61/0.57/0.51 → 0.79/0.72/0.59/0.63/0.61/0.58;
-    docs/refusals.md).
+    news (:func:`_tells_of`), unless the question asks what someone said. What it refuses, and
+    its measured effect: docs/decisions.md#who-checks, docs/answering.md.
     """
     question = _asked(question, speakers)
     who = question.person
@@ -341,8 +330,7 @@ def from_image_descriptions(question: Question | str, reply: str, evidence: Sequ
     what a captioner said an image shows, not on what anyone said. A question that asks about
     a photo or picture may be answered from its description.
 
-    (LoCoMo's captions are a captioning model's: "What did John celebrate at a restaurant with
-    teammates?" was answered "a photo of a group of people sitting at a table".)
+    (Captions are a captioning model's: docs/decisions.md#image-description.)
     """
     question = _asked(question, speakers)
     if question.asks_image:
