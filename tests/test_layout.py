@@ -51,7 +51,12 @@ def _imports(path: Path) -> set[str]:
 # over exactly the texts ingest embeds (parsed by the importer, built as ingest builds them).
 FLOORS = {"ingest_pace.py": {"localmem.importers", "localmem.models", "localmem.models.embedding"}}
 # The server's own timings are measured on its app, with its limits, in this process, without the CLI around it.
-FLOORS["bench_serve.py"] = {"localmem.serve.app", "localmem.serve.calls", "localmem.serve.limits", "localmem.serve.security"}
+FLOORS["bench_serve.py"] = {
+    "localmem.serve.app",
+    "localmem.serve.calls",
+    "localmem.serve.limits",
+    "localmem.serve.security",
+}
 BENCH = PACKAGE.parent / "localmem_bench"
 
 
