@@ -371,6 +371,76 @@ def _pace(done: int, total: int, first_done: int, first_time: float) -> str | No
     return f"{rate:,.1f}/s, eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
 
 
+class _StatusLine:
+    """One line on stderr saying what a slow command waits for and for how long ("loading the
+    model… 12 s"), rewritten in place every half second and erased once the result comes: only
+    on a terminal and without --quiet (on a pipe or a file nothing at all is written). Stages
+    arrive from any thread (:mod:`localmem.progress`'s listener, a server's progress events)."""
+
+    TICK = 0.5
+
+    def __init__(self, state: _State) -> None:
+        import threading
+
+        self.enabled = not state.quiet and sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.words = ""
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+
+    def __call__(self, stage: str, words: str) -> None:
+        """A stage starts (the progress listener's signature)."""
+        if not self.enabled or self._done.is_set():
+            return
+        import threading
+
+        with self._lock:
+            self.words = words
+            self._draw()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._tick, name="localmem-status", daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        while not self._done.wait(self.TICK):
+            with self._lock:
+                if not self._done.is_set():
+                    self._draw()
+
+    def _draw(self) -> None:  # with the lock held
+        import shutil
+
+        seconds = int(time.monotonic() - self.started)
+        line = f"{self.words}… {seconds} s" if seconds else f"{self.words}…"
+        width = shutil.get_terminal_size((80, 24)).columns
+        sys.stderr.write("\r\x1b[2K" + line[: max(width - 1, 10)])
+        sys.stderr.flush()
+        self._shown = True
+
+    def aside(self, fn: Callable[..., None], *args: Any) -> None:
+        """Call ``fn`` (which writes to the terminal) with the line erased; it comes back at the
+        next tick."""
+        with self._lock:
+            self._erase()
+            fn(*args)
+
+    def _erase(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self._shown = False
+
+    def close(self) -> None:
+        """The result is here: erase the line for good."""
+        self._done.set()
+        with self._lock:
+            self._erase()
+        if self._thread is not None:
+            self._thread.join()
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
@@ -808,9 +878,13 @@ def ask(
     if questions_file is None and (not question or not question.strip()):
         state.memory("read")  # no store, no namespace: said first, as before
         raise click.UsageError("give a QUESTION or --questions FILE")
-    show = _print_step if trace else None
+    # A first answer may wait minutes for the model (assembled once, then loaded): a status line
+    # on the terminal says what it waits for, and goes when the answer comes.
+    status = _StatusLine(state)
+    show = (lambda step: status.aside(_print_step, step)) if trace else None
     options = {"mode": mode, "now": now, "max_tokens": max_tokens, "channels": chosen, "steps": steps, **filters}
     served = None if local else _server(state)
+    status("open", "opening memory")
     if served is None:
         state.memory("read")  # no store, no namespace: said before anything else, as always
     streamed: list[str] = []
@@ -819,13 +893,13 @@ def ask(
         """The answer as JSON (timings say where it ran) and its evidence as hits."""
         nonlocal served
         if served is not None:
-            data = _ask_served(served, {"question": text, **options}, on_text, show)
+            data = _ask_served(served, {"question": text, **options}, on_text, show, status)
             if data is not None:
                 return data, [_hit(h) for h in data["evidence"]] if show_evidence else []
             served.close()
             served = None
             streamed.clear()  # what the server wrote before it failed is not the answer
-        result = state.memory("read").ask(text, trace=show, on_text=on_text, **options)
+        result = state.memory("read").ask(text, trace=show, on_text=on_text, on_progress=status, **options)
         data = result.to_dict()
         data["timings"]["via"] = "local"
         return data, result.evidence
@@ -838,11 +912,13 @@ def ask(
         assert question is not None
 
         def show_text(piece: str) -> None:  # the answer appears as the model writes it
+            status.close()
             streamed.append(piece)
             click.echo(piece, nl=False)
 
         data, evidence = answer(question, None if as_json or not stream else show_text)
     finally:
+        status.close()
         if served is not None:
             served.close()
     if as_json:
@@ -882,7 +958,11 @@ def _server(state: _State) -> Any:
 
 
 def _ask_served(
-    served: Any, body: dict[str, Any], on_text: Callable[[str], None] | None, trace: Callable[[Any], None] | None
+    served: Any,
+    body: dict[str, Any],
+    on_text: Callable[[str], None] | None,
+    trace: Callable[[Any], None] | None,
+    on_progress: Callable[[str, str], None] | None = None,
 ) -> dict[str, Any] | None:
     """The answer from the server as JSON, its timings saying so; None (with a line on stderr)
     when the server failed, so that the question is answered here instead."""
@@ -902,11 +982,15 @@ def _ask_served(
             body,
             on_text=text if on_text is not None else None,
             on_step=(lambda step: trace(SimpleNamespace(**step))) if trace is not None else None,
+            on_progress=on_progress,
         )
     except client.Unavailable as exc:
         if wrote:
             click.echo("")
-        _notice(f"the server failed: {exc}; answering here")
+        if isinstance(on_progress, _StatusLine):
+            on_progress.aside(_notice, f"the server failed: {exc}; answering here")
+        else:
+            _notice(f"the server failed: {exc}; answering here")
         return None
     data["timings"] = {**data.get("timings", {}), "via": "serve", "server": served.found.address, "round_trip": took}
     return data

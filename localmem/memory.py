@@ -7,6 +7,7 @@ imported when a method first needs them, so opening a store or importing localme
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import replace
@@ -292,6 +293,7 @@ class Memory:
         steps: int = DEFAULT_AGENT_STEPS,
         trace: Callable[[Any], None] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
         **args: Unpack["SearchArgs"],
     ) -> "Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
@@ -307,28 +309,34 @@ class Memory:
         units with ordering and counts), then one answer call over the evidence it kept;
         ``trace`` receives each step. It takes no filters. ``on_text`` receives the answer
         text as it is generated.
+
+        ``on_progress(stage, words)`` is told each stage as it starts (:mod:`localmem.progress`:
+        "assemble" the model from its packages, once a machine; "load" it; "search" memory;
+        "answer"), for a caller that shows what a first, slow answer is waiting for.
         """
+        from . import progress
         from .answer import pipeline
 
         started, options = time.perf_counter(), pipeline.AskOptions.from_config(self.config)
         question = pipeline.question_text(question, mode, steps)  # the mode and steps first
         today = pipeline.today(self.conn, self.namespace, now)
-        return pipeline.ask_in_mode(
-            self.conn,
-            self.namespace,
-            self.models,
-            question,
-            args,
-            today,
-            options,
-            mode=mode,
-            steps=steps,
-            max_tokens=max_tokens,
-            trace=trace,
-            on_text=on_text,
-            started=started,
-            names=self._names,
-        )
+        with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
+            return pipeline.ask_in_mode(
+                self.conn,
+                self.namespace,
+                self.models,
+                question,
+                args,
+                today,
+                options,
+                mode=mode,
+                steps=steps,
+                max_tokens=max_tokens,
+                trace=trace,
+                on_text=on_text,
+                started=started,
+                names=self._names,
+            )
 
     def answer(
         self,

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import apsw
 
+from .. import progress
 from ..config import Config
 from ..models.protocols import LLM, Judge, Warmable
 from ..models.structured import JsonFieldStream, complete_structured
@@ -234,6 +235,7 @@ def answer(
     started = time.perf_counter()
     asked_dates = date_rules.classify(question)
     messages = prompt.render(question, lines, day, who, dated=asked_dates is not None)
+    progress.stage(progress.ANSWER)
     result = complete_structured(
         llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS, on_text=JsonFieldStream("answer", on_text) if on_text else None
     )

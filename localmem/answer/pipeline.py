@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from .. import progress
 from ..config import ASK_MODES, MAX_AGENT_STEPS, Config
 from ..errors import LocalmemError
 from ..retrieval.batch import SearchOptions
@@ -187,6 +188,7 @@ def ask(
     from . import fast as answer_mod
 
     started = time.perf_counter() if started is None else started
+    progress.stage(progress.SEARCH)
     speakers = speakers_of(conn, namespace, options.user_name)
     hits = search_one(conn, namespace, models, question, params, options.search, names=names)
     if options.evidence == "messages":
@@ -212,6 +214,7 @@ def ask(
     if options.pick and hits:
         from .pick import pick
 
+        progress.stage(progress.SEARCH, "the model picks the evidence")
         picked = pick(llm, question, hits, options.pick)
         hits = picked.hits
     hits = fit_budget(hits, max_tokens or options.max_tokens, count)
@@ -283,6 +286,7 @@ def ask_agentic(
     from . import agentic
 
     started = time.perf_counter() if started is None else started
+    progress.stage(progress.SEARCH)
     bound = db.has_vectors(conn)
 
     def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:

@@ -103,6 +103,9 @@ def test_ask_streams_progress_text_then_the_answer(served):
         assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
         events = ndjson(r)
         assert events[0]["event"] == "progress"
+        stages = [(e["stage"], e["elapsed"]) for e in events if e["event"] == "progress"]
+        assert [s for s, _ in stages] == ["start", "search", "answer"]  # each as it started, with the time
+        assert [t for _, t in stages] == sorted(t for _, t in stages)
         assert any(e["event"] == "text" for e in events)
         final = events[-1]
         assert final["event"] == "answer"
