@@ -160,6 +160,7 @@ class Memory:
         date_order: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         workers: int | None = None,
+        source_name: str | None = None,
     ) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input, in a format of
@@ -172,7 +173,8 @@ class Memory:
         read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
         the config). ``workers``: episodes extracted at once against a model server (default
-        ``llm_workers``).
+        ``llm_workers``). ``source_name``: the name to store the input under instead of its
+        path (a copy's original name: what the web page's upload was called).
         """
         from .importers import formats
         from .pipeline import ingest, pipeline
@@ -183,6 +185,8 @@ class Memory:
         check_storable("the namespace", namespace)
         check_storable("the conversation name", conversation)
         parsed = formats.parse(Path(path), None, format, conversation, options=reading)
+        if source_name is not None:
+            formats.rename(parsed, source_name)
         _ = self.embedder.dim  # load the models before anything is written
         llm = self.llm if extract == "llm" else None
         _ = llm.model_id if llm is not None else None

@@ -366,7 +366,12 @@ async def ingest_events(
         async with send:
             try:
                 report = await lanes.writer(
-                    lanes.writer.memory.ingest, path, format=fmt, conversation=conversation, progress=progress
+                    lanes.writer.memory.ingest,
+                    path,
+                    format=fmt,
+                    conversation=conversation,
+                    progress=progress,
+                    source_name=path.name,  # the file's own name, not the private copy's path
                 )
                 # The report names the private copy: name the file as the user gave it instead.
                 folder_text = json.dumps(f"{folder}{os.sep}")[1:-1]

@@ -6,6 +6,7 @@ into the HTML, so a stored ``<script>`` is shown as text. ``static/app.js`` only
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any, AsyncIterator, Iterable, Sequence
 from urllib.parse import quote, urlencode
@@ -31,6 +32,32 @@ def e(value: Any) -> str:
 def url(path: str, **params: Any) -> str:
     given = {k: v for k, v in params.items() if v is not None and v != ""}
     return path + ("?" + urlencode(given) if given else "")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 message", "2 messages" (``many``: the plural when it is not ``word`` + s)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def terms(query: str) -> list[str]:
+    """The query's words worth marking in what it found (content words), as the start of the
+    words to mark: "moved" marks "move" and "moving" too, "flat" marks "flats"."""
+    from ..text.words import content_words
+
+    starts = {w[: max(4, len(w) - 2)] if len(w) > 4 else w for w in content_words(query)}
+    return sorted(starts, key=len, reverse=True)
+
+
+def marked(text: str, words: Sequence[str] = ()) -> str:
+    """``text`` for HTML, with each word that starts with one of ``words`` in ``<mark>``."""
+    if not words:
+        return e(text)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+    out, at = [], 0
+    for found in pattern.finditer(text):
+        out.append(e(text[at : found.start()]) + f"<mark>{e(found.group())}</mark>")
+        at = found.end()
+    return "".join(out) + e(text[at:])
 
 
 def day(time: str | None) -> str:
@@ -59,6 +86,7 @@ def layout(request: Request, title: str, body: str, active: str = "") -> HTMLRes
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf" content="{e(guard.csrf)}">
 <title>{e(title)} · localmem</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/static/app.css">
 <script src="/static/app.js" defer></script>
 </head><body>
