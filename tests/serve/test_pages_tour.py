@@ -60,7 +60,7 @@ def test_every_page(browser, tmp_path):
     seed_sample(db)
     with open_memory(db, embedder=HashEmbedder()) as mem:
         episode = mem.conn.execute("SELECT id FROM units WHERE kind = 'episode' ORDER BY id LIMIT 1").fetchone()
-    server = spawn(tmp_path, db)
+    server = spawn(tmp_path, db, LOCALMEM_TEST_SUPPORTS="1,2,3")
     outside: list[str] = []
     folder = pages_folder()
     try:

@@ -44,7 +44,10 @@
       const q = form.querySelector("#q").value.trim();
       if (!q) return;
       for (const old of document.querySelectorAll("main .answer, main .hits, main h2, main .summary")) old.remove();
-      history.replaceState(null, "", "/?" + new URLSearchParams({ q, do: "ask" }));
+      // The question and the filters set (empty ones left out), as the form would send them.
+      const params = new URLSearchParams();
+      for (const [name, value] of new FormData(form)) if (value && name !== "do") params.set(name, value);
+      history.replaceState(null, "", "/?" + params + "&do=ask");
       live.replaceChildren();
       const stages = document.createElement("ol");
       stages.className = "stages";
@@ -79,7 +82,7 @@
       }, 200);
       stage("send", "sending the question");
       try {
-        const response = await fetch("/ask/stream?" + new URLSearchParams({ q }), { credentials: "same-origin" });
+        const response = await fetch("/ask/stream?" + params, { credentials: "same-origin" });
         for await (const ev of lines(response)) {
           if (ev.event === "text") {
             if (current && current.li.dataset.stage !== "write") stage("write", "writing the answer");
