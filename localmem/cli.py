@@ -46,7 +46,7 @@ EXIT_INTERRUPTED = 130
 # `everywhere` (config.py), these two, and --version. Each command parses them itself
 # (_Command), into the root context's meta, where _State reads them when the command runs.
 _GLOBAL_FLAGS = (
-    (("--quiet", "-q", "quiet"), "No progress bars."),
+    (("--quiet", "-q", "quiet"), "No progress bars or status lines."),
     (("--debug", "debug"), "Show tracebacks on errors."),
 )
 _GIVEN = "localmem.given"  # ctx.meta key: the global options given, by name
@@ -452,7 +452,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 )
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
+    """localmem: long-term memory for LLM agents in one SQLite file, fully offline.
+
+    To begin: 'localmem ingest FILE' (a chat export), then 'localmem serve' to search, ask and
+    browse it in your web browser, or 'localmem ask QUESTION' here."""
     state = _State(ctx.meta.setdefault(_GIVEN, {}))
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
@@ -732,9 +735,16 @@ def _read_queries(path: Path) -> list[str]:
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Number of hits.")
 @setting_option("channel_budget")
 @click.option(
-    "--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} (default: {','.join(CHANNELS)})."
+    "--channels",
+    help=f"Comma-separated ways of finding messages, of {', '.join(ALL_CHANNELS)}: vector by meaning, "
+    "bm25 by their words, temporal by the time asked about, graph by linked memories, entity by the people "
+    f"and things named (default: {','.join(CHANNELS)}).",
 )
-@click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
+@click.option(
+    "--promote",
+    is_flag=True,
+    help="Move ahead the hits from the episodes that best match the people and time asked about.",
+)
 @click.option(
     "--rerank",
     type=click.Choice(RERANK_MODES),
@@ -775,7 +785,8 @@ def search(
     meta: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM).
+    """Search memory for QUERY: messages found by their meaning and by their words, the two
+    rankings merged (no LLM; fast).
 
     Every hit has its id (m:ID a message, u:ID a unit) for 'show', 'forget' and 'correct'."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
@@ -811,7 +822,8 @@ def search(
     type=click.Choice(ASK_MODES),
     default=ASK_MODES[0],
     show_default=True,
-    help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).",
+    help="fast: one search, then the model answers from the best messages found; agentic: the model "
+    "searches several times, choosing where to look, before it answers (slower).",
 )
 @click.option(
     "--steps", default=DEFAULT_AGENT_STEPS, show_default=True, help="Agentic mode: at most this many tool calls."
@@ -1873,7 +1885,11 @@ def eval_() -> None:
     help="Answer every Nth question of each conversation (a sample spread over all categories; answers only).",
 )
 @click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
-@click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
+@click.option(
+    "--promote",
+    is_flag=True,
+    help="Move ahead the candidates from the episodes that best match the people and time asked about.",
+)
 @click.option(
     "--rerank",
     type=click.Choice(RERANK_MODES),
