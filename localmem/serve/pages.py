@@ -387,17 +387,34 @@ def search_form(q: str, chosen: dict[str, str] | None = None, speakers: Sequence
 </form><div id="ask-live" class="live" aria-live="polite"></div>"""
 
 
+async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], list[str]]:
+    """The speakers and conversations the filters offer (200 of each, the largest first). Read
+    again only when the store changed (SQLite's data_version): counting them on every page
+    would cost a scan of the messages."""
+    mem = lanes.reader.memory
+    state = request.app.state
+
+    def load() -> tuple[list[str], list[str]]:
+        version = mem.conn.execute("PRAGMA data_version").fetchone()[0]
+        cached = getattr(state, "filter_choices", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        choices = (
+            [s.speaker for s in mem.browse.speakers(200)],
+            [c["conversation"] for c in mem.browse.conversations(200)],
+        )
+        state.filter_choices = (version, choices)
+        return choices
+
+    return await lanes.reader(load)
+
+
 async def home(request: Request, lanes: Lanes) -> Response:
     q = (request.query_params.get("q") or "").strip()
     do = request.query_params.get("do") or "search"
     chosen = filters_of(request.query_params)
     mem = lanes.reader.memory
-    speakers, conversations = await lanes.reader(
-        lambda: (
-            [s.speaker for s in mem.browse.speakers(200)],
-            [c["conversation"] for c in mem.browse.conversations(200)],
-        )
-    )
+    speakers, conversations = await filter_choices(request, lanes)
     body = [search_form(q, chosen, speakers, conversations)]
     words = terms(q)
     if q and do == "ask":
