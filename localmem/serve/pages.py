@@ -395,7 +395,7 @@ async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], lis
     state = request.app.state
 
     def load() -> tuple[list[str], list[str]]:
-        version = mem.conn.execute("PRAGMA data_version").fetchone()[0]
+        version = mem.conn.execute("PRAGMA data_version").fetchall()[0][0]
         cached = getattr(state, "filter_choices", None)
         if cached is not None and cached[0] == version:
             return cached[1]

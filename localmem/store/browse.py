@@ -209,7 +209,7 @@ def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 10
         for c, n, first, last, mid in conn.execute(q("period_conversations"), params)
     ]
     keys = ("id", "conversation", "title", "narrative", "start", "end", "messages")
-    episodes = [dict(zip(keys, row)) for row in conn.execute(q("period_episodes"), params)]
+    episodes: list[dict[str, Any]] = [dict(zip(keys, row)) for row in conn.execute(q("period_episodes"), params)]
     for episode in episodes:
         episode["opening"] = [] if episode["narrative"] else opening(conn, ns, episode["id"])
     return Period(start, end, conversations, [_unit_ref(e) for e in episodes])

@@ -13,7 +13,7 @@ from localmem.importers import formats
 from tests.fakes import HashEmbedder
 from tests.helpers import open_memory
 
-MEDIA = Path(__file__).resolve().parent.parent / "fixtures" / "imports" / "whatsapp-media"
+MEDIA = Path(__file__).resolve().parent.parent / "fixtures" / "whatsapp-media"
 
 
 def _messages(name: str) -> list:

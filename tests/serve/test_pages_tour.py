@@ -32,7 +32,7 @@ pytest.importorskip("starlette", reason="pip install 'localmem[mcp]' to test loc
 
 SCREENSHOTS = os.environ.get("LOCALMEM_SCREENSHOTS")
 WHATSAPP = IMPORTS / "whatsapp" / "WhatsApp Chat with Book club.txt"
-MEDIA = IMPORTS / "whatsapp-media"
+MEDIA = IMPORTS.parent / "whatsapp-media"  # beside imports/: the folder tests ingest that whole
 
 
 def pages_folder() -> Path:
