@@ -97,3 +97,28 @@ def test_loading_is_reported_once_also_while_another_thread_loads(tmp_path, monk
         llm._model()
     preload.join()
     assert seen == ["load"] and llm.load_seconds is not None
+
+
+def test_a_question_waiting_for_the_model_another_thread_builds_hears_why(monkeypatch):
+    from localmem.config import Config
+    from localmem.models.factory import Models, register
+
+    def build(config):
+        time.sleep(0.3)  # as assembling and loading would
+        return ScriptedLLM()
+
+    undo = register("llm", "test-slow", build)
+    monkeypatch.setenv("LOCALMEM_LLM_BACKEND", "test-slow")
+    try:
+        models = Models(Config(llm_backend="test-slow"))
+        preload = threading.Thread(target=lambda: models.llm)
+        preload.start()
+        time.sleep(0.05)
+        words: list[str] = []
+        with progress.reporting(lambda stage, text: words.append(f"{stage}: {text}")):
+            assert models.llm is not None
+            assert models.llm is not None  # built: nothing more to say
+        preload.join()
+    finally:
+        undo()
+    assert words == ["load: waiting for the model to be put together and loaded"]

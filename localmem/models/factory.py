@@ -221,7 +221,8 @@ class Models:
     def llm(self) -> "LLM":
         if self._llm is None:
             if not self._building.acquire(blocking=False):
-                progress.stage(progress.LOAD)  # another thread (serve's preload) is building it
+                # Another thread (serve's preload) is building it: assembling or loading.
+                progress.stage(progress.LOAD, "waiting for the model to be put together and loaded")
                 self._building.acquire()
             try:
                 if self._llm is None:
