@@ -62,7 +62,7 @@ _KIND_WORDS = {
     **dict.fromkeys(("audio", "áudio"), "audio"),
     **dict.fromkeys(("sticker", "figurinha"), "sticker"),
     "gif": "GIF",
-    **dict.fromkeys(("document", "dokument", "documento", "documento"), "document"),
+    **dict.fromkeys(("document", "dokument", "documento"), "document"),
     **dict.fromkeys(("contact card", "kontaktkarte", "tarjeta de contacto", "cartão de contato"), "contact"),
 }
 _ATTACHED = re.compile(

@@ -261,8 +261,8 @@ def merged_windows(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -
         for m in window["messages"] if window else []:
             group["seen"].setdefault(m["id"], m)
         if window is None:  # its window could not be read: the citation alone
-            group["seen"].setdefault(c["id"], {"id": c["id"], "speaker": c["speaker"], "time": c["time"],
-                                               "text": c["text"], "seq": None})  # fmt: skip
+            alone = {"id": c["id"], "speaker": c["speaker"], "time": c["time"], "text": c["text"], "seq": None}
+            group["seen"].setdefault(c["id"], alone)
     out = []
     for group in groups.values():
         messages = sorted(group.pop("seen").values(), key=lambda m: (m.get("seq") is None, m.get("seq") or 0))
