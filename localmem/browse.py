@@ -101,6 +101,12 @@ class Browse:
 
         return browse.conversations(self._store.conn, self.namespace, limit)
 
+    def names(self, limit: int = 200) -> tuple[list[str], list[str]]:
+        """The speakers and the conversations of this namespace by name, the most messages first."""
+        from .store import browse
+
+        return browse.names(self._store.conn, self.namespace, limit)
+
     def said_by(self, speaker: str, limit: int = DEFAULT_LIST_LIMIT, offset: int = 0) -> list[dict[str, Any]]:
         """What ``speaker`` said, the latest first (``id``, ``conversation``, ``text``, ``time``,
         ``attachments``); ``offset``: how many of the latest to skip."""

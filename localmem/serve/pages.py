@@ -399,10 +399,7 @@ async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], lis
         cached = getattr(state, "filter_choices", None)
         if cached is not None and cached[0] == version:
             return cached[1]
-        choices = (
-            [s.speaker for s in mem.browse.speakers(200)],
-            [c["conversation"] for c in mem.browse.conversations(200)],
-        )
+        choices = mem.browse.names(200)
         state.filter_choices = (version, choices)
         return choices
 

@@ -228,6 +228,16 @@ def conversations(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dic
     return [dict(zip(keys, row)) for row in conn.execute(q("conversations_list"), {"ns": ns, "limit": limit})]
 
 
+def names(conn: apsw.Connection, ns: str, limit: int = 200) -> tuple[list[str], list[str]]:
+    """The speakers and the conversations of ``ns`` by name, the most messages first (read from
+    indexes alone: quick on a large store)."""
+    params = {"ns": ns, "limit": limit}
+    return (
+        [row[0] for row in conn.execute(q("speaker_names"), params)],
+        [row[0] for row in conn.execute(q("conversation_names"), params)],
+    )
+
+
 def said_by(conn: apsw.Connection, ns: str, speaker: str, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
     """What ``speaker`` said in ``ns``, the latest first: ``id`` (``m:ID``), ``conversation``,
     ``text``, ``time``, ``attachments`` (a list, or None)."""

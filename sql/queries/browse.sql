@@ -123,3 +123,14 @@ ORDER BY sent_at DESC, id DESC LIMIT :limit OFFSET :offset;
 -- (no title, no narrative).
 SELECT m.speaker, m.text FROM unit_sources AS us JOIN messages AS m ON m.id = us.message_id
 WHERE us.unit_id = :id AND m.ns = :ns ORDER BY m.sent_at, m.seq, m.id LIMIT :n;
+
+-- name: speaker_names
+-- The speakers of :ns, the most messages first: names only, read from the (ns, speaker) index
+-- alone (what the search filters offer).
+SELECT speaker FROM messages WHERE ns = :ns GROUP BY speaker ORDER BY count(*) DESC, speaker LIMIT :limit;
+
+-- name: conversation_names
+-- The conversations of :ns, the most messages first: names only, from the (ns, conversation, seq)
+-- index alone.
+SELECT conversation FROM messages WHERE ns = :ns GROUP BY conversation ORDER BY count(*) DESC, conversation
+LIMIT :limit;
