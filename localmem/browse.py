@@ -94,6 +94,38 @@ class Browse:
 
         return browse.speakers(self._store.conn, self.namespace, limit)
 
+    def conversations(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+        """The conversations of this namespace, the most messages first: ``conversation``,
+        ``messages``, ``first`` and ``last`` (times)."""
+        from .store import browse
+
+        return browse.conversations(self._store.conn, self.namespace, limit)
+
+    def names(self, limit: int = 200) -> tuple[list[str], list[str]]:
+        """The speakers and the conversations of this namespace by name, the most messages first."""
+        from .store import browse
+
+        return browse.names(self._store.conn, self.namespace, limit)
+
+    def said_by(self, speaker: str, limit: int = DEFAULT_LIST_LIMIT, offset: int = 0) -> list[dict[str, Any]]:
+        """What ``speaker`` said, the latest first (``id``, ``conversation``, ``text``, ``time``,
+        ``attachments``); ``offset``: how many of the latest to skip."""
+        from .store import browse
+
+        if not isinstance(limit, int) or not isinstance(offset, int) or limit < 1 or offset < 0:
+            raise LocalmemError("said_by needs a limit of at least 1 and an offset of at least 0")
+        return browse.said_by(self._store.conn, self.namespace, speaker, limit, offset)
+
+    def opening(self, item: str, n: int = 3) -> list[dict[str, str]]:
+        """The first ``n`` messages (``speaker``, ``text``) of episode ``item`` (``u:ID``)."""
+        from .store import browse
+        from .store.refs import parse
+
+        kind, number = parse(item)
+        if kind != "u":
+            raise LocalmemError(f"{item} is not an episode")
+        return browse.opening(self._store.conn, self.namespace, number, n)
+
     def period(self, start: str, end: str, limit: int = DEFAULT_LIST_LIMIT) -> "results.Period":
         """The conversations with messages said in [``start``, ``end``) (ISO dates or times) and
         the episodes that started then."""

@@ -46,7 +46,7 @@ EXIT_INTERRUPTED = 130
 # `everywhere` (config.py), these two, and --version. Each command parses them itself
 # (_Command), into the root context's meta, where _State reads them when the command runs.
 _GLOBAL_FLAGS = (
-    (("--quiet", "-q", "quiet"), "No progress bars."),
+    (("--quiet", "-q", "quiet"), "No progress bars or status lines."),
     (("--debug", "debug"), "Show tracebacks on errors."),
 )
 _GIVEN = "localmem.given"  # ctx.meta key: the global options given, by name
@@ -371,6 +371,76 @@ def _pace(done: int, total: int, first_done: int, first_time: float) -> str | No
     return f"{rate:,.1f}/s, eta {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
 
 
+class _StatusLine:
+    """One line on stderr saying what a slow command waits for and for how long ("loading the
+    model… 12 s"), rewritten in place every half second and erased once the result comes: only
+    on a terminal and without --quiet (on a pipe or a file nothing at all is written). Stages
+    arrive from any thread (:mod:`localmem.progress`'s listener, a server's progress events)."""
+
+    TICK = 0.5
+
+    def __init__(self, state: _State) -> None:
+        import threading
+
+        self.enabled = not state.quiet and sys.stderr.isatty()
+        self.started = time.monotonic()
+        self.words = ""
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+
+    def __call__(self, stage: str, words: str) -> None:
+        """A stage starts (the progress listener's signature)."""
+        if not self.enabled or self._done.is_set():
+            return
+        import threading
+
+        with self._lock:
+            self.words = words
+            self._draw()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._tick, name="localmem-status", daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        while not self._done.wait(self.TICK):
+            with self._lock:
+                if not self._done.is_set():
+                    self._draw()
+
+    def _draw(self) -> None:  # with the lock held
+        import shutil
+
+        seconds = int(time.monotonic() - self.started)
+        line = f"{self.words}… {seconds} s" if seconds else f"{self.words}…"
+        width = shutil.get_terminal_size((80, 24)).columns
+        sys.stderr.write("\r\x1b[2K" + line[: max(width - 1, 10)])
+        sys.stderr.flush()
+        self._shown = True
+
+    def aside(self, fn: Callable[..., None], *args: Any) -> None:
+        """Call ``fn`` (which writes to the terminal) with the line erased; it comes back at the
+        next tick."""
+        with self._lock:
+            self._erase()
+            fn(*args)
+
+    def _erase(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self._shown = False
+
+    def close(self) -> None:
+        """The result is here: erase the line for good."""
+        self._done.set()
+        with self._lock:
+            self._erase()
+        if self._thread is not None:
+            self._thread.join()
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
@@ -382,7 +452,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 )
 @click.pass_context
 def cli(ctx: click.Context) -> None:
-    """localmem: long-term memory for LLM agents in one SQLite file, fully offline."""
+    """localmem: long-term memory for LLM agents in one SQLite file, fully offline.
+
+    To begin: 'localmem ingest FILE' (a chat export), then 'localmem serve' to search, ask and
+    browse it in your web browser, or 'localmem ask QUESTION' here."""
     state = _State(ctx.meta.setdefault(_GIVEN, {}))
     ctx.obj = state
     ctx.call_on_close(lambda: state.close(failed=bool(ctx.meta.get(_FAILED))))
@@ -662,9 +735,16 @@ def _read_queries(path: Path) -> list[str]:
 @click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Number of hits.")
 @setting_option("channel_budget")
 @click.option(
-    "--channels", help=f"Comma-separated channels of {', '.join(ALL_CHANNELS)} (default: {','.join(CHANNELS)})."
+    "--channels",
+    help=f"Comma-separated ways of finding messages, of {', '.join(ALL_CHANNELS)}: vector by meaning, "
+    "bm25 by their words, temporal by the time asked about, graph by linked memories, entity by the people "
+    f"and things named (default: {','.join(CHANNELS)}).",
 )
-@click.option("--promote", is_flag=True, help="Move hits from the best-matching episodes ahead (CAST).")
+@click.option(
+    "--promote",
+    is_flag=True,
+    help="Move ahead the hits from the episodes that best match the people and time asked about.",
+)
 @click.option(
     "--rerank",
     type=click.Choice(RERANK_MODES),
@@ -705,7 +785,8 @@ def search(
     meta: tuple[str, ...],
     as_json: bool,
 ) -> None:
-    """Search memory for QUERY with vector + BM25 retrieval fused by RRF (no LLM).
+    """Search memory for QUERY: messages found by their meaning and by their words, the two
+    rankings merged (no LLM; fast).
 
     Every hit has its id (m:ID a message, u:ID a unit) for 'show', 'forget' and 'correct'."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
@@ -741,7 +822,8 @@ def search(
     type=click.Choice(ASK_MODES),
     default=ASK_MODES[0],
     show_default=True,
-    help="fast: one search and one answer call (REMem-S); agentic: a tool loop (REMem-I + MRAgent).",
+    help="fast: one search, then the model answers from the best messages found; agentic: the model "
+    "searches several times, choosing where to look, before it answers (slower).",
 )
 @click.option(
     "--steps", default=DEFAULT_AGENT_STEPS, show_default=True, help="Agentic mode: at most this many tool calls."
@@ -808,9 +890,13 @@ def ask(
     if questions_file is None and (not question or not question.strip()):
         state.memory("read")  # no store, no namespace: said first, as before
         raise click.UsageError("give a QUESTION or --questions FILE")
-    show = _print_step if trace else None
+    # A first answer may wait minutes for the model (assembled once, then loaded): a status line
+    # on the terminal says what it waits for, and goes when the answer comes.
+    status = _StatusLine(state)
+    show = (lambda step: status.aside(_print_step, step)) if trace else None
     options = {"mode": mode, "now": now, "max_tokens": max_tokens, "channels": chosen, "steps": steps, **filters}
     served = None if local else _server(state)
+    status("open", "opening memory")
     if served is None:
         state.memory("read")  # no store, no namespace: said before anything else, as always
     streamed: list[str] = []
@@ -819,13 +905,13 @@ def ask(
         """The answer as JSON (timings say where it ran) and its evidence as hits."""
         nonlocal served
         if served is not None:
-            data = _ask_served(served, {"question": text, **options}, on_text, show)
+            data = _ask_served(served, {"question": text, **options}, on_text, show, status)
             if data is not None:
                 return data, [_hit(h) for h in data["evidence"]] if show_evidence else []
             served.close()
             served = None
             streamed.clear()  # what the server wrote before it failed is not the answer
-        result = state.memory("read").ask(text, trace=show, on_text=on_text, **options)
+        result = state.memory("read").ask(text, trace=show, on_text=on_text, on_progress=status, **options)
         data = result.to_dict()
         data["timings"]["via"] = "local"
         return data, result.evidence
@@ -838,11 +924,13 @@ def ask(
         assert question is not None
 
         def show_text(piece: str) -> None:  # the answer appears as the model writes it
+            status.close()
             streamed.append(piece)
             click.echo(piece, nl=False)
 
         data, evidence = answer(question, None if as_json or not stream else show_text)
     finally:
+        status.close()
         if served is not None:
             served.close()
     if as_json:
@@ -882,7 +970,11 @@ def _server(state: _State) -> Any:
 
 
 def _ask_served(
-    served: Any, body: dict[str, Any], on_text: Callable[[str], None] | None, trace: Callable[[Any], None] | None
+    served: Any,
+    body: dict[str, Any],
+    on_text: Callable[[str], None] | None,
+    trace: Callable[[Any], None] | None,
+    on_progress: Callable[[str, str], None] | None = None,
 ) -> dict[str, Any] | None:
     """The answer from the server as JSON, its timings saying so; None (with a line on stderr)
     when the server failed, so that the question is answered here instead."""
@@ -902,11 +994,15 @@ def _ask_served(
             body,
             on_text=text if on_text is not None else None,
             on_step=(lambda step: trace(SimpleNamespace(**step))) if trace is not None else None,
+            on_progress=on_progress,
         )
     except client.Unavailable as exc:
         if wrote:
             click.echo("")
-        _notice(f"the server failed: {exc}; answering here")
+        if isinstance(on_progress, _StatusLine):
+            on_progress.aside(_notice, f"the server failed: {exc}; answering here")
+        else:
+            _notice(f"the server failed: {exc}; answering here")
         return None
     data["timings"] = {**data.get("timings", {}), "via": "serve", "server": served.found.address, "round_trip": took}
     return data
@@ -1820,7 +1916,11 @@ def eval_() -> None:
     help="Answer every Nth question of each conversation (a sample spread over all categories; answers only).",
 )
 @click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
-@click.option("--promote", is_flag=True, help="CAST episodic promotion of the fused candidates.")
+@click.option(
+    "--promote",
+    is_flag=True,
+    help="Move ahead the candidates from the episodes that best match the people and time asked about.",
+)
 @click.option(
     "--rerank",
     type=click.Choice(RERANK_MODES),

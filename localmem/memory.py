@@ -7,6 +7,7 @@ imported when a method first needs them, so opening a store or importing localme
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import replace
@@ -159,6 +160,7 @@ class Memory:
         date_order: str | None = None,
         progress: Callable[[int, int], None] | None = None,
         workers: int | None = None,
+        source_name: str | None = None,
     ) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input, in a format of
@@ -171,7 +173,8 @@ class Memory:
         read. ``progress(done, total)`` is called after every batch. ``consolidate`` (with
         ``extract="llm"``): "off", "fast" or "full" predict–calibrate knowledge (default from
         the config). ``workers``: episodes extracted at once against a model server (default
-        ``llm_workers``).
+        ``llm_workers``). ``source_name``: the name to store the input under instead of its
+        path (a copy's original name: what the web page's upload was called).
         """
         from .importers import formats
         from .pipeline import ingest, pipeline
@@ -182,6 +185,8 @@ class Memory:
         check_storable("the namespace", namespace)
         check_storable("the conversation name", conversation)
         parsed = formats.parse(Path(path), None, format, conversation, options=reading)
+        if source_name is not None:
+            formats.rename(parsed, source_name)
         _ = self.embedder.dim  # load the models before anything is written
         llm = self.llm if extract == "llm" else None
         _ = llm.model_id if llm is not None else None
@@ -292,6 +297,7 @@ class Memory:
         steps: int = DEFAULT_AGENT_STEPS,
         trace: Callable[[Any], None] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
         **args: Unpack["SearchArgs"],
     ) -> "Answer":
         """Answer ``question`` from this namespace's memory, with the messages it rests on,
@@ -307,28 +313,34 @@ class Memory:
         units with ordering and counts), then one answer call over the evidence it kept;
         ``trace`` receives each step. It takes no filters. ``on_text`` receives the answer
         text as it is generated.
+
+        ``on_progress(stage, words)`` is told each stage as it starts (:mod:`localmem.progress`:
+        "assemble" the model from its packages, once a machine; "load" it; "search" memory;
+        "answer"), for a caller that shows what a first, slow answer is waiting for.
         """
+        from . import progress
         from .answer import pipeline
 
         started, options = time.perf_counter(), pipeline.AskOptions.from_config(self.config)
         question = pipeline.question_text(question, mode, steps)  # the mode and steps first
         today = pipeline.today(self.conn, self.namespace, now)
-        return pipeline.ask_in_mode(
-            self.conn,
-            self.namespace,
-            self.models,
-            question,
-            args,
-            today,
-            options,
-            mode=mode,
-            steps=steps,
-            max_tokens=max_tokens,
-            trace=trace,
-            on_text=on_text,
-            started=started,
-            names=self._names,
-        )
+        with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
+            return pipeline.ask_in_mode(
+                self.conn,
+                self.namespace,
+                self.models,
+                question,
+                args,
+                today,
+                options,
+                mode=mode,
+                steps=steps,
+                max_tokens=max_tokens,
+                trace=trace,
+                on_text=on_text,
+                started=started,
+                names=self._names,
+            )
 
     def answer(
         self,

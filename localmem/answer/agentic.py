@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import apsw
 
+from .. import progress
 from ..config import DEFAULTS
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
@@ -80,6 +81,7 @@ def run(
     if trace:
         trace(current)
     for number in range(1, steps + 1):
+        progress.stage(progress.SEARCH, f"looking through memory (step {number} of at most {steps})")
         messages = prompt.render(
             question,
             day,

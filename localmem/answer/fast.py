@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import apsw
 
+from .. import progress
 from ..config import Config
 from ..models.protocols import LLM, Warmable
 from ..models.structured import JsonFieldStream, Structured, complete_structured
@@ -125,6 +126,7 @@ def _call(
 ) -> Structured:
     """The answer call; its time and tokens recorded in ``out``."""
     started = time.perf_counter()
+    progress.stage(progress.ANSWER)
     stream = JsonFieldStream("answer", on_text) if on_text else None
     result = complete_structured(llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS, on_text=stream)
     out.timings["answer"] = round(time.perf_counter() - started, 3)

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from .. import progress
 from ..config import ASK_MODES, MAX_AGENT_STEPS, Config
 from ..errors import LocalmemError
 from .fast import AnswerOptions
@@ -194,6 +195,7 @@ def ask(
     from .question import Question
 
     started = time.perf_counter() if started is None else started
+    progress.stage(progress.SEARCH)
     speakers = speakers_of(conn, namespace, options.user_name)
     asked = Question.parse(question, speakers)  # read once: every step and rule below reads this
     hits = search_one(conn, namespace, models, question, params, names=names)
@@ -220,6 +222,7 @@ def ask(
     if options.pick and hits:
         from .pick import pick
 
+        progress.stage(progress.SEARCH, "the model picks the evidence")
         picked = pick(llm, question, hits, options.pick)
         hits = picked.hits
     hits = fit_budget(hits, max_tokens or options.max_tokens, count)
@@ -292,6 +295,7 @@ def ask_agentic(
     from . import agentic
 
     started = time.perf_counter() if started is None else started
+    progress.stage(progress.SEARCH)
     bound = db.has_vectors(conn)
 
     def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:

@@ -170,9 +170,12 @@ class Reader:
             raise self.fail(f"cannot read the time {value!r} ({exc})", where) from exc
 
     def unique(self, messages: list[MessageIn]) -> list[MessageIn]:
-        """``messages``, after checking that no id appears twice in a conversation."""
+        """``messages``, after checking that no id appears twice in a conversation; a message
+        that is only media (no text) says what it was (:func:`media_note`)."""
         seen: dict[tuple[str, str], int] = {}
         for i, m in enumerate(messages):
+            if m.attachments and not m.text.strip():
+                m.text = media_note(m.attachments)
             key = (m.conversation, m.external_id)
             if key in seen:
                 raise self.fail(
@@ -185,6 +188,18 @@ class Reader:
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+
+def media_note(attachments: list[dict[str, Any]]) -> str:
+    """The text of a message that is only media: what each file was ("[image omitted]" for one
+    left out of the export, "[image: IMG-0001.jpg]" for one named, "[file]" when nothing is
+    known), so that it is never stored or shown as an empty message."""
+    said = []
+    for item in attachments:
+        kind = str(item.get("type") or "file")
+        name = item.get("file") or item.get("name")
+        said.append(f"{kind} omitted" if item.get("omitted") else f"{kind}: {name}" if name else kind)
+    return "[" + "; ".join(said) + "]"
 
 
 @dataclass(frozen=True)

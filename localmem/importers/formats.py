@@ -251,6 +251,17 @@ def _json_error(reader: Reader, exc: json.JSONDecodeError) -> InputError:
     return reader.fail(f"invalid JSON: {exc.msg}{hint}", where=f"line {exc.lineno} col {exc.colno}")
 
 
+def rename(parsed: ParsedInput, name: str) -> None:
+    """Name ``parsed`` and its sources after ``name`` instead of the path they were read from
+    (a .zip's members keep their place inside it): what a copy of the user's file is stored
+    under, so that its source says what the user gave, not where the copy was."""
+    base = parsed.path
+    parsed.path = name
+    for source in parsed.sources:
+        if source.uri == base or source.uri.startswith(base + "!") or source.uri.startswith(base + "/"):
+            source.uri = name + source.uri[len(base) :]
+
+
 # -- where an input is and when it was written ---------------------------------------------
 
 

@@ -8,8 +8,10 @@ are skipped and counted: Android writes them without a sender (``… - Messages 
 end-to-end encrypted.``, ``… - Sam added Kai``); iOS gives them the chat's name as sender and
 starts the text with U+200E (``[…] Trip: ‎Sam created group "Trip"``), as it does missed calls.
 Deleted messages are skipped too. Media become attachments: ``<Media omitted>`` and ``image
-omitted`` (exported without media), ``<attached: file>`` and ``file (file attached)`` (with media);
-a caption stays the text. The invisible direction marks WhatsApp inserts (U+200E, U+200F, U+202A-E,
+omitted`` (exported without media; also in German, Spanish, Portuguese, French, Italian and
+Dutch), ``<attached: file>`` and ``file (file attached)`` (with media); a caption stays the text,
+and a message that is only media says so in its text ("[image omitted]", "[image: IMG-0001.jpg]",
+:func:`~localmem.importers.common.media_note`), never an empty message. The invisible direction marks WhatsApp inserts (U+200E, U+200F, U+202A-E,
 U+2066-9) are removed, and U+202F / U+00A0 in a header read as spaces; ``<This message was
 edited>`` is dropped from the text (``raw`` keeps every line as exported).
 
@@ -43,10 +45,31 @@ _HEADER = re.compile(
     r"(?(open)\] | [-\u2013] )(?P<rest>.*)$",
     re.I,
 )
+# A media file left out of the export, in the languages whose wording we know: Android writes
+# one placeholder for all ("<Media omitted>", "<Medien ausgelassen>", "<Multimedia omitido>"),
+# iOS names the kind ("image omitted", "Bild weggelassen", "imagen omitida").
 _MEDIA_OMITTED = re.compile(
-    r"^(?:<Media omitted>|(?P<kind>image|video|audio|sticker|GIF|document|Contact card) omitted)$", re.I
+    r"^(?:<(?:Media omitted|Medien ausgelassen|Multimedia omitido|Multimédia omitido|Médias omis|Mídia oculta|"
+    r"Arquivo de mídia oculto|Media omessi|Media weggelaten|Ficheiro não incluído)>"
+    r"|(?P<kind>[^\W\d_]+(?: card| de contacto| de contato)?) "
+    r"(?:omitted|weggelassen|omitid[oa]|ocultad[oa]|omess[oa]|weggelaten|absente|omis))$",
+    re.I,
 )
-_ATTACHED = re.compile(r"<attached: (?P<file>[^>]+)>|^(?P<file2>\S.*?) \(file attached\)$", re.M)
+# The kind of an iOS placeholder, in English (the words of the languages above).
+_KIND_WORDS = {
+    **dict.fromkeys(("image", "bild", "imagen", "imagem", "immagine", "afbeelding", "photo", "foto"), "image"),
+    **dict.fromkeys(("video", "vídeo", "vidéo"), "video"),
+    **dict.fromkeys(("audio", "áudio"), "audio"),
+    **dict.fromkeys(("sticker", "figurinha"), "sticker"),
+    "gif": "GIF",
+    **dict.fromkeys(("document", "dokument", "documento"), "document"),
+    **dict.fromkeys(("contact card", "kontaktkarte", "tarjeta de contacto", "cartão de contato"), "contact"),
+}
+_ATTACHED = re.compile(
+    r"<(?:attached|Anhang|adjunto|anexo|allegato|bijlage|pièce jointe) ?: (?P<file>[^>]+)>"
+    r"|^(?P<file2>\S.*?) \((?:file attached|Datei angehängt|archivo adjunto|arquivo anexado)\)$",
+    re.M | re.I,
+)
 _EDITED = re.compile(r"\s*<This message was edited>\s*$")
 _DELETED = {
     "this message was deleted",
@@ -54,6 +77,10 @@ _DELETED = {
     "this message was deleted.",
     "you deleted this message.",
     "null",
+    "diese nachricht wurde gelöscht",
+    "du hast diese nachricht gelöscht",
+    "se eliminó este mensaje",
+    "eliminaste este mensaje",
 }
 # iOS notices that older versions wrote under the chat's name without the U+200E mark.
 _NOTICE = re.compile(
@@ -181,7 +208,13 @@ def conversation_name(reader: Reader) -> str:
     stem = reader.path.stem
     if stem.lower() in ("_chat", "chat") and reader.path.parent.name:
         stem = reader.path.parent.name.removesuffix(".zip")
-    for prefix in ("WhatsApp Chat with ", "WhatsApp Chat - ", "WhatsApp Chat – "):
+    for prefix in (
+        "WhatsApp Chat with ",
+        "WhatsApp Chat - ",
+        "WhatsApp Chat – ",
+        "WhatsApp Chat mit ",
+        "Chat de WhatsApp con ",
+    ):
         if stem.startswith(prefix):
             return stem[len(prefix) :].strip() or stem
     return stem or "whatsapp"
@@ -238,8 +271,8 @@ def _media(body: str) -> tuple[list[dict[str, Any]], str]:
     attachments: list[dict[str, Any]] = []
     first, _, rest = body.partition("\n")
     omitted = _MEDIA_OMITTED.match(first.strip())
-    if omitted:
-        kind = (omitted.group("kind") or "media").lower().replace("contact card", "contact")
+    if omitted and (omitted.group("kind") is None or omitted.group("kind").lower() in _KIND_WORDS):
+        kind = _KIND_WORDS.get((omitted.group("kind") or "").lower(), "media")
         return [{"type": kind, "omitted": True}], rest
 
     def attach(match: re.Match[str]) -> str:

@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import progress
 from ..config import Config
 from ..errors import LocalmemError, ModelNotFoundError
 from ..files import private_dir
@@ -305,6 +306,7 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
     ):
         return target
     private_dir(target.parent)  # the cache dir, owner-only like everything localmem makes
+    progress.stage(progress.ASSEMBLE)  # minutes on a slow disk, once a machine: say so
     tmp = target.with_name(target.name + ".partial")
     digest = hashlib.sha256()
     try:

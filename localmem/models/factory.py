@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import progress
 from ..config import LLM_BACKENDS_AUTO, Config
 from ..errors import ConfigError, LocalmemError
 from .protocols import Judge, TokenCounter
@@ -219,9 +220,15 @@ class Models:
     @property
     def llm(self) -> "LLM":
         if self._llm is None:
-            with self._building:
+            if not self._building.acquire(blocking=False):
+                # Another thread (serve's preload) is building it: assembling or loading.
+                progress.stage(progress.LOAD, "waiting for the model to be put together and loaded")
+                self._building.acquire()
+            try:
                 if self._llm is None:
                     self._llm = create("llm", self.config)
+            finally:
+                self._building.release()
         return self._llm
 
     @property

@@ -371,7 +371,8 @@ def question_handoff(
     ("Counter-Strike!"), but only the reply holds the fact. A message moves ``weight`` × its
     question share (:func:`~localmem.text.sentences.question_share`) of its fused score to
     the turn right after it in its session (bringing that turn in if no channel found it: its
-    ``channels`` say ``neighbour`` with the rank of the question). A message that asks
+    ``channels`` say ``neighbour`` with the rank of the question; a turn a channel found says
+    ``question`` with that rank besides its channels). A message that asks
     nothing, or is the last of its session, keeps its score."""
     from ..text.sentences import question_share
 
@@ -390,9 +391,11 @@ def question_handoff(
         score[("m", mid)] -= moved
         key = ("m", after)
         score[key] = score.get(key, 0.0) + moved
-        if key not in place:
-            found = ranks.setdefault(key, {})
-            found["neighbour"] = min(found.get("neighbour", place[("m", mid)]), place[("m", mid)])
+        found = ranks.setdefault(key, {})
+        # Said in the hit's channels, for "why this hit": "neighbour" when only the question
+        # brought it in, "question" when a channel found it and a question's share was added.
+        name = "question" if key in place else "neighbour"
+        found[name] = min(found.get(name, place[("m", mid)]), place[("m", mid)])
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
 

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
@@ -175,17 +176,27 @@ def ask_options(data: dict[str, Any]) -> dict[str, Any]:
 async def ask_events(
     lanes: Lanes, question: str, options: dict[str, Any], *, text: bool = True, trace: bool = False
 ) -> AsyncIterator[dict[str, Any]]:
-    """``{"event": "progress"}``, then ``{"event": "text", "text"}`` for each piece the model
-    writes (unless ``text`` is false), ``{"event": "step", "step"}`` for each tool call of the
-    agentic mode (with ``trace``), then ``{"event": "answer", "answer"}`` (or ``{"event":
-    "error", "error"}``)."""
+    """``{"event": "progress", "stage", "message", "elapsed"}`` as each stage starts ("start"
+    until the writer's lane takes the question, then :mod:`localmem.progress`'s: "assemble",
+    "load", "search", "answer"; ``elapsed``: seconds since the question arrived), ``{"event":
+    "text", "text"}`` for each piece the model writes (unless ``text`` is false), ``{"event":
+    "step", "step"}`` for each tool call of the agentic mode (with ``trace``), then ``{"event":
+    "answer", "answer"}`` (or ``{"event": "error", "error"}``)."""
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](1000)
+    started = time.perf_counter()
 
     def on_text(piece: str) -> None:  # in the worker thread
         anyio.from_thread.run(send.send, {"event": "text", "text": piece})
 
     def on_step(step: Any) -> None:  # in the worker thread
         anyio.from_thread.run(send.send, {"event": "step", "step": as_json(step)})
+
+    def stage(name: str, words: str) -> dict[str, Any]:
+        elapsed = round(time.perf_counter() - started, 1)
+        return {"event": "progress", "stage": name, "message": words, "elapsed": elapsed}
+
+    def on_progress(name: str, words: str) -> None:  # in the worker thread
+        anyio.from_thread.run(send.send, stage(name, words))
 
     async def run() -> None:
         async with send:
@@ -195,13 +206,15 @@ async def ask_events(
                     question,
                     on_text=on_text if text else None,
                     trace=on_step if trace else None,
+                    on_progress=on_progress,
                     **options,
                 )
                 await send.send({"event": "answer", "answer": as_json(answer)})
             except Exception as exc:
                 await send.send({"event": "error", "error": error_dict(exc)})
 
-    yield {"event": "progress", "message": "searching memory and reading the evidence"}
+    # Until the writer's lane takes the question (an import or a build may hold it), it waits.
+    yield stage("start", "waiting for its turn")
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(run)
         async with receive:
@@ -371,7 +384,12 @@ async def ingest_events(
         async with send:
             try:
                 report = await lanes.writer(
-                    lanes.writer.memory.ingest, path, format=fmt, conversation=conversation, progress=progress
+                    lanes.writer.memory.ingest,
+                    path,
+                    format=fmt,
+                    conversation=conversation,
+                    progress=progress,
+                    source_name=path.name,  # the file's own name, not the private copy's path
                 )
                 # The report names the private copy: name the file as the user gave it instead.
                 folder_text = json.dumps(f"{folder}{os.sep}")[1:-1]

@@ -84,10 +84,11 @@ class Served:
         body: dict[str, Any],
         on_text: Callable[[str], None] | None = None,
         on_step: Callable[[dict[str, Any]], None] | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
     ) -> tuple[dict[str, Any], float]:
         """The answer (``Answer.to_dict()``) to the question in ``body`` (the API's ask request)
         and the seconds the round trip took; ``on_text`` gets the answer as it is written,
-        ``on_step`` each agentic step."""
+        ``on_step`` each agentic step, ``on_progress`` each stage (name, words) as it starts."""
         started = time.perf_counter()
         request = {**body, "stream": True, "text": on_text is not None, "trace": on_step is not None}
         headers = {
@@ -110,6 +111,8 @@ class Served:
                     on_text(str(event.get("text", "")))
                 elif kind == "step" and on_step is not None:
                     on_step(event["step"])
+                elif kind == "progress" and on_progress is not None:
+                    on_progress(str(event.get("stage", "")), str(event.get("message", "")))
                 elif kind == "answer":
                     return event["answer"], time.perf_counter() - started
                 elif kind == "error":

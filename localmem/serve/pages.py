@@ -6,6 +6,7 @@ into the HTML, so a stored ``<script>`` is shown as text. ``static/app.js`` only
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any, AsyncIterator, Iterable, Sequence
 from urllib.parse import quote, urlencode
@@ -34,6 +35,32 @@ def url(path: str, **params: Any) -> str:
     return path + ("?" + urlencode(given) if given else "")
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 message", "2 messages" (``many``: the plural when it is not ``word`` + s)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def terms(query: str) -> list[str]:
+    """The query's words worth marking in what it found (content words), as the start of the
+    words to mark: "moved" marks "move" and "moving" too, "flat" marks "flats"."""
+    from ..text.words import content_words
+
+    starts = {w[: max(4, len(w) - 2)] if len(w) > 4 else w for w in content_words(query)}
+    return sorted(starts, key=len, reverse=True)
+
+
+def marked(text: str, words: Sequence[str] = ()) -> str:
+    """``text`` for HTML, with each word that starts with one of ``words`` in ``<mark>``."""
+    if not words:
+        return e(text)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+    out, at = [], 0
+    for found in pattern.finditer(text):
+        out.append(e(text[at : found.start()]) + f"<mark>{e(found.group())}</mark>")
+        at = found.end()
+    return "".join(out) + e(text[at:])
+
+
 def day(time: str | None) -> str:
     return (time or "")[:10] or "no date"
 
@@ -60,11 +87,13 @@ def layout(request: Request, title: str, body: str, active: str = "") -> HTMLRes
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="csrf" content="{e(guard.csrf)}">
 <title>{e(title)} · localmem</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/static/app.css">
 <script src="/static/app.js" defer></script>
 </head><body>
 <a class="skip" href="#main">Skip to content</a>
-<header><span class="brand">localmem</span> <span class="ns" title="namespace">{e(mem.namespace)}</span>
+<header><a class="brand" href="/"><img src="/static/favicon.svg" alt="" width="18" height="18"> localmem</a>
+<span class="ns" title="namespace">{e(mem.namespace)}</span>
 <nav aria-label="Main">{links}</nav></header>
 <main id="main" tabindex="-1"><h1>{e(title)}</h1>
 {body}
@@ -74,6 +103,39 @@ def layout(request: Request, title: str, body: str, active: str = "") -> HTMLRes
 <kbd>j</kbd>/<kbd>k</kbd> next / previous item.</footer>
 </body></html>"""
     return HTMLResponse(html)
+
+
+def refused_html(status: int, message: str, hint: str) -> str:
+    """The page for a request the server refuses (no token, another site, an unknown host):
+    what happened and how to get in, styled, with nothing private on it (the stylesheet and
+    the icon are public)."""
+    if status == 401:
+        title = "This page needs the link localmem printed"
+        how = (
+            "<p>Nothing is shown here without the secret in the address <code>localmem serve</code> printed "
+            "when it started (it ends in <code>?token=…</code>). To get in:</p><ol>"
+            "<li>Find the terminal where <code>localmem serve</code> runs and open the address it printed "
+            "(<code>http://127.0.0.1:…/?token=…</code>); the browser then remembers it until the server stops.</li>"
+            "<li>Lost it, or the server was restarted? Each start makes a new one: stop it (Ctrl-C) and run "
+            "<code>localmem serve</code> again.</li>"
+            "<li>A program (not a browser) sends <code>Authorization: Bearer TOKEN</code> instead.</li></ol>"
+        )
+    else:
+        title = "Refused"
+        how = f"<p>{e(hint)}.</p>"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>localmem: {e(title)}</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/static/app.css">
+</head><body class="refused">
+<header><span class="brand"><img src="/static/favicon.svg" alt="" width="18" height="18"> localmem</span></header>
+<main id="main"><h1>{e(title)}</h1>
+<div class="error" role="alert"><p>{e(message)}.</p><p class="code">HTTP {status}</p></div>
+{how}
+<p class="note">Everything localmem holds stays on this machine; this page is all it shows without the secret.</p>
+</main></body></html>"""
 
 
 def error_page(request: Request, exc: BaseException, title: str = "Not possible") -> HTMLResponse:
@@ -107,8 +169,32 @@ def csrf_action(request: Request, path: str) -> str:
 
 # -- pieces ------------------------------------------------------------------------------------
 
+# What found a hit, in words ("why this hit"): the search channels, then what moved it.
+CHANNEL_WORDS = {
+    "bm25": "its words",
+    "vector": "its meaning",
+    "temporal": "the time asked about",
+    "graph": "memories linked to a match",
+    "entity": "the people and things named",
+}
 
-def hit_html(hit: dict[str, Any]) -> str:
+
+def why(hit: dict[str, Any]) -> str:
+    """Why a search found ``hit``, in a few words: which channels found it (and its place in
+    each), and whether it is here as the reply to a question that matched."""
+    channels = hit.get("channels") or {}
+    found = [f"{CHANNEL_WORDS[c]} (#{channels[c]['rank']})" for c in CHANNEL_WORDS if c in channels]
+    parts = ["found by " + " and ".join(found)] if found else []
+    if "question" in channels:
+        parts.append(f"raised as the reply to a question that matched (#{channels['question']['rank']})")
+    if "neighbour" in channels:
+        parts.append(f"brought in as the turn next to a match (#{channels['neighbour']['rank']})")
+    if "rerank" in channels:
+        parts.append(f"reordered by the reranker (#{channels['rerank']['rank']})")
+    return "; ".join(parts)
+
+
+def hit_html(hit: dict[str, Any], words: Sequence[str] = (), explain: bool = False) -> str:
     src = hit["sources"][0] if hit.get("sources") else {}
     speaker = hit.get("speaker") or src.get("speaker") or ""
     text = hit["text"]
@@ -122,47 +208,98 @@ def hit_html(hit: dict[str, Any]) -> str:
     if hit["kind"] == "message":
         links.append(f'<a href="{e(url("/conversation", around=hit["id"]))}">in context</a>')
     extra = f' <span class="note">replaced by {e(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
+    reason = why(hit) if explain else ""
     return (
         f'<li class="item hit" tabindex="-1"><div class="meta">{" · ".join(meta)}</div>'
-        f'<p class="text">{e(text)}</p><div class="links">{" · ".join(links)}{extra}</div></li>'
+        f'<p class="text">{marked(text, words)}</p><div class="links">{" · ".join(links)}{extra}'
+        + (f' <span class="why">· {e(reason)}</span>' if reason else "")
+        + "</div></li>"
     )
 
 
-def message_row(m: dict[str, Any], focus: Iterable[str] = ()) -> str:
-    cls = "msg cited" if m["id"] in focus else "msg"
-    mark = ' aria-current="true"' if m["id"] in focus else ""
+def message_row(m: dict[str, Any], focus: Iterable[str] = (), words: Sequence[str] = ()) -> str:
+    cited = m["id"] in focus
+    cls = "msg cited" if cited else "msg"
+    mark = ' aria-current="true"' if cited else ""
     note = f' <a class="note" href="/memory/{e(m["replaced_by"])}">corrected</a>' if m.get("replaced_by") else ""
+    badge = ' <span class="badge">cited</span>' if cited else ""
     return (
         f'<li class="{cls}"{mark} id="{e(m["id"])}"><div class="meta"><span class="speaker">{e(m["speaker"])}</span> · '
         f'<time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
-        f'<a href="/memory/{e(m["id"])}">{e(m["id"])}</a>{note}</div><p class="text">{e(m["text"])}</p></li>'
+        f'<a href="/memory/{e(m["id"])}">{e(m["id"])}</a>{note}{badge}</div><p class="text">{marked(m["text"], words)}</p></li>'
     )
 
 
-def window_html(window: dict[str, Any], focus: Sequence[str], more_link: bool = True) -> str:
-    rows = "".join(message_row(m, focus) for m in window["messages"])
+def window_html(window: dict[str, Any], focus: Sequence[str], more_link: bool = True, words: Sequence[str] = ()) -> str:
+    rows = "".join(message_row(m, focus, words) for m in window["messages"])
     more = ""
     if more_link and focus:
         more = f'<a class="more" href="{e(url("/conversation", around=focus[0], n=10))}">more of this conversation</a>'
     return f'<ol class="thread">{rows}</ol>{more}'
 
 
-def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -> str:
-    """The answer, and each cited message highlighted among the messages around it."""
+def confidence_words(confidence: float) -> str:
+    """How sure the model said it was, in words (the number is its own estimate, not a measure)."""
+    if confidence >= 0.85:
+        return "The model is sure of this answer"
+    if confidence >= 0.6:
+        return "The model is fairly sure of this answer"
+    if confidence >= 0.35:
+        return "The model is not very sure of this answer"
+    return "The model is unsure of this answer: check the messages below"
+
+
+def merged_windows(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cited messages with the messages around them, one entry per conversation (in the
+    order of the first citation in each): overlapping or touching windows become one run, and
+    no message is shown twice. Each entry: ``conversation``, ``cited`` (ids), ``runs`` (lists
+    of messages in order)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for c in answer.get("citations") or []:
+        group = groups.setdefault(c["conversation"], {"conversation": c["conversation"], "cited": [], "seen": {}})
+        group["cited"].append(c["id"])
+        window = windows.get(c["id"])
+        for m in window["messages"] if window else []:
+            group["seen"].setdefault(m["id"], m)
+        if window is None:  # its window could not be read: the citation alone
+            alone = {"id": c["id"], "speaker": c["speaker"], "time": c["time"], "text": c["text"], "seq": None}
+            group["seen"].setdefault(c["id"], alone)
+    out = []
+    for group in groups.values():
+        messages = sorted(group.pop("seen").values(), key=lambda m: (m.get("seq") is None, m.get("seq") or 0))
+        runs: list[list[dict[str, Any]]] = []
+        for m in messages:
+            last = runs[-1][-1] if runs else None
+            if (
+                last is not None
+                and m.get("seq") is not None
+                and last.get("seq") is not None
+                and m["seq"] <= last["seq"] + 1
+            ):
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+        out.append({**group, "runs": runs})
+    return out
+
+
+def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]], words: Sequence[str] = ()) -> str:
+    """The answer, and the cited messages highlighted among the messages around them, one
+    window per conversation (the query's words marked)."""
     if answer["refused"]:
         evidence = answer.get("evidence") or []
-        why = {
+        why_not = {
             "no evidence": "nothing stored matched the question",
             "model": "the messages found do not say",
             "someone else": "the messages found are about someone else",
             "no citation": "the model could not point at a message that says it",
             "invalid reply": "the model's reply could not be read",
         }.get(answer.get("refusal") or "", answer.get("refusal") or "")
-        looked = "".join(hit_html(h) for h in evidence[:8])
+        looked = "".join(hit_html(h, words) for h in evidence[:8])
+        read = f" and read {plural(len(evidence), 'message or fact', 'messages or facts')}" if evidence else ""
         return (
             f'<section class="answer refused" aria-live="polite"><h2>Not in memory</h2>'
-            f"<p>Searched this namespace for <q>{e(answer['question'])}</q>"
-            f"{' and read ' + str(len(evidence)) + ' messages or facts' if evidence else ''}: {e(why)}.</p>"
+            f"<p>Searched this namespace for <q>{e(answer['question'])}</q>{read}: {e(why_not)}.</p>"
             + (f'<details><summary>What was read</summary><ol class="hits">{looked}</ol></details>' if looked else "")
             + "</section>"
         )
@@ -171,12 +308,27 @@ def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -> s
         f'<section class="answer" aria-live="polite"><h2>Answer</h2><p class="answer-text">{e(answer["answer"])}</p>'
     ]
     if answer.get("confidence") is not None:
-        parts.append(f'<p class="note">confidence {answer["confidence"]:.2f}</p>')
-    parts.append(f"<h3>It rests on {len(cites)} message{'s' if len(cites) != 1 else ''}</h3>")
-    for c in cites:
-        window = windows.get(c["id"])
-        parts.append(f'<div class="cite"><p class="conv">in {e(c["conversation"])}</p>')
-        parts.append(window_html(window, [c["id"]]) if window else f"<p>{e(c['text'])}</p>")
+        parts.append(
+            f'<p class="confidence" title="the model\'s own estimate: {answer["confidence"]:.2f}">'
+            f"{e(confidence_words(answer['confidence']))}.</p>"
+        )
+    groups = merged_windows(answer, windows)
+    where = f" in {plural(len(groups), 'conversation')}" if len(groups) > 1 else ""
+    parts.append(f"<h3>It rests on {plural(len(cites), 'message')}{where}</h3>")
+    for group in groups:
+        cited = group["cited"]
+        parts.append(
+            f'<div class="cite"><p class="conv">in <strong>{e(group["conversation"])}</strong>'
+            + (f" · {len(cited)} cited" if len(cited) > 1 else "")
+            + "</p>"
+        )
+        runs = [
+            f'<ol class="thread">{"".join(message_row(m, cited, words) for m in run)}</ol>' for run in group["runs"]
+        ]
+        parts.append('<p class="gap" aria-hidden="true">⋯</p>'.join(runs))
+        parts.append(
+            f'<a class="more" href="{e(url("/conversation", around=cited[0], n=10))}">more of this conversation</a>'
+        )
         parts.append("</div>")
     parts.append("</section>")
     return "".join(parts)
@@ -199,37 +351,87 @@ async def _windows(lanes: Lanes, answer: dict[str, Any]) -> dict[str, dict[str, 
 
 # -- search & ask ------------------------------------------------------------------------------
 
+FILTERS = ("speaker", "conversation", "since", "until")
 
-def search_form(q: str) -> str:
+
+def filters_of(params: Any) -> dict[str, str]:
+    """The search filters a page was given (the CLI's --speaker, --conversation, --since, --until)."""
+    return {name: str(params.get(name)).strip() for name in FILTERS if str(params.get(name) or "").strip()}
+
+
+def search_form(q: str, chosen: dict[str, str] | None = None, speakers: Sequence[str] = (),
+                conversations: Sequence[str] = ()) -> str:  # fmt: skip
+    chosen = chosen or {}
+
+    def options(name: str, values: Sequence[str], anyone: str) -> str:
+        picked = chosen.get(name, "")
+        items = [f'<option value="">{e(anyone)}</option>']
+        items += [f'<option value="{e(v)}"{" selected" if v == picked else ""}>{e(v)}</option>' for v in values]
+        if picked and picked not in values:
+            items.append(f'<option value="{e(picked)}" selected>{e(picked)}</option>')
+        return "".join(items)
+
+    opened = " open" if chosen else ""
+    count = f" ({len(chosen)} set)" if chosen else ""
     return f"""<form class="search" action="/" method="get" role="search">
 <label for="q">Search or ask your memory</label>
 <div class="row"><input id="q" name="q" type="search" value="{e(q)}" autocomplete="off"
- placeholder="Where did Ann move to?" required>
+ placeholder="Where did Priya find a flat?" required>
 <button name="do" value="search" type="submit">Search</button>
 <button name="do" value="ask" type="submit" class="secondary" id="ask-button">Ask</button></div>
+<details class="filters"{opened}><summary>Filters{count}</summary><div class="grid">
+<div><label for="f-speaker">Said by</label><select id="f-speaker" name="speaker">{options("speaker", speakers, "anyone")}</select></div>
+<div><label for="f-conv">In conversation</label><select id="f-conv" name="conversation">{options("conversation", conversations, "any")}</select></div>
+<div><label for="f-since">From</label><input id="f-since" name="since" type="date" value="{e(chosen.get("since", "")[:10])}"></div>
+<div><label for="f-until">To</label><input id="f-until" name="until" type="date" value="{e(chosen.get("until", "")[:10])}"></div>
+</div><p class="note">Search and ask look only among the messages that pass (as <code>localmem search --speaker … --since …</code>).</p></details>
 </form><div id="ask-live" class="live" aria-live="polite"></div>"""
+
+
+async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], list[str]]:
+    """The speakers and conversations the filters offer (200 of each, the largest first). Read
+    again only when the store changed (SQLite's data_version): counting them on every page
+    would cost a scan of the messages."""
+    mem = lanes.reader.memory
+    state = request.app.state
+
+    def load() -> tuple[list[str], list[str]]:
+        version = mem.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        cached = getattr(state, "filter_choices", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        choices = mem.browse.names(200)
+        state.filter_choices = (version, choices)
+        return choices
+
+    return await lanes.reader(load)
 
 
 async def home(request: Request, lanes: Lanes) -> Response:
     q = (request.query_params.get("q") or "").strip()
     do = request.query_params.get("do") or "search"
-    body = [search_form(q)]
+    chosen = filters_of(request.query_params)
+    mem = lanes.reader.memory
+    speakers, conversations = await filter_choices(request, lanes)
+    body = [search_form(q, chosen, speakers, conversations)]
+    words = terms(q)
     if q and do == "ask":
-        answer = as_json(await lanes.writer(lanes.writer.memory.ask, q))
-        body.append(answer_html(answer, await _windows(lanes, answer)))
+        answer = as_json(await lanes.writer(lanes.writer.memory.ask, q, **chosen))
+        body.append(answer_html(answer, await _windows(lanes, answer), words))
     elif q:
-        hits = as_json(await lanes.reader(lanes.reader.memory.search, q, k=SEARCH_K))
-        body.append(f'<h2 id="results">{len(hits)} results for <q>{e(q)}</q></h2>')
+        hits = as_json(await lanes.reader(mem.search, q, k=SEARCH_K, **chosen))
+        among = " among the filtered messages" if chosen else ""
+        body.append(f'<h2 id="results">{plural(len(hits), "result")} for <q>{e(q)}</q>{among}</h2>')
         body.append(
-            f'<ol class="hits list" aria-labelledby="results">{"".join(hit_html(h) for h in hits)}</ol>'
+            f'<ol class="hits list" aria-labelledby="results">{"".join(hit_html(h, words, True) for h in hits)}</ol>'
             if hits
-            else f"<p>Nothing stored matches <q>{e(q)}</q>.</p>"
+            else f"<p>Nothing stored matches <q>{e(q)}</q>{among}.</p>"
         )
     else:
-        mem = lanes.reader.memory
         stats, recent = await lanes.reader(lambda: (mem.stats(), as_json(mem.recent(8))))
         body.append(
-            f'<p class="summary">{stats["messages"]:,} messages in {stats["conversations"]:,} conversations, '
+            f'<p class="summary">{plural(stats["messages"], "message")} in '
+            f"{plural(stats['conversations'], 'conversation')}, "
             f"from {e(day(stats.get('first_message_at')))} to {e(day(stats.get('last_message_at')))}.</p>"
         )
         if recent:
@@ -239,14 +441,17 @@ async def home(request: Request, lanes: Lanes) -> Response:
 
 
 async def ask_stream(request: Request, lanes: Lanes) -> Response:
-    """For the page's script: ask's events as NDJSON, and last the answer as rendered HTML."""
+    """For the page's script: ask's events as NDJSON (each stage as it starts, with the time),
+    and last the answer as rendered HTML."""
     q = (request.query_params.get("q") or "").strip()
+    chosen = filters_of(request.query_params)
+    words = terms(q)
 
     async def events() -> AsyncIterator[bytes]:
-        async for event in api.ask_events(lanes, q, {"now": None}):
+        async for event in api.ask_events(lanes, q, {"now": None, **chosen}):
             if event["event"] == "answer":
                 answer = event["answer"]
-                event = {"event": "html", "html": answer_html(answer, await _windows(lanes, answer))}
+                event = {"event": "html", "html": answer_html(answer, await _windows(lanes, answer), words)}
             yield (json.dumps(event, ensure_ascii=False) + "\n").encode()
 
     return StreamingResponse(events(), media_type=api.NDJSON)
@@ -298,7 +503,7 @@ async def timeline(request: Request, lanes: Lanes) -> Response:
         for p in periods
     )
     body = (
-        f"<p>{total:,} messages{whose} over {len(periods)} {e(period)}s. Per <strong>{e(period)}</strong> · "
+        f"<p>{plural(total, 'message')}{whose} over {plural(len(periods), e(period))}. Per <strong>{e(period)}</strong> · "
         f'<a href="{e(url("/timeline", period=other, speaker=speaker))}">per {other}</a>. Click a bar (or focus it with '
         f"<kbd>Tab</kbd>, move with <kbd>←</kbd> <kbd>→</kbd>) to open that {e(period)}.</p>"
         f'<p class="legend"><span class="key messages"></span> messages <span class="key episodes"></span> episodes</p>'
@@ -310,20 +515,50 @@ async def timeline(request: Request, lanes: Lanes) -> Response:
     return layout(request, f"Timeline of {speaker}" if speaker else "Timeline", body, "/timeline")
 
 
+def span(first: str | None, last: str | None) -> str:
+    """ "2024-02-14 19:05 to 21:40" (the day once when both are on it)."""
+    a, b = when(first), when(last)
+    if not first or not last or a == b:
+        return a
+    return f"{a} to {b[11:] if a[:10] == b[:10] else b}"
+
+
+def episode_html(ep: dict[str, Any]) -> str:
+    """An episode in a list: its title and narrative when the LLM wrote them, else (built
+    without the LLM) its time span and first lines."""
+    title = ep.get("title") or f"Episode in {ep.get('conversation') or 'a conversation'}"
+    head = (
+        f'<a href="/memory/{e(ep["id"])}">{e(title)}</a> '
+        f'<span class="note">{e(span(ep.get("start"), ep.get("end")))} · {plural(ep["messages"], "message")}</span>'
+    )
+    if ep.get("narrative"):
+        return f'<li class="item">{head}<p class="text">{e(ep["narrative"])}</p></li>'
+    opening = ep.get("opening") or []
+    lines = "".join(
+        f'<li><span class="speaker">{e(m["speaker"])}</span>: {e(_clip(m["text"], 160))}</li>' for m in opening
+    )
+    more = ep["messages"] - len(opening)
+    rest = f"and {plural(more, 'more message')} · " if more > 0 else ""
+    return (
+        f'<li class="item episode">{head}<ul class="opening">{lines}</ul>'
+        f'<p class="note">{rest}no summary yet (built without the LLM)</p></li>'
+    )
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 async def period_page(request: Request, lanes: Lanes) -> Response:
     p = request.query_params
     found = await lanes.reader(lanes.reader.memory.browse.period, p.get("start") or "", p.get("end") or "")
     convs = "".join(
         f'<li class="item"><a href="{e(url("/conversation", around=c["first_id"], n=WINDOW))}">{e(c["conversation"])}</a> '
-        f'<span class="note">{c["messages"]:,} messages, {e(when(c["first"]))} to {e(when(c["last"]))}</span></li>'
+        f'<span class="note">{plural(c["messages"], "message")}, {e(span(c["first"], c["last"]))}</span></li>'
         for c in found["conversations"]
     )
-    eps = "".join(
-        f'<li class="item"><a href="/memory/{e(ep["id"])}">{e(ep["title"] or ep["id"])}</a> '
-        f'<span class="note">{e(when(ep["start"]))} · {ep["messages"]} messages</span>'
-        f'<p class="text">{e(ep["narrative"])}</p></li>'
-        for ep in found["episodes"]
-    )
+    eps = "".join(episode_html(ep) for ep in found["episodes"])
     body = (
         f'<p><a href="/timeline">back to the timeline</a></p>'
         f'<h2 id="convs">Conversations ({len(found["conversations"])})</h2>'
@@ -337,45 +572,114 @@ async def period_page(request: Request, lanes: Lanes) -> Response:
 # -- people ------------------------------------------------------------------------------------
 
 
+def person_link(name: str) -> str:
+    return f"/people/{e(quote(name, safe=''))}"
+
+
 async def people(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
     everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.browse.speakers()))
-    known = {p["name"].lower() for p in everyone}
     rows = "".join(
-        f'<tr><th scope="row"><a href="{e(url("/timeline", speaker=t["speaker"]))}">{e(t["speaker"])}</a>'
-        + (
-            f' · <a href="/people/{e(quote(t["speaker"], safe=""))}">profile</a>'
-            if t["speaker"].lower() in known
-            else ""
-        )
-        + f'</th><td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td></tr>'
+        f'<tr><th scope="row"><a href="{person_link(t["speaker"])}">{e(t["speaker"])}</a></th>'
+        f'<td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td>'
+        f'<td><a href="{e(url("/timeline", speaker=t["speaker"]))}">month by month</a></td></tr>'
         for t in talkers
     )
     speaking = (
-        '<h2 id="who">Who speaks</h2><table aria-labelledby="who"><thead><tr><th scope=col>Speaker '
-        "(their timeline)</th><th scope=col>Messages</th><th scope=col>First</th><th scope=col>Last</th></tr>"
+        '<h2 id="who">Who speaks</h2><table aria-labelledby="who"><thead><tr><th scope=col>Speaker</th>'
+        "<th scope=col>Messages</th><th scope=col>First</th><th scope=col>Last</th><th scope=col>Timeline</th></tr>"
         f"</thead><tbody>{rows}</tbody></table>"
         if rows
-        else ""
+        else "<p>No one yet: import an export on the Curate page.</p>"
     )
     items = "".join(
-        f'<li class="item"><a href="/people/{e(quote(p["name"], safe=""))}">{e(p["name"])}</a> '
-        f'<span class="note">{p["units"]:,} memories'
+        f'<li class="item"><a href="{person_link(p["name"])}">{e(p["name"])}</a> '
+        f'<span class="note">{plural(p["units"], "memory", "memories")}'
         + (f" · also {e(p['aliases'])}" if p.get("aliases") and p["aliases"] != p["name"] else "")
         + "</span></li>"
         for p in everyone
     )
-    body = '<h2 id="known-people">What memory knows about people</h2>' + (
+    known = '<h2 id="known-people">What memory knows about people</h2>' + (
         f'<ul class="list people" aria-labelledby="known-people">{items}</ul>'
         if items
-        else "<p>Nothing yet. People and what is known about them are found when memory is built with "
-        "the local LLM (<code>localmem ingest --extract llm</code>, or <code>localmem serve --extract llm</code>).</p>"
+        else "<p>Nothing learnt yet. What is known about people (facts, what changed, who they are) is "
+        "built with the local LLM (<code>localmem ingest --extract llm</code>, or <code>localmem serve "
+        "--extract llm</code>); until then each speaker's page shows what they said.</p>"
     )
-    return layout(request, "People", body + speaking, "/people")
+    return layout(request, "People", speaking + known, "/people")
+
+
+SAID_PAGE = 20  # messages of a speaker on their page
 
 
 async def person(request: Request, lanes: Lanes) -> Response:
-    prof = as_json(await lanes.reader(lanes.reader.memory.profile, request.path_params["name"]))
+    """What memory knows about a person (with the LLM), and for a speaker what they said, over
+    time and the latest first; either alone is enough for a page."""
+    from ..errors import NotFoundError
+
+    name = request.path_params["name"]
+    offset = api._int(request.query_params.get("from"), "from", 0, 0, 10**9)
+    mem = lanes.reader.memory
+
+    def load() -> tuple[Any, Any, Any, Any]:
+        try:
+            prof = as_json(mem.profile(name))
+        except NotFoundError:
+            prof = None
+        said = next((s for s in mem.browse.speakers(10_000) if s.speaker == name), None)
+        if said is None:
+            return prof, None, [], []
+        return (
+            prof,
+            as_json(said),
+            as_json(mem.browse.timeline("month", speaker=name)),
+            mem.browse.said_by(name, SAID_PAGE, offset),
+        )
+
+    prof, said, months, messages = await lanes.reader(load)
+    if prof is None and said is None:
+        raise NotFoundError(
+            f"no one called {name!r} speaks or is known in namespace '{mem.namespace}'",
+            "the People page lists everyone who speaks",
+        )
+    parts = []
+    if said is not None:
+        parts.append(
+            f'<p class="summary">{e(name)} said {plural(said["messages"], "message")}, '
+            f"from {e(day(said['first']))} to {e(day(said['last']))}.</p>"
+            f'<h2 id="over-time">Over time</h2><div class="chart" id="chart">{svg.timeline(months, "month")}</div>'
+            f'<p id="chart-info" class="live" aria-live="polite"></p>'
+        )
+        rows = "".join(
+            f'<li class="item"><div class="meta"><time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
+            f'in {e(m["conversation"])} · <a href="/memory/{e(m["id"])}">{e(m["id"])}</a> · '
+            f'<a href="{e(url("/conversation", around=m["id"]))}">in context</a></div>'
+            f'<p class="text">{e(m["text"])}</p></li>'
+            for m in messages
+        )
+        pager = []
+        if offset:
+            pager.append(f'<a href="{person_link(name)}?from={max(offset - SAID_PAGE, 0)}">later</a>')
+        if offset + len(messages) < said["messages"]:
+            pager.append(f'<a href="{person_link(name)}?from={offset + SAID_PAGE}">earlier</a>')
+        shown = f"{offset + 1}–{offset + len(messages)} of {said['messages']:,}" if messages else "none"
+        parts.append(
+            f'<h2 id="said">What {e(name)} said <span class="note">(the latest first; {shown})</span></h2>'
+            f'<ol class="list" aria-labelledby="said">{rows}</ol>'
+            f'<nav class="pager" aria-label="Messages">{" · ".join(pager)}</nav>'
+        )
+    if prof is not None:
+        parts.append(person_knowledge(prof))
+    elif said is not None:
+        parts.append(
+            '<h2 id="known">What is known</h2><p class="note">Nothing learnt yet: facts about people are '
+            "built with the local LLM (<code>localmem ingest --extract llm</code>).</p>"
+        )
+    return layout(request, name, "".join(parts), "/people")
+
+
+def person_knowledge(prof: dict[str, Any]) -> str:
+    """What the LLM's build learnt about a person: aliases, summary, facts by aspect, episodes."""
     parts = []
     if prof.get("aliases"):
         parts.append(f"<p>Also called {e(', '.join(prof['aliases']))}.</p>")
@@ -395,10 +699,7 @@ async def person(request: Request, lanes: Lanes) -> Response:
         )
         parts.append(f'<h3>{e(aspect)}</h3><ul class="list">{rows}</ul>')
     eps = prof["episodes"]
-    parts.append(
-        f'<h2 id="tl">Timeline ({len(eps)} episodes)</h2>{svg.sparkline([ep["time"] for ep in eps])}'
-        f'<p><a href="{e(url("/timeline", speaker=prof["name"]))}">What {e(prof["name"])} said, month by month</a></p>'
-    )
+    parts.append(f'<h2 id="tl">In {plural(len(eps), "episode")}</h2>{svg.sparkline([ep["time"] for ep in eps])}')
     parts.append(
         '<ol class="list">'
         + "".join(
@@ -408,7 +709,7 @@ async def person(request: Request, lanes: Lanes) -> Response:
         )
         + "</ol>"
     )
-    return layout(request, prof["name"], "".join(parts), "/people")
+    return "".join(parts)
 
 
 # -- one memory --------------------------------------------------------------------------------
@@ -425,7 +726,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             f'<blockquote class="memory"><p class="text">{e(found["text"])}</p></blockquote>'
             f'<dl class="facts"><dt>Said by</dt><dd>{e(found["speaker"])}{" (" + e(found["role"]) + ")" if found["role"] else ""}</dd>'
             f"<dt>When</dt><dd>{e(when(found['time']))}</dd><dt>Conversation</dt><dd>{e(found['conversation'])}</dd>"
-            f"<dt>Source</dt><dd>{e(src['kind'])} #{e(src['id'])}</dd></dl>"
+            f"<dt>Source</dt><dd>{e(src.get('uri') or '')} <span class=note>({e(src['kind'])}, #{e(src['id'])})</span></dd></dl>"
         )
         if found.get("replaces") or found.get("replaced_by"):
             parts.append("<h2>Corrections</h2><ul class=list>")
@@ -458,10 +759,25 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             f'<button type="submit">Store the correction</button></form>'
         )
     else:
+        sources = found["sources"]
+        times = [s["sent_at"] for s in sources if s.get("sent_at")]
+        if found["text"].strip():
+            said = f'<p class="text">{e(found["text"])}</p>'
+        else:  # an episode closed without the LLM: no title, no narrative yet
+            lines = "".join(
+                f'<li><span class="speaker">{e(s["speaker"])}</span>: {e(_clip(s["text"], 200))}</li>'
+                for s in sources[:3]
+            )
+            said = (
+                f'<p class="text">{plural(len(sources), "message")}, '
+                f"{e(span(min(times), max(times)) if times else 'no date')}.</p>"
+                f'<ul class="opening">{lines}</ul><p class="note">No summary yet: it was built without the LLM '
+                "(<code>localmem ingest --extract llm</code> writes one).</p>"
+            )
         parts.append(
             f'<blockquote class="memory"><p class="kind">{e(found["kind"])}</p>'
             + (f"<h2>{e(found['title'])}</h2>" if found.get("title") else "")
-            + f'<p class="text">{e(found["text"])}</p></blockquote>'
+            + f"{said}</blockquote>"
             f'<dl class="facts"><dt>When</dt><dd>{e(when(found.get("occurred_start") or found.get("mentioned_at")))}</dd>'
             + (f"<dt>Aspect</dt><dd>{e(found['aspect'])}</dd>" if found.get("aspect") else "")
             + (
@@ -471,7 +787,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             )
             + f"<dt>Built by</dt><dd>{e(found.get('model_id') or 'rules')}</dd></dl>"
         )
-        parts.append(f"<h2>What it rests on ({len(found['sources'])} messages)</h2><ol class=thread>")
+        parts.append(f"<h2>What it rests on ({plural(len(sources), 'message')})</h2><ol class=thread>")
         parts.append(
             "".join(message_row({**s, "time": s["sent_at"], "replaced_by": None}, ()) for s in found["sources"])
             + "</ol>"
@@ -562,7 +878,7 @@ async def forget_preview(request: Request, lanes: Lanes) -> Response:
         for k, v in target.items()
     )
     kept = (
-        f"<p>{len(found['kept_units'])} built memories also rest on other messages and stay: "
+        f"<p>{plural(len(found['kept_units']), 'built memory', 'built memories')} also rest on other messages and stay: "
         f"{e(', '.join(found['kept_units']))}.</p>"
         if found["kept_units"]
         else ""
@@ -571,9 +887,10 @@ async def forget_preview(request: Request, lanes: Lanes) -> Response:
         body = "<p>Nothing matches: nothing would be forgotten.</p>"
     else:
         body = (
-            f'<p class="warning">This deletes for good {counts["messages"]} messages, {counts["units"]} built '
-            f"memories (those resting only on them), {counts['entities']} people or things and {counts['sources']} "
-            f"sources. The text is scrubbed from the store's file.</p>"
+            f'<p class="warning">This deletes for good {plural(counts["messages"], "message")}, '
+            f"{plural(counts['units'], 'built memory', 'built memories')} (those resting only on them), "
+            f"{plural(counts['entities'], 'person or thing', 'people or things')} and "
+            f"{plural(counts['sources'], 'source')}. The text is scrubbed from the store's file.</p>"
             f'<ol class="list">{rows}</ol>{kept}'
             f'<form method="post" action="{csrf_action(request, "/curate/forget")}">{hidden}'
             f'<button type="submit" class="danger" id="confirm-forget">Forget these for good</button> '
@@ -587,8 +904,9 @@ async def forget_confirm(request: Request, lanes: Lanes) -> Response:
     done = await api.forget_call(lanes, _forget_target(form), confirm=True)
     counts = done["counts"]
     body = (
-        f'<p class="done" role="status">Forgotten: {counts["messages"]} messages, {counts["units"]} built memories, '
-        f"{counts['entities']} people or things, {counts['sources']} sources.</p>"
+        f'<p class="done" role="status">Forgotten: {plural(counts["messages"], "message")}, '
+        f"{plural(counts['units'], 'built memory', 'built memories')}, "
+        f"{plural(counts['entities'], 'person or thing', 'people or things')}, {plural(counts['sources'], 'source')}.</p>"
         f'<p>{e(", ".join(done["messages"] + done["units"]))}</p><p><a href="/">Back to search</a></p>'
     )
     return layout(request, "Forgotten", body, "/curate")
@@ -611,9 +929,9 @@ def report_html(report: dict[str, Any]) -> str:
     skipped = report.get("skipped", 0)
     return (
         f'<section class="report" role="status"><h2>Imported {e(report.get("file") or report.get("path"))}</h2>'
-        f"<p>Stored <strong>{report['added']:,}</strong> new messages ({e(report['format'])}) in "
+        f"<p>Stored <strong>{plural(report['added'], 'new message')}</strong> ({e(report['format'])}) in "
         f"{report['seconds']:.1f} s"
-        + (f"; {skipped:,} were already stored" if skipped else "")
+        + (f"; {skipped:,} {'was' if skipped == 1 else 'were'} already stored" if skipped else "")
         + (
             f"; {report['conflicts']:,} stored ids had other text here (kept as stored)"
             if report.get("conflicts")
@@ -677,7 +995,7 @@ async def settings(request: Request, lanes: Lanes) -> Response:
         f"<dt>Size</dt><dd>{stats['db_bytes'] / 1e6:,.1f} MB</dd>"
         f"<dt>Encrypted</dt><dd>{'yes' if mem.admin.encrypted else 'no'}</dd>"
         f"<dt>Namespace</dt><dd>{e(mem.namespace)}</dd>"
-        f"<dt>Holds</dt><dd>{stats['messages']:,} messages, {stats['conversations']:,} conversations</dd>"
+        f"<dt>Holds</dt><dd>{plural(stats['messages'], 'message')}, {plural(stats['conversations'], 'conversation')}</dd>"
         f"<dt>Integrity</dt><dd>{e(doctor.get('db', {}).get('integrity'))}</dd>"
         f"<dt>Model server</dt><dd>{e(config.llm_url or 'none: the LLM runs in this process')}</dd>"
         f"<dt>Extraction</dt><dd>{e(config.extract)}</dd></dl>"

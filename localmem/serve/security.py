@@ -239,12 +239,9 @@ async def _refuse(send: Send, path: str, status: int, code: str, message: str, h
         body = json.dumps({"error": message, "code": code, "hint": hint, "exit_code": 2}).encode()
         await _respond(send, status, body, [(b"content-type", b"application/json")])
     else:
-        import html
+        from .pages import refused_html  # the page's look (pages imports what imports this module)
 
-        text = (
-            f"<!doctype html><meta charset=utf-8><title>localmem: refused</title>"
-            f"<h1>Refused</h1><p>{html.escape(message)}: {html.escape(hint)}.</p>"
-        )
+        text = refused_html(status, message, hint)
         await _respond(send, status, text.encode(), [(b"content-type", b"text/html; charset=utf-8")])
 
 

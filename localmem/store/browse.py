@@ -209,8 +209,49 @@ def period(conn: apsw.Connection, ns: str, start: str, end: str, limit: int = 10
         for c, n, first, last, mid in conn.execute(q("period_conversations"), params)
     ]
     keys = ("id", "conversation", "title", "narrative", "start", "end", "messages")
-    episodes = [_unit_ref(dict(zip(keys, row))) for row in conn.execute(q("period_episodes"), params)]
-    return Period(start, end, conversations, episodes)
+    episodes: list[dict[str, Any]] = [dict(zip(keys, row)) for row in conn.execute(q("period_episodes"), params)]
+    for episode in episodes:
+        episode["opening"] = [] if episode["narrative"] else opening(conn, ns, episode["id"])
+    return Period(start, end, conversations, [_unit_ref(e) for e in episodes])
+
+
+def opening(conn: apsw.Connection, ns: str, unit_id: int, n: int = 3) -> list[dict[str, str]]:
+    """The first ``n`` messages of an episode (``speaker``, ``text``): what an episode closed
+    without the LLM (no title, no narrative) is shown as."""
+    rows = conn.execute(q("episode_opening"), {"ns": ns, "id": unit_id, "n": n})
+    return [{"speaker": speaker, "text": text} for speaker, text in rows]
+
+
+def conversations(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
+    """The conversations of ``ns``, the largest first: ``conversation``, ``messages``, ``first``, ``last``."""
+    keys = ("conversation", "messages", "first", "last")
+    return [dict(zip(keys, row)) for row in conn.execute(q("conversations_list"), {"ns": ns, "limit": limit})]
+
+
+def names(conn: apsw.Connection, ns: str, limit: int = 200) -> tuple[list[str], list[str]]:
+    """The speakers and the conversations of ``ns`` by name, the most messages first (read from
+    indexes alone: quick on a large store)."""
+    params = {"ns": ns, "limit": limit}
+    return (
+        [row[0] for row in conn.execute(q("speaker_names"), params)],
+        [row[0] for row in conn.execute(q("conversation_names"), params)],
+    )
+
+
+def said_by(conn: apsw.Connection, ns: str, speaker: str, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+    """What ``speaker`` said in ``ns``, the latest first: ``id`` (``m:ID``), ``conversation``,
+    ``text``, ``time``, ``attachments`` (a list, or None)."""
+    params = {"ns": ns, "speaker": speaker, "limit": limit, "offset": offset}
+    return [
+        {
+            "id": ref("m", mid),
+            "conversation": conv,
+            "text": text,
+            "time": sent_at,
+            "attachments": json.loads(attachments) if attachments else None,
+        }
+        for mid, conv, text, sent_at, attachments in conn.execute(q("speaker_messages"), params)
+    ]
 
 
 def context(conn: apsw.Connection, ns: str, item: str, around: int = 3) -> ConversationWindow:

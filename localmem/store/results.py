@@ -293,7 +293,8 @@ class Period(Record):
     ``conversations``: those with messages said then (``conversation``, ``messages``,
     ``first``, ``last``, ``first_id``: the first of them, ``m:ID``); ``episodes``: those that
     started then (``id``, ``conversation``, ``title``, ``narrative``, ``start``, ``end``,
-    ``messages``)."""
+    ``messages``, and ``opening``: the first messages, ``speaker`` and ``text``, of an episode
+    without a narrative)."""
 
     start: str
     end: str

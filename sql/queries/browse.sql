@@ -107,3 +107,30 @@ SELECT min(seq), max(seq) FROM messages WHERE ns = :ns AND conversation = :conve
 -- Who speaks in :ns: how many messages, the first and the last; the most talkative first.
 SELECT speaker, count(*), min(sent_at), max(sent_at)
 FROM messages WHERE ns = :ns GROUP BY speaker ORDER BY count(*) DESC, speaker LIMIT :limit;
+
+-- name: conversations_list
+-- The conversations of :ns: how many messages, the first and the last; the largest first.
+SELECT conversation, count(*), min(sent_at), max(sent_at)
+FROM messages WHERE ns = :ns GROUP BY conversation ORDER BY count(*) DESC, conversation LIMIT :limit;
+
+-- name: speaker_messages
+-- What :speaker said in :ns, the latest first, a page at a time.
+SELECT id, conversation, text, sent_at, attachments FROM messages WHERE ns = :ns AND speaker = :speaker
+ORDER BY sent_at DESC, id DESC LIMIT :limit OFFSET :offset;
+
+-- name: episode_opening
+-- The first :n messages of episode :id, in order: what shows an episode built without the LLM
+-- (no title, no narrative).
+SELECT m.speaker, m.text FROM unit_sources AS us JOIN messages AS m ON m.id = us.message_id
+WHERE us.unit_id = :id AND m.ns = :ns ORDER BY m.sent_at, m.seq, m.id LIMIT :n;
+
+-- name: speaker_names
+-- The speakers of :ns, the most messages first: names only, read from the (ns, speaker) index
+-- alone (what the search filters offer).
+SELECT speaker FROM messages WHERE ns = :ns GROUP BY speaker ORDER BY count(*) DESC, speaker LIMIT :limit;
+
+-- name: conversation_names
+-- The conversations of :ns, the most messages first: names only, from the (ns, conversation, seq)
+-- index alone.
+SELECT conversation FROM messages WHERE ns = :ns GROUP BY conversation ORDER BY count(*) DESC, conversation
+LIMIT :limit;

@@ -237,7 +237,7 @@ def test_whatsapp_android_messages_system_lines_media_and_edits():
         "Tom Becker",
         "Priya Nair",
     ]
-    assert msgs[2].text == "" and msgs[2].attachments == [{"type": "media", "omitted": True}]
+    assert msgs[2].text == "[media omitted]" and msgs[2].attachments == [{"type": "media", "omitted": True}]
     assert msgs[5].text == (
         "Of course! Bring snacks \U0001f604\nAddress is 12 Elm Road, flat 3.\nBuzz twice, the bell is broken."
     )
@@ -410,7 +410,7 @@ def test_discord_messages_replies_and_notifications():
     assert reply.attachments == [{"type": "reply", "to": msgs[1].external_id}]
     assert msgs[1].attachments[0]["name"] == "blight.jpg"
     assert msgs[3].text == "Frost warning\nFrost expected tonight, below 2°C. Cover tender plants."
-    assert msgs[4].text == "" and msgs[4].attachments == [{"type": "sticker", "name": "Sprout"}]
+    assert msgs[4].text == "[sticker: Sprout]" and msgs[4].attachments == [{"type": "sticker", "name": "Sprout"}]
     assert not any(m.text in ("Joined the server.", "Pinned a message.") for m in msgs)
     assert "2 system notifications" in parsed.notes[0]
 

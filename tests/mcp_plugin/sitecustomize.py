@@ -9,6 +9,7 @@ LOCALMEM_EMBED_BACKEND / LOCALMEM_LLM_BACKEND=test-fake), the way tests/conftest
 - LOCALMEM_TEST_LLM_LOG=PATH: every LLM call appends a line to PATH as it starts: its kind
   ("answer" or "build") and the server's process id.
 - LOCALMEM_TEST_BLOCK=PATH: the LLM waits until PATH exists before it answers.
+- LOCALMEM_TEST_SUPPORTS=1,2: the evidence items the answer cites (default: the first).
 """
 
 import os
@@ -40,7 +41,8 @@ def _responder(messages):
     # The answer: the words of the first evidence item ("[1] 8 May 2023 - Ann: I moved to Oslo").
     first = next(line for line in messages[-1]["content"].splitlines() if line.startswith("[1]"))
     said = first.split(" - ", 1)[1].split(": ", 1)[-1]
-    return {"answer": said[: answer.MAX_ANSWER_CHARS], "supports": [1], "confidence": 0.9}
+    supports = [int(n) for n in os.environ.get("LOCALMEM_TEST_SUPPORTS", "1").split(",")]
+    return {"answer": said[: answer.MAX_ANSWER_CHARS], "supports": supports, "confidence": 0.9}
 
 
 def _llm(config):

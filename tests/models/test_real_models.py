@@ -72,7 +72,7 @@ def test_cli_ingest_and_search_end_to_end(tmp_path, query, expected):
     assert result.exit_code == 0, result.output
     hits = json.loads(result.stdout)["hits"]
     assert expected in hits[0]["text"], [h["text"] for h in hits]
-    assert set(hits[0]["channels"]) == {"vector", "bm25"}
+    assert set(hits[0]["channels"]) - {"question"} == {"vector", "bm25"}
     stats = json.loads(runner().invoke(cli, ["--db", str(db), "stats", "--json"]).stdout)
     assert (stats["embedder"], stats["embed_dim"]) == (DEFAULT_EMBEDDER, 384)
 

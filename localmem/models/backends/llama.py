@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ... import progress
 from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
@@ -109,6 +110,7 @@ class LlamaLLM:
     def _model(self) -> Any:
         if self._llama is not None:
             return self._llama
+        progress.stage(progress.LOAD)  # said before the turn: serve's preload may be loading it
         with self._turn:
             return self._load()
 

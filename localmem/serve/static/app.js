@@ -32,7 +32,9 @@
     return p;
   }
 
-  // -- ask: the answer as it is written, then the server's rendering of it ---------------------
+  // -- ask: the stages the server reports as they start, with the time waited, the answer as it
+  // is written, then the server's rendering of it. Stages and times are the server's real ones;
+  // only the counter of the current stage ticks here between two events.
   const form = document.querySelector("form.search");
   const live = document.getElementById("ask-live");
   if (form && live) {
@@ -42,21 +44,68 @@
       const q = form.querySelector("#q").value.trim();
       if (!q) return;
       for (const old of document.querySelectorAll("main .answer, main .hits, main h2, main .summary")) old.remove();
-      history.replaceState(null, "", "/?" + new URLSearchParams({ q, do: "ask" }));
-      const status = say(live, "Searching memory and reading the evidence…", "note");
+      // The question and the filters set (empty ones left out), as the form would send them.
+      const params = new URLSearchParams();
+      for (const [name, value] of new FormData(form)) if (value && name !== "do") params.set(name, value);
+      history.replaceState(null, "", "/?" + params + "&do=ask");
+      live.replaceChildren();
+      const stages = document.createElement("ol");
+      stages.className = "stages";
+      stages.setAttribute("aria-label", "What the answer waits for");
+      live.appendChild(stages);
       const written = document.createElement("p");
       written.className = "answer-text";
       live.appendChild(written);
+      const started = performance.now();
+      let current = null;
+      const seconds = (ms) => (ms / 1000).toFixed(1) + " s";
+      const stage = (name, words) => {
+        const now = performance.now();
+        if (current) {
+          current.li.classList.replace("current", "done");
+          current.time.textContent = seconds(now - current.at);
+        }
+        const li = document.createElement("li");
+        li.className = "current";
+        li.dataset.stage = name;
+        const text = document.createElement("span");
+        text.textContent = words.charAt(0).toUpperCase() + words.slice(1);
+        const time = document.createElement("span");
+        time.className = "elapsed";
+        li.append(text, " ", time);
+        stages.appendChild(li);
+        current = { li, time, at: now };
+      };
+      const tick = setInterval(() => {
+        if (current) current.time.textContent = seconds(performance.now() - current.at);
+        stages.title = "waiting " + seconds(performance.now() - started);
+      }, 200);
+      stage("send", "sending the question");
       try {
-        const response = await fetch("/ask/stream?" + new URLSearchParams({ q }), { credentials: "same-origin" });
+        const response = await fetch("/ask/stream?" + params, { credentials: "same-origin" });
         for await (const ev of lines(response)) {
-          if (ev.event === "text") { status.textContent = "Writing the answer…"; written.textContent += ev.text; }
-          else if (ev.event === "progress") status.textContent = ev.message;
-          else if (ev.event === "html") { live.replaceChildren(); live.insertAdjacentHTML("beforeend", ev.html); }
-          else if (ev.event === "error") say(live, ev.error.error + (ev.error.hint ? "; " + ev.error.hint : ""), "error");
+          if (ev.event === "text") {
+            if (current && current.li.dataset.stage !== "write") stage("write", "writing the answer");
+            written.textContent += ev.text;
+          } else if (ev.event === "progress") stage(ev.stage || "wait", ev.message);
+          else if (ev.event === "html") {
+            clearInterval(tick);
+            const total = seconds(performance.now() - started);
+            live.replaceChildren();
+            live.insertAdjacentHTML("beforeend", ev.html);
+            const took = document.createElement("p");
+            took.className = "note took";
+            took.textContent = "Answered in " + total + ".";
+            live.appendChild(took);
+          } else if (ev.event === "error") {
+            clearInterval(tick);
+            say(live, ev.error.error + (ev.error.hint ? "; " + ev.error.hint : ""), "error");
+          }
         }
       } catch (err) {
         say(live, "The answer did not arrive: " + err, "error");
+      } finally {
+        clearInterval(tick);
       }
     });
   }
