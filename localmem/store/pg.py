@@ -52,7 +52,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\(SELECT id FROM next_ids WHERE name = '(\w+)'\)"), r"localmem_next_id('\1')"),
     (re.compile(r"\bmax\(1,"), "greatest(1,"),
     (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
-    (re.compile(r"\bchar\(10\)"), "chr(10)"),
+    (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
+    (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
 ]
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
 
@@ -73,6 +74,8 @@ def _dialect(sql: str) -> str:
 
 def _to_psycopg(sql: str) -> str:
     """apsw's ``:name`` parameters as psycopg's ``%(name)s`` (``%`` doubled), outside quotes."""
+    # Comment lines go first: an apostrophe in one ("a namespace's") would open a quote.
+    sql = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
     out = []
     for i, piece in enumerate(re.split(r"('(?:[^']|'')*')", sql)):
         if i % 2:  # a string literal
@@ -207,6 +210,8 @@ class PgConnection:
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
                 for k, v in params.items()
             }
+        if params is not None and "%(" not in text and "%s" not in text:
+            params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
             return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
 
@@ -450,3 +455,26 @@ def vacuum_tables(conn: PgConnection, tables: Sequence[str]) -> float:
             with _errors(conn.url):
                 conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
     return time.perf_counter() - started
+
+
+def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
+    """The turn after each of the messages (a JSON array of ids) in its session: its full-text
+    row holds the message as context, and must be indexed again once the message is gone."""
+    if not messages_json:
+        return []
+    rows = conn.run(
+        "SELECT DISTINCT n.id FROM localmem_ids(%(ids)s) AS j JOIN messages AS m ON m.id = j.value "
+        "JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.session = m.session "
+        "AND n.seq = (SELECT min(x.seq) FROM messages AS x WHERE x.ns = m.ns AND x.conversation = m.conversation "
+        "AND x.session = m.session AND x.seq > m.seq)",
+        {"ids": messages_json},
+    )
+    return [int(r[0]) for r in rows]
+
+
+def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
+    """Index the full text of the messages ``ids`` (those still there) anew."""
+    if ids:
+        import json
+
+        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})

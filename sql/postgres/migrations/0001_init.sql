@@ -217,24 +217,36 @@ CREATE FUNCTION localmem_tokens(v tsvector) RETURNS INTEGER LANGUAGE sql IMMUTAB
     SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::int FROM unnest(v)
 $$;
 
-CREATE FUNCTION localmem_message_fts() RETURNS trigger LANGUAGE plpgsql AS $$
+-- A message's full-text row: its body and the turn before it in its session as context.
+CREATE FUNCTION localmem_reindex_message(mid BIGINT) RETURNS VOID LANGUAGE plpgsql AS $$
 DECLARE
+    m messages%ROWTYPE;
     ctx TEXT;
     body TEXT;
     cv TSVECTOR;
     bv TSVECTOR;
 BEGIN
+    SELECT * INTO m FROM messages WHERE id = mid;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     SELECT p.speaker || ': ' || p.text INTO ctx FROM messages AS p
-    WHERE p.ns = NEW.ns AND p.conversation = NEW.conversation AND p.session = NEW.session AND p.seq < NEW.seq
+    WHERE p.ns = m.ns AND p.conversation = m.conversation AND p.session = m.session AND p.seq < m.seq
     ORDER BY p.seq DESC LIMIT 1;
-    body := NEW.speaker || ': ' || NEW.text || coalesce(' ' || (
-        SELECT string_agg(a ->> 'caption', ' ') FROM jsonb_array_elements(NEW.attachments::jsonb) AS a
-        WHERE jsonb_typeof(NEW.attachments::jsonb) = 'array' AND a ->> 'caption' IS NOT NULL), '');
+    body := m.speaker || ': ' || m.text || coalesce(' ' || (
+        SELECT string_agg(a ->> 'caption', ' ') FROM jsonb_array_elements(
+            CASE WHEN jsonb_typeof(m.attachments::jsonb) = 'array' THEN m.attachments::jsonb ELSE '[]'::jsonb END) AS a
+        WHERE a ->> 'caption' IS NOT NULL), '');
     cv := to_tsvector('localmem', coalesce(ctx, ''));
     bv := to_tsvector('localmem', body);
     INSERT INTO messages_fts (id, ns, doc, tokens)
-    VALUES (NEW.id, NEW.ns, setweight(cv, 'B') || setweight(bv, 'A'), localmem_tokens(cv) + localmem_tokens(bv))
+    VALUES (m.id, m.ns, setweight(cv, 'B') || setweight(bv, 'A'), localmem_tokens(cv) + localmem_tokens(bv))
     ON CONFLICT (id) DO UPDATE SET doc = excluded.doc, tokens = excluded.tokens;
+END $$;
+
+CREATE FUNCTION localmem_message_fts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM localmem_reindex_message(NEW.id);
     RETURN NULL;
 END $$;
 CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION localmem_message_fts();

@@ -1,0 +1,92 @@
+"""The PostgreSQL store against a real server (a throwaway one: tests/conftest.py's
+``postgres_server``): opening by URL, the engine-specific channels, and forget's promise read
+from the table's own pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from localmem import Memory
+from tests.fakes import HashEmbedder
+
+pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+
+
+@pytest.fixture
+def pg_url(postgres_server, request):
+    name = f"pgt_{abs(hash(request.node.nodeid)) % 10**12}"
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template')
+    yield postgres_server.url(name)
+    from localmem.store import pg
+
+    pg.close_pools()
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_memory_opens_a_url_and_searches_every_channel(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        first = mem.add("Alice", "I moved to Berlin last week and adopted a dog named Scout.")
+        mem.add("Bob", "Nice! I went hiking in the Alps with my sister.")
+        assert mem.conn.engine == "postgres"
+        hits = mem.search("Scout the dog", channels=["bm25"])
+        assert [h.id for h in hits][:1] == [f"m:{first.id}"]
+        assert hits[0].channels["bm25"]["rank"] == 1
+        vector = mem.search("Scout the dog", channels=["vector"])
+        assert {h.id for h in vector} == {"m:1", "m:2"}
+
+
+def test_bm25_prefers_the_rarer_word_as_fts5_does(pg_url):
+    """BM25 from the table's statistics: a word in one message outranks one in every message."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        for i in range(6):
+            mem.add("Alice", f"I like coffee number {i}.")
+        rare = mem.add("Alice", "I like coffee and a zeppelin.")
+        hits = mem.search("coffee zeppelin", channels=["bm25"])
+        assert hits[0].id == f"m:{rare.id}"
+
+
+def test_namespaces_do_not_see_each_other(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as a:
+        a.add("Alice", "The secret word is marmalade.")
+    with Memory(pg_url, namespace="b", embedder=HashEmbedder()) as b:
+        b.add("Bob", "Nothing to see here.")
+        assert all("marmalade" not in h.text for h in b.search("marmalade secret word"))
+
+
+def _pages(mem: Memory, table: str) -> bytes:
+    """The table's heap and TOAST files as the server has them on disk, read by the server's own
+    pg_read_binary_file after a CHECKPOINT (so no page waits in shared buffers)."""
+    raw = mem.conn.raw
+    raw.execute("CHECKPOINT")
+    data = b""
+    for (rel,) in raw.execute(
+        "SELECT c.oid::regclass::text FROM pg_class AS c WHERE c.oid = %s::regclass "
+        "UNION ALL SELECT t.reltoastrelid::regclass::text FROM pg_class AS t "
+        "WHERE t.oid = %s::regclass AND t.reltoastrelid <> 0",
+        (table, table),
+    ).fetchall():
+        (path,) = raw.execute("SELECT pg_relation_filepath(%s)", (rel,)).fetchone()
+        size = raw.execute("SELECT pg_relation_size(%s)", (rel,)).fetchone()[0]
+        if size:
+            data += raw.execute("SELECT pg_read_binary_file(%s)", (path,)).fetchone()[0]
+    return data
+
+
+def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        kept = [mem.add("Alice", f"Ordinary note {i} about the garden.") for i in range(20)]
+        gone = mem.add("Alice", "My bank PIN is zanzibar-4471.")
+        after = mem.add("Bob", "Got it, I will remember.")  # indexed with the forgotten turn as context
+        assert b"zanzibar-4471" in _pages(mem, "messages")
+        report = mem.forget(ids=[f"m:{gone.id}"])
+        assert report is not None
+        for table in ("messages", "messages_fts", "vec_messages"):
+            assert b"zanzibar" not in _pages(mem, table), table
+        assert not mem.search("zanzibar PIN", channels=["bm25"])
+        # the rest is intact: every other message is still there and found
+        assert b"Ordinary note 7 about the garden" in _pages(mem, "messages")
+        found = mem.search("garden note", channels=["bm25"], k=50)
+        assert {h.id for h in found} >= {f"m:{m.id}" for m in kept}
+        assert mem.search("remember", channels=["bm25"])[0].id == f"m:{after.id}"
+
