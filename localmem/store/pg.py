@@ -81,7 +81,7 @@ def _to_psycopg(sql: str) -> str:
         if i % 2:  # a string literal
             out.append(piece.replace("%", "%%"))
         else:
-            out.append(_PARAM.sub(r"%(\1)s", piece.replace("%", "%%")))
+            out.append(_PARAM.sub(r"%(\1)s", piece.replace("%", "%%")).replace("?", "%s"))
     return "".join(out)
 
 
@@ -114,7 +114,7 @@ def _pg_queries() -> dict[str, str]:
     if unknown:
         raise LocalmemError(f"sql/postgres/queries: no SQLite query of the name(s) {', '.join(sorted(unknown))}")
     return {
-        name: _to_psycopg(overrides[name] if name in overrides else _dialect(text)) for name, text in _all_queries().items()
+        name: _to_psycopg(_dialect(overrides[name] if name in overrides else text)) for name, text in _all_queries().items()
     }
 
 
@@ -210,7 +210,7 @@ class PgConnection:
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
                 for k, v in params.items()
             }
-        if params is not None and "%(" not in text and "%s" not in text:
+        if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
             return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
@@ -241,6 +241,13 @@ class PgConnection:
         with self:
             self.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield
+
+    def pragma(self, name: str, value: Any = None) -> Any:
+        """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
+        the others have no PostgreSQL meaning (0)."""
+        if name == "user_version" and value is None:
+            return schema_version(self)
+        return 0
 
     def total_changes(self) -> int:
         """Moves with every statement this connection runs (SQLite counts rows changed): a
@@ -292,6 +299,12 @@ def _errors(url: str) -> Iterator[None]:
 
     try:
         yield
+    except psycopg.DataError as exc:
+        if "NUL" in str(exc):
+            raise LocalmemError(
+                "PostgreSQL text cannot hold the NUL character (\\x00): remove it from the text, or use a file store"
+            ) from exc
+        raise
     except psycopg.errors.LockNotAvailable as exc:
         raise StoreLockedError(_redact(url), 0, "another session held a lock") from exc
     except psycopg.errors.QueryCanceled as exc:
@@ -349,10 +362,20 @@ def _configure(raw: Any) -> None:
             text = bytes(data).decode("ascii").strip("[]")
             return np.array([float(x) for x in text.split(",")] if text else [], dtype=np.float32).tobytes()
 
+    class CompactJson(Loader):
+        """json as compact text, as SQLite's json_object writes it (exports are these lines)."""
+
+        def load(self, data: Any) -> str:
+            import json
+
+            return json.dumps(json.loads(bytes(data)), ensure_ascii=False, separators=(",", ":"))
+
+    raw.adapters.register_loader("json", CompactJson)
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
     try:
+        raw.execute("SET TimeZone = 'UTC'")
         raw.execute("SET hnsw.iterative_scan = strict_order")
         raw.execute("SET hnsw.ef_search = 100")
     except Exception:  # pgvector not created yet: the first open creates it, then reconnects

@@ -340,3 +340,33 @@ BEGIN
         candidate := nextval(seq);
     END LOOP;
 END $$;
+
+-- A vector as the hex of its little-endian float32 bytes (SQLite's hex() of a vec0 blob, as
+-- exports carry it), and back.
+CREATE FUNCTION localmem_vector_hex(v vector) RETURNS TEXT LANGUAGE sql IMMUTABLE STRICT AS $$
+    SELECT upper(string_agg(substr(h, 7, 2) || substr(h, 5, 2) || substr(h, 3, 2) || substr(h, 1, 2), '' ORDER BY i))
+    FROM unnest(v::real[]) WITH ORDINALITY AS u(e, i), LATERAL encode(float4send(e), 'hex') AS h
+$$;
+
+CREATE FUNCTION localmem_vector_from_hex(h TEXT) RETURNS vector LANGUAGE sql IMMUTABLE STRICT AS $$
+    WITH b AS (SELECT decode(h, 'hex') AS raw),
+    words AS (
+        SELECT i, (get_byte(raw, 4 * i) | (get_byte(raw, 4 * i + 1) << 8) | (get_byte(raw, 4 * i + 2) << 16)
+                   | (get_byte(raw, 4 * i + 3)::bigint << 24)) AS bits
+        FROM b, generate_series(0, length(raw) / 4 - 1) AS i
+    ),
+    parts AS (
+        SELECT i, CASE WHEN (bits >> 31) & 1 = 1 THEN -1.0::float8 ELSE 1.0::float8 END AS sign,
+               ((bits >> 23) & 255)::int AS exponent, (bits & 8388607)::float8 AS mantissa
+        FROM words
+    )
+    SELECT array_agg(CASE WHEN exponent = 0 THEN sign * mantissa * 2.0::float8 ^ (-149)
+                          ELSE sign * (1 + mantissa / 8388608.0) * 2.0::float8 ^ (exponent - 127) END::real
+                     ORDER BY i)::vector
+    FROM parts
+$$;
+
+-- SQLite's julianday() of an ISO text time (days, fractional), for the temporal links.
+CREATE FUNCTION localmem_julianday(t TEXT) RETURNS DOUBLE PRECISION LANGUAGE sql IMMUTABLE STRICT AS $$
+    SELECT extract(epoch FROM (CASE WHEN length(t) <= 10 THEN t || 'T00:00:00+00' ELSE t END)::timestamptz) / 86400.0 + 2440587.5
+$$;

@@ -139,3 +139,8 @@ WHERE ns = :ns
 -- Moves when any transaction has begun or ended since (a cache keyed on it is refreshed at
 -- least as often as on SQLite, where only another connection's commit moves it).
 SELECT pg_current_snapshot()::text;
+
+-- name: stats_vector_rows
+SELECT (SELECT count(*) FROM vec_messages WHERE ns = :ns),
+       (SELECT count(*) FROM vec_units WHERE ns = :ns),
+       (SELECT count(*) FROM vec_message_parts WHERE ns = :ns);
