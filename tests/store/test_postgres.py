@@ -90,3 +90,68 @@ def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
         assert {h.id for h in found} >= {f"m:{m.id}" for m in kept}
         assert mem.search("remember", channels=["bm25"])[0].id == f"m:{after.id}"
 
+
+
+def _writer(url: str, worker: int, n: int, forget_every: int, out) -> None:
+    """Adds ``n`` messages to its own conversation, forgetting every ``forget_every``-th right
+    after adding it; reports (kept ids, forgotten ids)."""
+    kept, forgotten = [], []
+    with Memory(url, namespace="shared", embedder=HashEmbedder()) as mem:
+        for i in range(n):
+            added = mem.add(
+                f"writer{worker}",
+                f"note {i} from writer {worker} token w{worker}x{i}",
+                conversation=f"c{worker}",
+                id=f"w{worker}-{i}",
+            )
+            if forget_every and i % forget_every == forget_every - 1:
+                mem.forget(ids=[f"m:{added.id}"])
+                forgotten.append(added.id)
+            else:
+                kept.append(added.id)
+    out.put((worker, kept, forgotten))
+
+
+def _reader(url: str, rounds: int, out) -> None:
+    seen = 0
+    with Memory(url, namespace="shared", embedder=HashEmbedder()) as mem:
+        for i in range(rounds):
+            seen += len(mem.search(f"note {i} from writer", channels=["bm25", "vector"]))
+    out.put(("reader", seen))
+
+
+@pytest.mark.slow
+def test_eight_writers_and_eight_readers_lose_nothing(pg_url):
+    """8 writer and 8 reader processes on one database: every kept message is there once, no
+    forgotten one is, and every reader finished."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    n, forget_every = 30, 5
+    Memory(pg_url, namespace="shared", embedder=HashEmbedder()).close()  # bound before they race
+    procs = [ctx.Process(target=_writer, args=(pg_url, w, n, forget_every, out)) for w in range(8)]
+    procs += [ctx.Process(target=_reader, args=(pg_url, 20, out)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    results = []
+    for _ in procs:
+        results.append(out.get(timeout=300))
+        assert all(p.exitcode in (None, 0) for p in procs), "a process failed"
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    writers = [r for r in results if r[0] != "reader"]
+    assert len(writers) == 8 and len(results) == 16
+    kept = sorted(i for _w, k, _f in writers for i in k)
+    forgotten = sorted(i for _w, _k, f in writers for i in f)
+    assert len(kept) == 8 * (n - n // forget_every) and len(forgotten) == 8 * (n // forget_every)
+    with Memory(pg_url, namespace="shared", embedder=HashEmbedder()) as mem:
+        rows = mem.conn.raw.execute("SELECT id, external_id FROM messages WHERE ns = 'shared'").fetchall()
+        ids = [r[0] for r in rows]
+        assert sorted(ids) == kept  # nothing lost, nothing forgotten kept
+        assert len({r[1] for r in rows}) == len(rows)  # no duplicates
+        fts = mem.conn.raw.execute("SELECT count(*) FROM messages_fts").fetchone()[0]
+        vec = mem.conn.raw.execute("SELECT count(*) FROM vec_messages").fetchone()[0]
+        assert fts == vec == len(kept)
+        assert not set(forgotten) & set(ids)
