@@ -305,6 +305,8 @@ def _errors(url: str) -> Iterator[None]:
                 "PostgreSQL text cannot hold the NUL character (\\x00): remove it from the text, or use a file store"
             ) from exc
         raise
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
         raise StoreLockedError(_redact(url), 0, "another session held a lock") from exc
     except psycopg.errors.QueryCanceled as exc:
@@ -501,3 +503,34 @@ def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
         import json
 
         conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
+
+
+def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
+    """Make ``role`` (a login role, created if missing) a user of ``namespaces`` only: it may
+    read and write the store's tables, and row-level security shows it the rows of those
+    namespaces alone. Run by the store's owner."""
+    from psycopg import sql
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
+        raise LocalmemError(f"role names are lower-case letters, digits and _: {role!r}")
+    with conn:
+        exists = conn.run("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
+        if not exists:
+            conn.run(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
+        if password is not None:
+            conn.run(
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)).as_string(conn.raw)
+            )
+        ident = sql.Identifier(role).as_string(conn.raw)
+        conn.run(f"GRANT USAGE ON SCHEMA public TO {ident}")
+        conn.run(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {ident}")
+        conn.run(f"REVOKE ALL ON namespace_roles FROM {ident}")
+        conn.run(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {ident}")
+        # A forget by the role vacuums what it touched (PostgreSQL 17 and later: MAINTAIN).
+        if int(conn.run("SELECT current_setting('server_version_num')::int").fetchone()[0]) >= 170000:
+            conn.run(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {ident}")
+        for ns in namespaces:
+            conn.run(
+                "INSERT INTO namespace_roles (role, ns) VALUES (%(r)s, %(ns)s) ON CONFLICT DO NOTHING",
+                {"r": role, "ns": ns},
+            )

@@ -155,3 +155,39 @@ def test_eight_writers_and_eight_readers_lose_nothing(pg_url):
         vec = mem.conn.raw.execute("SELECT count(*) FROM vec_messages").fetchone()[0]
         assert fts == vec == len(kept)
         assert not set(forgotten) & set(ids)
+
+
+def _as_role(url: str, role: str) -> str:
+    """``url`` with ``role`` as its user (the test server trusts its Unix socket)."""
+    head, rest = url.split("://", 1)
+    return f"{head}://{role}@{rest.split('@', 1)[1]}"
+
+
+def test_a_namespace_role_cannot_read_or_change_another_namespace(pg_url):
+    """Row-level security: each role sees and writes its own namespace only, tried with the
+    library and with raw SQL on the same connection."""
+    from localmem.errors import LocalmemError
+    from localmem.store import pg
+
+    with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as owner:
+        owner.add("Alice", "Alice's secret: the key is under the blue flowerpot.")
+        pg.grant_namespace(owner.conn, "lm_test_alice", ["alice"])
+        pg.grant_namespace(owner.conn, "lm_test_bob", ["bob"])
+    with Memory(_as_role(pg_url, "lm_test_bob"), namespace="bob", embedder=HashEmbedder()) as bob:
+        bob.add("Bob", "Bob keeps his notes here.")
+        raw = bob.conn.raw
+        assert [r[0] for r in raw.execute("SELECT DISTINCT ns FROM messages")] == ["bob"]
+        assert raw.execute("SELECT count(*) FROM messages_fts WHERE doc @@ 'flowerpot'").fetchone()[0] == 0
+        assert raw.execute("UPDATE messages SET text = 'x' WHERE ns = 'alice'").rowcount == 0
+        assert raw.execute("DELETE FROM messages WHERE ns = 'alice'").rowcount == 0
+    with Memory(_as_role(pg_url, "lm_test_bob"), namespace="alice", embedder=HashEmbedder()) as intruder:
+        assert intruder.search("secret key flowerpot") == []
+        with pytest.raises(LocalmemError, match="refused|row-level security"):
+            intruder.add("Mallory", "planted in alice's memory")
+    with Memory(_as_role(pg_url, "lm_test_alice"), namespace="alice", embedder=HashEmbedder()) as alice:
+        hits = alice.search("secret key flowerpot")
+        assert hits and "flowerpot" in hits[0].text
+        assert all("Mallory" not in h.text for h in alice.search("planted memory"))
+        alice.forget(ids=[hits[0].id])  # its forget may vacuum (MAINTAIN), and deletes only its rows
+    with Memory(pg_url, namespace="bob", embedder=HashEmbedder()) as owner:
+        assert owner.conn.raw.execute("SELECT count(*) FROM messages WHERE ns = 'bob'").fetchone()[0] == 1

@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS vec_message_parts (
 );
 CREATE INDEX IF NOT EXISTS vec_message_parts_hnsw ON vec_message_parts USING hnsw (embedding vector_cosine_ops);
 CREATE INDEX IF NOT EXISTS vec_message_parts_ns ON vec_message_parts (ns);
+SELECT localmem_protect(t) FROM unnest(ARRAY['vec_messages', 'vec_units', 'vec_message_parts']) AS t;
 
 -- name: codes_create
 SELECT 1 WHERE false;
