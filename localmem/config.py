@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from .errors import ConfigError, LocalmemError
 
@@ -615,9 +615,10 @@ class Config:
             values[name] = spec.parse(raw)
         return replace(cls(), **values, origins=tuple(sorted(origins.items())))
 
-    def resolved_db_path(self) -> "Path | PostgresURL":
-        """The store's file, or its ``postgresql://`` URL."""
-        return as_location(self.db_path) if self.db_path else default_db_path()
+    def resolved_db_path(self) -> Path:
+        """The store's file, or its ``postgresql://`` URL (a :class:`PostgresURL`, which answers
+        the questions the layers ask of a store's path: typed as one)."""
+        return cast(Path, as_location(self.db_path)) if self.db_path else default_db_path()
 
     def key(self, env: Mapping[str, str] | None = None) -> "Key | None":
         """The passphrase in the environment variable ``key_env`` names (``None`` without one)."""

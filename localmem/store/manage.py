@@ -144,9 +144,6 @@ def _context_parts(conn: apsw.Connection, mode: str) -> str:
 
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
     """Versions, SQLite features and where each model resolves from."""
-    from ..models.backends import onnx_providers
-    from ..models.catalog import resolve_embedder
-    from ..models.factory import describe_llm
 
     if getattr(conn, "engine", None) == "postgres":
         return _doctor_postgres(conn, config, path)
@@ -179,7 +176,9 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
     """The doctor's report on a PostgreSQL store: the server's and pgvector's versions; the
     pages are the server's to check (amcheck, pg_checksums), not a quick_check's."""
     server, vector = one_row(
-        conn.execute("SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        conn.execute(
+            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        )
     )
     report: dict[str, Any] = {
         "localmem": cipher.dist_version("localmem"),
@@ -202,7 +201,10 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
             "auto_vacuum": "the server's autovacuum; forget runs VACUUM FULL on what it touched",
             "context_parts": _context_parts(conn, config.context_parts),
         },
-        "encryption": {"store": "the server's disk (localmem does not encrypt a PostgreSQL store)", **cipher.library_info()},
+        "encryption": {
+            "store": "the server's disk (localmem does not encrypt a PostgreSQL store)",
+            **cipher.library_info(),
+        },
     }
     return _models_report(report, conn, config)
 

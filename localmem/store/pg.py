@@ -114,7 +114,8 @@ def _pg_queries() -> dict[str, str]:
     if unknown:
         raise LocalmemError(f"sql/postgres/queries: no SQLite query of the name(s) {', '.join(sorted(unknown))}")
     return {
-        name: _to_psycopg(_dialect(overrides[name] if name in overrides else text)) for name, text in _all_queries().items()
+        name: _to_psycopg(_dialect(overrides[name] if name in overrides else text))
+        for name, text in _all_queries().items()
     }
 
 
@@ -171,7 +172,7 @@ class _Result:
         return self._cursor.description if self._cursor is not None else None
 
 
-def _vector_text(blob: bytes) -> str:
+def _vector_text(blob: bytes | bytearray) -> str:
     import numpy as np
 
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(blob, dtype=np.float32)) + "]"
@@ -334,7 +335,12 @@ def _pool(url: str) -> Any:
     with _POOLS_LOCK:
         if url not in _POOLS:
             pool = psycopg_pool.ConnectionPool(
-                url, min_size=0, max_size=32, kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor}, configure=_configure, open=False
+                url,
+                min_size=0,
+                max_size=32,
+                kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                configure=_configure,
+                open=False,
             )
             try:
                 pool.open(wait=False)
@@ -453,7 +459,9 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         )
     ]
     if tables and "meta" not in tables:
-        raise NotALocalmemStoreError(_redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
+        raise NotALocalmemStoreError(
+            _redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}"
+        )
 
 
 def bind_embedder(conn: PgConnection, dim: int) -> None:
@@ -519,7 +527,9 @@ def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], pa
             conn.run(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
         if password is not None:
             conn.run(
-                sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)).as_string(conn.raw)
+                sql.SQL("ALTER ROLE {} PASSWORD {}")
+                .format(sql.Identifier(role), sql.Literal(password))
+                .as_string(conn.raw)
             )
         ident = sql.Identifier(role).as_string(conn.raw)
         conn.run(f"GRANT USAGE ON SCHEMA public TO {ident}")
@@ -527,7 +537,8 @@ def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], pa
         conn.run(f"REVOKE ALL ON namespace_roles FROM {ident}")
         conn.run(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {ident}")
         # A forget by the role vacuums what it touched (PostgreSQL 17 and later: MAINTAIN).
-        if int(conn.run("SELECT current_setting('server_version_num')::int").fetchone()[0]) >= 170000:
+        version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
+        if version is not None and int(version[0]) >= 170000:
             conn.run(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {ident}")
         for ns in namespaces:
             conn.run(

@@ -50,7 +50,7 @@ def start(data_dir: Path, database: str = DATABASE) -> ServerState:
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     try:
-        server = pgserver.get_server(data_dir, cleanup_mode=None)
+        server = pgserver.get_server(data_dir, cleanup_mode=None)  # pyright: ignore[reportPrivateImportUsage]
     except Exception as exc:
         raise LocalmemError(f"cannot start PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}") from exc
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")

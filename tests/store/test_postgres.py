@@ -91,7 +91,6 @@ def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
         assert mem.search("remember", channels=["bm25"])[0].id == f"m:{after.id}"
 
 
-
 def _writer(url: str, worker: int, n: int, forget_every: int, out) -> None:
     """Adds ``n`` messages to its own conversation, forgetting every ``forget_every``-th right
     after adding it; reports (kept ids, forgotten ids)."""
