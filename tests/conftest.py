@@ -104,7 +104,7 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         spot = str(path) if str(path) != ":memory:" else f":memory:{len(made)}"
         if spot not in made:
             name = f"t{len(made)}_{abs(hash((request.node.nodeid, spot))) % 10**12}"
-            server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template')
+            server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
             made[spot] = server.url(name)
         return real_connect(made[spot], busy_timeout_ms, None)
 
@@ -156,6 +156,12 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
         base = pgserver.start(started, "postgres").url
         assert base is not None
     server = PostgresServer(base)
+    if started is not None or os.environ.get("LM_TEST_POSTGRES_THROWAWAY"):
+        # A throwaway server: no durability (each test makes and drops a database, and DROP
+        # DATABASE waits for a checkpoint, which fsync made take minutes on a busy machine).
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            server.admin(f"ALTER SYSTEM SET {setting} = off")
+        server.admin("SELECT pg_reload_conf()")
     server.admin("DROP DATABASE IF EXISTS localmem_template")
     server.admin("CREATE DATABASE localmem_template")
     from localmem.store import pg

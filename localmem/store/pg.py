@@ -474,20 +474,32 @@ def has_vectors(conn: PgConnection) -> bool:
     return conn.run("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
 
 
-def vacuum_tables(conn: PgConnection, tables: Sequence[str]) -> float:
+def vacuum_tables(conn: PgConnection, tables: Sequence[str], lock_timeout_s: float = 5.0) -> tuple[float, list[str]]:
     """``VACUUM FULL`` each of ``tables`` (outside any transaction): each is written anew from
     its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only marks
-    them free). Returns the seconds it took."""
+    them free). A table another session keeps locked for ``lock_timeout_s`` is skipped (a
+    long read, or a connection of this very process inside a transaction): returns the seconds
+    it took and the tables skipped, which the next vacuum or forget rewrites."""
     import time
 
+    import psycopg
+
     started = time.perf_counter()
-    for table in tables:
-        if not re.fullmatch(r"[a-z_]+", table):
-            raise LocalmemError(f"not a table name: {table!r}")
-        if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
-            with _errors(conn.url):
+    skipped = []
+    conn.run(f"SET lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
+    try:
+        for table in tables:
+            if not re.fullmatch(r"[a-z_]+", table):
+                raise LocalmemError(f"not a table name: {table!r}")
+            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() != (True,):
+                continue
+            try:
                 conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
-    return time.perf_counter() - started
+            except psycopg.errors.LockNotAvailable:
+                skipped.append(table)
+    finally:
+        conn.run("RESET lock_timeout")
+    return time.perf_counter() - started, skipped
 
 
 def followers(conn: PgConnection, messages_json: str | None) -> list[int]:

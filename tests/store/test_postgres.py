@@ -16,7 +16,7 @@ pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 def pg_url(postgres_server, request):
     name = f"pgt_{abs(hash(request.node.nodeid)) % 10**12}"
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template')
+    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
     yield postgres_server.url(name)
     from localmem.store import pg
 
