@@ -1582,7 +1582,7 @@ _pg_data = click.option(
     "data_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="The server's data directory (default: postgres/ in the user data dir).",
+    help="The server's data directory; without it, a folder named postgres in the user data dir.",
 )
 
 

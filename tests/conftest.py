@@ -106,6 +106,9 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
             name = f"t{len(made)}_{abs(hash((request.node.nodeid, spot))) % 10**12}"
             server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
             made[spot] = server.url(name)
+            if spot == str(path):  # as opening a file store does: its folder, and an empty file for
+                Path(spot).parent.mkdir(parents=True, exist_ok=True)  # the commands that only read
+                Path(spot).touch()
         return real_connect(made[spot], busy_timeout_ms, None)
 
     monkeypatch.setattr(handle, "_connect", connect)
@@ -215,6 +218,12 @@ def mem(tmp_path: Path, embedder: HashEmbedder):
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects: `-m "not slow"` leaves these out
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.postgres_marks import reason_not_on_postgres
+
+    for item in items:
+        reason = reason_not_on_postgres(item.nodeid)
+        if reason is not None and item.get_closest_marker("not_on_postgres") is None:
+            item.add_marker(pytest.mark.not_on_postgres(reason))
     for item in items:
         # A real model loads for seconds and runs on every core; a browser test starts Chromium.
         if "models" in item.keywords or "browser" in item.keywords:
