@@ -37,6 +37,9 @@ _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # An apsw named parameter outside quotes (not a PostgreSQL cast "::"): ":name".
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+# The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
+# a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
+SQLITE_SCHEMA_MIRRORED = 12
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
@@ -247,7 +250,7 @@ class PgConnection:
         """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
         the others have no PostgreSQL meaning (0)."""
         if name == "user_version" and value is None:
-            return schema_version(self)
+            return SQLITE_SCHEMA_MIRRORED if schema_version(self) else 0
         return 0
 
     def total_changes(self) -> int:
