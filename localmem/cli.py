@@ -1699,6 +1699,66 @@ def _bench(module: str) -> Any:
         ) from None
 
 
+@cli.group(name="postgres")
+def postgres_() -> None:
+    """A local PostgreSQL server (with pgvector) for a store: --db postgresql://... (pip install 'localmem[postgres]')."""
+
+
+_pg_data = click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The server's data directory; without it, a folder named postgres in the user data dir.",
+)
+
+
+def _pg_state(state: Any, as_json: bool) -> None:
+    data = {"data_dir": state.data_dir, "running": state.running, "pid": state.pid, "url": state.url}
+    if as_json:
+        _print_json(data)
+    elif state.running:
+        click.echo(f"running (pid {state.pid}): --db '{state.url}'")
+    else:
+        click.echo(f"not running ({state.data_dir})")
+
+
+def _pg_dir(data_dir: Path | None) -> Path:
+    from .config import home_dir, user_data_dir
+
+    return data_dir or (home_dir() or user_data_dir()) / "postgres"
+
+
+@postgres_.command(name="start")
+@_pg_data
+@json_option
+def postgres_start(data_dir: Path | None, as_json: bool) -> None:
+    """Start the local server (made on first use) on a Unix socket; print the store's URL."""
+    from .store import pgserver
+
+    _pg_state(pgserver.start(_pg_dir(data_dir)), as_json)
+
+
+@postgres_.command(name="stop")
+@_pg_data
+@json_option
+def postgres_stop(data_dir: Path | None, as_json: bool) -> None:
+    """Stop the local server."""
+    from .store import pgserver
+
+    _pg_state(pgserver.stop(_pg_dir(data_dir)), as_json)
+
+
+@postgres_.command(name="status")
+@_pg_data
+@json_option
+def postgres_status(data_dir: Path | None, as_json: bool) -> None:
+    """Whether the local server runs, and its URL."""
+    from .store import pgserver
+
+    _pg_state(pgserver.status(_pg_dir(data_dir)), as_json)
+
+
 @cli.group()
 def bench() -> None:
     """Benchmarks on synthetic data; they print measured numbers."""

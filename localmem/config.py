@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from .errors import ConfigError, LocalmemError
 
@@ -158,6 +158,54 @@ def home_dir() -> Path | None:
     return Path(home) if home else None
 
 
+# -- where a store lives: a file path (SQLite) or a postgresql:// URL (PostgreSQL) --------------
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(target: object) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL."""
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+class PostgresURL(str):
+    """A PostgreSQL store's connection URL (libpq's URI syntax), standing where a path stands."""
+
+    @property
+    def name(self) -> str:
+        return self.rsplit("/", 1)[-1].split("?", 1)[0] or "postgres"
+
+    @property
+    def stem(self) -> str:
+        return self.name
+
+    def exists(self) -> bool:
+        """A server is asked when the store opens; as a location it always 'exists'."""
+        return True
+
+    def is_dir(self) -> bool:
+        return False
+
+    def expanduser(self) -> "PostgresURL":
+        return self
+
+    def redacted(self) -> str:
+        """The URL without its password, for messages and listings."""
+        head, sep, rest = self.partition("://")
+        userinfo, at, host = rest.partition("@")
+        if at and ":" in userinfo:
+            return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+        return str(self)
+
+
+def as_location(target: str | Path) -> Path | PostgresURL:
+    """``target`` as a store location: a :class:`PostgresURL` for a URL, else a path."""
+    if isinstance(target, PostgresURL):
+        return target
+    if is_postgres(str(target)) and not isinstance(target, Path):
+        return PostgresURL(str(target))
+    return Path(target)
+
+
 def default_db_path() -> Path:
     home = home_dir()
     return (home if home else user_data_dir()) / "memory.db"
@@ -224,6 +272,8 @@ class Setting:
 
     def _as_kind(self, value: Any) -> Any:
         if self.kind is Path:
+            if is_postgres(str(value)):  # a store's URL (only db_path takes one; see Memory)
+                return PostgresURL(str(value))
             return Path(os.path.expanduser(str(value)))
         if self.kind is bool:
             if isinstance(value, bool):
@@ -608,7 +658,9 @@ class Config:
         return _names_in(self.ask_rules_off or "")
 
     def resolved_db_path(self) -> Path:
-        return Path(self.db_path) if self.db_path else default_db_path()
+        """The store's file, or its ``postgresql://`` URL (a :class:`PostgresURL`, which answers
+        the questions the layers ask of a store's path: typed as one)."""
+        return cast(Path, as_location(self.db_path)) if self.db_path else default_db_path()
 
     def key(self, env: Mapping[str, str] | None = None) -> "Key | None":
         """The passphrase in the environment variable ``key_env`` names (``None`` without one)."""

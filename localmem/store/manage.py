@@ -25,7 +25,10 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
     messages, conversations, sessions, first, last = one_row(conn.execute(q("stats_messages"), {"ns": ns}))
     sources, unfinished, entities, links = one_row(conn.execute(q("stats_other"), {"ns": ns}))
     units: dict[str, int] = dict(all_rows(conn.execute(q("stats_units"), {"ns": ns})))  # kind -> count
-    size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
+    if getattr(conn, "engine", None) == "postgres":  # the database's size on the server
+        size = int(one_value(conn.execute("SELECT pg_database_size(current_database())")))
+    else:
+        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     meta = db.all_meta(conn)
     index: dict[str, str] = {}
     if db.has_vectors(conn):
@@ -47,7 +50,7 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
         links=links,
         db_path=str(path),
         db_bytes=size,
-        encrypted=cipher.file_state(path) == "encrypted",
+        encrypted=getattr(conn, "engine", None) != "postgres" and cipher.file_state(path) == "encrypted",
         schema_version=db.schema_version(conn),
         embedder=meta.get("embed_model_id"),
         embed_dim=int(meta["embed_dim"]) if "embed_dim" in meta else None,
@@ -141,10 +144,9 @@ def _context_parts(conn: apsw.Connection, mode: str) -> str:
 
 def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
     """Versions, SQLite features and where each model resolves from."""
-    from ..models.backends import onnx_providers
-    from ..models.catalog import resolve_embedder
-    from ..models.factory import describe_llm
 
+    if getattr(conn, "engine", None) == "postgres":
+        return _doctor_postgres(conn, config, path)
     fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
     report: dict[str, Any] = {
         "localmem": cipher.dist_version("localmem"),
@@ -167,6 +169,52 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
         },
         "encryption": {"store": _encryption(path), **cipher.library_info()},
     }
+    return _models_report(report, conn, config)
+
+
+def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
+    """The doctor's report on a PostgreSQL store: the server's and pgvector's versions; the
+    pages are the server's to check (amcheck, pg_checksums), not a quick_check's."""
+    server, vector = one_row(
+        conn.execute(
+            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        )
+    )
+    report: dict[str, Any] = {
+        "localmem": cipher.dist_version("localmem"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "apsw": apsw.apsw_version(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "fts5": True,
+        "sqlite_vec": f"none: PostgreSQL {server}, pgvector {vector}",
+        "onnxruntime": cipher.dist_version("onnxruntime"),
+        "tokenizers": cipher.dist_version("tokenizers"),
+        "numpy": cipher.dist_version("numpy"),
+        "db": {
+            "path": str(path),
+            "schema_version": db.schema_version(conn),
+            "latest_schema": db.latest_version(),
+            "meta": db.all_meta(conn),
+            "integrity": "not checked here: the server's (data checksums, amcheck)",
+            "integrity_seconds": 0.0,
+            "auto_vacuum": "the server's autovacuum; forget runs VACUUM FULL on what it touched",
+            "context_parts": _context_parts(conn, config.context_parts),
+        },
+        "encryption": {
+            "store": "the server's disk (localmem does not encrypt a PostgreSQL store)",
+            **cipher.library_info(),
+        },
+    }
+    return _models_report(report, conn, config)
+
+
+def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorReport:
+    """The models part of the doctor's report, and the report."""
+    from ..models.backends import onnx_providers
+    from ..models.catalog import resolve_embedder
+    from ..models.factory import describe_llm
+
     try:
         found = resolve_embedder(config)
         report["embedder"] = {

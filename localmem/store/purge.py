@@ -82,6 +82,10 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
     A process killed between the two leaves it, and the next open finishes the scrub
     (:func:`finish_pending`).
     """
+    if getattr(conn, "engine", None) == "postgres":
+        from . import pg
+
+        return pg_purge(conn, decide, pg)
     started = time.perf_counter()
     before = file_size(path)
     forgotten = leftovers.Forgotten()
@@ -124,6 +128,62 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
     else:
         done = replace(done, pending=str(path) != ":memory:")
     return done
+
+
+# What a forget on PostgreSQL may have deleted rows from (directly, by cascade or by trigger):
+# each is written anew after the commit (pg.vacuum_tables).
+PG_TOUCHED = (
+    "messages",
+    "messages_fts",
+    "units",
+    "units_fts",
+    "unit_sources",
+    "entities",
+    "entity_aliases",
+    "mentions",
+    "links",
+    "sources",
+    "message_parts",
+    "vec_messages",
+    "vec_units",
+    "vec_message_parts",
+    "llm_calls",
+    "consolidations",
+)
+
+
+def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
+    """A forget on PostgreSQL: the deletion in one transaction (the follower's full-text row
+    indexed again without the deleted turn as its context, stale person summaries dropped), then
+    ``VACUUM FULL`` of the tables it touched, so that the deleted rows' bytes leave their pages.
+    What the server's WAL archive and backups hold is the operator's (docs/postgres.md)."""
+    started = time.perf_counter()
+    with conn:
+        deletion = decide()
+        if deletion is None:
+            return None
+        query, params = deletion
+        step("decided")
+        followers = pg.followers(conn, params.get("messages"))
+        conn.execute(q(query), params)
+        pg.reindex_messages(conn, followers)
+        step("deleted")
+    step("committed")
+    seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
+    step("vacuumed")
+    said = (
+        f"; skipped, another session held them: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
+    )
+    return Scrub(
+        wal_emptied=True,
+        freed_bytes=0,
+        bytes_before=0,
+        bytes_after=0,
+        seconds=round(time.perf_counter() - started, 3),
+        vacuumed=True,
+        vacuum_reason=f"VACUUM FULL of the tables a forget touches ({seconds:.2f} s){said}",
+        pending=bool(skipped),
+    )
 
 
 def step(name: str) -> None:
@@ -207,6 +267,20 @@ def checkpoint(conn: apsw.Connection) -> bool:
 def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     """Compact the store: merge each full-text index into one segment, rewrite the file without
     its free pages (switching a store made before auto_vacuum to incremental), empty the WAL."""
+    if getattr(conn, "engine", None) == "postgres":
+        from . import pg
+
+        started = time.perf_counter()
+        seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)  # type: ignore[arg-type]
+        return {
+            "bytes_before": 0,
+            "bytes_after": 0,
+            "reclaimed_bytes": 0,
+            "auto_vacuum": "postgres: VACUUM FULL",
+            "fts_optimize_seconds": round(seconds, 3),
+            "wal_emptied": not skipped,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
     started = time.perf_counter()
     before = file_size(path)
     mode_before = int(conn.pragma("auto_vacuum"))

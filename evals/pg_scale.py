@@ -1,0 +1,106 @@
+"""Search latency on SQLite and on PostgreSQL, side by side in one run (docs/scale.md).
+
+The same synthetic messages (``localmem bench``'s generator) are ingested into a fresh SQLite
+file and a fresh PostgreSQL database with the same embedder; then the same queries are timed
+on both, taking turns query by query (a slower moment of the machine falls on both): the full
+hybrid search, the vector channel alone and the BM25 channel alone, p50 and p95 in ms (the
+query's embedding included where the channel needs it). Ingest time is printed too.
+
+Usage::
+
+    localmem postgres start --data /tmp/lm-pg        # prints the server's URL
+    python evals/pg_scale.py --url 'postgresql://postgres@/postgres?host=/tmp/lm-pg' --size 10000
+
+``--url`` names a server whose role may create databases: the run makes ``lm_scale_<size>``
+there (dropped first if present).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from localmem import Memory
+from localmem.benchmarks.bench import generate_messages, generate_queries, write_jsonl
+
+
+def _database_url(url: str, name: str) -> str:
+    head, _, query = url.partition("?")
+    base = head.rsplit("/", 1)[0] if head.count("/") > 2 else head.rstrip("/")
+    return f"{base}/{name}" + (f"?{query}" if query else "")
+
+
+def _fresh_database(url: str, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(_database_url(url, "postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    return _database_url(url, name)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="a PostgreSQL server (a role that may create databases)")
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--hash-embedder", action="store_true", help="the tests' hashing embedder (no model)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+
+    embedder = None
+    if args.hash_embedder:
+        from tests.fakes import HashEmbedder
+
+        embedder = HashEmbedder()
+    work = Path(tempfile.mkdtemp(prefix="lm-scale-"))
+    data = work / "messages.jsonl"
+    write_jsonl(generate_messages(args.size), data)
+    stores = {"sqlite": str(work / "bench.db"), "postgres": _fresh_database(args.url, f"lm_scale_{args.size}")}
+    mems: dict[str, Memory] = {}
+    result: dict[str, dict[str, float]] = {}
+    for engine, target in stores.items():
+        mem = Memory(target, namespace="bench", embedder=embedder)
+        mem.embedder.embed(["warm-up"])
+        t0 = time.perf_counter()
+        mem.ingest(data, format="jsonl", extract="none")
+        result[engine] = {"ingest_s": round(time.perf_counter() - t0, 1), "messages": mem.stats()["messages"]}
+        mems[engine] = mem
+    queries = generate_queries(args.queries + 10)
+    passes = {"hybrid": None, "vector": ["vector"], "bm25": ["bm25"]}
+    for name, channels in passes.items():
+        times: dict[str, list[float]] = {e: [] for e in mems}
+        for i, query in enumerate(queries):
+            for engine, mem in mems.items():
+                t0 = time.perf_counter()
+                mem.search(query, **({"channels": channels} if channels else {}))
+                if i >= 10:  # the first ten warm the caches
+                    times[engine].append((time.perf_counter() - t0) * 1000)
+        for engine, samples in times.items():
+            result[engine][f"{name}_p50_ms"] = round(statistics.median(samples), 1)
+            result[engine][f"{name}_p95_ms"] = round(_pct(samples, 0.95), 1)
+    for mem in mems.values():
+        mem.close()
+    print("| engine | messages | ingest s | hybrid p50 / p95 ms | vector p50 / p95 | bm25 p50 / p95 |")
+    print("|---|---|---|---|---|---|")
+    for engine, r in result.items():
+        print(
+            f"| {engine} | {r['messages']:,} | {r['ingest_s']} | {r['hybrid_p50_ms']} / {r['hybrid_p95_ms']} | "
+            f"{r['vector_p50_ms']} / {r['vector_p95_ms']} | {r['bm25_p50_ms']} / {r['bm25_p95_ms']} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

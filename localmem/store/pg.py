@@ -1,0 +1,562 @@
+"""The PostgreSQL store: a connection with the small API the layers above use of an apsw one.
+
+Everything above the store calls ``conn.execute(q(name), params)``, opens write transactions
+with ``with conn:`` and reads snapshots with :func:`db.reading`. :class:`PgConnection` does the
+same on PostgreSQL (psycopg 3, connections from a pool): it finds which named query it was
+given by its SQLite text and runs that query's PostgreSQL version, from
+``sql/postgres/queries/*.sql`` where the dialects differ, else the SQLite text with its
+``:name`` parameters rewritten for psycopg. So no caller learns which engine it has.
+
+What differs by engine (see docs/postgres.md):
+
+- full text: a ``tsvector`` per message and unit (PostgreSQL's snowball English stemmer, no
+  stop words), ranked by BM25 computed in SQL from the table's statistics with FTS5's own
+  formula and constants (``fts_messages`` in ``sql/postgres/queries/search.sql``);
+- vectors: pgvector ``vector(dim)`` columns with HNSW indexes (cosine), searched with
+  iterative index scans filtered by namespace; the SQLite store's binary codes are not kept;
+- forget: rows are deleted, then the tables touched are vacuumed (``VACUUM FULL``, which writes
+  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page);
+- the file-level promises (encryption at rest, the WAL) are the server's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from functools import lru_cache
+from typing import Any, Callable, Iterator, Sequence
+
+from ..config import is_postgres
+from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
+from .queries import _all_queries, sql_dir
+
+__all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
+
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
+_MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+# An apsw named parameter outside quotes (not a PostgreSQL cast "::"): ":name".
+_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+# The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
+# a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
+SQLITE_SCHEMA_MIRRORED = 12
+# The advisory lock that serialises migrations of one database (two processes opening a new
+# store at once): any constant; "lmem".
+_MIGRATE_LOCK = 0x6C6D656D
+
+
+# Rewrites that make most SQLite queries PostgreSQL: a JSON array of ids (the shared queries'
+# `json_each(:ids)`, read as `value`) becomes localmem_ids() (bigint `value`); SQLite's
+# two-argument max/min are greatest/least; REAL is double precision; char() is chr().
+_ID_ARRAYS = ("ids", "among", "entities", "messages", "sources", "units")
+_REWRITES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"json_each\(:(" + "|".join(_ID_ARRAYS) + r")\)"), r"localmem_ids(:\1)"),
+    (re.compile(r"json_array_length\(:(\w+)\)"), r"jsonb_array_length(CAST(:\1 AS jsonb))"),
+    (re.compile(r"\(SELECT id FROM next_ids WHERE name = '(\w+)'\)"), r"localmem_next_id('\1')"),
+    (re.compile(r"\bmax\(1,"), "greatest(1,"),
+    (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
+    (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
+    (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
+]
+_OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
+
+
+def _dialect(sql: str) -> str:
+    """The PostgreSQL form of a shared (SQLite) query that has no override."""
+    for pattern, repl in _REWRITES:
+        sql = pattern.sub(repl, sql)
+    if _OR_IGNORE.match(sql) and ";" not in sql.rstrip().rstrip(";"):
+        body = sql.rstrip().rstrip(";")
+        returning = ""
+        at = body.upper().rfind("RETURNING")
+        if at != -1:
+            body, returning = body[:at], " " + body[at:]
+        sql = _OR_IGNORE.sub("INSERT INTO", body, count=1) + " ON CONFLICT DO NOTHING" + returning
+    return sql
+
+
+def _to_psycopg(sql: str) -> str:
+    """apsw's ``:name`` parameters as psycopg's ``%(name)s`` (``%`` doubled), outside quotes."""
+    # Comment lines go first: an apostrophe in one ("a namespace's") would open a quote.
+    sql = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    out = []
+    for i, piece in enumerate(re.split(r"('(?:[^']|'')*')", sql)):
+        if i % 2:  # a string literal
+            out.append(piece.replace("%", "%%"))
+        else:
+            out.append(_PARAM.sub(r"%(\1)s", piece.replace("%", "%%")).replace("?", "%s"))
+    return "".join(out)
+
+
+def _read_named(folder: str) -> dict[str, str]:
+    queries: dict[str, str] = {}
+    for path in sorted((sql_dir() / "postgres" / folder).glob("*.sql")):
+        name: str | None = None
+        lines: list[str] = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = _NAME.match(line)
+            if match:
+                if name:
+                    queries[name] = "\n".join(lines).strip()
+                name, lines = match.group(1), []
+                if name in queries:
+                    raise LocalmemError(f"{path}:{lineno}: query '{name}' defined twice")
+            elif name:
+                lines.append(line)
+        if name:
+            queries[name] = "\n".join(lines).strip()
+    return queries
+
+
+@lru_cache(maxsize=1)
+def _pg_queries() -> dict[str, str]:
+    """Every named query in its PostgreSQL form: the override where there is one, else the
+    SQLite text with its parameters rewritten."""
+    overrides = _read_named("queries")
+    unknown = set(overrides) - set(_all_queries())
+    if unknown:
+        raise LocalmemError(f"sql/postgres/queries: no SQLite query of the name(s) {', '.join(sorted(unknown))}")
+    return {
+        name: _to_psycopg(_dialect(overrides[name] if name in overrides else text))
+        for name, text in _all_queries().items()
+    }
+
+
+@lru_cache(maxsize=1)
+def _by_sqlite_text() -> dict[str, str]:
+    return {text: name for name, text in _all_queries().items()}
+
+
+def pg_query(name: str) -> str:
+    """The PostgreSQL text of the named query ``name``."""
+    try:
+        return _pg_queries()[name]
+    except KeyError:
+        raise QueryNotFoundError(name) from None
+
+
+@lru_cache(maxsize=256)
+def _translate(sql: str) -> str:
+    name = _by_sqlite_text().get(sql.strip())
+    return pg_query(name) if name is not None else _to_psycopg(sql)
+
+
+def pg_migrations() -> list[tuple[int, str, str]]:
+    """``(version, filename, sql)`` of the PostgreSQL schema's migrations, in order."""
+    found = []
+    for path in sorted((sql_dir() / "postgres" / "migrations").glob("*.sql")):
+        match = _MIGRATION.match(path.name)
+        if not match:
+            raise LocalmemError(f"{path}: migration files are named NNNN_name.sql")
+        found.append((int(match.group(1)), path.name, path.read_text(encoding="utf-8")))
+    if [v for v, _, _ in found] != list(range(1, len(found) + 1)):
+        raise LocalmemError("sql/postgres/migrations are not numbered 1..n without gaps")
+    return found
+
+
+class _Result:
+    """A statement's rows as apsw gives them: iterable, ``fetchone``, ``fetchall``; a statement
+    without a result gives no rows (psycopg raises there)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor if cursor.description is not None else None
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._cursor) if self._cursor is not None else iter(())
+
+    def fetchone(self) -> tuple | None:
+        return self._cursor.fetchone() if self._cursor is not None else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._cursor.fetchall() if self._cursor is not None else []
+
+    @property
+    def description(self) -> Sequence[Any] | None:
+        return self._cursor.description if self._cursor is not None else None
+
+
+def _vector_text(blob: bytes | bytearray) -> str:
+    import numpy as np
+
+    return "[" + ",".join(repr(float(x)) for x in np.frombuffer(blob, dtype=np.float32)) + "]"
+
+
+# The parameters that carry a vector: a float32 blob on SQLite, pgvector's text form here.
+_VECTOR_PARAMS = frozenset({"embedding"})
+
+
+class PgConnection:
+    """One PostgreSQL connection (from the store's pool) with apsw's calls that localmem uses:
+    ``execute`` (named queries found by their SQLite text), ``with conn:`` for a transaction
+    (nested ones are savepoints), :meth:`fts5_tokenizer` (FTS5's own tokenizers, from an
+    in-memory SQLite: the query side of full-text search stems as the SQLite store does)."""
+
+    engine = "postgres"
+
+    def __init__(self, url: str, pool: Any, raw: Any) -> None:
+        self.url, self._pool, self._raw = url, pool, raw
+        self._tx: list[Any] = []
+        self._local_sqlite: Any = None
+        self._statements = 0
+
+    @property
+    def raw(self) -> Any:
+        """The psycopg connection (tests and the benchmarks read the server's own views)."""
+        if self._raw is None:
+            raise LocalmemError(f"this connection to {_redact(self.url)} is closed")
+        return self._raw
+
+    def execute(self, sql: str, params: Any = None) -> _Result:
+        text = _translate(sql)
+        self._statements += 1
+        if isinstance(params, dict):
+            params = {
+                k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
+                for k, v in params.items()
+            }
+        if isinstance(params, dict) and "%(" not in text:
+            params = None  # apsw lets a statement ignore what it is given; psycopg refuses
+        with _errors(self.url):
+            return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+
+    def run(self, sql: str, params: Any = None) -> _Result:
+        """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
+        with _errors(self.url):
+            return _Result(self.raw.execute(sql, params))  # type: ignore[arg-type]
+
+    def __enter__(self) -> "PgConnection":
+        tx = self.raw.transaction()
+        tx.__enter__()
+        self._tx.append(tx)
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        tx = self._tx.pop()
+        with _errors(self.url):
+            tx.__exit__(*exc)
+        return False
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """One snapshot for several reads (REPEATABLE READ); inside a transaction, that one."""
+        if self._tx:
+            yield
+            return
+        with self:
+            self.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
+    def pragma(self, name: str, value: Any = None) -> Any:
+        """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
+        the others have no PostgreSQL meaning (0)."""
+        if name == "user_version" and value is None:
+            return SQLITE_SCHEMA_MIRRORED if schema_version(self) else 0
+        return 0
+
+    def total_changes(self) -> int:
+        """Moves with every statement this connection runs (SQLite counts rows changed): a
+        cache keyed on it is refreshed at least as often."""
+        return self._statements
+
+    def in_transaction(self) -> bool:
+        return bool(self._tx)
+
+    def get_autocommit(self) -> bool:
+        return not self._tx
+
+    def fts5_tokenizer(self, name: str, args: list[str]) -> Callable[..., Any]:
+        if self._local_sqlite is None:
+            import apsw
+
+            self._local_sqlite = apsw.Connection(":memory:")
+        return self._local_sqlite.fts5_tokenizer(name, args)
+
+    def create_scalar_function(self, *_args: Any, **_kwargs: Any) -> None:
+        """SQLite's Python functions have PostgreSQL counterparts in the schema (or none needed)."""
+
+    def close(self) -> None:
+        if self._raw is not None:
+            raw, self._raw = self._raw, None
+            while self._tx:
+                self._tx.pop().__exit__(None, None, None)
+            try:
+                self._pool.putconn(raw)
+            except Exception:  # pragma: no cover - the pool is gone (at exit)
+                raw.close()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _redact(url: str) -> str:
+    head, sep, rest = url.partition("://")
+    userinfo, at, host = rest.partition("@")
+    if at and ":" in userinfo:
+        return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
+    return url
+
+
+@contextlib.contextmanager
+def _errors(url: str) -> Iterator[None]:
+    """The server's errors as localmem's: a lock held too long, a lost server."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.DataError as exc:
+        if "NUL" in str(exc):
+            raise LocalmemError(
+                "PostgreSQL text cannot hold the NUL character (\\x00): remove it from the text, or use a file store"
+            ) from exc
+        raise
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
+    except psycopg.errors.LockNotAvailable as exc:
+        raise StoreLockedError(_redact(url), 0, "another session held a lock") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        raise StoreLockedError(_redact(url), 0, f"the statement was cancelled: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
+
+
+def store_errors(url: str) -> contextlib.AbstractContextManager[None]:
+    return _errors(url)
+
+
+_POOLS: dict[str, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(url: str) -> Any:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError:
+        raise LocalmemError(
+            "a postgresql:// store needs psycopg 3 and its pool: pip install 'localmem[postgres]'"
+        ) from None
+    with _POOLS_LOCK:
+        if url not in _POOLS:
+            pool = psycopg_pool.ConnectionPool(
+                url,
+                min_size=0,
+                max_size=32,
+                kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                configure=_configure,
+                open=False,
+            )
+            try:
+                pool.open(wait=False)
+            except Exception as exc:  # pragma: no cover
+                raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
+            _POOLS[url] = pool
+        return _POOLS[url]
+
+
+def close_pools() -> None:
+    """Close every pool this process opened (tests, and a server that stops)."""
+    with _POOLS_LOCK:
+        for pool in _POOLS.values():
+            pool.close()
+        _POOLS.clear()
+
+
+def _configure(raw: Any) -> None:
+    """Each new connection: the vector type read as blobs, iterative HNSW scans (a namespace
+    filter after an HNSW scan would otherwise return fewer than k rows)."""
+    from psycopg.adapt import Loader
+
+    class VectorLoader(Loader):
+        def load(self, data: Any) -> bytes:
+            import numpy as np
+
+            text = bytes(data).decode("ascii").strip("[]")
+            return np.array([float(x) for x in text.split(",")] if text else [], dtype=np.float32).tobytes()
+
+    class CompactJson(Loader):
+        """json as compact text, as SQLite's json_object writes it (exports are these lines)."""
+
+        def load(self, data: Any) -> str:
+            import json
+
+            return json.dumps(json.loads(bytes(data)), ensure_ascii=False, separators=(",", ":"))
+
+    raw.adapters.register_loader("json", CompactJson)
+    row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
+    if row is not None:
+        raw.adapters.register_loader(row[0], VectorLoader)
+    try:
+        raw.execute("SET TimeZone = 'UTC'")
+        raw.execute("SET hnsw.iterative_scan = strict_order")
+        raw.execute("SET hnsw.ef_search = 100")
+    except Exception:  # pgvector not created yet: the first open creates it, then reconnects
+        pass
+
+
+def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
+    """A migrated PostgreSQL store at ``url`` (the schema made on first use; pgvector created
+    if the role may, else it must exist)."""
+    pool = _pool(url)
+    try:
+        raw = pool.getconn(timeout=timeout_s)
+    except Exception as exc:
+        raise LocalmemError(
+            f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
+            "is it running? (localmem postgres start runs a local one)"
+        ) from exc
+    conn = PgConnection(url, pool, raw)
+    try:
+        migrated = migrate(conn, url)
+    except BaseException:
+        conn.close()
+        raise
+    if migrated:  # the vector type may be new: connections made before it do not load it
+        conn.close()
+        pool.check()
+        conn = PgConnection(url, pool, pool.getconn(timeout=timeout_s))
+        _configure(conn.raw)
+    return conn
+
+
+def schema_version(conn: PgConnection) -> int:
+    if conn.run("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
+        return 0
+    row = conn.run("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: PgConnection, url: str) -> list[str]:
+    """Apply pending migrations in one transaction each, under an advisory lock (two processes
+    opening a new database at once: the second sees what the first applied)."""
+    latest = len(pg_migrations())
+    if schema_version(conn) >= latest:
+        if schema_version(conn) > latest:
+            raise SchemaTooNewError(_redact(url), schema_version(conn), latest)
+        return []
+    _check_ours(conn, url)
+    applied = []
+    with conn:
+        conn.run(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+        for version, name, sql in pg_migrations():
+            if version <= schema_version(conn):
+                continue
+            conn.raw.execute(sql)  # type: ignore[arg-type] # DDL from our own files, no parameters
+            conn.raw.execute(
+                "INSERT INTO meta (key, value) VALUES ('pg_schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+            applied.append(name)
+    return applied
+
+
+def _check_ours(conn: PgConnection, url: str) -> None:
+    """Refuse a database that holds someone else's tables (in the schemas on the search path)."""
+    from ..errors import NotALocalmemStoreError
+
+    tables = [
+        r[0]
+        for r in conn.run(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = ANY (current_schemas(false)) AND table_type = 'BASE TABLE' ORDER BY 1"
+        )
+    ]
+    if tables and "meta" not in tables:
+        raise NotALocalmemStoreError(
+            _redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}"
+        )
+
+
+def bind_embedder(conn: PgConnection, dim: int) -> None:
+    """The vector tables of dimension ``dim``, with their HNSW indexes (in the caller's
+    transaction)."""
+    conn.raw.execute(pg_query("vec_create").replace("{dim}", str(int(dim))))  # type: ignore[arg-type]
+
+
+def has_vectors(conn: PgConnection) -> bool:
+    return conn.run("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
+
+
+def vacuum_tables(conn: PgConnection, tables: Sequence[str], lock_timeout_s: float = 5.0) -> tuple[float, list[str]]:
+    """``VACUUM FULL`` each of ``tables`` (outside any transaction): each is written anew from
+    its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only marks
+    them free). A table another session keeps locked for ``lock_timeout_s`` is skipped (a
+    long read, or a connection of this very process inside a transaction): returns the seconds
+    it took and the tables skipped, which the next vacuum or forget rewrites."""
+    import time
+
+    import psycopg
+
+    started = time.perf_counter()
+    skipped = []
+    conn.run(f"SET lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
+    try:
+        for table in tables:
+            if not re.fullmatch(r"[a-z_]+", table):
+                raise LocalmemError(f"not a table name: {table!r}")
+            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() != (True,):
+                continue
+            try:
+                conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
+            except psycopg.errors.LockNotAvailable:
+                skipped.append(table)
+    finally:
+        conn.run("RESET lock_timeout")
+    return time.perf_counter() - started, skipped
+
+
+def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
+    """The turn after each of the messages (a JSON array of ids) in its session: its full-text
+    row holds the message as context, and must be indexed again once the message is gone."""
+    if not messages_json:
+        return []
+    rows = conn.run(
+        "SELECT DISTINCT n.id FROM localmem_ids(%(ids)s) AS j JOIN messages AS m ON m.id = j.value "
+        "JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.session = m.session "
+        "AND n.seq = (SELECT min(x.seq) FROM messages AS x WHERE x.ns = m.ns AND x.conversation = m.conversation "
+        "AND x.session = m.session AND x.seq > m.seq)",
+        {"ids": messages_json},
+    )
+    return [int(r[0]) for r in rows]
+
+
+def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
+    """Index the full text of the messages ``ids`` (those still there) anew."""
+    if ids:
+        import json
+
+        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
+
+
+def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
+    """Make ``role`` (a login role, created if missing) a user of ``namespaces`` only: it may
+    read and write the store's tables, and row-level security shows it the rows of those
+    namespaces alone. Run by the store's owner."""
+    from psycopg import sql
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
+        raise LocalmemError(f"role names are lower-case letters, digits and _: {role!r}")
+    with conn:
+        exists = conn.run("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
+        if not exists:
+            conn.run(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
+        if password is not None:
+            conn.run(
+                sql.SQL("ALTER ROLE {} PASSWORD {}")
+                .format(sql.Identifier(role), sql.Literal(password))
+                .as_string(conn.raw)
+            )
+        ident = sql.Identifier(role).as_string(conn.raw)
+        conn.run(f"GRANT USAGE ON SCHEMA public TO {ident}")
+        conn.run(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {ident}")
+        conn.run(f"REVOKE ALL ON namespace_roles FROM {ident}")
+        conn.run(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {ident}")
+        # A forget by the role vacuums what it touched (PostgreSQL 17 and later: MAINTAIN).
+        version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
+        if version is not None and int(version[0]) >= 170000:
+            conn.run(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {ident}")
+        for ns in namespaces:
+            conn.run(
+                "INSERT INTO namespace_roles (role, ns) VALUES (%(r)s, %(ns)s) ON CONFLICT DO NOTHING",
+                {"r": role, "ns": ns},
+            )

@@ -1,0 +1,224 @@
+"""The PostgreSQL store against a real server (a throwaway one: tests/conftest.py's
+``postgres_server``): opening by URL, the engine-specific channels, and forget's promise read
+from the table's own pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from localmem import Memory
+from tests.fakes import HashEmbedder
+
+pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+
+
+@pytest.fixture
+def pg_url(postgres_server, request):
+    name = f"pgt_{abs(hash(request.node.nodeid)) % 10**12}"
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
+    yield postgres_server.url(name)
+    from localmem.store import pg
+
+    pg.close_pools()
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_memory_opens_a_url_and_searches_every_channel(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        first = mem.add("Alice", "I moved to Berlin last week and adopted a dog named Scout.")
+        mem.add("Bob", "Nice! I went hiking in the Alps with my sister.")
+        assert mem.conn.engine == "postgres"
+        hits = mem.search("Scout the dog", channels=["bm25"])
+        assert [h.id for h in hits][:1] == [f"m:{first.id}"]
+        assert hits[0].channels["bm25"]["rank"] == 1
+        vector = mem.search("Scout the dog", channels=["vector"])
+        assert {h.id for h in vector} == {"m:1", "m:2"}
+
+
+def test_bm25_prefers_the_rarer_word_as_fts5_does(pg_url):
+    """BM25 from the table's statistics: a word in one message outranks one in every message."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        for i in range(6):
+            mem.add("Alice", f"I like coffee number {i}.")
+        rare = mem.add("Alice", "I like coffee and a zeppelin.")
+        hits = mem.search("coffee zeppelin", channels=["bm25"])
+        assert hits[0].id == f"m:{rare.id}"
+
+
+def test_namespaces_do_not_see_each_other(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as a:
+        a.add("Alice", "The secret word is marmalade.")
+    with Memory(pg_url, namespace="b", embedder=HashEmbedder()) as b:
+        b.add("Bob", "Nothing to see here.")
+        assert all("marmalade" not in h.text for h in b.search("marmalade secret word"))
+
+
+def _pages(mem: Memory, table: str) -> bytes:
+    """The table's heap and TOAST files as the server has them on disk, read by the server's own
+    pg_read_binary_file after a CHECKPOINT (so no page waits in shared buffers)."""
+    raw = mem.conn.raw
+    raw.execute("CHECKPOINT")
+    data = b""
+    for (rel,) in raw.execute(
+        "SELECT c.oid::regclass::text FROM pg_class AS c WHERE c.oid = %s::regclass "
+        "UNION ALL SELECT t.reltoastrelid::regclass::text FROM pg_class AS t "
+        "WHERE t.oid = %s::regclass AND t.reltoastrelid <> 0",
+        (table, table),
+    ).fetchall():
+        (path,) = raw.execute("SELECT pg_relation_filepath(%s)", (rel,)).fetchone()
+        size = raw.execute("SELECT pg_relation_size(%s)", (rel,)).fetchone()[0]
+        if size:
+            data += raw.execute("SELECT pg_read_binary_file(%s)", (path,)).fetchone()[0]
+    return data
+
+
+def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        kept = [mem.add("Alice", f"Ordinary note {i} about the garden.") for i in range(20)]
+        gone = mem.add("Alice", "My bank PIN is zanzibar-4471.")
+        after = mem.add("Bob", "Got it, I will remember.")  # indexed with the forgotten turn as context
+        assert b"zanzibar-4471" in _pages(mem, "messages")
+        report = mem.forget(ids=[f"m:{gone.id}"])
+        assert report is not None
+        for table in ("messages", "messages_fts", "vec_messages"):
+            assert b"zanzibar" not in _pages(mem, table), table
+        assert not mem.search("zanzibar PIN", channels=["bm25"])
+        # the rest is intact: every other message is still there and found
+        assert b"Ordinary note 7 about the garden" in _pages(mem, "messages")
+        found = mem.search("garden note", channels=["bm25"], k=50)
+        assert {h.id for h in found} >= {f"m:{m.id}" for m in kept}
+        assert mem.search("remember", channels=["bm25"])[0].id == f"m:{after.id}"
+
+
+def _writer(url: str, worker: int, n: int, forget_every: int, out) -> None:
+    """Adds ``n`` messages to its own conversation, forgetting every ``forget_every``-th right
+    after adding it; reports (kept ids, forgotten ids)."""
+    kept, forgotten = [], []
+    with Memory(url, namespace="shared", embedder=HashEmbedder()) as mem:
+        for i in range(n):
+            added = mem.add(
+                f"writer{worker}",
+                f"note {i} from writer {worker} token w{worker}x{i}",
+                conversation=f"c{worker}",
+                id=f"w{worker}-{i}",
+            )
+            if forget_every and i % forget_every == forget_every - 1:
+                mem.forget(ids=[f"m:{added.id}"])
+                forgotten.append(added.id)
+            else:
+                kept.append(added.id)
+    out.put((worker, kept, forgotten))
+
+
+def _reader(url: str, rounds: int, out) -> None:
+    seen = 0
+    with Memory(url, namespace="shared", embedder=HashEmbedder()) as mem:
+        for i in range(rounds):
+            seen += len(mem.search(f"note {i} from writer", channels=["bm25", "vector"]))
+    out.put(("reader", seen))
+
+
+@pytest.mark.slow
+def test_eight_writers_and_eight_readers_lose_nothing(pg_url):
+    """8 writer and 8 reader processes on one database: every kept message is there once, no
+    forgotten one is, and every reader finished."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    n, forget_every = 30, 5
+    Memory(pg_url, namespace="shared", embedder=HashEmbedder()).close()  # bound before they race
+    procs = [ctx.Process(target=_writer, args=(pg_url, w, n, forget_every, out)) for w in range(8)]
+    procs += [ctx.Process(target=_reader, args=(pg_url, 20, out)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    results = []
+    for _ in procs:
+        results.append(out.get(timeout=300))
+        assert all(p.exitcode in (None, 0) for p in procs), "a process failed"
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    writers = [r for r in results if r[0] != "reader"]
+    assert len(writers) == 8 and len(results) == 16
+    kept = sorted(i for _w, k, _f in writers for i in k)
+    forgotten = sorted(i for _w, _k, f in writers for i in f)
+    assert len(kept) == 8 * (n - n // forget_every) and len(forgotten) == 8 * (n // forget_every)
+    with Memory(pg_url, namespace="shared", embedder=HashEmbedder()) as mem:
+        rows = mem.conn.raw.execute("SELECT id, external_id FROM messages WHERE ns = 'shared'").fetchall()
+        ids = [r[0] for r in rows]
+        assert sorted(ids) == kept  # nothing lost, nothing forgotten kept
+        assert len({r[1] for r in rows}) == len(rows)  # no duplicates
+        fts = mem.conn.raw.execute("SELECT count(*) FROM messages_fts").fetchone()[0]
+        vec = mem.conn.raw.execute("SELECT count(*) FROM vec_messages").fetchone()[0]
+        assert fts == vec == len(kept)
+        assert not set(forgotten) & set(ids)
+
+
+def _as_role(url: str, role: str) -> str:
+    """``url`` with ``role`` as its user (the test server trusts its Unix socket)."""
+    head, rest = url.split("://", 1)
+    return f"{head}://{role}@{rest.split('@', 1)[1]}"
+
+
+def test_a_namespace_role_cannot_read_or_change_another_namespace(pg_url):
+    """Row-level security: each role sees and writes its own namespace only, tried with the
+    library and with raw SQL on the same connection."""
+    from localmem.errors import LocalmemError
+    from localmem.store import pg
+
+    with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as owner:
+        owner.add("Alice", "Alice's secret: the key is under the blue flowerpot.")
+        pg.grant_namespace(owner.conn, "lm_test_alice", ["alice"])
+        pg.grant_namespace(owner.conn, "lm_test_bob", ["bob"])
+    with Memory(_as_role(pg_url, "lm_test_bob"), namespace="bob", embedder=HashEmbedder()) as bob:
+        bob.add("Bob", "Bob keeps his notes here.")
+        raw = bob.conn.raw
+        assert [r[0] for r in raw.execute("SELECT DISTINCT ns FROM messages")] == ["bob"]
+        assert raw.execute("SELECT count(*) FROM messages_fts WHERE doc @@ 'flowerpot'").fetchone()[0] == 0
+        assert raw.execute("UPDATE messages SET text = 'x' WHERE ns = 'alice'").rowcount == 0
+        assert raw.execute("DELETE FROM messages WHERE ns = 'alice'").rowcount == 0
+    with Memory(_as_role(pg_url, "lm_test_bob"), namespace="alice", embedder=HashEmbedder()) as intruder:
+        assert intruder.search("secret key flowerpot") == []
+        with pytest.raises(LocalmemError, match="refused|row-level security"):
+            intruder.add("Mallory", "planted in alice's memory")
+    with Memory(_as_role(pg_url, "lm_test_alice"), namespace="alice", embedder=HashEmbedder()) as alice:
+        hits = alice.search("secret key flowerpot")
+        assert hits and "flowerpot" in hits[0].text
+        assert all("Mallory" not in h.text for h in alice.search("planted memory"))
+        alice.forget(ids=[hits[0].id])  # its forget may vacuum (MAINTAIN), and deletes only its rows
+    with Memory(pg_url, namespace="bob", embedder=HashEmbedder()) as owner:
+        assert owner.conn.raw.execute("SELECT count(*) FROM messages WHERE ns = 'bob'").fetchone()[0] == 1
+
+
+def test_sqlite_to_postgres_and_back_compares_equal(pg_url, tmp_path):
+    """export from a file, import into PostgreSQL, export again: the same lines (every message,
+    id, correction, built memory and vector), and the same search results."""
+    import io
+
+    def export_text(mem: Memory, **kwargs) -> str:
+        buf = io.StringIO()
+        mem.admin.export(buf, **kwargs)
+        return buf.getvalue()
+
+    with Memory(tmp_path / "file.db", namespace="a", embedder=HashEmbedder()) as file_store:
+        first = file_store.add("Alice", "I adopted a cat named Mochi in March.", time="2024-03-02T10:00:00")
+        file_store.add("Bob", "Mochi sounds lovely! Does she like the balcony?", time="2024-03-02T10:01:00")
+        file_store.correct(f"m:{first.id}", "I adopted a cat named Mochi in April.")
+        file_store.add("Alice", "ÜBER line\u2028separator and emoji \U0001f408", time="2024-03-03T09:00:00")
+        exported = export_text(file_store, vectors=True)
+        expected_hits = [h.to_dict() for h in file_store.search("Mochi cat", channels=["bm25"])]
+    path = tmp_path / "export.jsonl"
+    path.write_text(exported, encoding="utf-8")
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as pg_store:
+        counts = pg_store.admin.restore(path)
+        assert counts["message"] == 4 and counts["vector"] >= 4
+        again = export_text(pg_store, vectors=True)
+        assert again == exported
+        assert [h.id for h in pg_store.search("Mochi cat", channels=["bm25"])] == [h["id"] for h in expected_hits]
+    back = tmp_path / "back.db"
+    (tmp_path / "again.jsonl").write_text(again, encoding="utf-8")
+    with Memory(back, namespace="a", embedder=HashEmbedder()) as file_again:
+        file_again.admin.restore(tmp_path / "again.jsonl")
+        assert export_text(file_again, vectors=True) == exported
