@@ -218,7 +218,7 @@ def search_batch(
         embedder = models.embedder
         db.check_embedder(conn, embedder.model_id, embedder.dim)
         texts = vector_texts(conn, namespace, queries, params, options.user_name, names)
-        vectors = embed_batched(embedder, texts, options.embed_batch)
+        vectors = embed_batched(embedder, texts, options.embed_batch, role="query")
     reranker = None
     if params.rerank == "llm":
         reranker = models.llm_reranker()

@@ -97,6 +97,33 @@ def detect(text: str) -> str:
     return lang if confidence >= MIN_CONFIDENCE else UNDETERMINED
 
 
+# A run of characters from scripts whose words are not separated by spaces (Han, kana, Thai) or
+# whose words carry their particles (Hangul): unicode61 would index the whole run as one word.
+_UNSPACED_RUN = re.compile(
+    r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    r"\U00020000-\U0002ffff\u1100-\u11ff\u3130-\u318f\uac00-\ud7af\u0e00-\u0e7f]+"
+)
+
+
+def bigrams(run: str) -> list[str]:
+    """The overlapping two-character words of ``run`` ("北京大学": 北京 京大 大学); a single
+    character stays itself."""
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def fts_text(text: str) -> str:
+    """``text`` as the non-English full-text index takes it: every run of Chinese, Japanese,
+    Korean or Thai characters replaced by its overlapping bigrams, space-separated; other text
+    unchanged.
+
+    Bigrams rather than FTS5's trigram tokenizer: most Chinese words are two characters, and a
+    trigram index cannot match a query shorter than three ("北京"). Bigrams find every word of
+    two characters or more with a phrase of its bigrams; a query ORs them, so BM25 ranks a
+    message by how many of the query's bigrams it holds (the classic CJK approach of Lucene's
+    CJKAnalyzer). Approximate for Thai: no dictionary finds its words."""
+    return _UNSPACED_RUN.sub(lambda m: " " + " ".join(bigrams(m.group())) + " ", text)
+
+
 def is_spaceless(lang: str) -> bool:
     """Whether text in ``lang`` is written without spaces between words (Chinese, Japanese, Thai)."""
     return lang in SPACELESS

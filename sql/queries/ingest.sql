@@ -22,11 +22,12 @@ CROSS JOIN messages AS m
  AND m.external_id = json_extract(k.value, '$[1]');
 
 -- name: message_insert
+-- lang: the text's language (migration 0013), which decides the full-text index it goes to.
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
-                      text, sent_at, attachments, raw, meta, replaces)
+                      text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES ((SELECT id FROM next_ids WHERE name = 'messages'),
         :ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
-        :text, :sent_at, :attachments, :raw, :meta, :replaces)
+        :text, :sent_at, :attachments, :raw, :meta, :replaces, localmem_lang(:text))
 ON CONFLICT (ns, conversation, external_id) DO NOTHING
 RETURNING id;
 

@@ -318,7 +318,7 @@ from localmem.config import Config
 from tests.fakes import HashEmbedder
 
 class SlowEmbedder(HashEmbedder):
-    def embed(self, texts):
+    def embed(self, texts, role="passage"):
         time.sleep(0.05)
         return super().embed(texts)
 
