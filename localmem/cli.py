@@ -451,6 +451,8 @@ def ingest(
         for note in source.notes:
             click.echo(f"note: {source.name}: {note}" if len(report.sources) > 1 else f"note: {note}")
     _echo_not_read(report.not_read)
+    for advice in report.advice:
+        click.echo(f"note: {advice}")
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
     for ns, count in report.episodes.items():
         if count:

@@ -198,7 +198,12 @@ class Memory:
             force_namespace=namespace is not None,
             progress=ingest.counting(progress, parsed.message_count),
         )
-        return pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
+        report = pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
+        chosen = self.config.origin("embed_backend") != "default" or self.config.embed_model is not None
+        advice = ingest.language_advice(self.conn, self.embedder.model_id, chosen)
+        if advice:
+            report.advice.append(advice)
+        return report
 
     def add(
         self,

@@ -29,6 +29,7 @@ from ..prompts import item_text
 from ..retrieval.search import hydrate, split_captions
 from ..store.queries import q
 from ..store.rows import all_rows
+from ..text.language import detect
 from ..text.times import absolute, day_text, with_dates
 from ..text.words import content_words, stem
 from ..types import Answer, Citation, Hit, Names, Speakers
@@ -233,7 +234,7 @@ def answer(
     who = (user_name or user, assistant) if user is not None and assistant is not None else None
     started = time.perf_counter()
     asked_dates = date_rules.classify(question)
-    messages = prompt.render(question, lines, day, who, dated=asked_dates is not None)
+    messages = prompt.render(question, lines, day, who, dated=asked_dates is not None, language=detect(question))
     result = complete_structured(
         llm, messages, prompt.SCHEMA, prompt.MAX_TOKENS, on_text=JsonFieldStream("answer", on_text) if on_text else None
     )
