@@ -12,6 +12,7 @@ time, as before.
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 # Per language: relative phrases → English. Longest first when matched, so "letzte Woche" is
 # not read as something shorter. German "morgen" is left out: it is also "Morgen" (morning).
@@ -175,7 +176,7 @@ _PHRASES: dict[str, dict[str, str]] = {
 }
 
 # Month names (German, Spanish, French, Portuguese); Chinese and Japanese write "6月".
-_MONTHS: dict[str, list[str]] = {
+_MONTHS: dict[str, Sequence[str]] = {
     "de": "januar februar märz april mai juni juli august september oktober november dezember".split(),
     "es": "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split(),
     "fr": "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(),
