@@ -1171,7 +1171,9 @@ def vacuum(state: _State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def reembed(state: _State, as_json: bool) -> None:
-    """Re-embed every message and unit with the configured embedder (atomic)."""
+    """Re-embed every message and unit with the configured embedder (--embedder multilingual
+    switches a store to the multilingual one). The old vectors serve until the new ones are
+    swapped in at once; stopped half-way, run it again: it goes on where it stopped."""
     with _progress(state, "re-embedding") as progress:
         result = state.memory("open").admin.reembed(progress).to_dict()
     if as_json:
