@@ -124,7 +124,8 @@ STORED_BACKENDS = {"multilingual-e5-small-q4": "multilingual"}
 def for_store(config: Config, stored_model_id: str | None) -> Config:
     """``config`` with the embedder a store was made with, when the user did not choose one: a
     store created with ``--embedder multilingual`` is searched with it again without the flag."""
-    if stored_model_id is None or config.origin("embed_backend") != "default" or config.embed_model is not None:
+    chosen = config.origin("embed_backend") != "default" or config.embed_backend != Config().embed_backend
+    if stored_model_id is None or chosen or config.embed_model is not None:
         return config
     name = STORED_BACKENDS.get(stored_model_id)
     return replace(config, embed_backend=name) if name else config

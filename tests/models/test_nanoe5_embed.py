@@ -90,6 +90,7 @@ def test_a_store_is_searched_with_the_embedder_it_was_made_with():
     assert for_store(default, "all-MiniLM-L6-v2-int8").embed_backend == default.embed_backend
     assert for_store(default, None) is default
     assert for_store(chosen, MODEL_ID).embed_backend == "minilm"  # a choice made now wins
+    assert for_store(Config(embed_backend="minilm"), MODEL_ID).embed_backend == "minilm"  # also in Python
 
 
 def test_queries_are_embedded_as_queries_and_messages_as_passages(tmp_path: Path):
