@@ -218,7 +218,8 @@ class EmbedderMismatchError(LocalmemError):
             f"this store was embedded with {stored_id} (dim {stored_dim}) but the configured "
             f"embedder is {given_id}{dim}",
             "configure the original embedder (or none: a store is searched with its own), or switch the "
-            "store to the new one with 'localmem --embedder NAME reembed' (re-embeds every message and unit).",
+            "store to the new one with 'localmem reembed' run with it, e.g. 'localmem --embedder "
+            "multilingual reembed' (re-embeds every message and unit).",
         )
 
 
