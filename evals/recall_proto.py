@@ -155,7 +155,7 @@ def rewrites(query: str, mode: str) -> str:
 def _query_vec(text: str) -> np.ndarray:
     cache = STATE.setdefault("qvecs", {})
     if text not in cache:
-        cache[text] = STATE["embedder"].embed([text])[0]
+        cache[text] = STATE["embedder"].embed([text], role="query")[0]
     return cache[text]
 
 

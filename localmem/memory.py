@@ -19,7 +19,7 @@ from .browse import Browse
 from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, EXTRACT_MODES, Config, Key, as_key, as_location, check_choice
 from .errors import LocalmemError, StoreNotFoundError
 from .extraction import Extraction
-from .models.factory import Models
+from .models.factory import Models, for_store
 from .serial import one_at_a_time
 from .text.files import check_storable
 from .types import AddedMessage
@@ -83,6 +83,7 @@ class Memory:
         key: str | Key | None = None,
     ) -> None:
         from .retrieval.batch import SpeakerNames
+        from .store import db
         from .store.handle import Handle
 
         cfg = config or Config()
@@ -91,13 +92,16 @@ class Memory:
         if not cfg.namespace or not cfg.namespace.strip():
             raise LocalmemError("the namespace must be a non-empty name")
         check_storable("the namespace", cfg.namespace)
-        self.config, self.path, self.namespace = cfg, cfg.resolved_db_path(), cfg.namespace
-        self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
+        self.path, self.namespace = cfg.resolved_db_path(), cfg.namespace
         in_memory = str(self.path) == ":memory:"
         if not create and not in_memory and not self.path.exists():
             raise StoreNotFoundError(self.path)
         self.created = not in_memory and not self.path.exists()
         self._store: Handle = Handle(self.path, cfg.busy_timeout_ms, as_key(key) if key is not None else cfg.key())
+        if models is None and embedder is None:  # the store's own embedder, unless one is chosen
+            cfg = for_store(cfg, db.get_meta(self._store.conn, "embed_model_id"))
+        self.config = cfg
+        self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         self._lock = self._store.lock
         self._names = SpeakerNames()  # kept between searches (see retrieval.batch.SpeakerNames)
         self.extraction = Extraction(self._store, cfg, self.models, self.namespace, self._twin)
@@ -200,7 +204,12 @@ class Memory:
             force_namespace=namespace is not None,
             progress=ingest.counting(progress, parsed.message_count),
         )
-        return pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
+        report = pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
+        chosen = self.config.origin("embed_backend") != "default" or self.config.embed_model is not None
+        advice = ingest.language_advice(self.conn, self.embedder.model_id, chosen)
+        if advice:
+            report.advice.append(advice)
+        return report
 
     def add(
         self,

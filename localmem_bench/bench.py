@@ -677,7 +677,7 @@ def _search_rows(mems: Sequence[Memory], warmup: Sequence[str], timed: Sequence[
     full = turns(lambda mem, query: mem.search(query, k=k))
     vector = turns(lambda mem, query: mem.search(query, k=k, channels=["vector"]))
     bm25 = turns(lambda mem, query: mem.search(query, k=k, channels=["bm25"]))
-    embed = _timed(lambda query: model.embed([query]), timed)
+    embed = _timed(lambda query: model.embed([query], role="query"), timed)
     rows = []
     for i, mem in enumerate(mems):
         p50, p95, mean = _ms_stats(full[i])

@@ -448,7 +448,7 @@ def _index_overlap(
     )
     shares = []
     for query in list(queries)[:sample]:
-        vec = mem.embedder.embed([query])[0]
+        vec = mem.embedder.embed([query], role="query")[0]
         exact = set(ids[np.argsort(-(exact_units @ vec))[:k]].tolist())
         hits = mem.search(query, k=4 * k, recipe=recipe, rerank="none")
         got = [int(h.id[2:]) for h in hits if h.id.startswith("u:")][:k]

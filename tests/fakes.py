@@ -22,13 +22,15 @@ class HashEmbedder:
         self.model_id = model_id
         self._dim = dim
         self.calls: list[list[str]] = []
+        self.roles: list[str] = []  # per call, what the texts were to the caller: "query" or "passage"
 
     @property
     def dim(self) -> int:
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], role: str = "passage") -> np.ndarray:
         self.calls.append(list(texts))
+        self.roles.append(role)
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in _WORD.findall(text.lower()):

@@ -97,7 +97,7 @@ def answer(
         return out
     names, who = _who(speakers, options.user_name)
     lines = [evidence_line(h, options.dates, names) for h in evidence]
-    ctx.messages = prompt.render(asked.text, lines, day, who, dated=asked.dates is not None)
+    ctx.messages = prompt.render(asked.text, lines, day, who, dated=asked.dates is not None, language=asked.language)
     result = _call(llm, ctx.messages, on_text, out)
     if not result.ok:
         out.error, out.refusal = result.error, Refusal.INVALID_REPLY

@@ -213,7 +213,9 @@ def ask(
         from . import excerpts
 
         query_vec = (
-            models.embedder.embed(vector_texts(conn, namespace, [question], params, options.user_name, names))[0]
+            models.embedder.embed(
+                vector_texts(conn, namespace, [question], params, options.user_name, names), role="query"
+            )[0]
             if db.has_vectors(conn)
             else None
         )

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..config import DEFAULTS
 from ..text.sentences import sentence_spans
-from .protocols import Embedder
+from .protocols import Embedder, EmbedRole
 
 
 def message_text(speaker: str, text: str, attachments: list[dict[str, Any]] | None) -> str:
@@ -26,14 +26,22 @@ def message_text(speaker: str, text: str, attachments: list[dict[str, Any]] | No
 
 
 def embed_batched(
-    embedder: Embedder, texts: Sequence[str], batch: int, on_batch: Callable[[int], None] | None = None
+    embedder: Embedder,
+    texts: Sequence[str],
+    batch: int,
+    on_batch: Callable[[int], None] | None = None,
+    role: EmbedRole = "passage",
 ) -> np.ndarray:
-    """Embed ``texts`` in batches of similar length (less padding), keeping input order."""
+    """Embed ``texts`` in batches of similar length (less padding), keeping input order;
+    ``role``: "query" when the texts are questions (see :class:`~.protocols.Embedder`)."""
     out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for start in range(0, len(order), batch):
         idx = order[start : start + batch]
-        out[idx] = embedder.embed([texts[i] for i in idx])
+        chunk = [texts[i] for i in idx]
+        # The role is passed only for queries: an embedder written to the protocol before roles
+        # existed still stores passages.
+        out[idx] = embedder.embed(chunk, role=role) if role == "query" else embedder.embed(chunk)
         if on_batch:
             on_batch(len(idx))
     return out

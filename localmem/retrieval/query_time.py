@@ -13,6 +13,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from ..text.time_words import to_english
 from ..text.times import _MONTHS, DAY_MONTH, Span, day_and_month, find_time_phrases, resolve_phrase
 
 EARLIEST = dt.date(1, 1, 1)
@@ -149,7 +150,10 @@ _ANY = re.compile(rf"\b(?:in |on |during )?({_POINT})\b", re.I)
 
 
 def parse_query_time(query: str, now: dt.date) -> Range | None:
-    """The date range ``query`` names, or ``None`` when it names no time."""
+    """The date range ``query`` names, or ``None`` when it names no time. The time words of
+    German, Spanish, French, Portuguese, Chinese and Japanese are read too ("gestern", "la
+    semana pasada", "上周": :mod:`localmem.text.time_words`)."""
+    query = to_english(query)
     m = _BETWEEN.search(query)
     if m:
         first, second = _point(m.group(1), now), _point(m.group(2), now)
@@ -224,7 +228,10 @@ def asks_present(query: str, now: dt.date | None = None) -> bool:
 
 
 _ASKS_WHEN = re.compile(
-    r"^\s*(?:when\b|since when\b|how long ago\b|(?:in |on )?(?:what|which) (?:year|month|day|date|week|time)\b)",
+    r"^\s*(?:when\b|since when\b|how long ago\b|(?:in |on )?(?:what|which) (?:year|month|day|date|week|time)\b)"
+    # German, Spanish, French, Portuguese ("wann", "¿cuándo", "quand", "quando"); Chinese, Japanese
+    r"|^\s*(?:seit )?wann\b|^\s*¿?\s*(?:desde )?cu[áa]ndo\b|^\s*(?:depuis )?quand\b|^\s*(?:desde )?quando\b"
+    r"|什么时候|何时|哪天|いつ",
     re.I,
 )
 

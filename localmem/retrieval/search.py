@@ -29,7 +29,8 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
 )
 from ..models.protocols import Reranker
 from ..store.queries import q
-from ..text.words import STOPWORDS, porter
+from ..text.language import fts_text
+from ..text.words import STOPWORDS, plain, porter
 from ..text.words import words as all_words
 from ..types import Hit, HitSource
 from . import vector_index
@@ -67,13 +68,22 @@ def _or(words: Sequence[str]) -> str | None:
 COMMON_TERM_DOCS = 20_000
 
 
+def intl_fts_words(text: str) -> list[str]:
+    """:func:`fts_words` as the non-English index holds them (migration 0013): each run of
+    Chinese, Japanese, Korean or Thai characters cut into its bigrams (text.language.fts_text)."""
+    out = [token for word in fts_words(text) for token in fts_text(word).split()]
+    return list(dict.fromkeys(out))[:MAX_FTS_TERMS]
+
+
 def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None:
     """:func:`fts_query` without the words that match more than :data:`COMMON_TERM_DOCS` rows
-    of ``table`` ("messages" or "units"), unless every word does (then the rarest stays)."""
-    words = fts_words(text)
+    of ``table`` ("messages", "units", or "messages_intl": the index of messages not in
+    English, whose words are not stemmed), unless every word does (then the rarest stays)."""
+    intl = table == "messages_intl"
+    words = intl_fts_words(text) if intl else fts_words(text)
     if len(words) < 2:
         return _or(words)
-    stem = porter(conn)
+    stem = plain(conn) if intl else porter(conn)
     docs = {}
     for word in words:
         counts = [row[0] for term in stem(word) for row in conn.execute(q(f"{table}_term_docs"), {"term": term})]
@@ -188,7 +198,11 @@ def run_channels(
                     rankings[name] = [key for key in rankings[name] if allowed.keeps(key)]
     if "bm25" in params.channels and fts_words(query):
         scored: list[tuple[float, Key]] = []
-        for prefix, table in _tables(params, "messages", "units"):
+        # Messages in English (and too short to tell) are in messages_fts, stemmed; the others in
+        # messages_intl, not stemmed: the query is matched against each in that index's form, and
+        # the two lists merge by BM25 score. An English store's messages_intl is empty (no cost).
+        tables = [("m", "messages"), ("m", "messages_intl")] + _tables(params, "messages", "units")[1:]
+        for prefix, table in tables:
             match = pruned_fts_query(conn, query, table)
             bind = {"match": match, "ns": ns, "k": params.budget}
             name = f"fts_{table}"

@@ -389,8 +389,24 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
     # apsw types a scalar function as taking any number of values; numargs=1 registers these for one.
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
+    # Each message's language and its text as the non-English full-text index takes it
+    # (migration 0013; the model loads on the first message, not here).
+    conn.create_scalar_function("localmem_lang", _lang, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
+    conn.create_scalar_function("localmem_fts_text", _fts_text, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
     conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
+
+
+def _lang(text: object) -> object:
+    from ..text.language import detect
+
+    return detect(text) if isinstance(text, str) else None
+
+
+def _fts_text(text: object) -> object:
+    from ..text.language import fts_text
+
+    return fts_text(text) if isinstance(text, str) else text
 
 
 def fold(text: object) -> object:

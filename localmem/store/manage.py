@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import apsw
 
@@ -19,6 +20,11 @@ from . import cipher, db
 from .queries import q
 from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
 from .rows import all_rows, one_row, one_value
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..models.embedding import Parts
 
 
 def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
@@ -66,22 +72,48 @@ def sources(conn: apsw.Connection, ns: str) -> list[Source]:
     return [Source(*row) for row in conn.execute(q("sources_list"), {"ns": ns})]
 
 
+# Messages (or units) embedded between two commits of a reembed's staged work: what a kill loses.
+REEMBED_CHUNK = 256
+
+
 def reembed(
     conn: apsw.Connection,
     embedder: Embedder,
     batch: int,
     progress: Callable[[int, int], None] | None = None,
     context: str = DEFAULTS.context_parts,
+    chunk: int = REEMBED_CHUNK,
 ) -> ReembedReport:
-    """Replace every vector with ``embedder``'s, and cut every message's parts again,
-    atomically (old vectors stay if interrupted); ``context``: setting ``context_parts``."""
+    """Replace every vector with ``embedder``'s, and cut every message's parts again; the old
+    vectors serve searches until the last step swaps them all in one transaction.
+
+    Resumable: each ``chunk`` of messages or units embedded is committed to the table
+    ``reembed_staging`` (with meta ``reembed_target``: the embedder and setting it was made for),
+    so a reembed stopped half-way (Ctrl-C, a kill, a power cut) and run again with the same
+    embedder embeds only what is left; ``progress(done, total)`` counts the texts embedded,
+    starting from what was staged. ``context``: setting ``context_parts``."""
+    import numpy as np  # lazily: stats and doctor need no numpy
+
+    from ..models.embedding import embed_stored  # lazily: a search needs neither
+    from .vectors import store_vectors
+
     messages = all_rows(conn.execute(q("messages_for_reembed")))
     units = all_rows(conn.execute(q("units_for_reembed")))
-    # Sentence parts, and a context part for each message with a turn before it.
-    parts = sum(
-        len(sentence_spans(row[3])) + bool(row[3] and framing(turn_text(*row[5:8]), context)) for row in messages
-    )
-    total, done = len(messages) + parts + len(units), 0
+
+    def texts(row: tuple) -> int:  # the message, its sentence parts, and its context part
+        return 1 + len(sentence_spans(row[3])) + bool(row[3] and framing(turn_text(*row[5:8]), context))
+
+    parts = sum(texts(row) - 1 for row in messages)
+    total = len(messages) + parts + len(units)
+    target = f"{embedder.model_id}|{embedder.dim}|{context}"
+    with conn:
+        conn.execute(q("reembed_staging_create"))
+        if db.get_meta(conn, "reembed_target") != target:  # another embedder's work: start over
+            conn.execute(q("reembed_staging_clear"))
+            db.set_meta(conn, "reembed_target", target)
+    staged = {(kind, int(row_id)) for kind, row_id in conn.execute(q("reembed_staged_ids"))}
+    done = sum(texts(row) for row in messages if ("m", row[0]) in staged)
+    done += sum(1 for row in units if ("u", row[0]) in staged)
 
     def step(n: int) -> None:
         nonlocal done
@@ -89,15 +121,33 @@ def reembed(
         if progress:
             progress(done, total)
 
-    from ..models.embedding import embed_stored  # lazily: a search needs neither
-    from .vectors import store_vectors
-
-    m_vecs, m_parts, u_vecs = embed_stored(embedder, messages, units, batch, step, context)
+    if progress:
+        progress(done, total)
+    todo_m = [row for row in messages if ("m", row[0]) not in staged]
+    todo_u = [row for row in units if ("u", row[0]) not in staged]
+    for at in range(0, len(todo_m), chunk):
+        rows = todo_m[at : at + chunk]
+        vecs, its_parts, _ = embed_stored(embedder, rows, [], batch, step, context)
+        with conn:
+            for row, vec, pieces in zip(rows, vecs, its_parts):
+                conn.execute(q("reembed_stage"), {"kind": "m", "id": row[0], "data": _staged(vec, pieces)})
+    for at in range(0, len(todo_u), chunk):
+        rows = todo_u[at : at + chunk]
+        _, _, vecs = embed_stored(embedder, [], rows, batch, step, context)
+        with conn:
+            for row, vec in zip(rows, vecs):
+                conn.execute(q("reembed_stage"), {"kind": "u", "id": row[0], "data": _staged(vec, [])})
+    loaded = {(kind, int(row_id)): _unstaged(data) for kind, row_id, data in conn.execute(q("reembed_staged"))}
+    m_vecs = np.array([loaded[("m", row[0])][0] for row in messages], dtype=np.float32).reshape(-1, embedder.dim)
+    m_parts = [loaded[("m", row[0])][1] for row in messages]
+    u_vecs = np.array([loaded[("u", row[0])][0] for row in units], dtype=np.float32).reshape(-1, embedder.dim)
     with conn:
         db.unbind_embedder(conn)
         conn.execute(q("parts_delete_all"))
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
         store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
+        conn.execute(q("reembed_staging_drop"))
+        conn.execute(q("meta_delete"), {"key": "reembed_target"})
     return ReembedReport(
         embedder=embedder.model_id,
         dim=embedder.dim,
@@ -105,6 +155,27 @@ def reembed(
         parts=parts,
         units=len(units),
     )
+
+
+def _staged(vector: "np.ndarray", parts: "Parts") -> bytes:
+    """A row's vector and its parts as one blob: a JSON header line (the parts' start, end and
+    context flag), then the float32 vectors, the row's own first."""
+    import numpy as np
+
+    head = json.dumps([[int(a), int(b), bool(c)] for a, b, _v, c in parts]).encode() + b"\n"
+    body = np.concatenate(
+        [np.asarray(vector, dtype=np.float32)] + [np.asarray(v, dtype=np.float32) for _a, _b, v, _c in parts]
+    )
+    return head + body.tobytes()
+
+
+def _unstaged(data: bytes) -> "tuple[np.ndarray, Parts]":
+    import numpy as np
+
+    head, _, body = data.partition(b"\n")
+    spans = json.loads(head)
+    vectors = np.frombuffer(body, dtype=np.float32).reshape(len(spans) + 1, -1)
+    return vectors[0], [(a, b, vectors[i + 1], bool(c)) for i, (a, b, c) in enumerate(spans)]
 
 
 def _integrity(conn: apsw.Connection) -> dict[str, Any]:

@@ -104,6 +104,10 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
                 conn.execute(q("purge_watch_part_codes"))
             conn.execute(q(query), params)
             conn.execute(q("purge_reindex_followers"))
+            # A reembed's staged vectors were made from what is being forgotten too: they go, and
+            # an unfinished reembed starts over.
+            conn.execute(q("reembed_staging_drop"))
+            conn.execute(q("meta_delete"), {"key": "reembed_target"})
             conn.execute(q("purge_scrub_calls"))
             conn.execute(q("purge_stale_summaries"))
             conn.execute(q("fts_optimize"))

@@ -87,6 +87,23 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
     return _PORTERS[conn]
 
 
+_PLAINS: "weakref.WeakKeyDictionary[apsw.Connection, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
+
+
+def plain(conn: apsw.Connection) -> Callable[[str], list[str]]:
+    """The non-English full-text index's tokenizer on ``conn`` (unicode61, diacritics removed,
+    no stemming: migration 0013), as a function from a query word to its index terms."""
+    if conn not in _PLAINS:
+        tokenize = conn.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
+        _PLAINS[conn] = lambda word: cast(
+            "list[str]",
+            tokenize(
+                word.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False, include_colocated=False
+            ),
+        )
+    return _PLAINS[conn]
+
+
 @functools.lru_cache(maxsize=1)
 def porter_stemmer() -> Callable[[str], list[str]]:
     """FTS5's Porter tokenizer over plain unicode61 (as the eval's scorer stems), made on first use: a

@@ -21,12 +21,17 @@ CROSS JOIN messages AS m
  AND m.conversation = json_extract(k.value, '$[0]')
  AND m.external_id = json_extract(k.value, '$[1]');
 
+-- name: message_languages
+-- How many messages of the store are in each language (migration 0013; NULL: stored before it).
+SELECT lang, count(*) FROM messages GROUP BY lang;
+
 -- name: message_insert
+-- lang: the text's language (migration 0013), which decides the full-text index it goes to.
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
-                      text, sent_at, attachments, raw, meta, replaces)
+                      text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES ((SELECT id FROM next_ids WHERE name = 'messages'),
         :ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
-        :text, :sent_at, :attachments, :raw, :meta, :replaces)
+        :text, :sent_at, :attachments, :raw, :meta, :replaces, localmem_lang(:text))
 ON CONFLICT (ns, conversation, external_id) DO NOTHING
 RETURNING id;
 

@@ -107,7 +107,22 @@ SELECT new.id,
            ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
                    FROM json_each(new.attachments) AS a
                    WHERE json_extract(a.value, '$.caption') IS NOT NULL), '')
-FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purged_followers);
+FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purged_followers)
+  AND (new.lang IS NULL OR new.lang IN ('en', 'und'));
+-- The same for the followers in other languages, in their own index (migration 0013).
+DELETE FROM messages_fts_intl WHERE rowid IN (SELECT id FROM temp.purged_followers);
+INSERT INTO messages_fts_intl (rowid, context, body)
+SELECT new.id,
+       localmem_fts_text(coalesce((SELECT p.speaker || ': ' || p.text FROM messages AS p
+                 WHERE p.ns = new.ns AND p.conversation = new.conversation
+                   AND p.session = new.session AND p.seq < new.seq
+                 ORDER BY p.seq DESC LIMIT 1), '')),
+       localmem_fts_text(new.speaker || ': ' || new.text || coalesce(
+           ' ' || (SELECT group_concat(json_extract(a.value, '$.caption'), ' ')
+                   FROM json_each(new.attachments) AS a
+                   WHERE json_extract(a.value, '$.caption') IS NOT NULL), ''))
+FROM messages AS new WHERE new.id IN (SELECT id FROM temp.purged_followers)
+  AND new.lang NOT IN ('en', 'und');
 -- Their context parts (migration 0012) were embedded with the deleted message: they go too (the
 -- vector by trigger vec_message_parts_gone). `doctor` counts those messages as lacking one, and
 -- `reembed` embeds them again with the turn now before them.
@@ -150,6 +165,15 @@ DELETE FROM main.messages_fts_idx;
 INSERT INTO main.messages_fts_idx (segid, term, pgno)
 SELECT segid, term, pgno FROM temp.purged_fts_idx ORDER BY segid, term;
 DELETE FROM temp.purged_fts_idx;
+INSERT INTO temp.purged_fts_data SELECT id, block FROM main.messages_fts_intl_data;
+DELETE FROM main.messages_fts_intl_data;
+INSERT INTO main.messages_fts_intl_data (id, block) SELECT id, block FROM temp.purged_fts_data ORDER BY id;
+DELETE FROM temp.purged_fts_data;
+INSERT INTO temp.purged_fts_idx SELECT segid, term, pgno FROM main.messages_fts_intl_idx;
+DELETE FROM main.messages_fts_intl_idx;
+INSERT INTO main.messages_fts_intl_idx (segid, term, pgno)
+SELECT segid, term, pgno FROM temp.purged_fts_idx ORDER BY segid, term;
+DELETE FROM temp.purged_fts_idx;
 INSERT INTO temp.purged_fts_data SELECT id, block FROM main.units_fts_data;
 DELETE FROM main.units_fts_data;
 INSERT INTO main.units_fts_data (id, block) SELECT id, block FROM temp.purged_fts_data ORDER BY id;
@@ -163,4 +187,5 @@ DELETE FROM temp.purged_fts_idx;
 -- name: fts_optimize
 -- Merge each full-text index into one segment (what `localmem vacuum` does; see purge.py).
 INSERT INTO messages_fts (messages_fts) VALUES ('optimize');
+INSERT INTO messages_fts_intl (messages_fts_intl) VALUES ('optimize');
 INSERT INTO units_fts (units_fts) VALUES ('optimize');

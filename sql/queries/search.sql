@@ -8,6 +8,27 @@ WHERE messages_fts MATCH :match AND m.ns = :ns
 ORDER BY score
 LIMIT :k;
 
+-- name: fts_messages_intl
+-- fts_messages over the messages in other languages than English (migration 0013): :match is
+-- built from the query by the same rules (search.intl_fts_query).
+SELECT m.id, bm25(messages_fts_intl, 0.5, 1.0) AS score
+FROM messages_fts_intl
+JOIN messages AS m ON m.id = messages_fts_intl.rowid
+WHERE messages_fts_intl MATCH :match AND m.ns = :ns
+ORDER BY score
+LIMIT :k;
+
+-- name: fts_messages_intl_among
+SELECT m.id, bm25(messages_fts_intl, 0.5, 1.0) AS score
+FROM messages_fts_intl
+JOIN messages AS m ON m.id = messages_fts_intl.rowid
+WHERE messages_fts_intl MATCH :match AND m.ns = :ns AND m.id IN (SELECT value FROM json_each(:among))
+ORDER BY score
+LIMIT :k;
+
+-- name: messages_intl_term_docs
+SELECT doc FROM messages_fts_intl_vocab WHERE term = :term;
+
 -- name: fts_units
 SELECT u.id, bm25(units_fts) AS score
 FROM units_fts

@@ -88,12 +88,12 @@ RETURNING id;
 
 -- name: import_message
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
-                      text, sent_at, attachments, raw, meta, replaces)
+                      text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'messages')),
         :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
         :row ->> 'seq', :row ->> 'external_id', :row ->> 'speaker', :row ->> 'role',
         :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw',
-        :row ->> 'meta', :replaces)
+        :row ->> 'meta', :replaces, localmem_lang(:row ->> 'text'))
 RETURNING id;
 
 -- name: import_unit

@@ -265,3 +265,29 @@ JOIN messages AS p ON p.id = (
     ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
 WHERE m.text != '' AND (:questions = 0 OR instr(p.text, '?') > 0)
   AND NOT EXISTS (SELECT 1 FROM message_parts AS c WHERE c.message_id = m.id AND c.context = 1);
+
+-- name: reembed_staging_create
+-- What a reembed has embedded so far (store.manage.reembed): committed chunk by chunk, so that a
+-- reembed stopped half-way resumes; emptied and dropped when the new vectors are swapped in.
+-- data: a JSON line of the parts (start, end, context), then the float32 vectors.
+CREATE TABLE IF NOT EXISTS reembed_staging (
+    kind TEXT NOT NULL CHECK (kind IN ('m', 'u')),
+    id   INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (kind, id)
+) WITHOUT ROWID;
+
+-- name: reembed_staging_clear
+DELETE FROM reembed_staging;
+
+-- name: reembed_staged_ids
+SELECT kind, id FROM reembed_staging;
+
+-- name: reembed_stage
+INSERT OR REPLACE INTO reembed_staging (kind, id, data) VALUES (:kind, :id, :data);
+
+-- name: reembed_staged
+SELECT kind, id, data FROM reembed_staging;
+
+-- name: reembed_staging_drop
+DROP TABLE IF EXISTS reembed_staging;

@@ -543,7 +543,7 @@ def test_cli_unexpected_exception_is_one_line(store, use_models):
     db, before = store
 
     class Burning(HashEmbedder):
-        def embed(self, texts):
+        def embed(self, texts, role="passage"):
             raise RuntimeError("disk on fire")
 
     use_models(embedder=Burning(dim=384, model_id="all-MiniLM-L6-v2-int8"))  # the store's embedder

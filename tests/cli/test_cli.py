@@ -387,7 +387,7 @@ def test_non_utf8_import_and_queries_files(hashed, db, tmp_path):
 
 def test_interrupt_is_reported_with_exit_130(db, use_models):
     class Interrupted(HashEmbedder):
-        def embed(self, texts):
+        def embed(self, texts, role="passage"):
             raise KeyboardInterrupt
 
     use_models(embedder=Interrupted())

@@ -26,7 +26,7 @@ from localmem.models.factory import register
 from tests.fakes import HashEmbedder
 
 class Slow(HashEmbedder):
-    def embed(self, texts):
+    def embed(self, texts, role="passage"):
         time.sleep(0.02)
         return super().embed(texts)
 

@@ -31,7 +31,7 @@ class DenseEmbedder(HashEmbedder):
     """HashEmbedder's vectors plus seeded noise in every dimension, so that every 16 bytes of a
     vector (and of its codes) are distinctive, and a piece of one found in the file is that one."""
 
-    def embed(self, texts):
+    def embed(self, texts, role="passage"):
         import hashlib
 
         import numpy as np

@@ -80,7 +80,9 @@ class OnnxEmbedder:
             self._dim = int(self.embed(["dimension probe"]).shape[1])
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], role: str = "passage") -> np.ndarray:
+        """Vectors of ``texts``; ``role`` is ignored (all-MiniLM-L6-v2 embeds questions and
+        passages alike)."""
         with self._lock:
             return self._embed(texts)
 
