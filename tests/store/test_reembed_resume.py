@@ -82,3 +82,19 @@ def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
     assert straight.keys() == resumed_vectors.keys()
     for key in straight:
         assert np.allclose(straight[key], resumed_vectors[key])
+
+
+def test_a_forget_drops_what_a_stopped_reembed_staged(tmp_path: Path):
+    path = tmp_path / "m.db"
+    with open_memory(path, namespace="t", embedder=HashEmbedder()) as mem:
+        added = [mem.add("Ana", f"Secret number {i} is kept here.", conversation="c") for i in range(20)]
+    stopping = Stopping(calls=3)
+    with open_memory(path, namespace="t", embedder=stopping) as mem:
+        from localmem.store import manage
+
+        with pytest.raises(KeyboardInterrupt):
+            manage.reembed(mem.conn, stopping, batch=4, chunk=5)
+        assert _has_staging(mem)
+        mem.forget(ids=[f"m:{added[0].id}"])
+        # the staged vectors were made from the forgotten text too: gone, and the reembed starts over
+        assert not _has_staging(mem) and db.get_meta(mem.conn, "reembed_target") is None
