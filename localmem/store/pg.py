@@ -39,7 +39,7 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 # The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
 # a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
-SQLITE_SCHEMA_MIRRORED = 12
+SQLITE_SCHEMA_MIRRORED = 13
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
@@ -57,6 +57,9 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
     (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
     (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
+    # A message's language (SQLite's localmem_lang, a Python function): PgConnection.execute
+    # computes it from the :text parameter and passes it as :lang.
+    (re.compile(r"localmem_lang\(:text\)"), ":lang"),
 ]
 _OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
 
@@ -185,6 +188,19 @@ def _vector_text(blob: bytes | bytearray) -> str:
 _VECTOR_PARAMS = frozenset({"embedding"})
 
 
+def _language(params: dict[str, Any]) -> str | None:
+    """The language of the message a query stores (SQLite's ``localmem_lang``): of its
+    ``text``, or of the ``text`` of its JSON ``row`` (an import)."""
+    from ..text.language import detect
+
+    text = params.get("text")
+    if text is None and isinstance(params.get("row"), str):
+        import json
+
+        text = json.loads(params["row"]).get("text")
+    return detect(text) if isinstance(text, str) else None
+
+
 class PgConnection:
     """One PostgreSQL connection (from the store's pool) with apsw's calls that localmem uses:
     ``execute`` (named queries found by their SQLite text), ``with conn:`` for a transaction
@@ -214,6 +230,8 @@ class PgConnection:
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
                 for k, v in params.items()
             }
+        if isinstance(params, dict) and "%(lang)s" in text and "lang" not in params:
+            params = {**params, "lang": _language(params)}
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):

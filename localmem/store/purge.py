@@ -139,6 +139,7 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
 PG_TOUCHED = (
     "messages",
     "messages_fts",
+    "messages_fts_intl",
     "units",
     "units_fts",
     "unit_sources",
@@ -171,6 +172,10 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
         followers = pg.followers(conn, params.get("messages"))
         conn.execute(q(query), params)
         pg.reindex_messages(conn, followers)
+        # As on SQLite: a reembed's staged vectors were made from what is forgotten too (a
+        # dropped table's file is removed, nothing to vacuum).
+        conn.execute(q("reembed_staging_drop"))
+        conn.execute(q("meta_delete"), {"key": "reembed_target"})
         step("deleted")
     step("committed")
     seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)

@@ -212,7 +212,7 @@ def test_sqlite_to_postgres_and_back_compares_equal(pg_url, tmp_path):
     path = tmp_path / "export.jsonl"
     path.write_text(exported, encoding="utf-8")
     with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as pg_store:
-        counts = pg_store.admin.restore(path)
+        counts = pg_store.admin.restore(path).counts
         assert counts["message"] == 4 and counts["vector"] >= 4
         again = export_text(pg_store, vectors=True)
         assert again == exported

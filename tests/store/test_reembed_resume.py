@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -28,8 +29,18 @@ class Stopping(HashEmbedder):
         return super().embed(texts, role)
 
 
-def _vectors(mem) -> dict[int, bytes]:
-    return {int(i): bytes(v) for i, v in mem.conn.execute("SELECT rowid, embedding FROM vec_messages")}
+def _vectors(mem) -> dict[int, tuple[float, ...]]:
+    if getattr(mem.conn, "engine", None) == "postgres":  # pgvector's column, in its text form
+        rows = mem.conn.execute("SELECT id, embedding::text FROM vec_messages")
+        return {int(i): tuple(json.loads(v)) for i, v in rows}
+    rows = mem.conn.execute("SELECT rowid, embedding FROM vec_messages")
+    return {int(i): tuple(np.frombuffer(v, np.float32).tolist()) for i, v in rows}
+
+
+def _has_staging(mem) -> bool:
+    if getattr(mem.conn, "engine", None) == "postgres":
+        return mem.conn.execute("SELECT to_regclass('reembed_staging')").fetchone()[0] is not None
+    return mem.conn.execute("SELECT name FROM sqlite_master WHERE name = 'reembed_staging'").fetchone() is not None
 
 
 def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
@@ -57,7 +68,7 @@ def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
         assert report.messages == 40 and db.get_meta(mem.conn, "embed_model_id") == "other-embedder"
         embedded = sum(len(call) for call in resumed.calls)
         assert seen[0][0] > 0 and seen[-1][0] == seen[-1][1]  # started from what was staged
-        assert mem.conn.execute("SELECT name FROM sqlite_master WHERE name = 'reembed_staging'").fetchone() is None
+        assert not _has_staging(mem)
         resumed_vectors = _vectors(mem)
     fresh = Stopping(calls=None)
     with open_memory(tmp_path / "fresh.db", namespace="t", embedder=HashEmbedder()) as mem:
@@ -70,4 +81,20 @@ def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
         straight = _vectors(mem)
     assert straight.keys() == resumed_vectors.keys()
     for key in straight:
-        assert np.allclose(np.frombuffer(straight[key], np.float32), np.frombuffer(resumed_vectors[key], np.float32))
+        assert np.allclose(straight[key], resumed_vectors[key])
+
+
+def test_a_forget_drops_what_a_stopped_reembed_staged(tmp_path: Path):
+    path = tmp_path / "m.db"
+    with open_memory(path, namespace="t", embedder=HashEmbedder()) as mem:
+        added = [mem.add("Ana", f"Secret number {i} is kept here.", conversation="c") for i in range(20)]
+    stopping = Stopping(calls=3)
+    with open_memory(path, namespace="t", embedder=stopping) as mem:
+        from localmem.store import manage
+
+        with pytest.raises(KeyboardInterrupt):
+            manage.reembed(mem.conn, stopping, batch=4, chunk=5)
+        assert _has_staging(mem)
+        mem.forget(ids=[f"m:{added[0].id}"])
+        # the staged vectors were made from the forgotten text too: gone, and the reembed starts over
+        assert not _has_staging(mem) and db.get_meta(mem.conn, "reembed_target") is None

@@ -111,6 +111,63 @@ LIMIT :k;
 -- :term is an FTS5 porter term (retrieval prunes very common words by it): stemmed again here.
 SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', :term);
 
+-- name: fts_messages_intl
+-- fts_messages over the messages not in English (migration 0003): the query's words as that
+-- index holds them (not stemmed, Latin diacritics folded, CJK runs as bigrams).
+WITH terms AS (
+    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
+    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+),
+query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
+stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
+idf AS (
+    SELECT t.lexeme,
+           greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
+    FROM terms AS t CROSS JOIN stats AS s
+    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+),
+hits AS (
+    SELECT f.id, f.tokens, u.lexeme,
+           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM messages_fts_intl AS f CROSS JOIN query AS qq
+    CROSS JOIN LATERAL unnest(f.doc) AS u
+    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+)
+SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
+FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+GROUP BY h.id
+ORDER BY score, h.id
+LIMIT :k;
+
+-- name: fts_messages_intl_among
+WITH terms AS (
+    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
+    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+),
+query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
+stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
+idf AS (
+    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
+    FROM terms AS t CROSS JOIN stats AS s
+    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+),
+hits AS (
+    SELECT f.id, f.tokens, u.lexeme,
+           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM messages_fts_intl AS f CROSS JOIN query AS qq
+    CROSS JOIN LATERAL unnest(f.doc) AS u
+    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+      AND f.id IN (SELECT value FROM localmem_ids(:among))
+)
+SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
+FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+GROUP BY h.id
+ORDER BY score, h.id
+LIMIT :k;
+
+-- name: messages_intl_term_docs
+SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(:term));
+
 -- name: units_term_docs
 SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', :term);
 

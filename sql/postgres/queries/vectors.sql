@@ -144,3 +144,16 @@ WHERE session = :session AND :session != '';
 
 -- name: message_vector
 SELECT embedding FROM vec_messages WHERE id = :id;
+
+-- name: reembed_staging_create
+-- What a reembed has embedded so far (store.manage.reembed), as on SQLite (bytea for BLOB).
+CREATE TABLE IF NOT EXISTS reembed_staging (
+    kind TEXT NOT NULL CHECK (kind IN ('m', 'u')),
+    id   BIGINT NOT NULL,
+    data BYTEA NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+
+-- name: reembed_stage
+INSERT INTO reembed_staging (kind, id, data) VALUES (:kind, :id, :data)
+ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data;
