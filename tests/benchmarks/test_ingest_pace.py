@@ -96,7 +96,9 @@ def test_the_report_counts_exactly(tmp_path):
     assert row["model"] == "hash-embedder" and row["isolated"] is False
     for key in ("import_s", "floor_s", "import_msgs_per_s", "floor_msgs_per_s", "ratio", "peak_rss_mb"):
         assert row[key] > 0, key
-    assert row["ratio"] == pytest.approx(row["import_msgs_per_s"] / row["floor_msgs_per_s"], rel=0.02)
+    # ratio is rounded to 3 decimals: a slow import (a loaded machine, a PostgreSQL store) makes it
+    # small enough that the rounding alone is more than 2 %
+    assert row["ratio"] == pytest.approx(row["import_msgs_per_s"] / row["floor_msgs_per_s"], rel=0.02, abs=5e-4)
     assert (row["embed_batch"], row["ingest_batch"]) == (Config().embed_batch, Config().ingest_batch)
 
 
