@@ -22,6 +22,10 @@ from localmem.serve.api import openapi_document  # noqa: E402
 from localmem.serve.app import build_app, open_reader  # noqa: E402
 from localmem.serve.security import Guard  # noqa: E402
 
+# The document against the routes, not the store: a plain store in every run (the app's reader
+# opens the store without a passphrase, as the other serve tests that run on plain stores only).
+pytestmark = pytest.mark.plain_stores
+
 
 def documented() -> set[tuple[str, str]]:
     return {(method.upper(), path) for path, ops in openapi_document()["paths"].items() for method in ops}
