@@ -22,9 +22,9 @@ from localmem.serve.api import openapi_document  # noqa: E402
 from localmem.serve.app import build_app, open_reader  # noqa: E402
 from localmem.serve.security import Guard  # noqa: E402
 
-# The document against the routes, not the store: a plain store in every run (the app's reader
-# opens the store without a passphrase, as the other serve tests that run on plain stores only).
-pytestmark = pytest.mark.plain_stores
+# The document against the routes, not the store: plain stores only, as tests/serve/test_api.py
+# (the app's reader here is opened without the passphrase an encrypted run gives the writer).
+pytestmark = pytest.mark.plain_only
 
 
 def documented() -> set[tuple[str, str]]:
