@@ -192,6 +192,7 @@ def test_a_namespace_role_cannot_read_or_change_another_namespace(pg_url):
         assert owner.conn.raw.execute("SELECT count(*) FROM messages WHERE ns = 'bob'").fetchone()[0] == 1
 
 
+@pytest.mark.plain_stores  # the round trip's SQLite files are its own, plain on purpose
 def test_sqlite_to_postgres_and_back_compares_equal(pg_url, tmp_path):
     """export from a file, import into PostgreSQL, export again: the same lines (every message,
     id, correction, built memory and vector), and the same search results."""
