@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
-from .queries import _all_queries, sql_dir
+from .queries import _all_queries, read_named, sql_dir
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
 
@@ -92,23 +92,7 @@ def _to_psycopg(sql: str) -> str:
 
 
 def _read_named(folder: str) -> dict[str, str]:
-    queries: dict[str, str] = {}
-    for path in sorted((sql_dir() / "postgres" / folder).glob("*.sql")):
-        name: str | None = None
-        lines: list[str] = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            match = _NAME.match(line)
-            if match:
-                if name:
-                    queries[name] = "\n".join(lines).strip()
-                name, lines = match.group(1), []
-                if name in queries:
-                    raise LocalmemError(f"{path}:{lineno}: query '{name}' defined twice")
-            elif name:
-                lines.append(line)
-        if name:
-            queries[name] = "\n".join(lines).strip()
-    return queries
+    return read_named(sql_dir() / "postgres" / folder)
 
 
 @lru_cache(maxsize=1)

@@ -29,10 +29,10 @@ def sql_dir() -> Path:
     raise LocalmemError("localmem's sql/ folder is missing from the installation", "reinstall localmem")
 
 
-@lru_cache(maxsize=1)
-def _all_queries() -> dict[str, str]:
+def read_named(folder: Path) -> dict[str, str]:
+    """The named queries (``-- name: x``, then its SQL) of every ``*.sql`` file in ``folder``."""
     queries: dict[str, str] = {}
-    for path in sorted((sql_dir() / "queries").glob("*.sql")):
+    for path in sorted(folder.glob("*.sql")):
         name: str | None = None
         lines: list[str] = []
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -50,6 +50,11 @@ def _all_queries() -> dict[str, str]:
         if name:
             queries[name] = "\n".join(lines).strip()
     return queries
+
+
+@lru_cache(maxsize=1)
+def _all_queries() -> dict[str, str]:
+    return read_named(sql_dir() / "queries")
 
 
 def q(name: str) -> str:
