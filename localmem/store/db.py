@@ -493,6 +493,9 @@ def bind_embedder(conn: apsw.Connection, model_id: str, dim: int) -> None:
     if getattr(conn, "engine", None) == "postgres":
         from . import pg
 
+        pg.lock_binding(conn)  # type: ignore[arg-type]
+        if check_embedder(conn, model_id, dim):
+            return  # another process bound it while this one waited
         pg.bind_embedder(conn, dim)  # type: ignore[arg-type]
         set_meta(conn, "embed_model_id", model_id)
         set_meta(conn, "embed_dim", str(dim))

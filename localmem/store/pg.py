@@ -469,9 +469,17 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         )
 
 
+def lock_binding(conn: PgConnection) -> None:
+    """Hold the store's schema lock until the caller's transaction ends. Two processes binding
+    one fresh store at once would otherwise both run ``CREATE TABLE IF NOT EXISTS`` and one
+    fails on the catalog's unique index; under the lock the second sees the first's table
+    and its meta rows (READ COMMITTED: each statement reads what is committed)."""
+    conn.run(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+
+
 def bind_embedder(conn: PgConnection, dim: int) -> None:
     """The vector tables of dimension ``dim``, with their HNSW indexes (in the caller's
-    transaction)."""
+    transaction, under :func:`lock_binding`)."""
     conn.raw.execute(pg_query("vec_create").replace("{dim}", str(int(dim))))  # type: ignore[arg-type]
 
 
