@@ -32,6 +32,8 @@ from .config import (
     RERANK_MODES,
     Config,
     Setting,
+    as_location,
+    is_postgres,
     settings,
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
@@ -68,8 +70,20 @@ class SettingOption(click.Option):
         self.setting = setting
 
 
+class _StoreLocation(click.Path):
+    """``--db``: a path, or a ``postgresql://`` URL kept as it is (as a path, its '//' would
+    become '/', and the URL a file name in the current directory)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if is_postgres(str(value)) and not isinstance(value, Path):
+            return as_location(str(value))
+        return super().convert(value, param, ctx)
+
+
 def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
     kind: Any = click.Path(path_type=Path, readable=False) if spec.kind is Path else spec.kind
+    if spec.name == "db_path":
+        kind = _StoreLocation(path_type=Path, readable=False)
     if spec.choices:
         kind = click.Choice(spec.choices)
     default = f" Default: {spec.shown_default()}." if spec.default is not None or spec.shown else ""
@@ -1649,10 +1663,16 @@ def mcp_command(
     "extract",
     "'llm': messages added or imported are built into memory by the local LLM in the background, flushed at shutdown.",
 )
+@setting_option("serve_token_env")
 @click.option("--log-file", type=click.Path(path_type=Path, readable=False), help="Log to this file instead of stderr.")
 @click.pass_context
 def serve_command(
-    ctx: click.Context, address: str, allow_remote: bool, extract: str | None, log_file: Path | None
+    ctx: click.Context,
+    address: str,
+    allow_remote: bool,
+    extract: str | None,
+    token_env: str | None,
+    log_file: Path | None,
 ) -> None:
     """See and curate this memory in a browser, with a JSON API (/api) and MCP (/mcp) for programs.
     Once it listens, prints the URL to open, with its token; Ctrl-C stops."""
@@ -1672,6 +1692,9 @@ def serve_command(
         raise
     if extract:
         state.config = replace(state.config, extract=extract)
+    if token_env:
+        state.config = replace(state.config, serve_token_env=settings()["serve_token_env"].parse(token_env))
+    state.config.serve_token()  # a token variable that is not set stops here, before the store opens
     serve_app.serve(
         state.memory("write"),
         host,
