@@ -8,6 +8,7 @@ Errors are turned into one-line messages and exit codes in one place
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -1784,6 +1785,38 @@ def postgres_status(data_dir: Path | None, as_json: bool) -> None:
     from .store import pgserver
 
     _pg_state(pgserver.status(_pg_dir(data_dir)), as_json)
+
+
+@postgres_.command(name="grant")
+@click.argument("role")
+@click.argument("namespaces", nargs=-1, required=True)
+@click.option(
+    "--password-env",
+    metavar="VAR",
+    help="Set the role's password from this environment variable (never an argument); without it, the "
+    "role's password is left as it is (none for a new role: the server's other authentication applies).",
+)
+@json_option
+@click.pass_obj
+def postgres_grant(
+    state: _State, role: str, namespaces: tuple[str, ...], password_env: str | None, as_json: bool
+) -> None:
+    """Let login role ROLE (made if missing) use this PostgreSQL store's NAMESPACES and no other:
+    the server's row-level security hides and protects every other namespace's rows from it.
+    Run as the store's owner (--db with the owner's URL)."""
+    password = None
+    if password_env:
+        password = os.environ.get(password_env, "")
+        if not password:
+            raise ConfigError(f"the password environment variable {password_env} is not set or is empty")
+    mem = state.memory("open")
+    done = mem.admin.grant(role, list(namespaces), password=password)
+    if as_json:
+        _print_json(done)
+        return
+    click.echo(f"role {done['role']} may use namespace(s): {', '.join(done['namespaces'])}")
+    if not done["may_vacuum"]:
+        click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
 
 @cli.group()
