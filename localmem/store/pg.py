@@ -502,8 +502,8 @@ def vacuum_tables(
     catalog needs a superuser, or ``pg_maintain`` (PostgreSQL 17+); without either it is
     reported as skipped. A table another session keeps locked for ``lock_timeout_s`` (default:
     the store's busy timeout) is skipped too (a long read, or a connection of this very process
-    inside a transaction). Returns the seconds it took and what was skipped, which the next
-    vacuum or forget rewrites."""
+    inside a transaction). Returns the seconds it took and what was skipped, each with why,
+    which the next vacuum or forget rewrites."""
     import time
 
     import psycopg
@@ -521,14 +521,14 @@ def vacuum_tables(
             try:
                 conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
             except psycopg.errors.LockNotAvailable:
-                skipped.append(table)
+                skipped.append(f"{table} (held by another session)")
         if not _may_rewrite_catalogs(conn):
             skipped.append("pg_statistic (needs a superuser or pg_maintain)")
         else:
             try:
                 conn.raw.execute("VACUUM FULL pg_catalog.pg_statistic")
             except psycopg.errors.LockNotAvailable:
-                skipped.append("pg_statistic")
+                skipped.append("pg_statistic (held by another session)")
     finally:
         conn.run("RESET lock_timeout")
     return time.perf_counter() - started, skipped

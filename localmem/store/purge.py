@@ -188,9 +188,7 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
     seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
     step("vacuumed")
     after = pg.relation_bytes(conn, PG_TOUCHED)
-    said = (
-        f"; skipped, another session held them: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
-    )
+    said = f"; skipped: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
     return Scrub(
         wal_emptied=not skipped,
         freed_bytes=max(before - after, 0),
