@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from localmem import Memory
-from localmem.benchmarks.bench import generate_messages, generate_queries, write_jsonl
+from localmem_bench.bench import generate_messages, generate_queries, write_jsonl
 
 
 def _database_url(url: str, name: str) -> str:

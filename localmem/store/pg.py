@@ -538,6 +538,13 @@ def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
         conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
 
 
+def fold_fts_statistics(conn: PgConnection) -> bool:
+    """Fold BM25's pending statistics (migration 0004) in the caller's transaction, unless
+    another session is folding them; whether it did."""
+    row = conn.run("SELECT localmem_fts_maybe_fold()").fetchone()
+    return bool(row and row[0])
+
+
 def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
     """Make ``role`` (a login role, created if missing) a user of ``namespaces`` only: it may
     read and write the store's tables, and row-level security shows it the rows of those

@@ -81,7 +81,8 @@ def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
         assert b"zanzibar-4471" in _pages(mem, "messages")
         report = mem.forget(ids=[f"m:{gone.id}"])
         assert report is not None
-        for table in ("messages", "messages_fts", "vec_messages"):
+        # BM25's statistics (migration 0004) too: the word only the forgotten message held
+        for table in ("messages", "messages_fts", "vec_messages", "fts_terms", "fts_terms_delta"):
             assert b"zanzibar" not in _pages(mem, table), table
         assert not mem.search("zanzibar PIN", channels=["bm25"])
         # the rest is intact: every other message is still there and found
@@ -223,3 +224,60 @@ def test_sqlite_to_postgres_and_back_compares_equal(pg_url, tmp_path):
     with Memory(back, namespace="a", embedder=HashEmbedder()) as file_again:
         file_again.admin.restore(tmp_path / "again.jsonl")
         assert export_text(file_again, vectors=True) == exported
+
+
+def _recounted(raw, table: str) -> tuple[dict, tuple]:
+    terms = dict(
+        raw.execute(
+            f"SELECT l, count(*) FROM {table}, unnest(tsvector_to_array(doc)) AS l GROUP BY l"  # type: ignore[arg-type]
+        ).fetchall()
+    )
+    size = raw.execute(f"SELECT count(*), sum(tokens) FROM {table}").fetchone()  # type: ignore[arg-type]
+    return terms, (size[0], size[1] or 0)
+
+
+def _kept(raw, table: str) -> tuple[dict, tuple]:
+    terms = dict(
+        raw.execute(
+            "SELECT lexeme, sum(ndoc) FROM (SELECT lexeme, ndoc FROM fts_terms WHERE tbl = %(t)s "
+            "UNION ALL SELECT lexeme, ndoc FROM fts_terms_delta WHERE tbl = %(t)s) AS x "
+            "GROUP BY lexeme HAVING sum(ndoc) <> 0",
+            {"t": table},
+        ).fetchall()
+    )
+    size = raw.execute(
+        "SELECT coalesce(sum(n_rows), 0), coalesce(sum(total_tokens), 0) FROM (SELECT n_rows, total_tokens "
+        "FROM fts_stats WHERE tbl = %(t)s UNION ALL SELECT n_rows, total_tokens FROM fts_stats_delta "
+        "WHERE tbl = %(t)s) AS x",
+        {"t": table},
+    ).fetchone()
+    return terms, (size[0], size[1])
+
+
+def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_url):
+    """Migration 0004 keeps BM25's statistics by triggers (folded every 256 changes): after adds
+    in two namespaces, a correction and a forget they equal a count over the rows; and a store
+    migrated from 0003 gets them from its rows."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        added = [mem.add("Alice", f"I went hiking on trail {i} with my dog Scout.") for i in range(300)]
+        mem.correct(f"m:{added[3].id}", "I went kayaking on lake 3 with my cat Tom.")
+        mem.forget(ids=[f"m:{added[5].id}", f"m:{added[6].id}"])
+        with Memory(pg_url, namespace="b", embedder=HashEmbedder()) as other:
+            other.add("Bob", "A zeppelin over the harbour.")
+        raw = mem.conn.raw
+        assert raw.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0  # folded at least once
+        for table in ("messages_fts", "messages_fts_intl", "units_fts"):
+            assert _kept(raw, table) == _recounted(raw, table), table
+        # an old store: the statistics dropped and rebuilt by the migration's own backfill
+        from localmem.store import pg
+
+        backfill = next(sql for v, _, sql in pg.pg_migrations() if v == 4).split("-- A store made before")[1]
+        with raw.transaction():
+            raw.execute(
+                "DELETE FROM fts_stats; DELETE FROM fts_stats_delta; DELETE FROM fts_terms; DELETE FROM fts_terms_delta"
+            )
+            raw.execute("-- A store made before" + backfill)  # type: ignore[arg-type]
+        for table in ("messages_fts", "messages_fts_intl", "units_fts"):
+            assert _kept(raw, table) == _recounted(raw, table), table
+        assert mem.search("zeppelin harbour", channels=["bm25"]) == []  # namespace b's, not a's
+        assert mem.search("kayaking lake", channels=["bm25"])[0].id.startswith("m:")

@@ -1,30 +1,29 @@
 -- Search on PostgreSQL. Full text is ranked by BM25 computed here with FTS5's formula and
 -- constants (k1 = 1.2, b = 0.75; idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6; a term's
 -- frequency weighted per column, the document's length its token count in every column; N,
--- n and the mean length over the whole table, as FTS5 counts them), negated as bm25() is, so
+-- n and the mean length over the whole table, as FTS5 counts them: kept by triggers in
+-- fts_stats / fts_terms, migration 0004), negated as bm25() is, so
 -- that ORDER BY score takes the best first. :match is the sanitised expression of
 -- retrieval/search.py (quoted words joined by OR); its words are stemmed by the 'localmem'
 -- text search configuration (snowball English, no stop words) as the rows were.
 
 -- name: fts_messages
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts),
-idf AS (
-    SELECT t.lexeme,
-           greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts AS f CROSS JOIN query AS qq
+    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM query AS qq JOIN messages_fts AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -33,22 +32,22 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_units
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM units_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM units_fts AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', qq.lexemes) AS d
 ),
 hits AS (
     SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM units_fts AS f CROSS JOIN query AS qq
+    FROM query AS qq JOIN units_fts AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -57,23 +56,22 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_messages_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts AS f CROSS JOIN query AS qq
+    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM query AS qq JOIN messages_fts AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
       AND f.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
@@ -83,22 +81,22 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_units_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM units_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM units_fts AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', qq.lexemes) AS d
 ),
 hits AS (
     SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM units_fts AS f CROSS JOIN query AS qq
+    FROM query AS qq JOIN units_fts AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
       AND f.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
@@ -108,30 +106,31 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: messages_term_docs
--- :term is an FTS5 porter term (retrieval prunes very common words by it): stemmed again here.
-SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', :term);
+-- :term is an FTS5 porter term (retrieval prunes very common words by it): stemmed again here;
+-- a term of one lexeme (nearly all) read from the statistics, else the rows matching all of them.
+SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('messages_fts', t.lexemes)), 0)
+            ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', :term)) END
+FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', :term))) AS lexemes) AS t;
 
 -- name: fts_messages_intl
 -- fts_messages over the messages not in English (migration 0003): the query's words as that
 -- index holds them (not stemmed, Latin diacritics folded, CJK runs as bigrams).
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
-idf AS (
-    SELECT t.lexeme,
-           greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts_intl AS f CROSS JOIN query AS qq
+    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM query AS qq JOIN messages_fts_intl AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -140,23 +139,22 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_messages_intl_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+WITH terms AS MATERIALIZED (
+    SELECT DISTINCT lexeme FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+query AS MATERIALIZED (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
+),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
+    FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts_intl AS f CROSS JOIN query AS qq
+    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
+    FROM query AS qq JOIN messages_fts_intl AS f ON f.doc @@ qq.tq
     CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
       AND f.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
@@ -166,10 +164,14 @@ ORDER BY score, h.id
 LIMIT :k;
 
 -- name: messages_intl_term_docs
-SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(:term));
+SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('messages_fts_intl', t.lexemes)), 0)
+            ELSE (SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(:term))) END
+FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', localmem_fold_accents(:term)))) AS lexemes) AS t;
 
 -- name: units_term_docs
-SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', :term);
+SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('units_fts', t.lexemes)), 0)
+            ELSE (SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', :term)) END
+FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', :term))) AS lexemes) AS t;
 
 -- name: parts_with_codes
 SELECT p.message_id, p.start, p."end", localmem_int8(v.embedding)
