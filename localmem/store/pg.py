@@ -162,6 +162,25 @@ class _Result:
         return self._cursor.description if self._cursor is not None else None
 
 
+# How each (query text, parameter types) is bound: "server" (typed parameters, prepared once
+# it has run a few times) or "client" (psycopg's ClientCursor writes them into the text).
+_BINDING: dict[tuple[str, tuple], str] = {}
+
+
+def _untyped_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
+    e = psycopg.errors
+    return (
+        e.IndeterminateDatatype,
+        e.AmbiguousParameter,
+        e.DatatypeMismatch,
+        e.UndefinedFunction,
+        e.AmbiguousFunction,
+        e.CannotCoerce,
+    )
+
+
 def _vector_text(blob: bytes | bytearray) -> str:
     import numpy as np
 
@@ -219,7 +238,43 @@ class PgConnection:
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
-            return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+            if params is None:
+                return _Result(self._server_cursor().execute(text))  # type: ignore[arg-type]
+            return _Result(self._bound(text, params))
+
+    def _server_cursor(self) -> Any:
+        import psycopg
+
+        return psycopg.Cursor(self.raw)
+
+    def _bound(self, text: str, params: Any) -> Any:
+        """Run ``text`` with its parameters bound by the server, as a prepared statement once it
+        has run a few times (psycopg's prepare_threshold): no parsing or planning each time. A
+        shared query the server cannot type that way (an untyped ``:x IS NULL``, an integer
+        where only int4 fits) runs with client-side binding instead, found on its first run
+        with these parameter types (in a savepoint inside a transaction) and remembered."""
+        import psycopg
+
+        types = tuple(sorted((k, type(v).__name__) for k, v in params.items())) if isinstance(params, dict) else ()
+        key = (text, types)
+        way = _BINDING.get(key)
+        if way == "client":
+            return self.raw.execute(text, params)
+        if way == "server":
+            return self._server_cursor().execute(text, params)
+        try:
+            if self._tx:
+                with self.raw.transaction():
+                    cur = self._server_cursor().execute(text, params)
+            else:
+                cur = self._server_cursor().execute(text, params)
+        except _untyped_errors() as exc:
+            if isinstance(exc, psycopg.errors.UndefinedFunction) and "%(" not in text:
+                raise
+            _BINDING[key] = "client"
+            return self.raw.execute(text, params)
+        _BINDING[key] = "server"
+        return cur
 
     def run(self, sql: str, params: Any = None) -> _Result:
         """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
@@ -384,6 +439,9 @@ def _configure(raw: Any) -> None:
             return json.dumps(json.loads(bytes(data)), ensure_ascii=False, separators=(",", ":"))
 
     raw.adapters.register_loader("json", CompactJson)
+    # A statement run twice is prepared (PgConnection._bound): a search runs the same few dozen.
+    raw.prepare_threshold = 1
+    raw.prepared_max = 512
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
