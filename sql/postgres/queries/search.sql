@@ -105,12 +105,15 @@ GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
--- name: messages_term_docs
--- :term is an FTS5 porter term (retrieval prunes very common words by it): stemmed again here;
--- a term of one lexeme (nearly all) read from the statistics, else the rows matching all of them.
-SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('messages_fts', t.lexemes)), 0)
-            ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', :term)) END
-FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', :term))) AS lexemes) AS t;
+-- name: messages_terms_docs
+-- :terms are FTS5 porter terms (retrieval prunes very common words by them): stemmed again here;
+-- a term of one lexeme (nearly all) is read from the statistics, else the rows matching all of
+-- its lexemes are counted.
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', t.value)) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', j.value))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts', t.lexemes)) AS d ON true;
 
 -- name: fts_messages_intl
 -- fts_messages over the messages not in English (migration 0003): the query's words as that
@@ -163,15 +166,19 @@ GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
--- name: messages_intl_term_docs
-SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('messages_fts_intl', t.lexemes)), 0)
-            ELSE (SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(:term))) END
-FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', localmem_fold_accents(:term)))) AS lexemes) AS t;
+-- name: messages_intl_terms_docs
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(t.value))) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', localmem_fold_accents(j.value)))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts_intl', t.lexemes)) AS d ON true;
 
--- name: units_term_docs
-SELECT CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce((SELECT sum(ndoc) FROM localmem_fts_docs('units_fts', t.lexemes)), 0)
-            ELSE (SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', :term)) END
-FROM (SELECT ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', :term))) AS lexemes) AS t;
+-- name: units_terms_docs
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', t.value)) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', j.value))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('units_fts', t.lexemes)) AS d ON true;
 
 -- name: parts_with_codes
 SELECT p.message_id, p.start, p."end", localmem_int8(v.embedding)
