@@ -141,12 +141,17 @@ def pg_migrations() -> list[tuple[int, str, str]]:
     return found
 
 
+# The overrides that return nothing on PostgreSQL ("SELECT ... WHERE false": the SQLite store's
+# binary codes, which this store does not keep): answered without asking the server.
+_NOTHING = re.compile(r"^\s*SELECT [^;]*\sWHERE false;?\s*$", re.I)
+
+
 class _Result:
     """A statement's rows as apsw gives them: iterable, ``fetchone``, ``fetchall``; a statement
     without a result gives no rows (psycopg raises there)."""
 
     def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor if cursor.description is not None else None
+        self._cursor = cursor if cursor is not None and cursor.description is not None else None
 
     def __iter__(self) -> Iterator[tuple]:
         return iter(self._cursor) if self._cursor is not None else iter(())
@@ -228,6 +233,8 @@ class PgConnection:
     def execute(self, sql: str, params: Any = None) -> _Result:
         text = _translate(sql)
         self._statements += 1
+        if _NOTHING.match(text):  # a query that has no PostgreSQL meaning: no round trip
+            return _Result(None)
         if isinstance(params, dict):
             params = {
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
@@ -238,6 +245,8 @@ class PgConnection:
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
+            if ";" in text.rstrip().rstrip(";"):  # several statements: not one prepared statement
+                return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
             if params is None:
                 return _Result(self._server_cursor().execute(text))  # type: ignore[arg-type]
             return _Result(self._bound(text, params))
@@ -299,9 +308,17 @@ class PgConnection:
         if self._tx:
             yield
             return
-        with self:
-            self.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield
+        import psycopg
+
+        # set on the connection, so BEGIN carries them (no SET TRANSACTION round trip)
+        raw = self.raw
+        raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+        try:
+            with self:
+                yield
+        finally:
+            if self._raw is not None:
+                self._raw.isolation_level, self._raw.read_only = None, None
 
     def pragma(self, name: str, value: Any = None) -> Any:
         """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
