@@ -146,6 +146,15 @@ def pg_migrations() -> list[tuple[int, str, str]]:
 _NOTHING = re.compile(r"^\s*SELECT [^;]*\sWHERE false;?\s*$", re.I)
 
 
+@lru_cache(maxsize=512)
+def _may_write(text: str) -> bool:
+    """Whether a statement may change rows: all but a SELECT that calls none of the schema's
+    functions that write (the id taker, the full-text indexer, the statistics' fold)."""
+    return not text.lstrip()[:6].upper() == "SELECT" or any(
+        f in text for f in ("localmem_next_id", "localmem_reindex", "localmem_fts_maybe_fold", "nextval")
+    )
+
+
 class _Result:
     """A statement's rows as apsw gives them: iterable, ``fetchone``, ``fetchall``; a statement
     without a result gives no rows (psycopg raises there)."""
@@ -232,7 +241,8 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = None) -> _Result:
         text = _translate(sql)
-        self._statements += 1
+        if _may_write(text):
+            self._statements += 1
         if _NOTHING.match(text):  # a query that has no PostgreSQL meaning: no round trip
             return _Result(None)
         if isinstance(params, dict):
@@ -328,8 +338,9 @@ class PgConnection:
         return 0
 
     def total_changes(self) -> int:
-        """Moves with every statement this connection runs (SQLite counts rows changed): a
-        cache keyed on it is refreshed at least as often."""
+        """Moves with every statement this connection runs that may write (SQLite counts rows
+        changed): a cache keyed on it is refreshed at least as often. A plain SELECT does not
+        move it (search's speaker cache would otherwise never be used here)."""
         return self._statements
 
     def in_transaction(self) -> bool:

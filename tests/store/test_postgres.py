@@ -236,6 +236,19 @@ def _recounted(raw, table: str) -> tuple[dict, tuple]:
     return terms, (size[0], size[1] or 0)
 
 
+def _postings(raw, table: str) -> tuple[list, list]:
+    """(the postings kept, the postings of the rows now) of one full-text table."""
+    kept = raw.execute(
+        "SELECT lexeme, id, tf, tokens FROM fts_postings WHERE tbl = %(t)s ORDER BY 1, 2", {"t": table}
+    ).fetchall()
+    now = raw.execute(
+        f"SELECT p.lexeme, f.id, p.tf, f.tokens FROM {table} AS f, localmem_postings(%(t)s, f.doc) AS p "  # type: ignore[arg-type]
+        "ORDER BY 1, 2",
+        {"t": table},
+    ).fetchall()
+    return kept, now
+
+
 def _kept(raw, table: str) -> tuple[dict, tuple]:
     terms = dict(
         raw.execute(
@@ -255,9 +268,9 @@ def _kept(raw, table: str) -> tuple[dict, tuple]:
 
 
 def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_url):
-    """Migration 0004 keeps BM25's statistics by triggers (folded every 256 changes): after adds
-    in two namespaces, a correction and a forget they equal a count over the rows; and a store
-    migrated from 0003 gets them from its rows."""
+    """Migration 0004 keeps BM25's statistics and postings by triggers (statistics folded every
+    256 changes): after adds in two namespaces, a correction and a forget they equal a count
+    over the rows; and a store migrated from 0003 gets them from its rows."""
     with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
         added = [mem.add("Alice", f"I went hiking on trail {i} with my dog Scout.") for i in range(300)]
         mem.correct(f"m:{added[3].id}", "I went kayaking on lake 3 with my cat Tom.")
@@ -268,13 +281,16 @@ def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_u
         assert raw.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0  # folded at least once
         for table in ("messages_fts", "messages_fts_intl", "units_fts"):
             assert _kept(raw, table) == _recounted(raw, table), table
+            kept, now = _postings(raw, table)
+            assert kept == now, table
         # an old store: the statistics dropped and rebuilt by the migration's own backfill
         from localmem.store import pg
 
         backfill = next(sql for v, _, sql in pg.pg_migrations() if v == 4).split("-- A store made before")[1]
         with raw.transaction():
             raw.execute(
-                "DELETE FROM fts_stats; DELETE FROM fts_stats_delta; DELETE FROM fts_terms; DELETE FROM fts_terms_delta"
+                "DELETE FROM fts_stats; DELETE FROM fts_stats_delta; DELETE FROM fts_terms; DELETE FROM fts_terms_delta; "
+                "DELETE FROM fts_postings"
             )
             raw.execute("-- A store made before" + backfill)  # type: ignore[arg-type]
         for table in ("messages_fts", "messages_fts_intl", "units_fts"):

@@ -1,29 +1,27 @@
 -- Search on PostgreSQL. Full text is ranked by BM25 computed here with FTS5's formula and
 -- constants (k1 = 1.2, b = 0.75; idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6; a term's
 -- frequency weighted per column, the document's length its token count in every column; N,
--- n and the mean length over the whole table, as FTS5 counts them: kept by triggers in
--- fts_stats / fts_terms, migration 0004), negated as bm25() is, so
--- that ORDER BY score takes the best first. :match is the sanitised expression of
--- retrieval/search.py (quoted words joined by OR); its words are stemmed by the 'localmem'
--- text search configuration (snowball English, no stop words) as the rows were.
+-- n and the mean length over the whole table, as FTS5 counts them), negated as bm25() is, so
+-- that ORDER BY score takes the best first. The statistics (fts_stats, fts_terms) and each
+-- lexeme's postings with its weighted frequency (fts_postings) are kept by triggers as rows
+-- change (migration 0004): a search reads its lexemes' rows by index and counts nothing.
+-- :match is the sanitised expression of retrieval/search.py (quoted words joined by OR); its
+-- words are stemmed by the 'localmem' text search configuration (snowball English, no stop
+-- words) as the rows were.
 
 -- name: fts_messages
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM query AS qq JOIN messages_fts AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -35,19 +33,15 @@ LIMIT :k;
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM query AS qq JOIN units_fts AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -59,20 +53,16 @@ LIMIT :k;
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM query AS qq JOIN messages_fts AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -84,20 +74,16 @@ LIMIT :k;
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM query AS qq JOIN units_fts AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -121,19 +107,15 @@ LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM query AS qq JOIN messages_fts_intl AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
@@ -145,20 +127,16 @@ LIMIT :k;
 WITH terms AS MATERIALIZED (
     SELECT DISTINCT lexeme FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
 ),
-query AS MATERIALIZED (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq, array_agg(lexeme) AS lexemes FROM terms
-),
+query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
 idf AS MATERIALIZED (
     SELECT d.lexeme, greatest(ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)), 1e-6) AS idf
     FROM query AS qq CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', qq.lexemes) AS d
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM query AS qq JOIN messages_fts_intl AS f ON f.doc @@ qq.tq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.ns = :ns AND u.lexeme = ANY (qq.lexemes)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf
+    FROM query AS qq JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (qq.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
 SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
 FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
