@@ -6,12 +6,12 @@
 -- lexeme's postings with its weighted frequency (fts_postings) are kept by triggers as rows
 -- change (migration 0004): a search reads its lexemes' rows by index and counts nothing.
 -- :match is the sanitised expression of retrieval/search.py (quoted words joined by OR); its
--- words are stemmed by the 'localmem' text search configuration (snowball English, no stop
--- words) as the rows were.
+-- words are split and stemmed by localmem_en_tsvector (FTS5's porter unicode61, migration
+-- 0005) as the rows were.
 
 -- name: fts_messages
 WITH terms AS MATERIALIZED (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+    SELECT DISTINCT lexeme FROM unnest(localmem_en_tsvector(replace(:match, '" OR "', ' ')))
 ),
 query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
@@ -31,7 +31,7 @@ LIMIT :k;
 
 -- name: fts_units
 WITH terms AS MATERIALIZED (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+    SELECT DISTINCT lexeme FROM unnest(localmem_en_tsvector(replace(:match, '" OR "', ' ')))
 ),
 query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
@@ -51,7 +51,7 @@ LIMIT :k;
 
 -- name: fts_messages_among
 WITH terms AS MATERIALIZED (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+    SELECT DISTINCT lexeme FROM unnest(localmem_en_tsvector(replace(:match, '" OR "', ' ')))
 ),
 query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
@@ -72,7 +72,7 @@ LIMIT :k;
 
 -- name: fts_units_among
 WITH terms AS MATERIALIZED (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+    SELECT DISTINCT lexeme FROM unnest(localmem_en_tsvector(replace(:match, '" OR "', ' ')))
 ),
 query AS MATERIALIZED (SELECT array_agg(lexeme) AS lexemes FROM terms),
 stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
@@ -93,11 +93,11 @@ LIMIT :k;
 
 -- name: messages_terms_docs
 -- :terms are FTS5 porter terms (retrieval prunes very common words by them): stemmed again here;
--- a term of one lexeme (nearly all) is read from the statistics, else the rows matching all of
--- its lexemes are counted.
+-- a term of one lexeme (nearly all) is read from the statistics, else the rows holding all of
+-- its lexemes are counted (a term with none matches nothing).
 SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
-                     ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', t.value)) END
-FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', j.value))) AS lexemes
+                     ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(t.lexemes) AS l), ' & ')::tsquery) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(localmem_en_tsvector(j.value))) AS lexemes
       FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
 LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts', t.lexemes)) AS d ON true;
 
@@ -153,8 +153,8 @@ LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts
 
 -- name: units_terms_docs
 SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
-                     ELSE (SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', t.value)) END
-FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('localmem', j.value))) AS lexemes
+                     ELSE (SELECT count(*) FROM units_fts WHERE doc @@ array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(t.lexemes) AS l), ' & ')::tsquery) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(localmem_en_tsvector(j.value))) AS lexemes
       FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
 LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('units_fts', t.lexemes)) AS d ON true;
 
