@@ -162,11 +162,13 @@ LANGUAGE sql STABLE AS $$
     ) AS x GROUP BY x.lexeme
 $$;
 
--- (rows, mean tokens per row at least 1) of one full-text table: BM25's N and avgdl.
+-- (rows, mean tokens per row) of one full-text table: BM25's N and avgdl, the mean divided in
+-- double precision as FTS5 divides it (1 for an empty table, which no query matches).
 CREATE FUNCTION localmem_fts_size(t TEXT) RETURNS TABLE (n_rows DOUBLE PRECISION, avgdl DOUBLE PRECISION)
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(sum(x.n_rows), 0)::float8,
-           greatest((sum(x.total_tokens)::numeric / nullif(sum(x.n_rows), 0))::float8, 1)
+           CASE WHEN sum(x.total_tokens) > 0 AND sum(x.n_rows) > 0
+                THEN sum(x.total_tokens)::float8 / sum(x.n_rows)::float8 ELSE 1 END
     FROM (
         SELECT s.n_rows, s.total_tokens FROM fts_stats AS s WHERE s.tbl = t
         UNION ALL
