@@ -155,6 +155,10 @@ def test_eight_writers_and_eight_readers_lose_nothing(pg_url):
         vec = mem.conn.raw.execute("SELECT count(*) FROM vec_messages").fetchone()[0]
         assert fts == vec == len(kept)
         assert not set(forgotten) & set(ids)
+        # BM25's statistics and postings, written by 8 writers at once, equal a count over the rows
+        assert _kept(mem.conn.raw, "messages_fts") == _recounted(mem.conn.raw, "messages_fts")
+        kept_postings, now = _postings(mem.conn.raw, "messages_fts")
+        assert kept_postings == now
 
 
 def _as_role(url: str, role: str) -> str:
