@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from localmem import Memory
-from localmem.benchmarks.bench import generate_messages, generate_queries, write_jsonl
+from localmem_bench.bench import generate_messages, generate_queries, write_jsonl
 
 
 def _database_url(url: str, name: str) -> str:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         mem.embedder.embed(["warm-up"])
         t0 = time.perf_counter()
         mem.ingest(data, format="jsonl", extract="none")
-        result[engine] = {"ingest_s": round(time.perf_counter() - t0, 1), "messages": mem.stats()["messages"]}
+        result[engine] = {"ingest_s": round(time.perf_counter() - t0, 1), "messages": mem.stats().messages}
         mems[engine] = mem
     queries = generate_queries(args.queries + 10)
     passes = {"hybrid": None, "vector": ["vector"], "bm25": ["bm25"]}

@@ -137,10 +137,11 @@ def stored_vectors(conn: apsw.Connection, dim: int) -> Callable[[Sequence[Pendin
 
     def lookup(window: Sequence[PendingMessage]) -> np.ndarray:
         out = np.zeros((len(window), dim), dtype=np.float32)
+        # one statement for the window (a round trip each costs on a server store)
+        found = dict(conn.execute(q("message_vectors_of"), {"ids": json.dumps([msg.id for msg in window])}))
         for row, msg in enumerate(window):
-            found = conn.execute(q("message_vector"), {"id": msg.id}).fetchone()
-            if found:
-                out[row] = np.frombuffer(found[0], dtype=np.float32)
+            if msg.id in found:
+                out[row] = np.frombuffer(found[msg.id], dtype=np.float32)
         return out
 
     return lookup

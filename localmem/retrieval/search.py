@@ -84,10 +84,15 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     if len(words) < 2:
         return _or(words)
     stem = plain(conn) if intl else porter(conn)
-    docs = {}
-    for word in words:
-        counts = [row[0] for term in stem(word) for row in conn.execute(q(f"{table}_term_docs"), {"term": term})]
-        docs[word] = max(counts, default=0)
+    terms = {word: stem(word) for word in words}
+    # one statement for every word (a round trip each costs on a server store)
+    held = {
+        term: int(n)
+        for term, n in conn.execute(
+            q(f"{table}_terms_docs"), {"terms": json.dumps(sorted({t for ts in terms.values() for t in ts}))}
+        )
+    }
+    docs = {word: max((held.get(t, 0) for t in terms[word]), default=0) for word in words}
     kept = [w for w in words if docs[w] <= COMMON_TERM_DOCS]
     return _or(kept or [min(words, key=lambda w: docs[w])])
 

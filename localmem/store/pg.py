@@ -141,12 +141,26 @@ def pg_migrations() -> list[tuple[int, str, str]]:
     return found
 
 
+# The overrides that return nothing on PostgreSQL ("SELECT ... WHERE false": the SQLite store's
+# binary codes, which this store does not keep): answered without asking the server.
+_NOTHING = re.compile(r"^\s*SELECT [^;]*\sWHERE false;?\s*$", re.I)
+
+
+@lru_cache(maxsize=512)
+def _may_write(text: str) -> bool:
+    """Whether a statement may change rows: all but a SELECT that calls none of the schema's
+    functions that write (the id taker, the full-text indexer, the statistics' fold)."""
+    return not text.lstrip()[:6].upper() == "SELECT" or any(
+        f in text for f in ("localmem_next_id", "localmem_reindex", "localmem_fts_maybe_fold", "nextval")
+    )
+
+
 class _Result:
     """A statement's rows as apsw gives them: iterable, ``fetchone``, ``fetchall``; a statement
     without a result gives no rows (psycopg raises there)."""
 
     def __init__(self, cursor: Any) -> None:
-        self._cursor = cursor if cursor.description is not None else None
+        self._cursor = cursor if cursor is not None and cursor.description is not None else None
 
     def __iter__(self) -> Iterator[tuple]:
         return iter(self._cursor) if self._cursor is not None else iter(())
@@ -160,6 +174,25 @@ class _Result:
     @property
     def description(self) -> Sequence[Any] | None:
         return self._cursor.description if self._cursor is not None else None
+
+
+# How each (query text, parameter types) is bound: "server" (typed parameters, prepared once
+# it has run a few times) or "client" (psycopg's ClientCursor writes them into the text).
+_BINDING: dict[tuple[str, tuple], str] = {}
+
+
+def _untyped_errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
+    e = psycopg.errors
+    return (
+        e.IndeterminateDatatype,
+        e.AmbiguousParameter,
+        e.DatatypeMismatch,
+        e.UndefinedFunction,
+        e.AmbiguousFunction,
+        e.CannotCoerce,
+    )
 
 
 def _vector_text(blob: bytes | bytearray) -> str:
@@ -211,7 +244,10 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = None) -> _Result:
         text = _translate(sql)
-        self._statements += 1
+        if _may_write(text):
+            self._statements += 1
+        if _NOTHING.match(text):  # a query that has no PostgreSQL meaning: no round trip
+            return _Result(None)
         if isinstance(params, dict):
             params = {
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
@@ -222,7 +258,45 @@ class PgConnection:
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
-            return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+            if ";" in text.rstrip().rstrip(";"):  # several statements: not one prepared statement
+                return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+            if params is None:
+                return _Result(self._server_cursor().execute(text))  # type: ignore[arg-type]
+            return _Result(self._bound(text, params))
+
+    def _server_cursor(self) -> Any:
+        import psycopg
+
+        return psycopg.Cursor(self.raw)
+
+    def _bound(self, text: str, params: Any) -> Any:
+        """Run ``text`` with its parameters bound by the server, as a prepared statement once it
+        has run a few times (psycopg's prepare_threshold): no parsing or planning each time. A
+        shared query the server cannot type that way (an untyped ``:x IS NULL``, an integer
+        where only int4 fits) runs with client-side binding instead, found on its first run
+        with these parameter types (in a savepoint inside a transaction) and remembered."""
+        import psycopg
+
+        types = tuple(sorted((k, type(v).__name__) for k, v in params.items())) if isinstance(params, dict) else ()
+        key = (text, types)
+        way = _BINDING.get(key)
+        if way == "client":
+            return self.raw.execute(text, params)
+        if way == "server":
+            return self._server_cursor().execute(text, params)
+        try:
+            if self._tx:
+                with self.raw.transaction():
+                    cur = self._server_cursor().execute(text, params)
+            else:
+                cur = self._server_cursor().execute(text, params)
+        except _untyped_errors() as exc:
+            if isinstance(exc, psycopg.errors.UndefinedFunction) and "%(" not in text:
+                raise
+            _BINDING[key] = "client"
+            return self.raw.execute(text, params)
+        _BINDING[key] = "server"
+        return cur
 
     def run(self, sql: str, params: Any = None) -> _Result:
         """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
@@ -247,9 +321,17 @@ class PgConnection:
         if self._tx:
             yield
             return
-        with self:
-            self.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield
+        import psycopg
+
+        # set on the connection, so BEGIN carries them (no SET TRANSACTION round trip)
+        raw = self.raw
+        raw.isolation_level, raw.read_only = psycopg.IsolationLevel.REPEATABLE_READ, True
+        try:
+            with self:
+                yield
+        finally:
+            if self._raw is not None:
+                self._raw.isolation_level, self._raw.read_only = None, None
 
     def pragma(self, name: str, value: Any = None) -> Any:
         """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
@@ -259,8 +341,9 @@ class PgConnection:
         return 0
 
     def total_changes(self) -> int:
-        """Moves with every statement this connection runs (SQLite counts rows changed): a
-        cache keyed on it is refreshed at least as often."""
+        """Moves with every statement this connection runs that may write (SQLite counts rows
+        changed): a cache keyed on it is refreshed at least as often. A plain SELECT does not
+        move it (search's speaker cache would otherwise never be used here)."""
         return self._statements
 
     def in_transaction(self) -> bool:
@@ -387,6 +470,9 @@ def _configure(raw: Any) -> None:
             return json.dumps(json.loads(bytes(data)), ensure_ascii=False, separators=(",", ":"))
 
     raw.adapters.register_loader("json", CompactJson)
+    # A statement run twice is prepared (PgConnection._bound): a search runs the same few dozen.
+    raw.prepare_threshold = 1
+    raw.prepared_max = 512
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
@@ -610,6 +696,13 @@ def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
         import json
 
         conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
+
+
+def fold_fts_statistics(conn: PgConnection) -> bool:
+    """Fold BM25's pending statistics (migration 0004) in the caller's transaction, unless
+    another session is folding them; whether it did."""
+    row = conn.run("SELECT localmem_fts_maybe_fold()").fetchone()
+    return bool(row and row[0])
 
 
 def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:

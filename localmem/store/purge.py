@@ -154,6 +154,10 @@ PG_TOUCHED = (
     "vec_message_parts",
     "llm_calls",
     "consolidations",
+    "fts_stats",
+    "fts_stats_delta",
+    "fts_terms",
+    "fts_terms_delta",
 )
 
 
@@ -179,6 +183,9 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
         conn.execute(q(query), params)
         pg.reindex_messages(conn, followers)
         pg.forget_repair(conn, readers, mentioned)
+        # BM25's statistics folded now: a word only the forgotten rows held leaves them (unless
+        # another session is folding; it then leaves at that fold, migration 0004).
+        pg.fold_fts_statistics(conn)
         # As on SQLite: a reembed's staged vectors were made from what is forgotten too (a
         # dropped table's file is removed, nothing to vacuum).
         conn.execute(q("reembed_staging_drop"))

@@ -26,8 +26,9 @@ WHERE messages_fts_intl MATCH :match AND m.ns = :ns AND m.id IN (SELECT value FR
 ORDER BY score
 LIMIT :k;
 
--- name: messages_intl_term_docs
-SELECT doc FROM messages_fts_intl_vocab WHERE term = :term;
+-- name: messages_intl_terms_docs
+-- Each of the terms in :terms (a JSON array) held by any row: (term, rows holding it).
+SELECT term, doc FROM messages_fts_intl_vocab WHERE term IN (SELECT value FROM json_each(:terms));
 
 -- name: fts_units
 SELECT u.id, bm25(units_fts) AS score
@@ -63,11 +64,12 @@ JOIN units AS u ON u.id = j.value AND u.kind IN ('gist', 'fact')
 JOIN unit_sources AS us ON us.unit_id = u.id
 WHERE (SELECT count(*) FROM unit_sources AS c WHERE c.unit_id = u.id) <= :max;
 
--- name: messages_term_docs
-SELECT doc FROM messages_fts_vocab WHERE term = :term;
+-- name: messages_terms_docs
+-- Each of the terms in :terms (a JSON array) held by any row: (term, rows holding it).
+SELECT term, doc FROM messages_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));
 
--- name: units_term_docs
-SELECT doc FROM units_fts_vocab WHERE term = :term;
+-- name: units_terms_docs
+SELECT term, doc FROM units_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));
 
 -- name: namespace_speakers
 SELECT DISTINCT speaker FROM messages WHERE ns = :ns;

@@ -81,7 +81,8 @@ def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
         assert b"zanzibar-4471" in _pages(mem, "messages")
         report = mem.forget(ids=[f"m:{gone.id}"])
         assert report is not None
-        for table in ("messages", "messages_fts", "vec_messages"):
+        # BM25's statistics (migration 0004) too: the word only the forgotten message held
+        for table in ("messages", "messages_fts", "vec_messages", "fts_terms", "fts_terms_delta"):
             assert b"zanzibar" not in _pages(mem, table), table
         assert not mem.search("zanzibar PIN", channels=["bm25"])
         # the rest is intact: every other message is still there and found
@@ -173,6 +174,10 @@ def test_eight_writers_and_eight_readers_lose_nothing(pg_url):
         vec = mem.conn.raw.execute("SELECT count(*) FROM vec_messages").fetchone()[0]
         assert fts == vec == len(kept)
         assert not set(forgotten) & set(ids)
+        # BM25's statistics and postings, written by 8 writers at once, equal a count over the rows
+        assert _kept(mem.conn.raw, "messages_fts") == _recounted(mem.conn.raw, "messages_fts")
+        kept_postings, now = _postings(mem.conn.raw, "messages_fts")
+        assert kept_postings == now
 
 
 def _as_role(url: str, role: str) -> str:
@@ -242,3 +247,108 @@ def test_sqlite_to_postgres_and_back_compares_equal(pg_url, tmp_path):
     with Memory(back, namespace="a", embedder=HashEmbedder()) as file_again:
         file_again.admin.restore(tmp_path / "again.jsonl")
         assert export_text(file_again, vectors=True) == exported
+
+
+def _recounted(raw, table: str) -> tuple[dict, tuple]:
+    terms = dict(
+        raw.execute(
+            f"SELECT l, count(*) FROM {table}, unnest(tsvector_to_array(doc)) AS l GROUP BY l"  # type: ignore[arg-type]
+        ).fetchall()
+    )
+    size = raw.execute(f"SELECT count(*), sum(tokens) FROM {table}").fetchone()  # type: ignore[arg-type]
+    return terms, (size[0], size[1] or 0)
+
+
+def _postings(raw, table: str) -> tuple[list, list]:
+    """(the postings kept, the postings of the rows now) of one full-text table."""
+    kept = raw.execute(
+        "SELECT lexeme, id, tf, tokens FROM fts_postings WHERE tbl = %(t)s ORDER BY 1, 2", {"t": table}
+    ).fetchall()
+    now = raw.execute(
+        f"SELECT p.lexeme, f.id, p.tf, f.tokens FROM {table} AS f, localmem_postings(%(t)s, f.doc) AS p "  # type: ignore[arg-type]
+        "ORDER BY 1, 2",
+        {"t": table},
+    ).fetchall()
+    return kept, now
+
+
+def _kept(raw, table: str) -> tuple[dict, tuple]:
+    terms = dict(
+        raw.execute(
+            "SELECT lexeme, sum(ndoc) FROM (SELECT lexeme, ndoc FROM fts_terms WHERE tbl = %(t)s "
+            "UNION ALL SELECT lexeme, ndoc FROM fts_terms_delta WHERE tbl = %(t)s) AS x "
+            "GROUP BY lexeme HAVING sum(ndoc) <> 0",
+            {"t": table},
+        ).fetchall()
+    )
+    size = raw.execute(
+        "SELECT coalesce(sum(n_rows), 0), coalesce(sum(total_tokens), 0) FROM (SELECT n_rows, total_tokens "
+        "FROM fts_stats WHERE tbl = %(t)s UNION ALL SELECT n_rows, total_tokens FROM fts_stats_delta "
+        "WHERE tbl = %(t)s) AS x",
+        {"t": table},
+    ).fetchone()
+    return terms, (size[0], size[1])
+
+
+def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_url):
+    """Migration 0004 keeps BM25's statistics and postings by triggers (statistics folded every
+    256 changes): after adds in two namespaces, a correction and a forget they equal a count
+    over the rows; and a store migrated from 0003 gets them from its rows."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        added = [mem.add("Alice", f"I went hiking on trail {i} with my dog Scout.") for i in range(300)]
+        mem.correct(f"m:{added[3].id}", "I went kayaking on lake 3 with my cat Tom.")
+        mem.forget(ids=[f"m:{added[5].id}", f"m:{added[6].id}"])
+        with Memory(pg_url, namespace="b", embedder=HashEmbedder()) as other:
+            other.add("Bob", "A zeppelin over the harbour.")
+        raw = mem.conn.raw
+        assert raw.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0  # folded at least once
+        for table in ("messages_fts", "messages_fts_intl", "units_fts"):
+            assert _kept(raw, table) == _recounted(raw, table), table
+            kept, now = _postings(raw, table)
+            assert kept == now, table
+        # an old store: the statistics dropped and rebuilt by the migration's own backfill
+        from localmem.store import pg
+
+        backfill = next(sql for v, _, sql in pg.pg_migrations() if v == 4).split("-- A store made before")[1]
+        with raw.transaction():
+            raw.execute(
+                "DELETE FROM fts_stats; DELETE FROM fts_stats_delta; DELETE FROM fts_terms; DELETE FROM fts_terms_delta; "
+                "DELETE FROM fts_postings"
+            )
+            raw.execute("-- A store made before" + backfill)  # type: ignore[arg-type]
+        for table in ("messages_fts", "messages_fts_intl", "units_fts"):
+            assert _kept(raw, table) == _recounted(raw, table), table
+        assert mem.search("zeppelin harbour", channels=["bm25"]) == []  # namespace b's, not a's
+        assert mem.search("kayaking lake", channels=["bm25"])[0].id.startswith("m:")
+
+
+@pytest.mark.plain_stores  # the SQLite file is the reference, plain on purpose
+def test_bm25_scores_equal_fts5s_to_the_last_bit(pg_url, tmp_path):
+    """The same messages in a SQLite file and in PostgreSQL: every full-text query gives the
+    same rows with the same scores (migration 0005 tokenizes and stems as FTS5's porter
+    unicode61 does; search.sql sums as fts5_aux.c does), including a word stemmed twice in one
+    query, punctuation inside words, diacritics and a word the two Porter variants stem apart."""
+    from localmem.retrieval.search import fts_query
+    from localmem.store.queries import q
+
+    texts = [
+        "I went running and then I run again, generously.",
+        "My e-mail is alice@example.com; the café opens at 3.5 past noon.",
+        "Running shoes: 2 pairs, re-soled. The naïve plan worked!",
+        "Generous people run marathons; we ran one in 2019 (cafe latte after).",
+        "Nothing about that here, only the garden and the shed.",
+        "The shed's roof leaks; running water in the garden shed.",
+    ]
+    queries = ["running run", "e-mail café", "generously generous", "3.5 naive", "garden shed roof", "cafe"]
+    sqlite = Memory(str(tmp_path / "ref.db"), namespace="a", embedder=HashEmbedder())
+    with sqlite, Memory(pg_url, namespace="a", embedder=HashEmbedder()) as pg:
+        for i, text in enumerate(texts):
+            speaker = "Alice" if i % 2 else "Bob"
+            sqlite.add(speaker, text, conversation="c", id=str(i))
+            pg.add(speaker, text, conversation="c", id=str(i))
+        for query in queries:
+            bind = {"match": fts_query(query), "ns": "a", "k": 50}
+            ref = [tuple(r) for r in sqlite.conn.execute(q("fts_messages"), bind)]
+            got = [tuple(r) for r in pg.conn.execute(q("fts_messages"), bind)]
+            assert ref, query
+            assert got == ref, query

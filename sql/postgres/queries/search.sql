@@ -1,175 +1,201 @@
--- Search on PostgreSQL. Full text is ranked by BM25 computed here with FTS5's formula and
--- constants (k1 = 1.2, b = 0.75; idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6; a term's
--- frequency weighted per column, the document's length its token count in every column; N,
--- n and the mean length over the whole table, as FTS5 counts them), negated as bm25() is, so
--- that ORDER BY score takes the best first. :match is the sanitised expression of
--- retrieval/search.py (quoted words joined by OR); its words are stemmed by the 'localmem'
--- text search configuration (snowball English, no stop words) as the rows were.
+-- Search on PostgreSQL. Full text is ranked by BM25 computed here as FTS5's bm25() computes it
+-- (fts5_aux.c): k1 = 1.2, b = 0.75; idf = ln((N - n + 0.5) / (n + 0.5)), 1e-6 where not
+-- positive; a term's frequency weighted per column, the document's length its token count in
+-- every column; N, n and the mean length over the whole table; each phrase of the query (a
+-- word; one stemmed twice counts twice) adds idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b *
+-- len / avgdl)) in the query's order, in double precision, so the scores equal FTS5's to the
+-- last bit and ties fall alike; negated as bm25() is, so that ORDER BY score takes the best
+-- first. The statistics (fts_stats, fts_terms) and each
+-- lexeme's postings with its weighted frequency (fts_postings) are kept by triggers as rows
+-- change (migration 0004): a search reads its lexemes' rows by index and counts nothing.
+-- :match is the sanitised expression of retrieval/search.py (quoted words joined by OR); its
+-- words are split and stemmed by localmem_en_tsvector (FTS5's porter unicode61, migration
+-- 0005) as the rows were.
 
 -- name: fts_messages
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts),
-idf AS (
-    SELECT t.lexeme,
-           greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_units
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM units_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM units_fts AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM units_fts AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_messages_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_units_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(to_tsvector('localmem', replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM units_fts),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM units_fts AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
-    FROM units_fts AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
--- name: messages_term_docs
--- :term is an FTS5 porter term (retrieval prunes very common words by it): stemmed again here.
-SELECT count(*) FROM messages_fts WHERE doc @@ plainto_tsquery('localmem', :term);
+-- name: messages_terms_docs
+-- :terms are FTS5 porter terms (retrieval prunes very common words by them): stemmed again here;
+-- a term of one lexeme (nearly all) is read from the statistics, else the rows holding all of
+-- its lexemes are counted (a term with none matches nothing).
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM messages_fts WHERE doc @@ array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(t.lexemes) AS l), ' & ')::tsquery) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(localmem_en_tsvector(j.value))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts', t.lexemes)) AS d ON true;
 
 -- name: fts_messages_intl
 -- fts_messages over the messages not in English (migration 0003): the query's words as that
 -- index holds them (not stemmed, Latin diacritics folded, CJK runs as bigrams).
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_intl_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
-idf AS (
-    SELECT t.lexeme,
-           greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts_intl AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
 -- name: fts_messages_intl_among
-WITH terms AS (
-    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq
-    FROM unnest(localmem_intl_tsvector(replace(:match, '" OR "', ' ')))
+WITH phrases AS MATERIALIZED (
+    SELECT p.n, v.lexeme
+    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
+    CROSS JOIN LATERAL unnest(localmem_intl_tsvector(p.phrase)) AS v
 ),
-query AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tq FROM terms),
-stats AS (SELECT count(*)::float8 AS n_rows, greatest(avg(tokens), 1)::float8 AS avgdl FROM messages_fts_intl),
-idf AS (
-    SELECT t.lexeme, greatest(ln((s.n_rows - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS idf
-    FROM terms AS t CROSS JOIN stats AS s
-    CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM messages_fts_intl AS f WHERE f.doc @@ t.tq) AS d
+terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
+stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
+idf AS MATERIALIZED (
+    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
+    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', t.lexemes) AS d
+    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
 ),
 hits AS (
-    SELECT f.id, f.tokens, u.lexeme,
-           (SELECT sum(CASE w WHEN 'A' THEN 1.0 ELSE 0.5 END) FROM unnest(u.weights) AS w) AS tf
-    FROM messages_fts_intl AS f CROSS JOIN query AS qq
-    CROSS JOIN LATERAL unnest(f.doc) AS u
-    WHERE f.doc @@ qq.tq AND f.ns = :ns AND u.lexeme IN (SELECT lexeme FROM terms)
-      AND f.id IN (SELECT value FROM localmem_ids(:among))
+    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
+    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
+    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
 )
-SELECT h.id, -sum(i.idf * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.tokens / s.avgdl))) AS score
-FROM hits AS h JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
+SELECT h.id,
+       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
+                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
+            ORDER BY ph.n) AS score
+FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
 GROUP BY h.id
 ORDER BY score, h.id
 LIMIT :k;
 
--- name: messages_intl_term_docs
-SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(:term));
+-- name: messages_intl_terms_docs
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM messages_fts_intl WHERE doc @@ plainto_tsquery('simple', localmem_fold_accents(t.value))) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', localmem_fold_accents(j.value)))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts_intl', t.lexemes)) AS d ON true;
 
--- name: units_term_docs
-SELECT count(*) FROM units_fts WHERE doc @@ plainto_tsquery('localmem', :term);
+-- name: units_terms_docs
+SELECT t.value, CASE WHEN cardinality(t.lexemes) = 1 THEN coalesce(d.ndoc, 0)
+                     ELSE (SELECT count(*) FROM units_fts WHERE doc @@ array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(t.lexemes) AS l), ' & ')::tsquery) END
+FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(localmem_en_tsvector(j.value))) AS lexemes
+      FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
+LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('units_fts', t.lexemes)) AS d ON true;
 
 -- name: parts_with_codes
 SELECT p.message_id, p.start, p."end", localmem_int8(v.embedding)
