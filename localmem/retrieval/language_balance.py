@@ -4,10 +4,10 @@ find the answer said in another.
 Why: a multilingual embedder (multilingual-e5-small) puts a text closer to every text in its own
 language than to any text in another. A Spanish question scores about 0.05 higher against all
 Spanish messages than against English ones, more than separates a relevant message from an
-irrelevant one; so in a chat that mixes Spanish and English, "¿Dónde se aloja Mark?" ranked the
-English "I'm staying at my aunt Claire's flat" 23rd among 182 messages (behind unrelated Spanish
-ones) and outside the channel's candidates once other channels filled theirs. Measured on the
-mixed conversation of localmem's multilingual set (docs/languages.md): native recall@10 62.5.
+irrelevant one; so in a chat that mixes Spanish and English, "¿Dónde se aloja Mark en Valencia?"
+ranked the English "I'm staying at my aunt Claire's flat" 128th of 182 messages by cosine, behind
+unrelated Spanish ones. Measured on the mixed conversation of localmem's multilingual set
+(docs/languages.md): native recall@10 62.5 before, 100.0 with this.
 
 How: the namespace's messages are grouped by their stored language (``messages.lang``; ``und``
 and groups under :data:`MIN_MESSAGES` messages take no part). A group's *offset* for a query is
