@@ -33,7 +33,7 @@ from ..text.language import fts_text
 from ..text.words import STOPWORDS, plain, porter
 from ..text.words import words as all_words
 from ..types import Hit, HitSource
-from . import vector_index
+from . import language_balance, vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
 from .hits import corrections as _corrections
 from .hits import hydrate
@@ -191,10 +191,21 @@ def run_channels(
                 found.append((distance, (prefix, row_id)))
         if params.parts:
             found = _with_parts(conn, ns, query_vec, params.budget, found, allowed)
+        # A namespace in several languages: each ranks as if it were the question's (see
+        # language_balance); a namespace in one language is ranked as it always was.
+        found, own = language_balance.balanced(
+            conn,
+            ns,
+            query,
+            query_vec,
+            found,
+            lambda ids: _nearest_among(conn, ns, query_vec, params, ids),
+            None if allowed is None else allowed.messages,
+        )
         found.sort(key=lambda pair: pair[0])
         rankings["vector"] = [key for _, key in found[: params.budget]]
-        for distance, key in found[: params.budget]:
-            raw.setdefault(key, {})["vector"] = round(1.0 - distance, 4)  # cosine similarity
+        for _, key in found[: params.budget]:
+            raw.setdefault(key, {})["vector"] = round(1.0 - own[key], 4)  # cosine similarity
     if params.units:
         _memory_channels(conn, ns, query, query_vec, params, when, rankings, raw)
         if allowed is not None:  # graph, temporal and entity candidates that do not pass go
@@ -252,6 +263,21 @@ def _with_parts(
             key = ("m", owner[part_id])
             best[key] = min(distance, best.get(key, distance))
     return [(distance, key) for key, distance in best.items()]
+
+
+def _nearest_among(
+    conn: apsw.Connection, ns: str, query_vec: np.ndarray, params: SearchParams, ids: list[int]
+) -> list[tuple[float, Key]]:
+    """The vector channel's nearest among the messages ``ids``: each at its nearest vector,
+    whole or one of its parts (as :func:`_with_parts`)."""
+    found = [(d, ("m", i)) for i, d in vector_index.knn_among(conn, "messages", ns, query_vec, ids, params.budget)]
+    if not params.parts:
+        return found
+    nearest = vector_index.knn_among(conn, "parts", ns, query_vec, part_ids(conn, set(ids)), params.budget)
+    if nearest:
+        owner = dict(conn.execute(q("part_messages"), {"ids": json.dumps([pid for pid, _ in nearest])}))
+        found += [(d, ("m", owner[pid])) for pid, d in nearest if pid in owner]
+    return found
 
 
 def _tables(params: SearchParams, messages: str, units: str) -> list[tuple[str, str]]:

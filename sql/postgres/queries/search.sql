@@ -218,6 +218,10 @@ WHERE ns = :ns
            OR NOT (coalesce((messages.meta::jsonb -> f.key) = f.value, false)
                    OR (messages.meta::jsonb ->> f.key) = (jsonb_build_array(f.value) ->> 0))));
 
+-- name: namespace_message_languages
+-- Each message of :ns with its language (retrieval.language_balance groups them).
+SELECT id, lang FROM messages WHERE ns = :ns;
+
 -- name: data_version
 -- Moves when any transaction has begun or ended since (a cache keyed on it is refreshed at
 -- least as often as on SQLite, where only another connection's commit moves it).
