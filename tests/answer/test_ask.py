@@ -143,6 +143,26 @@ def test_the_model_reads_what_relative_times_mean_unless_turned_off(tmp_path, da
 
 
 @pytest.mark.parametrize("dates", [True, False])
+def test_a_message_in_another_language_has_its_relative_times_dated_too(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "Am 18. März", "supports": [1], "confidence": 0.9})
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    with mem:
+        mem.add(
+            "Jonas",
+            "Wir haben gestern einen Welpen aus dem Tierheim geholt, einen Beagle-Mix.",
+            time="2024-03-19T20:40:00",
+        )
+        mem.config = replace(mem.config, ask_dates=dates)
+        mem.ask("Wann hat Jonas den Welpen geholt?")
+    items = _items(llm.calls[0])
+    assert "[1] 19 March 2024 - Jonas: Wir haben gestern" + (" [18 March 2024]" if dates else "") + " einen Welpen" in (
+        " ".join(items)
+    )
+
+
+@pytest.mark.parametrize("dates", [True, False])
 def test_a_relative_answer_is_given_as_a_date_counted_from_the_message_it_rests_on(tmp_path, dates):
     from dataclasses import replace
 
