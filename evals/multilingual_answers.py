@@ -39,7 +39,8 @@ Scores, per conversation and pooled:
 Usage (loads the LLM: wrap it in ``flock /tmp/llm.lock`` on a shared machine)::
 
     python evals/multilingual_answers.py [--embedders multilingual,minilm] [--ways native,english] \
-        [--conversations ml-de,ml-zh] [--json out.json]
+        [--conversations ml-de,ml-zh] [--rows rows.jsonl]
+    python evals/multilingual_answers.py --table --rows rows.jsonl   # the tables of a (partial) run
 """
 
 from __future__ import annotations
@@ -202,19 +203,26 @@ def summarise(details: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(doc: dict[str, Any], config: Config, folder: Path, way: str, chosen: set[str] | None) -> list[dict]:
-    """Ask one way's questions in a store of ``folder`` (made by the first call, reused after:
-    ingest is a no-op the second time); ``eval locomo``'s report rows, with the languages."""
+def run(
+    doc: dict[str, Any], config: Config, folder: Path, way: str, sid: str, models: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Ask one conversation's questions one way, in the store of ``folder`` (the first call
+    ingests all six conversations; later calls find them stored); ``eval locomo``'s report rows,
+    with the languages. ``models``: the LLM and embedder, built by the first call and reused."""
     data = folder / f"{way}.json"
-    data.write_text(json.dumps(samples(doc, way, chosen), ensure_ascii=False), encoding="utf-8")
-    report = locomo_answers(
-        data, config, progress=lambda done, total: print(f"\r{way} {done}/{total}", end="", file=sys.stderr)
-    )
-    print(file=sys.stderr)
+    if not data.exists():
+        data.write_text(json.dumps(samples(doc, way, None), ensure_ascii=False), encoding="utf-8")
+    if not models:
+        from localmem.models.factory import Models
+
+        built = Models(config)
+        models.update(llm=built.llm, embedder=built.embedder)
+    report = locomo_answers(data, config, conversations=[sid], llm=models["llm"], embedder=models["embedder"])
     languages = {c["id"]: c["language"] for c in doc["conversations"]}
     for d in report["details"]:
         d["_answer_language"] = expected_language(languages[d["conversation"]], way)
         d["_score_language"] = "en" if way == "english" else languages[d["conversation"]]
+        d["way"] = way
     return report["details"]
 
 
@@ -251,36 +259,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedders", default="multilingual,minilm")
     parser.add_argument("--ways", default="native,english")
     parser.add_argument("--conversations", help="comma-separated ids (default: all six)")
-    parser.add_argument("--json", type=Path, help="write every answer with its scores here")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        help="append every answer here (JSON lines), one conversation at a time; with --table: read",
+    )
+    parser.add_argument("--table", action="store_true", help="only print the tables of the --rows file")
     args = parser.parse_args(argv)
     doc = json.loads(SET.read_text(encoding="utf-8"))
-    chosen = set(args.conversations.split(",")) if args.conversations else None
-    languages = {c["id"]: c["language"] for c in doc["conversations"] if not chosen or c["id"] in chosen}
-    base = Config.load()
+    chosen = args.conversations.split(",") if args.conversations else [c["id"] for c in doc["conversations"]]
+    languages = {c["id"]: c["language"] for c in doc["conversations"] if c["id"] in chosen}
     results: dict[str, dict[str, list[dict]]] = {}
+    if args.table:
+        for line in args.rows.read_text(encoding="utf-8").splitlines():
+            d = json.loads(line)
+            results.setdefault(d["embedder"], {}).setdefault(d["way"], []).append(d)
+        print(table(results, languages))
+        return 0
+    base = Config.load()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for embedder in args.embedders.split(","):
             folder = Path(tmp) / embedder
             folder.mkdir()
             config = replace(base, embed_backend=embedder, db_path=folder / "answers.db")
-            results[embedder] = {way: run(doc, config, folder, way, chosen) for way in args.ways.split(",")}
+            models: dict[str, Any] = {}
+            for way in args.ways.split(","):
+                for sid in chosen:  # one conversation at a time: a stopped run keeps what it did
+                    details = run(doc, config, folder, way, sid, models)
+                    for d in details:
+                        d["embedder"] = embedder
+                        d["f1"] = (
+                            None
+                            if d["category"] == 5
+                            else 0.0
+                            if d["refused"]
+                            else round(score(d["category"], d["answer"] or "", d["gold"], d["_score_language"]), 4)
+                        )
+                        d["answer_detected"] = detect(d["answer"] or "")
+                        d.pop("timings", None)
+                    results.setdefault(embedder, {}).setdefault(way, []).extend(details)
+                    if args.rows:
+                        with args.rows.open("a", encoding="utf-8") as fh:
+                            fh.writelines(json.dumps(d, ensure_ascii=False, default=str) + "\n" for d in details)
+                    print(f"{embedder} {way} {sid}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     print(table(results, languages))
-    print(f"\n{time.perf_counter() - started:.0f} s in all", file=sys.stderr)
-    if args.json:
-        for by_way in results.values():
-            for way, details in by_way.items():
-                for d in details:
-                    d["f1"] = (
-                        None
-                        if d["category"] == 5
-                        else 0.0
-                        if d["refused"]
-                        else round(score(d["category"], d["answer"] or "", d["gold"], d["_score_language"]), 4)
-                    )
-                    d["answer_detected"] = detect(d["answer"] or "")
-                    d.pop("timings", None)
-        args.json.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     return 0
 
 
