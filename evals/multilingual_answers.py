@@ -34,7 +34,9 @@ Scores, per conversation and pooled:
 - **Answer language**: each answer that is not a refusal goes through
   :func:`localmem.text.language.detect`: the question's language ("same"; for a native question
   in the mixed chat, Spanish, the language its questions are written in), another language
-  ("other", listed), or too short to tell ("und": most one- or two-word answers, "Knödel").
+  ("other", listed), or too short to tell ("short": an answer of one or two words, unless
+  Chinese or Japanese, is not judged: a detector calls "Knödel" Swedish and "Reederei" Dutch;
+  also what the detector calls "und").
 
 Usage (loads the LLM: wrap it in ``flock /tmp/llm.lock`` on a shared machine)::
 
@@ -74,6 +76,7 @@ ARTICLES = {
     "zh": "",
 }
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+SHORT = 3  # answers of fewer words (not Chinese or Japanese) are too short to tell their language
 _PARTS = re.compile(r"[,，、]")
 
 
@@ -180,8 +183,11 @@ def summarise(details: list[dict[str, Any]]) -> dict[str, Any]:
     for d in details:
         if d["refused"]:
             continue
-        found = detect(d["answer"] or "")
-        if found == UNDETERMINED:
+        answer = d["answer"] or ""
+        found = detect(answer)
+        if not _CJK.search(answer) and len(answer.split()) < SHORT:
+            langs["short"] += 1  # "Knödel" is Swedish, "Reederei" Dutch to a detector: not judged
+        elif found == UNDETERMINED:
             langs["und"] += 1
         elif found == d["_answer_language"]:
             langs["same"] += 1
@@ -235,7 +241,7 @@ def table(results: dict[str, dict[str, list[dict]]], languages: dict[str, str]) 
         lines.append(
             f"\n{way} questions ({'in the conversation' + chr(39) + 's language' if way == 'native' else 'in English about the non-English memory'})"
         )
-        head = "| conversation | language | embedder | n | F1 | answerable refused | unanswerable refused | refusal F1 | answer language same / und / other | ask p50 s |"
+        head = "| conversation | language | embedder | n | F1 | answerable refused | unanswerable refused | refusal F1 | answer language same / other / short | ask p50 s |"
         lines += [head, "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
         for sid in [*languages, "pooled"]:
             for embedder, details in runs.items():
@@ -248,7 +254,7 @@ def table(results: dict[str, dict[str, list[dict]]], languages: dict[str, str]) 
                 lines.append(
                     f"| {'**pooled**' if sid == 'pooled' else sid} | {languages.get(sid, '')} | {embedder} | {s['n']} | "
                     f"{s['f1']:.1f} | {s['answerable_refused']} | {s['unanswerable_refused']} of {s['unanswerable']} | "
-                    f"{s['refusal_f1']:.2f} | {lang.get('same', 0)} / {lang.get('und', 0)} / {lang.get('other', 0)}"
+                    f"{s['refusal_f1']:.2f} | {lang.get('same', 0)} / {lang.get('other', 0)} / {lang.get('short', 0) + lang.get('und', 0)}"
                     f"{f' ({other})' if other else ''} | {s['ask_p50']:.2f} |"
                 )
     return "\n".join(lines)
