@@ -312,3 +312,29 @@ def with_dates(text: str, ref: dt.date) -> str:
             out += [text[last:end], f" [{meaning}]"]
             last = end
     return "".join(out) + text[last:]
+
+
+_BRACKETED = re.compile(r"\s*\[([^\[\]]+)\]")
+
+
+def absolute(answer: str, said_on: dt.date | None) -> str:
+    """``answer`` (to a question in a :data:`SUPPORTED` language) with its relative times given
+    as the dates they mean, as :func:`localmem.text.times.absolute` does for English: one
+    followed by its meaning in brackets (copied from the evidence :func:`with_dates` wrote)
+    becomes the meaning, "gestern [18 March 2024]" → "18 March 2024"; an answer that is only a
+    relative time is read against ``said_on``: "ayer" → "18 March 2024". A count back ("vor
+    zwei Wochen") answers "how long ago" and stays."""
+    from .times import anchored
+
+    out, last = [], 0
+    for start, end, _english in relative_phrases(answer):
+        bracket = _BRACKETED.match(answer, end)
+        if bracket:
+            out += [answer[last:start], bracket.group(1).strip()]
+            last = bracket.end()
+    text = "".join(out) + answer[last:]
+    bare = text.strip(" .!¡。！")
+    found = relative_phrases(bare)
+    if said_on is not None and len(found) == 1 and found[0][:2] == (0, len(bare)) and not found[0][2].endswith("ago"):
+        return anchored(found[0][2], said_on) or text
+    return text

@@ -163,6 +163,18 @@ def test_a_message_in_another_language_has_its_relative_times_dated_too(tmp_path
 
 
 @pytest.mark.parametrize("dates", [True, False])
+def test_a_relative_answer_to_a_question_in_another_language_is_given_as_a_date(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "gestern", "supports": [1], "confidence": 0.9})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("Jonas", "Wir haben gestern einen Welpen aus dem Tierheim geholt.", time="2024-03-19T20:40:00")
+        mem.config = replace(mem.config, ask_dates=dates)
+        result = mem.ask("Wann hat Jonas den Welpen geholt?")
+    assert result.answer == ("18 March 2024" if dates else "gestern")
+
+
+@pytest.mark.parametrize("dates", [True, False])
 def test_a_relative_answer_is_given_as_a_date_counted_from_the_message_it_rests_on(tmp_path, dates):
     from dataclasses import replace
 

@@ -41,3 +41,13 @@ def test_phrases_do_not_overlap_and_come_in_order():
     found = relative_phrases("Vorgestern und vor 3 Tagen, gestern abend")
     assert [english for _, _, english in found] == ["day before yesterday", "3 days ago", "last night"]
     assert all(a[1] <= b[0] for a, b in zip(found, found[1:]))
+
+
+def test_an_answers_relative_time_is_given_as_the_date_it_means():
+    from localmem.text.time_words import absolute
+
+    assert absolute("gestern [18 March 2024]", SAID) == "18 March 2024"  # copied from the evidence
+    assert absolute("Louise est née hier [18 March 2024].", SAID) == "Louise est née 18 March 2024."
+    assert absolute("Ayer.", SAID) == "18 March 2024" and absolute("昨天", SAID) == "18 March 2024"
+    assert absolute("vor zwei Wochen", SAID) == "vor zwei Wochen"  # "how long ago" is answered
+    assert absolute("Am 18. März", SAID) == "Am 18. März" and absolute("ayer", None) == "ayer"
