@@ -113,6 +113,8 @@ def test_refusal_phrases():
     assert is_refusal("") and not is_refusal("Lisbon")
     # A number alone is an answer (a year, a count, a ratio), not an empty reply.
     assert not any(is_refusal(a) for a in ("2021", "3", "1:5:5", "£215")) and is_refusal(" . ")
+    # An answer in a script without a-z is an answer, not an empty reply (every Chinese answer was refused).
+    assert not any(is_refusal(a) for a in ("北京", "做无人机的公司", "Москва", "Αθήνα", "東京")) and is_refusal("。")
 
 
 def test_evidence_lines_carry_the_date_and_speaker(tmp_path):
@@ -172,6 +174,14 @@ def test_a_relative_answer_to_a_question_in_another_language_is_given_as_a_date(
         mem.config = replace(mem.config, ask_dates=dates)
         result = mem.ask("Wann hat Jonas den Welpen geholt?")
     assert result.answer == ("18 March 2024" if dates else "gestern")
+
+
+def test_a_chinese_answer_is_given_not_refused(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "北京", "supports": [1], "confidence": 0.9})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("李明", "挺好的！我上个月搬到北京了，在一家做无人机的公司上班。", time="2024-01-12T20:30:00")
+        result = mem.ask("李明搬到了哪个城市？")
+    assert not result.refused and result.answer == "北京" and result.refusal is None
 
 
 @pytest.mark.parametrize("dates", [True, False])
