@@ -17,6 +17,8 @@ import apsw
 from ..prompts import answer as prompt
 from ..prompts import item_text
 from ..retrieval.hits import hydrate
+from ..text import time_words
+from ..text.language import detect
 from ..text.times import day_text, with_dates
 from ..types import Hit
 
@@ -51,6 +53,10 @@ def evidence_text(hit: Hit, dates: bool = False, names: Mapping[str, str] | None
     said_on = said_day([hit]) if dates else None
     if said_on is not None:
         text = with_dates(text, said_on)
+        # A message in another language gets its own time words dated too ("gestern", "上周"):
+        # the small model otherwise reckons them itself, or copies the word as the answer.
+        if detect(hit.said or hit.text) in time_words.SUPPORTED:
+            text = time_words.with_dates(text, said_on)
     # A caption describes the image the speaker shared; it is not what they said (prompts/answer).
     shown = "".join(f" ({prompt.IMAGE_DESCRIPTION}: {item_text(c)})" for c in captions)
     return f"{text}{shown}{replaced}"

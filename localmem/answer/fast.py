@@ -42,9 +42,9 @@ def warm(llm: LLM) -> float | None:
 def is_refusal(text: str) -> bool:
     """Whether the model's answer ``text`` is the prompt's refusal (or empty). Digits count
     as an answer: "2021", "3" and "1:5:5" are answers, not empty replies. (Other ways of
-    saying so: the rule ``refusal_phrases``.)"""
-    said = rules.said(text)
-    return not said or prompt.REFUSAL in said
+    saying so: the rule ``refusal_phrases``.) Letters of any script count: "北京" and "Москва"
+    are answers (:func:`rules.said` keeps a-z only, for the English phrases it matches)."""
+    return prompt.REFUSAL in rules.said(text) or not any(ch.isalnum() for ch in text)
 
 
 @dataclass(frozen=True)

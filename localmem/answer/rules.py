@@ -19,6 +19,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import apsw
 
+from ..text import time_words
 from ..text.times import absolute
 from ..types import Answer, Citation, Hit, Names, Refusal
 from . import checks
@@ -145,7 +146,11 @@ def refusal_phrases(ctx: Context) -> Verdict:
 def absolute_dates(ctx: Context) -> Verdict:
     if not ctx.dates:  # ask_dates: off, the evidence had no dates to copy either
         return PASS
-    return Verdict(answer=absolute(ctx.out.answer, said_day(ctx.cited())))
+    said_on = said_day(ctx.cited())
+    answer = absolute(ctx.out.answer, said_on)
+    if ctx.question.language in time_words.SUPPORTED:  # "gestern [18 March 2024]", "ayer"
+        answer = time_words.absolute(answer, said_on)
+    return Verdict(answer=answer)
 
 
 def someone_else(ctx: Context) -> Verdict:
@@ -214,7 +219,7 @@ AFTER = (
     ),
     Rule(
         "absolute_dates",
-        ENGLISH,
+        (*ENGLISH, *time_words.SUPPORTED),
         absolute_dates,
         "With ask_dates, the answer's relative times ('yesterday') are given as the dates they mean.",
     ),

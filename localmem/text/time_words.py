@@ -11,6 +11,7 @@ time, as before.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Sequence
 
@@ -272,4 +273,68 @@ def to_english(text: str) -> str:
     text = _CJK_MONTH.sub(
         lambda m: f" in {_ENGLISH_MONTHS[int(m.group(2)) - 1]} {m.group(1) or ''} ".replace("  ", " "), text
     )
+    return text
+
+
+# "por la mañana", "esta mañana": Spanish "mañana" after an article is the morning, not tomorrow.
+_THE_MORNING = re.compile(r"(?<!\w)(?:la|esta|una|cada|toda la)\s+$", re.I)
+
+
+def relative_phrases(text: str) -> list[tuple[int, int, str]]:
+    """The relative time phrases of :data:`SUPPORTED` languages in ``text``: (start, end, the
+    phrase in English), in order, none overlapping ("vor zwei Wochen" → "2 weeks ago", "昨天"
+    → "yesterday"). Month names and dates are not relative: they are left out."""
+    found: list[tuple[int, int, str]] = []
+    for pattern, english in (
+        (_AGO_BEFORE, lambda m: f"{_number(m.group(1))} {_UNITS[m.group(2).lower()]} ago"),
+        (_AGO_AFTER, lambda m: f"{_number(m.group(1))} {_UNITS[m.group(2)]} ago"),
+        (_PHRASE, lambda m: _ENGLISH_OF[m.group(0).lower()]),
+    ):
+        for m in pattern.finditer(text):
+            if m.group(0).lower() == "mañana" and _THE_MORNING.search(text, 0, m.start()):
+                continue
+            if not any(m.start() < end and start < m.end() for start, end, _ in found):
+                found.append((m.start(), m.end(), english(m)))
+    return sorted(found)
+
+
+def with_dates(text: str, ref: dt.date) -> str:
+    """``text`` (a message in a :data:`SUPPORTED` language other than English, said on ``ref``)
+    with each relative time in it followed by the date it means, in brackets, as
+    :func:`localmem.text.times.with_dates` writes an English message's: "Ich war gestern [18
+    March 2024] beim Arzt", "我上周 [the week before 19 March 2024] 去了北京"."""
+    from .times import anchored  # times reads the settings' zone: not needed to translate words
+
+    out, last = [], 0
+    for start, end, english in relative_phrases(text):
+        meaning = anchored(english, ref)
+        if meaning:
+            out += [text[last:end], f" [{meaning}]"]
+            last = end
+    return "".join(out) + text[last:]
+
+
+_BRACKETED = re.compile(r"\s*\[([^\[\]]+)\]")
+
+
+def absolute(answer: str, said_on: dt.date | None) -> str:
+    """``answer`` (to a question in a :data:`SUPPORTED` language) with its relative times given
+    as the dates they mean, as :func:`localmem.text.times.absolute` does for English: one
+    followed by its meaning in brackets (copied from the evidence :func:`with_dates` wrote)
+    becomes the meaning, "gestern [18 March 2024]" → "18 March 2024"; an answer that is only a
+    relative time is read against ``said_on``: "ayer" → "18 March 2024". A count back ("vor
+    zwei Wochen") answers "how long ago" and stays."""
+    from .times import anchored
+
+    out, last = [], 0
+    for start, end, _english in relative_phrases(answer):
+        bracket = _BRACKETED.match(answer, end)
+        if bracket:
+            out += [answer[last:start], bracket.group(1).strip()]
+            last = bracket.end()
+    text = "".join(out) + answer[last:]
+    bare = text.strip(" .!¡。！")
+    found = relative_phrases(bare)
+    if said_on is not None and len(found) == 1 and found[0][:2] == (0, len(bare)) and not found[0][2].endswith("ago"):
+        return anchored(found[0][2], said_on) or text
     return text

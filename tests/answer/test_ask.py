@@ -113,6 +113,8 @@ def test_refusal_phrases():
     assert is_refusal("") and not is_refusal("Lisbon")
     # A number alone is an answer (a year, a count, a ratio), not an empty reply.
     assert not any(is_refusal(a) for a in ("2021", "3", "1:5:5", "£215")) and is_refusal(" . ")
+    # An answer in a script without a-z is an answer, not an empty reply (every Chinese answer was refused).
+    assert not any(is_refusal(a) for a in ("北京", "做无人机的公司", "Москва", "Αθήνα", "東京")) and is_refusal("。")
 
 
 def test_evidence_lines_carry_the_date_and_speaker(tmp_path):
@@ -140,6 +142,46 @@ def test_the_model_reads_what_relative_times_mean_unless_turned_off(tmp_path, da
         + (" [7 May 2023]" if dates else "")
         + " and it was so powerful."
     ]
+
+
+@pytest.mark.parametrize("dates", [True, False])
+def test_a_message_in_another_language_has_its_relative_times_dated_too(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "Am 18. März", "supports": [1], "confidence": 0.9})
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    with mem:
+        mem.add(
+            "Jonas",
+            "Wir haben gestern einen Welpen aus dem Tierheim geholt, einen Beagle-Mix.",
+            time="2024-03-19T20:40:00",
+        )
+        mem.config = replace(mem.config, ask_dates=dates)
+        mem.ask("Wann hat Jonas den Welpen geholt?")
+    items = _items(llm.calls[0])
+    assert "[1] 19 March 2024 - Jonas: Wir haben gestern" + (" [18 March 2024]" if dates else "") + " einen Welpen" in (
+        " ".join(items)
+    )
+
+
+@pytest.mark.parametrize("dates", [True, False])
+def test_a_relative_answer_to_a_question_in_another_language_is_given_as_a_date(tmp_path, dates):
+    from dataclasses import replace
+
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "gestern", "supports": [1], "confidence": 0.9})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("Jonas", "Wir haben gestern einen Welpen aus dem Tierheim geholt.", time="2024-03-19T20:40:00")
+        mem.config = replace(mem.config, ask_dates=dates)
+        result = mem.ask("Wann hat Jonas den Welpen geholt?")
+    assert result.answer == ("18 March 2024" if dates else "gestern")
+
+
+def test_a_chinese_answer_is_given_not_refused(tmp_path):
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "北京", "supports": [1], "confidence": 0.9})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("李明", "挺好的！我上个月搬到北京了，在一家做无人机的公司上班。", time="2024-01-12T20:30:00")
+        result = mem.ask("李明搬到了哪个城市？")
+    assert not result.refused and result.answer == "北京" and result.refusal is None
 
 
 @pytest.mark.parametrize("dates", [True, False])
