@@ -47,8 +47,9 @@ _MIGRATE_LOCK = 0x6C6D656D
 
 # Rewrites that make most SQLite queries PostgreSQL: a JSON array of ids (the shared queries'
 # `json_each(:ids)`, read as `value`) becomes localmem_ids() (bigint `value`); SQLite's
-# two-argument max/min are greatest/least; REAL is double precision; char() is chr().
-_ID_ARRAYS = ("ids", "among", "entities", "messages", "sources", "units")
+# two-argument max/min are greatest/least; REAL is double precision; char() is chr();
+# group_concat is string_agg.
+_ID_ARRAYS = ("ids", "among", "context", "entities", "messages", "sources", "units")
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"json_each\(:(" + "|".join(_ID_ARRAYS) + r")\)"), r"localmem_ids(:\1)"),
     (re.compile(r"json_array_length\(:(\w+)\)"), r"jsonb_array_length(CAST(:\1 AS jsonb))"),
@@ -57,6 +58,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
     (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
     (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
+    # SQLite's group_concat(x, 'sep') of a column is string_agg (any order, as in SQLite).
+    (re.compile(r"\bgroup_concat\(([\w.]+),\s*('[^']*')\)", re.I), r"string_agg(CAST(\1 AS text), \2)"),
     # A message's language (SQLite's localmem_lang, a Python function): PgConnection.execute
     # computes it from the :text parameter and passes it as :lang.
     (re.compile(r"localmem_lang\(:text\)"), ":lang"),
@@ -125,7 +128,8 @@ def pg_query(name: str) -> str:
 @lru_cache(maxsize=256)
 def _translate(sql: str) -> str:
     name = _by_sqlite_text().get(sql.strip())
-    return pg_query(name) if name is not None else _to_psycopg(sql)
+    # SQL that is no named query (a caller's own): the same rewrites as the shared queries get.
+    return pg_query(name) if name is not None else _to_psycopg(_dialect(sql))
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
