@@ -535,11 +535,16 @@ def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
 
 
 def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
-    """Index the full text of the messages ``ids`` (those still there) anew."""
+    """Index the full text of the messages ``ids`` (those still there: the turns after forgotten
+    ones) anew, and drop their context parts, which were embedded with the forgotten turn (their
+    vectors by cascade; ``reembed`` frames them again with the turn now before them), as
+    ``purge_reindex_followers`` does on SQLite."""
     if ids:
         import json
 
-        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
+        arg = {"ids": json.dumps(list(ids))}
+        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
+        conn.run("DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))", arg)
 
 
 def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
