@@ -544,7 +544,10 @@ def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
 
         arg = {"ids": json.dumps(list(ids))}
         conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
-        conn.run("DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))", arg)
+        conn.run(
+            "DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))",
+            arg,
+        )
 
 
 def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
