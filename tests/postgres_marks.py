@@ -63,11 +63,8 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "makes an SQLite store as bound before its migration 0008 (drops its triggers and code tables); a PostgreSQL store has parts from its first schema",
     "tests/pipeline/test_pipeline.py::test_sigkill_during_extraction_then_rerun_finishes_without_duplicates": CANNOT
     + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity check)",
-    "tests/pipeline/test_worker.py::test_add_returns_while_the_model_extracts_and_close_flushes": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_worker.py::test_one_build_at_a_time": NOT_YET + "fails on PostgreSQL; not investigated yet",
+    "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": CANNOT
+    + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
     "tests/retrieval/test_channels.py::test_a_superseded_fact_comes_with_its_successor_first": NOT_YET
     + "fails on PostgreSQL; not investigated yet",
     "tests/retrieval/test_channels.py::test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes": NOT_YET
