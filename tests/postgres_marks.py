@@ -65,18 +65,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity check)",
     "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": CANNOT
     + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
-    "tests/retrieval/test_channels.py::test_a_superseded_fact_comes_with_its_successor_first": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_near_duplicate_units_are_one_hit_with_all_sources": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_promotion_through_search_keeps_the_candidates": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_temporal_channel_keeps_the_range_and_spreads_over_temporal_links": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_speaker_names_cache.py::test_names_follow_writes_from_this_memory_and_from_another": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/store/test_forget.py::test_a_forget_in_an_old_store_writes_the_file_anew": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_forget.py::test_a_new_store_frees_forgotten_pages_at_once": NOT_YET

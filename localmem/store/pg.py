@@ -172,6 +172,13 @@ def _vector_text(blob: bytes | bytearray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(blob, dtype=np.float32)) + "]"
 
 
+# Command tags (psycopg's statusmessage) of statements that change no rows, and of the writes
+# whose row count says what changed (:meth:`PgConnection.total_changes`).
+_READS = frozenset(
+    {"", "SELECT", "SHOW", "SET", "RESET", "EXPLAIN", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"}
+)
+_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE"})
+
 # The parameters that carry a vector: a float32 blob on SQLite, pgvector's text form here.
 _VECTOR_PARAMS = frozenset({"embedding"})
 
@@ -201,7 +208,7 @@ class PgConnection:
         self.url, self._pool, self._raw = url, pool, raw
         self._tx: list[Any] = []
         self._local_sqlite: Any = None
-        self._statements = 0
+        self._changes = 0
 
     @property
     def raw(self) -> Any:
@@ -212,7 +219,6 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = None) -> _Result:
         text = _translate(sql)
-        self._statements += 1
         if isinstance(params, dict):
             params = {
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
@@ -223,12 +229,20 @@ class PgConnection:
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
-            return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+            return self._counted(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
 
     def run(self, sql: str, params: Any = None) -> _Result:
         """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
         with _errors(self.url):
-            return _Result(self.raw.execute(sql, params))  # type: ignore[arg-type]
+            return self._counted(self.raw.execute(sql, params))  # type: ignore[arg-type]
+
+    def _counted(self, cursor: Any) -> _Result:
+        """The statement's rows, after counting what it changed (:meth:`total_changes`): the
+        rows a write changed (a statement of several: 1 at least), 1 for DDL, none for a read."""
+        command = (cursor.statusmessage or "").split(" ", 1)[0].upper()
+        if command not in _READS:
+            self._changes += cursor.rowcount if cursor.rowcount > 0 else int(command not in _WRITES)
+        return _Result(cursor)
 
     def __enter__(self) -> "PgConnection":
         tx = self.raw.transaction()
@@ -260,9 +274,9 @@ class PgConnection:
         return 0
 
     def total_changes(self) -> int:
-        """Moves with every statement this connection runs (SQLite counts rows changed): a
-        cache keyed on it is refreshed at least as often."""
-        return self._statements
+        """The rows this connection's statements changed, as SQLite counts them (DDL counts
+        one): a cache keyed on it and ``data_version`` is kept while nothing is written."""
+        return self._changes
 
     def in_transaction(self) -> bool:
         return bool(self._tx)
