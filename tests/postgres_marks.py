@@ -23,10 +23,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tests/store/test_leftovers.py": CANNOT
     + "reads the SQLite file's free pages for deleted text (the Postgres test reads the table files instead: tests/store/test_postgres.py)",
     "tests/store/test_permissions.py": CANNOT + "checks the store file's and its WAL's permissions",
-    "tests/benchmarks/test_bench.py::test_bench_ingest_and_search": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/benchmarks/test_bench.py::test_memory_bench_builds_units_links_entities_and_times_every_channel": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/cli/test_bad_input.py::test_api_directory_as_db": CANNOT + "the store path is a file",
     "tests/cli/test_bad_input.py::test_api_locked_store": CANNOT + "SQLite's write lock",
     "tests/cli/test_bad_input.py::test_api_locked_while_opening": CANNOT + "SQLite's write lock",
