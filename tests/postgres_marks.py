@@ -32,13 +32,9 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tests/cli/test_bad_input.py::test_cli_locked_store": CANNOT + "SQLite's write lock",
     "tests/cli/test_bad_input.py::test_cli_not_sqlite": CANNOT + "the store path is a file",
     "tests/cli/test_bad_input.py::test_cli_schema_too_new": CANNOT + "sets SQLite's user_version",
-    "tests/cli/test_bad_input.py::test_cli_unexpected_exception_is_one_line": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/cli/test_cli.py::test_doctor": CANNOT + "reads SQLite's integrity check in doctor's report",
-    "tests/cli/test_cli_conventions.py::test_errors_with_json_are_json_on_stderr": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/cli/test_defaults.py::test_every_default_named_in_the_help_text_is_the_real_one": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
+    "tests/cli/test_cli_conventions.py::test_a_busy_store_is_a_json_error_with_its_own_exit_code": CANNOT
+    + "SQLite's write lock",
     "tests/cli/test_reads.py::test_read_commands_leave_the_home_and_the_store_byte_for_byte_unchanged": CANNOT
     + "compares the store file's bytes",
     "tests/importers/test_bad_import_data.py::test_nul_characters_in_a_jsonl_message_are_removed_and_counted": CANNOT
