@@ -39,14 +39,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "compares the store file's bytes",
     "tests/importers/test_bad_import_data.py::test_nul_characters_in_a_jsonl_message_are_removed_and_counted": CANNOT
     + "reads the stored NUL handling of the SQLite file",
-    "tests/importers/test_fuzz.py::test_an_edited_export_is_refused_with_the_store_unchanged_or_imported_as_it_reads": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_fuzz.py::test_an_ingest_refuses_with_the_store_unchanged_or_stores_what_the_file_holds": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_importers.py::test_every_fixture_stores_what_it_holds": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_ingest_folders.py::test_cli_stdin_with_and_without_format": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/importers/test_input_edges.py::test_a_full_disk_is_one_line_with_its_own_exit_code": CANNOT
     + "fills the SQLite file's disk",
     "tests/importers/test_input_edges.py::test_a_full_disk_stops_an_ingest_cleanly_and_a_rerun_completes_it": CANNOT

@@ -318,7 +318,10 @@ def _redact(url: str) -> str:
 
 @contextlib.contextmanager
 def _errors(url: str) -> Iterator[None]:
-    """The server's errors as localmem's: a lock held too long, a lost server."""
+    """The server's errors as localmem's: a lock held too long, a lost server. A statement that
+    the data made fail (a constraint, a value of the wrong form) raises apsw's error of that kind,
+    as the SQLite store does: its callers catch those (a restore names the record's line)."""
+    import apsw
     import psycopg
 
     try:
@@ -328,7 +331,9 @@ def _errors(url: str) -> Iterator[None]:
             raise LocalmemError(
                 "PostgreSQL text cannot hold the NUL character (\\x00): remove it from the text, or use a file store"
             ) from exc
-        raise
+        raise apsw.MismatchError(_first_line(exc)) from exc
+    except psycopg.IntegrityError as exc:
+        raise apsw.ConstraintError(_first_line(exc)) from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
@@ -339,12 +344,21 @@ def _errors(url: str) -> Iterator[None]:
         raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
 
 
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def store_errors(url: str) -> contextlib.AbstractContextManager[None]:
     return _errors(url)
 
 
-_POOLS: dict[str, Any] = {}
+_POOLS: dict[str, Any] = {}  # by URL, the most recently opened last
 _POOLS_LOCK = threading.Lock()
+# A pool keeps its connections after use (that is what it is for); a process that opens many
+# databases one after another (a test suite, a tool going over many users' databases) would keep
+# one idle connection per database until the server refuses more clients. Past this many pools,
+# opening one closes the oldest that have no connection in use.
+_MAX_POOLS = 8
 
 
 def _pool(url: str) -> Any:
@@ -357,6 +371,7 @@ def _pool(url: str) -> Any:
         ) from None
     with _POOLS_LOCK:
         if url not in _POOLS:
+            _close_idle_pools(_MAX_POOLS - 1)
             pool = psycopg_pool.ConnectionPool(
                 url,
                 min_size=0,
@@ -371,6 +386,35 @@ def _pool(url: str) -> Any:
                 raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
             _POOLS[url] = pool
         return _POOLS[url]
+
+
+def _close_idle_pools(keep: int) -> None:
+    """Close the oldest pools with no connection in use until ``keep`` are left (or none idle);
+    under ``_POOLS_LOCK``."""
+    for url in list(_POOLS):
+        if len(_POOLS) <= keep:
+            return
+        stats = _POOLS[url].get_stats()
+        if stats.get("pool_size", 0) == stats.get("pool_available", 0) and not stats.get("requests_waiting"):
+            _POOLS.pop(url).close()
+
+
+def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
+    """A connection from the pool of ``url``: ``(pool, connection)``. A pool closed as idle
+    between finding it and asking it (:func:`_close_idle_pools`) is opened again."""
+    import psycopg_pool
+
+    for attempt in (1, 2):
+        pool = _pool(url)
+        try:
+            return pool, pool.getconn(timeout=timeout_s)
+        except psycopg_pool.PoolClosed:
+            if attempt == 2:
+                raise
+            with _POOLS_LOCK:
+                if _POOLS.get(url) is pool:
+                    del _POOLS[url]
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def close_pools() -> None:
@@ -416,9 +460,8 @@ def _configure(raw: Any) -> None:
 def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     """A migrated PostgreSQL store at ``url`` (the schema made on first use; pgvector created
     if the role may, else it must exist)."""
-    pool = _pool(url)
     try:
-        raw = pool.getconn(timeout=timeout_s)
+        pool, raw = _getconn(url, timeout_s)
     except Exception as exc:
         raise LocalmemError(
             f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
@@ -433,7 +476,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if migrated:  # the vector type may be new: connections made before it do not load it
         conn.close()
         pool.check()
-        conn = PgConnection(url, pool, pool.getconn(timeout=timeout_s))
+        conn = PgConnection(url, *_getconn(url, timeout_s))
         _configure(conn.raw)
     return conn
 
