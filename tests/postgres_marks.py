@@ -89,10 +89,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_results.py::test_forget_returns_its_documented_fields_and_the_cli_prints_them": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_results.py::test_stats_and_lists_print_their_fields_in_order": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_store.py::test_cli_forget_without_yes_deletes_nothing": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_ddl_queries_run_on_a_scratch_store": CANNOT + "runs the SQLite DDL queries",
     "tests/store/test_store.py::test_existing_message_lookup_uses_the_unique_index": CANNOT
     + "reads SQLite's query plan",
