@@ -93,6 +93,27 @@ class Admin:
 
         return manage.doctor(self._store.conn, self._config, self._store.path)
 
+    def grant(self, role: str, namespaces: Sequence[str], *, password: str | None = None) -> dict[str, Any]:
+        """PostgreSQL stores only, run by the store's owner: make ``role`` (a login role, created
+        if missing; ``password`` set when given) a user of ``namespaces`` alone, enforced by
+        the server's row-level security (docs/postgres.md, "Many users in one database"). What
+        was granted: the role, its namespaces (all it now has), and whether it may vacuum."""
+        if getattr(self._store.conn, "engine", None) != "postgres":
+            raise LocalmemError(
+                "grant is for a PostgreSQL store (--db postgresql://...): a file store's namespaces are not "
+                "enforced per user; give each user a file of their own"
+            )
+        names = [n.strip() for n in namespaces if isinstance(n, str) and n.strip()]
+        if not names:
+            raise LocalmemError("grant needs at least one namespace")
+        from .store import pg
+
+        conn = self._store.conn
+        pg.grant_namespace(conn, role, names, password)  # type: ignore[arg-type]
+        held = [r[0] for r in conn.run("SELECT ns FROM namespace_roles WHERE role = %(r)s ORDER BY ns", {"r": role})]  # type: ignore[attr-defined]
+        version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()  # type: ignore[attr-defined]
+        return {"role": role, "namespaces": held, "may_vacuum": bool(version and int(version[0]) >= 170000)}
+
     @property
     def encrypted(self) -> bool:
         """Whether the store is encrypted (it was opened with a key)."""

@@ -8,6 +8,7 @@ Errors are turned into one-line messages and exit codes in one place
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -32,6 +33,8 @@ from .config import (
     RERANK_MODES,
     Config,
     Setting,
+    as_location,
+    is_postgres,
     settings,
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
@@ -68,8 +71,20 @@ class SettingOption(click.Option):
         self.setting = setting
 
 
+class _StoreLocation(click.Path):
+    """``--db``: a path, or a ``postgresql://`` URL kept as it is (as a path, its '//' would
+    become '/', and the URL a file name in the current directory)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if is_postgres(str(value)) and not isinstance(value, Path):
+            return as_location(str(value))
+        return super().convert(value, param, ctx)
+
+
 def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
     kind: Any = click.Path(path_type=Path, readable=False) if spec.kind is Path else spec.kind
+    if spec.name == "db_path":
+        kind = _StoreLocation(path_type=Path, readable=False)
     if spec.choices:
         kind = click.Choice(spec.choices)
     default = f" Default: {spec.shown_default()}." if spec.default is not None or spec.shown else ""
@@ -1649,10 +1664,16 @@ def mcp_command(
     "extract",
     "'llm': messages added or imported are built into memory by the local LLM in the background, flushed at shutdown.",
 )
+@setting_option("serve_token_env")
 @click.option("--log-file", type=click.Path(path_type=Path, readable=False), help="Log to this file instead of stderr.")
 @click.pass_context
 def serve_command(
-    ctx: click.Context, address: str, allow_remote: bool, extract: str | None, log_file: Path | None
+    ctx: click.Context,
+    address: str,
+    allow_remote: bool,
+    extract: str | None,
+    token_env: str | None,
+    log_file: Path | None,
 ) -> None:
     """See and curate this memory in a browser, with a JSON API (/api) and MCP (/mcp) for programs.
     Once it listens, prints the URL to open, with its token; Ctrl-C stops."""
@@ -1672,6 +1693,9 @@ def serve_command(
         raise
     if extract:
         state.config = replace(state.config, extract=extract)
+    if token_env:
+        state.config = replace(state.config, serve_token_env=settings()["serve_token_env"].parse(token_env))
+    state.config.serve_token()  # a token variable that is not set stops here, before the store opens
     serve_app.serve(
         state.memory("write"),
         host,
@@ -1761,6 +1785,38 @@ def postgres_status(data_dir: Path | None, as_json: bool) -> None:
     from .store import pgserver
 
     _pg_state(pgserver.status(_pg_dir(data_dir)), as_json)
+
+
+@postgres_.command(name="grant")
+@click.argument("role")
+@click.argument("namespaces", nargs=-1, required=True)
+@click.option(
+    "--password-env",
+    metavar="VAR",
+    help="Set the role's password from this environment variable (never an argument); without it, the "
+    "role's password is left as it is (none for a new role: the server's other authentication applies).",
+)
+@json_option
+@click.pass_obj
+def postgres_grant(
+    state: _State, role: str, namespaces: tuple[str, ...], password_env: str | None, as_json: bool
+) -> None:
+    """Let login role ROLE (made if missing) use this PostgreSQL store's NAMESPACES and no other:
+    the server's row-level security hides and protects every other namespace's rows from it.
+    Run as the store's owner (--db with the owner's URL)."""
+    password = None
+    if password_env:
+        password = os.environ.get(password_env, "")
+        if not password:
+            raise ConfigError(f"the password environment variable {password_env} is not set or is empty")
+    mem = state.memory("open")
+    done = mem.admin.grant(role, list(namespaces), password=password)
+    if as_json:
+        _print_json(done)
+        return
+    click.echo(f"role {done['role']} may use namespace(s): {', '.join(done['namespaces'])}")
+    if not done["may_vacuum"]:
+        click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
 
 @cli.group()

@@ -375,6 +375,16 @@ def _var_name(value: str) -> str:
     return value
 
 
+def _token_var_name(value: str) -> str:
+    # Not echoed, as for key_env: a token given by mistake where the variable's name goes.
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise ConfigError(
+            "setting serve_token_env must be the name of an environment variable (letters, digits and _), "
+            "not the token itself"
+        )
+    return value
+
+
 def _zone_name(value: str) -> str:
     zone(value)
     return value
@@ -616,6 +626,17 @@ class Config:
         "middle of a request.",
         check=_at_least(2),
     )
+    # A name, never the token: several processes serving one PostgreSQL store behind a load
+    # balancer must accept the same token (docs/postgres.md, "Many processes").
+    serve_token_env: str | None = setting(
+        None,
+        "localmem serve: the environment variable holding the API token (at least 24 characters) "
+        "that every process serving this store accepts, as for several processes behind a load "
+        "balancer; none: a new random token at each start.",
+        flags=("--token-env",),
+        metavar="VAR",
+        check=_token_var_name,
+    )
     serve_header_timeout: float = setting(
         10.0,
         "localmem serve: seconds a request's headers may take, from the connection; then 408 and closed.",
@@ -674,6 +695,21 @@ class Config:
     def key(self, env: Mapping[str, str] | None = None) -> "Key | None":
         """The passphrase in the environment variable ``key_env`` names (``None`` without one)."""
         return read_key(self.key_env, env) if self.key_env else None
+
+    def serve_token(self, env: Mapping[str, str] | None = None) -> str | None:
+        """The API token in the environment variable ``serve_token_env`` names (``None`` without
+        one): what every process serving a store behind one address must share."""
+        if not self.serve_token_env:
+            return None
+        var = self.serve_token_env
+        value = (os.environ if env is None else env).get(var, "")
+        if len(value) < 24:
+            said = "is not set" if not value else "holds fewer than 24 characters"
+            raise ConfigError(
+                f"the token environment variable {var} {said}; export {var} with a long random token "
+                "(python -c 'import secrets; print(secrets.token_urlsafe(32))'), the same for every process"
+            )
+        return value
 
 
 _KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "Path": Path}

@@ -112,6 +112,9 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         return real_connect(made[spot], busy_timeout_ms, None)
 
     monkeypatch.setattr(handle, "_connect", connect)
+    from tests import helpers
+
+    monkeypatch.setattr(helpers, "POSTGRES_STORES", made)
     yield "postgres"
     pg.close_pools()
     for url in made.values():

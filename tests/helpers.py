@@ -40,6 +40,38 @@ def key_for_tests() -> "Key | None":
     return Key(store_key(), "the test passphrase") if store_key() else None
 
 
+# The databases the conftest's --stores=postgres run made for the store paths a test opened
+# (path -> URL); empty on file stores.
+POSTGRES_STORES: dict[str, str] = {}
+
+
+def postgres_url(path: Path | str) -> str | None:
+    """The database a store path opens in a --stores=postgres run, or None (a file store)."""
+    return POSTGRES_STORES.get(str(path))
+
+
+def store_bytes(path: Path | str) -> bytes:
+    """What the store at ``path`` holds on disk: the file and its WAL; in a --stores=postgres
+    run, every relation file of its database (tables, TOAST, indexes and the system catalogs)
+    as the server has them after a CHECKPOINT, read with the server's own pg_read_binary_file.
+    The server's WAL is not read: what it keeps is the operator's (docs/postgres.md)."""
+    url = postgres_url(path)
+    if url is None:
+        return b"".join(p.read_bytes() for p in (Path(path), Path(f"{path}-wal")) if p.is_file())
+    import psycopg
+
+    data = []
+    with psycopg.connect(url, autocommit=True) as raw:
+        raw.execute("CHECKPOINT")
+        for (blob,) in raw.execute(
+            "SELECT pg_read_binary_file(pg_relation_filepath(oid)) FROM pg_class "
+            "WHERE relkind IN ('r', 't', 'i', 'm') AND pg_relation_filepath(oid) IS NOT NULL "
+            "AND pg_relation_size(oid) > 0"
+        ):
+            data.append(bytes(blob))
+    return b"".join(data)
+
+
 def raw_connection(path: Path | str, **kwargs: Any):
     """A bare apsw connection to a store (no migrations, no sqlite-vec), keyed when the run is
     encrypted: what another program holding the file looks like."""

@@ -22,6 +22,14 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "SQLite's single-writer lock and its busy timeout (tests/store/test_postgres.py runs 8 writers and 8 readers)",
     "tests/store/test_foreign_and_damaged.py": CANNOT + "reads and damages the SQLite file itself",
     "tests/store/test_forget_races.py": CANNOT + "stops a forget between SQLite's commit and its file scrub",
+    "tests/store/test_forget.py::test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space": CANNOT
+    + "an SQLite file made before auto_vacuum, and its free pages (on PostgreSQL, localmem vacuum's rewrite is "
+    "tests/store/test_postgres.py::test_vacuum_removes_what_a_delete_left_in_the_pages)",
+    "tests/store/test_forget.py::test_a_forget_in_an_old_store_writes_the_file_anew": CANNOT
+    + "an SQLite file made before auto_vacuum, and its free pages (every forget on PostgreSQL rewrites the "
+    "tables it touched: tests/store/test_forget_targets.py reads their pages)",
+    "tests/store/test_forget_targets.py::test_the_shared_add_source_of_older_stores_is_split_by_conversation": CANNOT
+    + "SQLite migration 0010 of a store made by an older localmem (PostgreSQL stores began after it)",
     "tests/store/test_leftovers.py": CANNOT
     + "reads the SQLite file's free pages for deleted text (the Postgres test reads the table files instead: tests/store/test_postgres.py)",
     "tests/store/test_permissions.py": CANNOT + "checks the store file's and its WAL's permissions",
@@ -51,34 +59,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity check)",
     "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": CANNOT
     + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
-    "tests/store/test_forget.py::test_a_forget_in_an_old_store_writes_the_file_anew": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget.py::test_a_new_store_frees_forgotten_pages_at_once": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget.py::test_a_summary_written_from_forgotten_memory_is_dropped": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget.py::test_forget_reports_a_wal_another_reader_keeps": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget.py::test_the_message_after_a_forgotten_one_is_indexed_again": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget.py::test_vacuum_switches_an_old_store_to_incremental_and_reclaims_space": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_a_dry_run_changes_nothing": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_before_takes_a_time": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_forgetting_a_message_takes_what_rests_only_on_it": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_forgetting_a_unit_keeps_its_messages": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_forgotten_text_is_not_in_the_file": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_kept_summaries_are_reported_and_match_removes_them": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_the_shared_add_source_of_older_stores_is_split_by_conversation": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_forget_targets.py::test_what_cannot_be_forgotten_is_an_error": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_handle.py::test_locked_turns_a_busy_store_into_a_store_locked_error": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_handle.py::test_reopen_swaps_the_connection_and_close_ends_it": NOT_YET
@@ -86,8 +66,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tests/store/test_ids_never_reused.py::test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_ids_never_reused.py::test_units_entities_and_sources_of_a_forgotten_source_keep_their_ids": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_results.py::test_forget_returns_its_documented_fields_and_the_cli_prints_them": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_ddl_queries_run_on_a_scratch_store": CANNOT + "runs the SQLite DDL queries",
     "tests/store/test_store.py::test_existing_message_lookup_uses_the_unique_index": CANNOT

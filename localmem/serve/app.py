@@ -249,7 +249,13 @@ def serve(
     port = sock.getsockname()[1]
     setup_logging(log_file, debug)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C: the flush below runs
-    guard = Guard.create(host, port, allow_remote)
+    try:
+        shared = writer.config.serve_token()
+    except BaseException:
+        sock.close()
+        writer.close()
+        raise
+    guard = Guard.create(host, port, allow_remote, shared)
     _quiet_logs(guard)
     limits = Limits.of(writer.config).within_files()
     if limits.max_connections < writer.config.serve_max_connections:

@@ -7,6 +7,11 @@ server. The file holds the server's pid, address, store, namespace, the answer-c
 settings it runs with, and a token good only for ``ask`` and ``search`` (never the store's key).
 It is written atomically with mode 0600 in a 0700 dir, and removed when the server stops.
 
+A PostgreSQL store (a ``postgresql://`` URL) has no file: its discovery file is named after the
+URL without its password instead. Several processes may serve one such store (docs/postgres.md,
+"Many processes"); the first to start announces itself and the others do not (each answers its
+own port), and the command line asks the one announced.
+
 Reading it trusts nothing it was not sure of: a dir or file that is a symlink, not the user's
 own, or open to others; a file that names another store, a non-loopback host or a dead process
 is ignored (a stale one of the user's own is removed). The client then makes the server prove
@@ -21,12 +26,13 @@ import hashlib
 import ipaddress
 import json
 import os
+import re
 import stat
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..config import Config, runtime_dir, settings
+from ..config import Config, is_postgres, runtime_dir, settings
 
 VERSION = 1
 MAX_BYTES = 64 * 1024
@@ -55,6 +61,7 @@ NEUTRAL = frozenset(
         "llm_timeout",
         "llm_api_key_env",
         "embed_batch",
+        "serve_token_env",
     }
 )
 
@@ -100,6 +107,26 @@ def differing(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
     return sorted(name for name in set(mine) | set(theirs) if mine.get(name) != theirs.get(name))
 
 
+_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
+def identity(db_path: Path | str) -> tuple[str, int, int]:
+    """The store as messages name it, and the two numbers that identify it: a file's device
+    and inode (every path to the same file the same); for a PostgreSQL URL, 0 and a number
+    made from the URL without its password (one database, named by one URL). Raises OSError
+    for a file that is not there."""
+    text = str(db_path)
+    if is_postgres(text):
+        head, sep, rest = text.partition("://")
+        userinfo, at, host = rest.partition("@")
+        shown = f"{head}{sep}{userinfo.split(':', 1)[0]}{at}{host}" if at else text
+        shown = _PASSWORD.sub(r"\1***", shown)
+        return shown, 0, int(hashlib.sha256(shown.encode()).hexdigest()[:15], 16)
+    real = Path(os.path.realpath(db_path))
+    st = os.stat(real)
+    return str(real), st.st_dev, st.st_ino
+
+
 def file_for(device: int, inode: int, namespace: str, folder: Path | None = None) -> Path:
     """The discovery file of the store with this device and inode, and this namespace."""
     key = hashlib.sha256(f"{device}:{inode}\0{namespace}".encode()).hexdigest()[:32]
@@ -131,17 +158,16 @@ def announce(db_path: Path, namespace: str, host: str, port: int, token: str, an
     host = "127.0.0.1" if host == "localhost" else host.strip("[]")
     if not is_loopback(host):
         return None
-    real = Path(os.path.realpath(db_path))
-    st = os.stat(real)
+    store, device, inode = identity(db_path)
     folder = _private_folder(create=True)
-    path = file_for(st.st_dev, st.st_ino, namespace, folder)
+    path = file_for(device, inode, namespace, folder)
     try:
         other = read(path)
     except (Untrusted, OSError):
         other = None
     if other is not None and other.pid != os.getpid() and _alive(other.pid):
         return None
-    found = Discovery(os.getpid(), host, port, str(real), st.st_dev, st.st_ino, namespace, token, dict(answer))
+    found = Discovery(os.getpid(), host, port, store, device, inode, namespace, token, dict(answer))
     temporary = path.parent / f".{path.name}.{os.getpid()}.tmp"
     temporary.unlink(missing_ok=True)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
@@ -195,17 +221,17 @@ def find(db_path: Path, namespace: str) -> Discovery | None:
     """The running server of this store and namespace, or None (no store, no server, or a
     stale file, which is removed). Raises :class:`Untrusted` (say why, then answer locally)."""
     try:
-        st = os.stat(db_path)
+        _store, device, inode = identity(db_path)
     except OSError:
         return None
     folder = _private_folder()
     if folder is None:
         return None
-    path = file_for(st.st_dev, st.st_ino, namespace, folder)
+    path = file_for(device, inode, namespace, folder)
     found = read(path)
     if found is None:
         return None
-    if (found.device, found.inode, found.namespace) != (st.st_dev, st.st_ino, namespace):
+    if (found.device, found.inode, found.namespace) != (device, inode, namespace):
         raise Untrusted(f"{path} names another store or namespace ({found.store}, {found.namespace!r})")
     if not _alive(found.pid):
         forget(path, found)

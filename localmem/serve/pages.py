@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import LocalmemError
+from ..store.queries import q
 from ..types import caption_text
 from . import api, svg
 from .calls import Lanes, ReportedError, as_json, error_dict, error_status
@@ -396,7 +397,7 @@ async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], lis
     state = request.app.state
 
     def load() -> tuple[list[str], list[str]]:
-        version = mem.conn.execute("PRAGMA data_version").fetchall()[0][0]
+        version = mem.conn.execute(q("data_version")).fetchall()[0][0]  # PostgreSQL's too
         cached = getattr(state, "filter_choices", None)
         if cached is not None and cached[0] == version:
             return cached[1]

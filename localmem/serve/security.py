@@ -78,8 +78,11 @@ class Guard:
     page_host: str = ""  # "<random>.localhost:PORT": where the page and its cookie live ("": remote)
 
     @classmethod
-    def create(cls, host: str, port: int, allow_remote: bool = False) -> "Guard":
-        """New random tokens for a server listening on ``host``:``port`` (the port it got)."""
+    def create(cls, host: str, port: int, allow_remote: bool = False, shared: str | None = None) -> "Guard":
+        """New random tokens for a server listening on ``host``:``port`` (the port it got).
+        ``shared``: the token every process serving the store accepts (``serve_token_env``),
+        and the CSRF token derived from it, so that a page served by one process may post to
+        another behind the same address; the command line's token stays this process's."""
         names = {host, "127.0.0.1", "localhost"} if host in ("127.0.0.1", "localhost") else {host}
         if host in ("::1", "[::1]"):
             names = {"[::1]", "localhost"}
@@ -89,6 +92,9 @@ class Guard:
         if page_host:
             hosts.add(page_host)
         token, csrf, cli_token = (secrets.token_urlsafe(24) for _ in range(3))
+        if shared is not None:
+            token = shared
+            csrf = hmac.new(shared.encode(), b"localmem-csrf", hashlib.sha256).hexdigest()
         return cls(token, csrf, frozenset(hosts), allow_remote, cli_token, page_host)
 
     def page_url(self, host: str, port: int) -> str:

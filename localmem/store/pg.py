@@ -204,8 +204,11 @@ class PgConnection:
 
     engine = "postgres"
 
-    def __init__(self, url: str, pool: Any, raw: Any) -> None:
+    def __init__(self, url: str, pool: Any, raw: Any, busy_timeout_s: float = 5.0) -> None:
         self.url, self._pool, self._raw = url, pool, raw
+        # How long a forget's or a vacuum's VACUUM FULL waits for a table another session holds
+        # (the store's busy timeout, as SQLite's writers wait).
+        self.busy_timeout_s = busy_timeout_s
         self._tx: list[Any] = []
         self._local_sqlite: Any = None
         self._changes = 0
@@ -467,7 +470,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
             f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
             "is it running? (localmem postgres start runs a local one)"
         ) from exc
-    conn = PgConnection(url, pool, raw)
+    conn = PgConnection(url, pool, raw, timeout_s)
     try:
         migrated = migrate(conn, url)
     except BaseException:
@@ -476,7 +479,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if migrated:  # the vector type may be new: connections made before it do not load it
         conn.close()
         pool.check()
-        conn = PgConnection(url, *_getconn(url, timeout_s))
+        conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
         _configure(conn.raw)
     return conn
 
@@ -548,19 +551,28 @@ def has_vectors(conn: PgConnection) -> bool:
     return conn.run("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
 
 
-def vacuum_tables(conn: PgConnection, tables: Sequence[str], lock_timeout_s: float = 5.0) -> tuple[float, list[str]]:
-    """``VACUUM FULL`` each of ``tables`` (outside any transaction): each is written anew from
-    its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only marks
-    them free). A table another session keeps locked for ``lock_timeout_s`` is skipped (a
-    long read, or a connection of this very process inside a transaction): returns the seconds
-    it took and the tables skipped, which the next vacuum or forget rewrites."""
+def vacuum_tables(
+    conn: PgConnection, tables: Sequence[str], lock_timeout_s: float | None = None
+) -> tuple[float, list[str]]:
+    """``VACUUM (FULL, ANALYZE)`` each of ``tables`` (outside any transaction): each is written
+    anew from its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only
+    marks them free), and its statistics are gathered again without them. Then the catalog of
+    statistics, ``pg_statistic``, is written anew too: ANALYZE keeps samples of column values
+    there (a short text column's histogram holds whole messages), and the versions it replaced
+    stay in its pages as dead tuples, as deleted rows do (found so in a test). Rewriting a
+    catalog needs a superuser, or ``pg_maintain`` (PostgreSQL 17+); without either it is
+    reported as skipped. A table another session keeps locked for ``lock_timeout_s`` (default:
+    the store's busy timeout) is skipped too (a long read, or a connection of this very process
+    inside a transaction). Returns the seconds it took and what was skipped, each with why,
+    which the next vacuum or forget rewrites."""
     import time
 
     import psycopg
 
     started = time.perf_counter()
     skipped = []
-    conn.run(f"SET lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
+    lock_timeout_s = conn.busy_timeout_s if lock_timeout_s is None else lock_timeout_s
+    conn.run(f"SET lock_timeout = '{max(1, int(lock_timeout_s * 1000))}ms'")  # 0 would wait for ever
     try:
         for table in tables:
             if not re.fullmatch(r"[a-z_]+", table):
@@ -570,10 +582,28 @@ def vacuum_tables(conn: PgConnection, tables: Sequence[str], lock_timeout_s: flo
             try:
                 conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
             except psycopg.errors.LockNotAvailable:
-                skipped.append(table)
+                skipped.append(f"{table} (held by another session)")
+        if not _may_rewrite_catalogs(conn):
+            skipped.append("pg_statistic (needs a superuser or pg_maintain)")
+        else:
+            try:
+                conn.raw.execute("VACUUM FULL pg_catalog.pg_statistic")
+            except psycopg.errors.LockNotAvailable:
+                skipped.append("pg_statistic (held by another session)")
     finally:
         conn.run("RESET lock_timeout")
     return time.perf_counter() - started, skipped
+
+
+def _may_rewrite_catalogs(conn: PgConnection) -> bool:
+    row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if row is not None and row[0]:
+        return True
+    maintain = conn.run(
+        "SELECT current_setting('server_version_num')::int >= 170000 "
+        "AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_maintain' AND pg_has_role(current_user, oid, 'USAGE'))"
+    ).fetchone()
+    return bool(maintain and maintain[0])
 
 
 def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
@@ -589,6 +619,50 @@ def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
         {"ids": messages_json},
     )
     return [int(r[0]) for r in rows]
+
+
+def forget_watch(conn: PgConnection, params: dict[str, Any]) -> tuple[list[int], list[int]]:
+    """What SQLite's temporary watch triggers note during a forget (store/purge.py), read before
+    the deletion: the units that read the deleted ``messages`` (an episode that stays loses its
+    logged replies' text) and the entities the deleted ``units`` mention (a summary written from
+    them is dropped)."""
+    readers = conn.run(
+        "SELECT DISTINCT unit_id FROM unit_sources WHERE message_id IN (SELECT value FROM localmem_ids(%(m)s))",
+        {"m": params.get("messages") or "[]"},
+    )
+    mentioned = conn.run(
+        "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT value FROM localmem_ids(%(u)s))",
+        {"u": params.get("units") or "[]"},
+    )
+    return [int(r[0]) for r in readers], [int(r[0]) for r in mentioned]
+
+
+def forget_repair(conn: PgConnection, readers: Sequence[int], mentioned: Sequence[int]) -> None:
+    """After a forget's deletion, in its transaction, as SQLite's purge_scrub_calls and
+    purge_stale_summaries do: the logged model replies of episodes that stay but read a
+    deleted message lose their text; a person's summary written from a deleted unit goes."""
+    import json
+
+    conn.run(
+        "UPDATE llm_calls SET raw = NULL, error = NULL WHERE episode_id IN (SELECT value FROM localmem_ids(%(r)s)) "
+        "AND (raw IS NOT NULL OR error IS NOT NULL)",
+        {"r": json.dumps(list(readers))},
+    )
+    conn.run(
+        "UPDATE entities SET summary = NULL, summary_at = NULL, data = CAST(CAST(data AS jsonb) - 'summary' AS text) "
+        "WHERE id IN (SELECT value FROM localmem_ids(%(e)s)) AND summary IS NOT NULL",
+        {"e": json.dumps(list(mentioned))},
+    )
+
+
+def relation_bytes(conn: PgConnection, tables: Sequence[str]) -> int:
+    """The bytes on disk of ``tables`` (those that exist), their indexes and TOAST included."""
+    row = conn.run(
+        "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(CAST(%(t)s AS text[])) AS t "
+        "WHERE to_regclass(t) IS NOT NULL",
+        {"t": list(tables)},
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:

@@ -158,11 +158,16 @@ PG_TOUCHED = (
 
 
 def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
-    """A forget on PostgreSQL: the deletion in one transaction (the follower's full-text row
-    indexed again without the deleted turn as its context, stale person summaries dropped), then
-    ``VACUUM FULL`` of the tables it touched, so that the deleted rows' bytes leave their pages.
-    What the server's WAL archive and backups hold is the operator's (docs/postgres.md)."""
+    """A forget on PostgreSQL: the deletion in one transaction with the repairs SQLite's watch
+    triggers drive (the follower's full-text row indexed again without the deleted turn as its
+    context, an episode that stays loses its logged replies' text,
+    stale person summaries dropped), then ``VACUUM FULL`` of the tables it touched, so that the
+    deleted rows' bytes leave their pages. A table another session holds past the busy timeout
+    is skipped and reported (``wal_emptied`` False, ``pending`` True: as SQLite reports a WAL a
+    reader keeps); ``localmem vacuum`` rewrites it later. What the server's WAL, WAL archive,
+    replicas and backups hold is the operator's (docs/postgres.md)."""
     started = time.perf_counter()
+    before = pg.relation_bytes(conn, PG_TOUCHED)
     with conn:
         deletion = decide()
         if deletion is None:
@@ -170,8 +175,10 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
         query, params = deletion
         step("decided")
         followers = pg.followers(conn, params.get("messages"))
+        readers, mentioned = pg.forget_watch(conn, params)
         conn.execute(q(query), params)
         pg.reindex_messages(conn, followers)
+        pg.forget_repair(conn, readers, mentioned)
         # As on SQLite: a reembed's staged vectors were made from what is forgotten too (a
         # dropped table's file is removed, nothing to vacuum).
         conn.execute(q("reembed_staging_drop"))
@@ -180,14 +187,13 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
     step("committed")
     seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
     step("vacuumed")
-    said = (
-        f"; skipped, another session held them: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
-    )
+    after = pg.relation_bytes(conn, PG_TOUCHED)
+    said = f"; skipped: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
     return Scrub(
-        wal_emptied=True,
-        freed_bytes=0,
-        bytes_before=0,
-        bytes_after=0,
+        wal_emptied=not skipped,
+        freed_bytes=max(before - after, 0),
+        bytes_before=before,
+        bytes_after=after,
         seconds=round(time.perf_counter() - started, 3),
         vacuumed=True,
         vacuum_reason=f"VACUUM FULL of the tables a forget touches ({seconds:.2f} s){said}",
@@ -280,11 +286,13 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
         from . import pg
 
         started = time.perf_counter()
+        before = pg.relation_bytes(conn, PG_TOUCHED)  # type: ignore[arg-type]
         seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)  # type: ignore[arg-type]
+        after = pg.relation_bytes(conn, PG_TOUCHED)  # type: ignore[arg-type]
         return {
-            "bytes_before": 0,
-            "bytes_after": 0,
-            "reclaimed_bytes": 0,
+            "bytes_before": before,
+            "bytes_after": after,
+            "reclaimed_bytes": max(before - after, 0),
             "auto_vacuum": "postgres: VACUUM FULL",
             "fts_optimize_seconds": round(seconds, 3),
             "wal_emptied": not skipped,

@@ -14,7 +14,7 @@ from localmem.errors import LocalmemError, NotFoundError
 from localmem.models.embedding import to_blob, unit_text
 from localmem.store.queries import q
 from tests.fakes import HashEmbedder
-from tests.helpers import count, old_store, open_memory, runner, snapshot, write_jsonl
+from tests.helpers import count, old_store, open_memory, postgres_url, runner, snapshot, store_bytes, write_jsonl
 
 # Unique markers. FTS5 stores a term after the first on a page as a suffix of the term before it,
 # so the tail of a marker is what is counted: a copy stored either way contains it.
@@ -28,7 +28,11 @@ def marker_count(path: Path, marker: str = MARK) -> int:
 
 
 def marker_counts(path: Path, marker: str = MARK) -> tuple[int, int]:
-    """Copies of ``marker`` in the file and in its write-ahead log."""
+    """Copies of ``marker`` in the file and in its write-ahead log; on PostgreSQL, in every
+    relation file of the store's database (its pages) and 0 (the server's WAL is the
+    operator's: docs/postgres.md)."""
+    if postgres_url(path) is not None:
+        return store_bytes(path).count(marker[-10:].encode()), 0
     return tuple(
         p.read_bytes().count(marker[-10:].encode()) if p.exists() else 0  # type: ignore[return-value]
         for p in (path, Path(f"{path}-wal"))
@@ -153,7 +157,8 @@ def store(tmp_path):
         _entity(mem, f"code {MARK}", "object", [gist])
         _entity(mem, "Ana", "person", [gist, fact], summary=f"Ana's door code is {MARK}.")
         _call(mem, secret_ep, json.dumps({"narrative": f"Ana said the code {MARK}"}))
-    mem.conn.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
+    if postgres_url(mem.path) is None:
+        mem.conn.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
     mem.ids = {**ids, "gist": gist, "fact": fact, "secret_episode": secret_ep, "daily_episode": daily_ep}
     yield mem
     mem.close()

@@ -91,6 +91,25 @@ def test_forget_leaves_no_trace_in_the_tables_pages(pg_url):
         assert mem.search("remember", channels=["bm25"])[0].id == f"m:{after.id}"
 
 
+def test_vacuum_removes_what_a_delete_left_in_the_pages(pg_url):
+    """What `localmem vacuum` is for on PostgreSQL (a forget that could not rewrite a table, or
+    rows deleted by hand): the dead tuples' bytes, and the statistics ANALYZE sampled from them
+    (pg_statistic's dead versions), leave the pages; the live rows stay."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        for i in range(30):
+            mem.add("Alice", f"Ordinary note {i} about the garden.")
+        gone = mem.add("Alice", "The locker combination is qzlocker-9182.")
+        mem.conn.raw.execute("ANALYZE messages")  # its text sampled into pg_statistic
+        mem.conn.raw.execute("DELETE FROM messages WHERE id = %s", (gone.id,))
+        assert b"qzlocker-9182" in _pages(mem, "messages")  # a dead tuple keeps the bytes
+        report = mem.admin.vacuum()
+        assert report.wal_emptied is True and report.bytes_before >= report.bytes_after > 0
+        for table in ("messages", "messages_fts", "pg_statistic"):
+            assert b"qzlocker" not in _pages(mem, table), table
+        assert b"Ordinary note 29 about the garden" in _pages(mem, "messages")
+        assert len(mem.search("garden note", channels=["bm25"], k=50)) == 30
+
+
 def _writer(url: str, worker: int, n: int, forget_every: int, out) -> None:
     """Adds ``n`` messages to its own conversation, forgetting every ``forget_every``-th right
     after adding it; reports (kept ids, forgotten ids)."""
