@@ -511,6 +511,12 @@ def _peak_rss_mb() -> float | None:
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)  # bytes vs KiB
 
 
+def _store_mb(mem: Memory) -> float:
+    """The store's size in MB (10^6 bytes), as its stats say: the file plus any WAL, or the
+    database's size on a PostgreSQL server."""
+    return round(mem.stats().db_bytes / 1_000_000, 1)
+
+
 def _file_mb(path: Path) -> float:
     """The store's size on disk (file plus any WAL) in MB (10^6 bytes)."""
     size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
@@ -578,8 +584,8 @@ def bench_ingest(
     loading is not counted; generating and writing the JSONL file is not counted
     either. ``total_s`` is the wall time of :meth:`Memory.ingest` (read, parse,
     embed, insert, index); ``embed_s`` is the part spent embedding. ``db_mb`` is
-    the store file (plus any WAL) after closing; ``peak_rss_mb`` is this
-    process's peak RSS so far (it never decreases across sizes). The stores are
+    the store's size after closing (the file plus any WAL; on PostgreSQL, the database's);
+    ``peak_rss_mb`` is this process's peak RSS so far (it never decreases across sizes). The stores are
     kept for :func:`bench_search`. ``compare_encrypted``: each size is ingested twice,
     into a plain store and into an encrypted twin (``bench-<N>-encrypted.db``), one after
     the other; ``encrypted`` says which a row measured.
@@ -600,6 +606,8 @@ def bench_ingest(
                 report = mem.ingest(data, format="jsonl", extract="none")  # raw messages only, no LLM
                 total = time.perf_counter() - t0
                 stored = mem.stats().messages
+            with Memory(path, namespace=NAMESPACE, config=cfg, embedder=embedder, key=key) as mem:
+                size_mb = _store_mb(mem)  # after closing: an SQLite store's WAL is checkpointed
             rest = total - report.embed_seconds
             rows.append(
                 {
@@ -610,7 +618,7 @@ def bench_ingest(
                     "embed_s": round(report.embed_seconds, 2),
                     "msgs_per_s": round(n / total, 1),
                     "msgs_per_s_excl_embed": round(n / rest, 1) if rest > 0 else None,
-                    "db_mb": _file_mb(path),
+                    "db_mb": size_mb,
                     "peak_rss_mb": _peak_rss_mb(),
                 }
             )

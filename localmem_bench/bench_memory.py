@@ -513,6 +513,6 @@ def bench_memory_search(
                 row[f"{channel}_p50_ms"] = bench._ms_stats(samples)[0]
             row["vector_index"], row["overlap@10"] = _index_overlap(mem, timed, n, bench.DEFAULT_SEED)
             row["build_s"] = built["build_s"]
-            row["db_mb"] = bench._file_mb(path)
+            row["db_mb"] = bench._store_mb(mem)
             rows.append(row)
     return rows

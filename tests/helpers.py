@@ -14,6 +14,7 @@ import apsw
 from click.testing import CliRunner
 
 from localmem import Memory
+from localmem.config import DEFAULTS
 from localmem.store import db
 from tests.fakes import HashEmbedder
 
@@ -84,9 +85,12 @@ def raw_connection(path: Path | str, **kwargs: Any):
     return conn
 
 
-def store_connect(path: Path | str, **kwargs: Any):
-    """``db.connect`` (migrated, sqlite-vec loaded), keyed when the run is encrypted."""
-    return db.connect(path, key=key_for_tests(), **kwargs)
+def store_connect(path: Path | str, busy_timeout_ms: int = DEFAULTS.busy_timeout_ms):
+    """The store's connection as a Memory opens it (migrated, sqlite-vec loaded), keyed when
+    the run is encrypted; in a --stores=postgres run, the test database the path stands for."""
+    from localmem.store import handle
+
+    return handle._connect(Path(path), busy_timeout_ms, key_for_tests())
 
 
 def store_config(**kwargs: Any) -> "Config":

@@ -113,11 +113,9 @@ def prepare(into: Path) -> Path:
 
 
 def stored(db_path: Path, namespace: str) -> tuple[int, tuple[str, ...], str, str]:
-    import apsw
+    from tests.helpers import store_connect
 
-    from tests.helpers import raw_connection
-
-    conn = raw_connection(db_path, flags=apsw.SQLITE_OPEN_READONLY)
+    conn = store_connect(db_path)  # the store as a Memory opens it (a test database on --stores=postgres)
     try:
         count, first, last = conn.execute(
             "SELECT count(*), min(sent_at), max(sent_at) FROM messages WHERE ns = ?", (namespace,)

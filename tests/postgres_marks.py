@@ -14,6 +14,8 @@ NOT_YET = "not yet on PostgreSQL: "
 NOT_ON_POSTGRES: dict[str, str] = {
     "tests/importers/test_fuzz.py::test_an_export_imports_back_exactly": CANNOT
     + "draws text with NUL characters, which PostgreSQL text cannot hold (refused in one line)",
+    "tests/importers/test_fuzz.py::test_an_edited_export_is_refused_with_the_store_unchanged_or_imported_as_it_reads": CANNOT
+    + "its exports are made by adding drawn text, NUL characters included, which PostgreSQL text cannot hold (refused in one line)",
     "tests/retrieval/test_vector_index.py": CANNOT
     + "the binary codes and their cache are the SQLite store's (PostgreSQL uses HNSW)",
     "tests/store/test_concurrency.py": CANNOT
@@ -28,17 +30,9 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tables it touched: tests/store/test_forget_targets.py reads their pages)",
     "tests/store/test_forget_targets.py::test_the_shared_add_source_of_older_stores_is_split_by_conversation": CANNOT
     + "SQLite migration 0010 of a store made by an older localmem (PostgreSQL stores began after it)",
-    "tests/store/test_forget.py::test_a_summary_written_from_forgotten_memory_is_dropped": NOT_YET
-    + "builds with a scripted model, whose extraction fails on PostgreSQL (llm_call_totals sums a boolean; "
-    "fixed on the pgfeat branch); the repair itself holds: test_forget_targets.py::"
-    "test_forgetting_a_message_takes_what_rests_only_on_it",
     "tests/store/test_leftovers.py": CANNOT
     + "reads the SQLite file's free pages for deleted text (the Postgres test reads the table files instead: tests/store/test_postgres.py)",
     "tests/store/test_permissions.py": CANNOT + "checks the store file's and its WAL's permissions",
-    "tests/benchmarks/test_bench.py::test_bench_ingest_and_search": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/benchmarks/test_bench.py::test_memory_bench_builds_units_links_entities_and_times_every_channel": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/cli/test_bad_input.py::test_api_directory_as_db": CANNOT + "the store path is a file",
     "tests/cli/test_bad_input.py::test_api_locked_store": CANNOT + "SQLite's write lock",
     "tests/cli/test_bad_input.py::test_api_locked_while_opening": CANNOT + "SQLite's write lock",
@@ -48,96 +42,23 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tests/cli/test_bad_input.py::test_cli_locked_store": CANNOT + "SQLite's write lock",
     "tests/cli/test_bad_input.py::test_cli_not_sqlite": CANNOT + "the store path is a file",
     "tests/cli/test_bad_input.py::test_cli_schema_too_new": CANNOT + "sets SQLite's user_version",
-    "tests/cli/test_bad_input.py::test_cli_unexpected_exception_is_one_line": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/cli/test_cli.py::test_doctor": CANNOT + "reads SQLite's integrity check in doctor's report",
-    "tests/cli/test_cli_conventions.py::test_errors_with_json_are_json_on_stderr": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/cli/test_defaults.py::test_every_default_named_in_the_help_text_is_the_real_one": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
+    "tests/cli/test_cli_conventions.py::test_a_busy_store_is_a_json_error_with_its_own_exit_code": CANNOT
+    + "SQLite's write lock",
     "tests/cli/test_reads.py::test_read_commands_leave_the_home_and_the_store_byte_for_byte_unchanged": CANNOT
     + "compares the store file's bytes",
     "tests/importers/test_bad_import_data.py::test_nul_characters_in_a_jsonl_message_are_removed_and_counted": CANNOT
     + "reads the stored NUL handling of the SQLite file",
-    "tests/importers/test_fuzz.py::test_an_edited_export_is_refused_with_the_store_unchanged_or_imported_as_it_reads": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_fuzz.py::test_an_ingest_refuses_with_the_store_unchanged_or_stores_what_the_file_holds": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_importers.py::test_every_fixture_stores_what_it_holds": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/importers/test_ingest_folders.py::test_cli_stdin_with_and_without_format": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
     "tests/importers/test_input_edges.py::test_a_full_disk_is_one_line_with_its_own_exit_code": CANNOT
     + "fills the SQLite file's disk",
     "tests/importers/test_input_edges.py::test_a_full_disk_stops_an_ingest_cleanly_and_a_rerun_completes_it": CANNOT
     + "fills the SQLite file's disk",
-    "tests/pipeline/test_consolidate.py::test_a_move_a_job_change_and_a_preference_change_supersede_and_a_second_hobby_does_not": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_a_profile_summary_is_written_from_current_knowledge_and_rewritten_only_when_it_changes": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_a_replacement_in_the_same_words_is_a_repeat_and_a_dated_event_is_not_knowledge": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_an_invalid_reply_is_recorded_and_not_retried_forever": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_consolidation_is_off_by_default_and_a_second_pass_does_nothing": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_full_mode_predicts_from_the_title_then_calibrates_against_the_messages": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_full_mode_stores_only_statements_the_fact_check_confirms": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_profile_cli_text_and_json": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_profile_shows_the_timeline_with_roles_and_knowledge_by_aspect": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_replacing_someone_elses_statement_naming_a_stranger_or_inventing_is_refused": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_search_and_ask_show_the_current_statement_first_and_keep_the_old": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_the_agent_reads_personal_knowledge_by_aspect": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_consolidate.py::test_the_model_sees_held_knowledge_and_the_raw_messages": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_context_parts.py::test_a_turn_gets_a_context_part_with_the_turn_before_it_in_its_session": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_context_parts.py::test_forgetting_a_turn_drops_the_context_part_embedded_with_it": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_parts.py::test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_parts.py::test_ingest_stores_parts_once_and_forget_removes_them": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_a_borderline_name_is_decided_by_the_model_in_one_call": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_an_events_gist_and_fact_are_one_search_hit": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_build_end_to_end_with_a_scripted_model": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_extract_none_segments_without_an_llm_and_a_later_flush_extracts": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_rebuild_is_a_no_op_and_failed_episodes_keep_raw_text": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_shared_company_resolves_a_name_without_the_model": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_pipeline.py::test_verification_drops_facts_the_model_does_not_confirm": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_worker.py::test_add_returns_while_the_model_extracts_and_close_flushes": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/pipeline/test_worker.py::test_one_build_at_a_time": NOT_YET + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_a_superseded_fact_comes_with_its_successor_first": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_near_duplicate_units_are_one_hit_with_all_sources": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_promotion_through_search_keeps_the_candidates": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_channels.py::test_temporal_channel_keeps_the_range_and_spreads_over_temporal_links": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
-    "tests/retrieval/test_speaker_names_cache.py::test_names_follow_writes_from_this_memory_and_from_another": NOT_YET
-    + "fails on PostgreSQL; not investigated yet",
+    "tests/pipeline/test_parts.py::test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them": CANNOT
+    + "makes an SQLite store as bound before its migration 0008 (drops its triggers and code tables); a PostgreSQL store has parts from its first schema",
+    "tests/pipeline/test_pipeline.py::test_sigkill_during_extraction_then_rerun_finishes_without_duplicates": CANNOT
+    + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity check)",
+    "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": CANNOT
+    + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
     "tests/store/test_handle.py::test_locked_turns_a_busy_store_into_a_store_locked_error": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_handle.py::test_reopen_swaps_the_connection_and_close_ends_it": NOT_YET
@@ -145,8 +66,6 @@ NOT_ON_POSTGRES: dict[str, str] = {
     "tests/store/test_ids_never_reused.py::test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_ids_never_reused.py::test_units_entities_and_sources_of_a_forgotten_source_keep_their_ids": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_results.py::test_stats_and_lists_print_their_fields_in_order": NOT_YET
     + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_ddl_queries_run_on_a_scratch_store": CANNOT + "runs the SQLite DDL queries",
     "tests/store/test_store.py::test_existing_message_lookup_uses_the_unique_index": CANNOT

@@ -47,8 +47,9 @@ _MIGRATE_LOCK = 0x6C6D656D
 
 # Rewrites that make most SQLite queries PostgreSQL: a JSON array of ids (the shared queries'
 # `json_each(:ids)`, read as `value`) becomes localmem_ids() (bigint `value`); SQLite's
-# two-argument max/min are greatest/least; REAL is double precision; char() is chr().
-_ID_ARRAYS = ("ids", "among", "entities", "messages", "sources", "units")
+# two-argument max/min are greatest/least; REAL is double precision; char() is chr();
+# group_concat is string_agg.
+_ID_ARRAYS = ("ids", "among", "context", "entities", "messages", "sources", "units")
 _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"json_each\(:(" + "|".join(_ID_ARRAYS) + r")\)"), r"localmem_ids(:\1)"),
     (re.compile(r"json_array_length\(:(\w+)\)"), r"jsonb_array_length(CAST(:\1 AS jsonb))"),
@@ -57,6 +58,8 @@ _REWRITES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
     (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
     (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
+    # SQLite's group_concat(x, 'sep') of a column is string_agg (any order, as in SQLite).
+    (re.compile(r"\bgroup_concat\(([\w.]+),\s*('[^']*')\)", re.I), r"string_agg(CAST(\1 AS text), \2)"),
     # A message's language (SQLite's localmem_lang, a Python function): PgConnection.execute
     # computes it from the :text parameter and passes it as :lang.
     (re.compile(r"localmem_lang\(:text\)"), ":lang"),
@@ -125,7 +128,8 @@ def pg_query(name: str) -> str:
 @lru_cache(maxsize=256)
 def _translate(sql: str) -> str:
     name = _by_sqlite_text().get(sql.strip())
-    return pg_query(name) if name is not None else _to_psycopg(sql)
+    # SQL that is no named query (a caller's own): the same rewrites as the shared queries get.
+    return pg_query(name) if name is not None else _to_psycopg(_dialect(sql))
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
@@ -201,6 +205,13 @@ def _vector_text(blob: bytes | bytearray) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(blob, dtype=np.float32)) + "]"
 
 
+# Command tags (psycopg's statusmessage) of statements that change no rows, and of the writes
+# whose row count says what changed (:meth:`PgConnection.total_changes`).
+_READS = frozenset(
+    {"", "SELECT", "SHOW", "SET", "RESET", "EXPLAIN", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"}
+)
+_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE"})
+
 # The parameters that carry a vector: a float32 blob on SQLite, pgvector's text form here.
 _VECTOR_PARAMS = frozenset({"embedding"})
 
@@ -233,7 +244,7 @@ class PgConnection:
         self.busy_timeout_s = busy_timeout_s
         self._tx: list[Any] = []
         self._local_sqlite: Any = None
-        self._statements = 0
+        self._changes = 0
 
     @property
     def raw(self) -> Any:
@@ -244,10 +255,10 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = None) -> _Result:
         text = _translate(sql)
-        if _may_write(text):
-            self._statements += 1
         if _NOTHING.match(text):  # a query that has no PostgreSQL meaning: no round trip
             return _Result(None)
+        if _may_write(text) and text.lstrip()[:6].upper() == "SELECT":
+            self._changes += 1  # a SELECT of a function that writes: its status counts no rows
         if isinstance(params, dict):
             params = {
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
@@ -259,10 +270,10 @@ class PgConnection:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
             if ";" in text.rstrip().rstrip(";"):  # several statements: not one prepared statement
-                return _Result(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
+                return self._counted(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
             if params is None:
-                return _Result(self._server_cursor().execute(text))  # type: ignore[arg-type]
-            return _Result(self._bound(text, params))
+                return self._counted(self._server_cursor().execute(text))  # type: ignore[arg-type]
+            return self._counted(self._bound(text, params))
 
     def _server_cursor(self) -> Any:
         import psycopg
@@ -301,7 +312,15 @@ class PgConnection:
     def run(self, sql: str, params: Any = None) -> _Result:
         """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
         with _errors(self.url):
-            return _Result(self.raw.execute(sql, params))  # type: ignore[arg-type]
+            return self._counted(self.raw.execute(sql, params))  # type: ignore[arg-type]
+
+    def _counted(self, cursor: Any) -> _Result:
+        """The statement's rows, after counting what it changed (:meth:`total_changes`): the
+        rows a write changed (a statement of several: 1 at least), 1 for DDL, none for a read."""
+        command = (cursor.statusmessage or "").split(" ", 1)[0].upper()
+        if command not in _READS:
+            self._changes += cursor.rowcount if cursor.rowcount > 0 else int(command not in _WRITES)
+        return _Result(cursor)
 
     def __enter__(self) -> "PgConnection":
         tx = self.raw.transaction()
@@ -341,10 +360,9 @@ class PgConnection:
         return 0
 
     def total_changes(self) -> int:
-        """Moves with every statement this connection runs that may write (SQLite counts rows
-        changed): a cache keyed on it is refreshed at least as often. A plain SELECT does not
-        move it (search's speaker cache would otherwise never be used here)."""
-        return self._statements
+        """The rows this connection's statements changed, as SQLite counts them (DDL counts
+        one): a cache keyed on it and ``data_version`` is kept while nothing is written."""
+        return self._changes
 
     def in_transaction(self) -> bool:
         return bool(self._tx)
@@ -386,7 +404,10 @@ def _redact(url: str) -> str:
 
 @contextlib.contextmanager
 def _errors(url: str) -> Iterator[None]:
-    """The server's errors as localmem's: a lock held too long, a lost server."""
+    """The server's errors as localmem's: a lock held too long, a lost server. A statement that
+    the data made fail (a constraint, a value of the wrong form) raises apsw's error of that kind,
+    as the SQLite store does: its callers catch those (a restore names the record's line)."""
+    import apsw
     import psycopg
 
     try:
@@ -396,7 +417,9 @@ def _errors(url: str) -> Iterator[None]:
             raise LocalmemError(
                 "PostgreSQL text cannot hold the NUL character (\\x00): remove it from the text, or use a file store"
             ) from exc
-        raise
+        raise apsw.MismatchError(_first_line(exc)) from exc
+    except psycopg.IntegrityError as exc:
+        raise apsw.ConstraintError(_first_line(exc)) from exc
     except psycopg.errors.InsufficientPrivilege as exc:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
@@ -407,12 +430,21 @@ def _errors(url: str) -> Iterator[None]:
         raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
 
 
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def store_errors(url: str) -> contextlib.AbstractContextManager[None]:
     return _errors(url)
 
 
-_POOLS: dict[str, Any] = {}
+_POOLS: dict[str, Any] = {}  # by URL, the most recently opened last
 _POOLS_LOCK = threading.Lock()
+# A pool keeps its connections after use (that is what it is for); a process that opens many
+# databases one after another (a test suite, a tool going over many users' databases) would keep
+# one idle connection per database until the server refuses more clients. Past this many pools,
+# opening one closes the oldest that have no connection in use.
+_MAX_POOLS = 8
 
 
 def _pool(url: str) -> Any:
@@ -425,6 +457,7 @@ def _pool(url: str) -> Any:
         ) from None
     with _POOLS_LOCK:
         if url not in _POOLS:
+            _close_idle_pools(_MAX_POOLS - 1)
             pool = psycopg_pool.ConnectionPool(
                 url,
                 min_size=0,
@@ -439,6 +472,35 @@ def _pool(url: str) -> Any:
                 raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
             _POOLS[url] = pool
         return _POOLS[url]
+
+
+def _close_idle_pools(keep: int) -> None:
+    """Close the oldest pools with no connection in use until ``keep`` are left (or none idle);
+    under ``_POOLS_LOCK``."""
+    for url in list(_POOLS):
+        if len(_POOLS) <= keep:
+            return
+        stats = _POOLS[url].get_stats()
+        if stats.get("pool_size", 0) == stats.get("pool_available", 0) and not stats.get("requests_waiting"):
+            _POOLS.pop(url).close()
+
+
+def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
+    """A connection from the pool of ``url``: ``(pool, connection)``. A pool closed as idle
+    between finding it and asking it (:func:`_close_idle_pools`) is opened again."""
+    import psycopg_pool
+
+    for attempt in (1, 2):
+        pool = _pool(url)
+        try:
+            return pool, pool.getconn(timeout=timeout_s)
+        except psycopg_pool.PoolClosed:
+            if attempt == 2:
+                raise
+            with _POOLS_LOCK:
+                if _POOLS.get(url) is pool:
+                    del _POOLS[url]
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def close_pools() -> None:
@@ -487,9 +549,8 @@ def _configure(raw: Any) -> None:
 def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     """A migrated PostgreSQL store at ``url`` (the schema made on first use; pgvector created
     if the role may, else it must exist)."""
-    pool = _pool(url)
     try:
-        raw = pool.getconn(timeout=timeout_s)
+        pool, raw = _getconn(url, timeout_s)
     except Exception as exc:
         raise LocalmemError(
             f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
@@ -504,7 +565,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if migrated:  # the vector type may be new: connections made before it do not load it
         conn.close()
         pool.check()
-        conn = PgConnection(url, pool, pool.getconn(timeout=timeout_s), timeout_s)
+        conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
         _configure(conn.raw)
     return conn
 
@@ -691,11 +752,19 @@ def relation_bytes(conn: PgConnection, tables: Sequence[str]) -> int:
 
 
 def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
-    """Index the full text of the messages ``ids`` (those still there) anew."""
+    """Index the full text of the messages ``ids`` (those still there: the turns after forgotten
+    ones) anew, and drop their context parts, which were embedded with the forgotten turn (their
+    vectors by cascade; ``reembed`` frames them again with the turn now before them), as
+    ``purge_reindex_followers`` does on SQLite."""
     if ids:
         import json
 
-        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", {"ids": json.dumps(list(ids))})
+        arg = {"ids": json.dumps(list(ids))}
+        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
+        conn.run(
+            "DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))",
+            arg,
+        )
 
 
 def fold_fts_statistics(conn: PgConnection) -> bool:

@@ -372,6 +372,16 @@ def real_store(tmp_path_factory) -> Path:
 @pytest.fixture
 def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     path = tmp_path / "store.db"
+    if store_kind == "postgres":  # the seed file's export, restored into the database the path stands for
+        from localmem.store import transfer
+
+        seed, export = db.connect(real_store), tmp_path / "seed.jsonl"
+        with export.open("w", encoding="utf-8") as out:
+            transfer.export(seed, out)
+        seed.close()
+        with open_memory(path, embedder=HashEmbedder(dim=384, model_id="all-MiniLM-L6-v2-int8")) as mem:
+            mem.admin.restore(export)
+        return path, snapshot(path)
     shutil.copy(real_store, path)
     if store_kind == "encrypted":  # the seed is plain: encrypt this copy (localmem encrypt's code)
         with open_memory(path, embedder=HashEmbedder(), key=None) as mem:  # opened plain

@@ -106,6 +106,9 @@ def test_errors_with_json_are_json_on_stderr(db, tmp_path):
     unreadable = run("--db", str(db), "ingest", str(bad), "--json")
     assert json.loads(unreadable.stderr)["code"] in ("unknown_format", "bad_input")  # an InputError
     json_error(unreadable, 2, json.loads(unreadable.stderr)["code"])
+
+
+def test_a_busy_store_is_a_json_error_with_its_own_exit_code(db):
     other = raw_connection(db)
     other.execute("BEGIN IMMEDIATE")
     try:

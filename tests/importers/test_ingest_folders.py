@@ -18,9 +18,9 @@ from tests.helpers import (
     assert_one_line_error,
     count,
     open_memory,
-    raw_connection,
     runner,
     snapshot,
+    store_connect,
 )
 from tests.import_fixtures import FIXTURES, prepare
 
@@ -239,7 +239,7 @@ def test_cli_warns_about_a_broken_file_on_stderr(cli_env, tmp_path):
 
 
 def count_rows(db: Path, sql: str) -> int:
-    conn = raw_connection(db)
+    conn = store_connect(db)
     try:
         return count(conn, sql)
     finally:

@@ -58,7 +58,7 @@ def test_a_turn_gets_a_context_part_with_the_turn_before_it_in_its_session(tmp_p
         ]
         embedded = [text for call in embedder.calls for text in call]
         assert f"Ana: {QUESTION}\nBen: {REPLY}" in embedded
-        start, end = mem.conn.execute("select start, end from message_parts where context = 1 order by id").fetchone()
+        start, end = mem.conn.execute('select start, "end" from message_parts where context = 1 order by id').fetchone()
         assert (start, end) == (0, len(REPLY))
         assert count(mem.conn, "select count(*) from vec_message_parts") == 4
         mem.ingest(path)  # the same input again adds nothing

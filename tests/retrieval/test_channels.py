@@ -9,6 +9,7 @@ import pytest
 
 from localmem.retrieval import channels
 from localmem.retrieval.query_time import Range
+from localmem.store.queries import q
 from tests.helpers import open_memory
 
 
@@ -24,6 +25,11 @@ def _link(conn, a, b, weight, kind="semantic"):
     conn.execute(
         "insert into links (src_id, dst_id, type, weight, created_at) values (?, ?, ?, ?, '2024')", (a, b, kind, weight)
     )
+
+
+def _unit_vector(conn, unit, vec):
+    # the store's own query: the vector tables differ by engine (sqlite-vec, pgvector)
+    conn.execute(q("vec_unit_insert"), {"id": unit, "ns": "test", "kind": "gist", "embedding": vec.tobytes()})
 
 
 def _entity(conn, name, units, tag=None):
@@ -90,9 +96,7 @@ def test_temporal_channel_keeps_the_range_and_spreads_over_temporal_links(mem):
     dim = mem.embedder.dim
     for unit in (june, july, august):
         vec = (np.ones(dim) / np.sqrt(dim)).astype(np.float32)
-        conn.execute(
-            "insert into vec_units (rowid, embedding, ns, kind) values (?, ?, 'test', 'gist')", (unit, vec.tobytes())
-        )
+        _unit_vector(conn, unit, vec)
     query = (np.ones(dim) / np.sqrt(dim)).astype(np.float32)
     rng = Range(dt.date(2023, 6, 1), dt.date(2023, 6, 30), "in June 2023")
     found = dict(channels.temporal(conn, "test", rng, query, budget=10, min_similarity=-1.0))
@@ -179,10 +183,7 @@ def _searchable_units(mem, texts):
             mid = mem.add("Ann", text).id
             uid = _unit(conn, text)
             conn.execute("insert into unit_sources values (?, ?)", (uid, mid))
-            conn.execute(
-                "insert into vec_units (rowid, embedding, ns, kind) values (?, ?, 'test', 'gist')",
-                (uid, mem.embedder.embed([text])[0].tobytes()),
-            )
+            _unit_vector(conn, uid, mem.embedder.embed([text])[0])
             ids.append(uid)
     return ids
 

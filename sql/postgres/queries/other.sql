@@ -86,7 +86,8 @@ WHERE id = :id;
 -- no ORDER BY / LIMIT inside the recursion: the three kinds of edge are one UNION inside a
 -- LATERAL, the walk is breadth-first to :depth, and :max_rows bounds the rows kept per level
 -- (the SQLite walk is best-first over a queue of :max_rows rows; at the depths used, 2, both
--- follow every edge above the thresholds from the seeds).
+-- follow every edge above the thresholds from the seeds). An entity counted as never mentioned
+-- (its filter may be applied before the join) gives NULL, as SQLite's division by zero does.
 WITH RECURSIVE
   walk(node, act, depth) AS (
     SELECT (value ->> 0)::bigint, (value ->> 1)::float8, 0 FROM jsonb_array_elements(CAST(:seeds AS jsonb))
@@ -99,10 +100,10 @@ WITH RECURSIVE
         SELECT l.src_id, walk.act * l.weight * :decay FROM links AS l
         WHERE l.dst_id = walk.node AND l.weight >= :min_weight
         UNION ALL
-        SELECT b.unit_id, walk.act * :decay / sqrt(en.mention_count)
+        SELECT b.unit_id, walk.act * :decay / sqrt(nullif(en.mention_count, 0))
         FROM mentions AS a JOIN entities AS en ON en.id = a.entity_id AND en.ns = :ns
         JOIN mentions AS b ON b.entity_id = a.entity_id AND b.unit_id != walk.node
-        WHERE a.unit_id = walk.node AND 1.0 / sqrt(en.mention_count) >= :min_weight
+        WHERE a.unit_id = walk.node AND 1.0 / sqrt(nullif(en.mention_count, 0)) >= :min_weight
     ) AS e
     WHERE walk.depth < :depth AND e.act >= :min_activation
   )
