@@ -158,6 +158,7 @@ PG_TOUCHED = (
     "fts_stats_delta",
     "fts_terms",
     "fts_terms_delta",
+    "fts_postings",
 )
 
 
