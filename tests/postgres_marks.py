@@ -12,8 +12,6 @@ CANNOT = "cannot hold on PostgreSQL: "
 NOT_YET = "not yet on PostgreSQL: "
 
 NOT_ON_POSTGRES: dict[str, str] = {
-    "tests/store/test_forget_targets.py::test_kept_summaries_are_reported_and_match_removes_them": NOT_YET
-    + "since BM25's postings (migration 0004), copies of a unit's hand-edited text stay in the pages after forget --match; not investigated yet",
     "tests/importers/test_fuzz.py::test_an_export_imports_back_exactly": CANNOT
     + "draws text with NUL characters, which PostgreSQL text cannot hold (refused in one line)",
     "tests/importers/test_fuzz.py::test_an_edited_export_is_refused_with_the_store_unchanged_or_imported_as_it_reads": CANNOT

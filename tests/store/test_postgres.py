@@ -293,7 +293,8 @@ def _kept(raw, table: str) -> tuple[dict, tuple]:
 def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_url):
     """Migration 0004 keeps BM25's statistics and postings by triggers (statistics folded every
     256 changes): after adds in two namespaces, a correction and a forget they equal a count
-    over the rows; and a store migrated from 0003 gets them from its rows."""
+    over the rows, without the words no row holds any more; and a store migrated from 0003
+    gets them from its rows."""
     with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
         added = [mem.add("Alice", f"I went hiking on trail {i} with my dog Scout.") for i in range(300)]
         mem.correct(f"m:{added[3].id}", "I went kayaking on lake 3 with my cat Tom.")
@@ -302,6 +303,10 @@ def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_u
             other.add("Bob", "A zeppelin over the harbour.")
         raw = mem.conn.raw
         assert raw.execute("SELECT count(*) FROM fts_terms").fetchone()[0] > 0  # folded at least once
+        # The forget folded: the words only its messages held ("5", "6") left the statistics,
+        # and no lexeme stays with no row holding it (migration 0006; they once stayed at 0).
+        assert raw.execute("SELECT count(*) FROM fts_terms WHERE ndoc = 0").fetchone()[0] == 0
+        assert raw.execute("SELECT count(*) FROM fts_terms WHERE lexeme IN ('5', '6')").fetchone()[0] == 0
         for table in ("messages_fts", "messages_fts_intl", "units_fts"):
             assert _kept(raw, table) == _recounted(raw, table), table
             kept, now = _postings(raw, table)
