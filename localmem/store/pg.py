@@ -246,6 +246,17 @@ class PgConnection:
         self._local_sqlite: Any = None
         self._changes = 0
 
+    def wait_for_locks(self, seconds: float | None = None) -> None:
+        """Wait at most ``seconds`` (default: the store's busy timeout) for a lock another session
+        holds, as SQLite's writers wait for the write lock: past it, the statement fails as
+        :class:`StoreLockedError` (PostgreSQL's ``lock_timeout``; without it a session waits
+        for ever). Remembered on the pooled connection, so a reused one is not set again."""
+        ms = max(1, int((self.busy_timeout_s if seconds is None else seconds) * 1000))  # 0 would wait for ever
+        if getattr(self.raw, "_localmem_lock_timeout", None) != ms:
+            self.run(f"SET lock_timeout = '{ms}ms'")
+            # Inside a transaction the SET ends with it (a rollback undoes it): not remembered.
+            self.raw._localmem_lock_timeout = None if self._tx else ms
+
     @property
     def raw(self) -> Any:
         """The psycopg connection (tests and the benchmarks read the server's own views)."""
@@ -423,7 +434,9 @@ def _errors(url: str) -> Iterator[None]:
     except psycopg.errors.InsufficientPrivilege as exc:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
-        raise StoreLockedError(_redact(url), 0, "another session held a lock") from exc
+        raise StoreLockedError(
+            _redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
+        ) from exc
     except psycopg.errors.QueryCanceled as exc:
         raise StoreLockedError(_redact(url), 0, f"the statement was cancelled: {exc}") from exc
     except psycopg.OperationalError as exc:
@@ -567,6 +580,8 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
         pool.check()
         conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
         _configure(conn.raw)
+    # After the migrations, which another process opening the store may hold for longer.
+    conn.wait_for_locks()
     return conn
 
 
@@ -588,6 +603,8 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     _check_ours(conn, url)
     applied = []
     with conn:
+        # Another process may migrate for long (a backfill): wait for it, whatever the busy timeout.
+        conn.run("SET LOCAL lock_timeout = 0")
         conn.run(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
         for version, name, sql in pg_migrations():
             if version <= schema_version(conn):
@@ -657,8 +674,7 @@ def vacuum_tables(
 
     started = time.perf_counter()
     skipped = []
-    lock_timeout_s = conn.busy_timeout_s if lock_timeout_s is None else lock_timeout_s
-    conn.run(f"SET lock_timeout = '{max(1, int(lock_timeout_s * 1000))}ms'")  # 0 would wait for ever
+    conn.wait_for_locks(lock_timeout_s)
     try:
         for table in tables:
             if not re.fullmatch(r"[a-z_]+", table):
@@ -677,7 +693,7 @@ def vacuum_tables(
             except psycopg.errors.LockNotAvailable:
                 skipped.append("pg_statistic (held by another session)")
     finally:
-        conn.run("RESET lock_timeout")
+        conn.wait_for_locks()
     return time.perf_counter() - started, skipped
 
 
