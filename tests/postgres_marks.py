@@ -59,28 +59,14 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity check)",
     "tests/pipeline/test_worker.py::test_add_waits_for_another_writer_instead_of_failing": CANNOT
     + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
-    "tests/store/test_handle.py::test_locked_turns_a_busy_store_into_a_store_locked_error": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_handle.py::test_reopen_swaps_the_connection_and_close_ends_it": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_ids_never_reused.py::test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_ids_never_reused.py::test_units_entities_and_sources_of_a_forgotten_source_keep_their_ids": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
+    "tests/store/test_ids_never_reused.py::test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing": CANNOT
+    + "an SQLite file made by an older localmem (migration 0010, before ids were never reused); PostgreSQL stores began after it",
     "tests/store/test_store.py::test_ddl_queries_run_on_a_scratch_store": CANNOT + "runs the SQLite DDL queries",
     "tests/store/test_store.py::test_existing_message_lookup_uses_the_unique_index": CANNOT
     + "reads SQLite's query plan",
     "tests/store/test_store.py::test_foreign_keys_are_enforced": CANNOT + "inserts with SQLite's SQL",
-    "tests/store/test_store.py::test_forget_namespace": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
-    "tests/store/test_store.py::test_forget_source": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_fresh_store_schema": CANNOT + "reads SQLite's schema and pragmas",
-    "tests/store/test_store.py::test_import_into_a_store_with_other_namespaces_remaps_ids": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_named_query_explains": CANNOT + "EXPLAINs the SQLite text of every named query",
-    "tests/store/test_store.py::test_reembed_switches_embedder_and_dimension": NOT_YET
-    + "fails on PostgreSQL (in the first full run); not investigated yet",
     "tests/store/test_store.py::test_reopen_applies_nothing_and_keeps_data": CANNOT
     + "applies the SQLite migrations by hand",
     "tests/store/test_store.py::test_roundtrip_keeps_awkward_text": CANNOT

@@ -27,8 +27,8 @@ def _chat(tmp_path: Path, name: str, rows: list[tuple[str, str]]) -> Path:
     )
 
 
-def _ids(mem, table: str, where: str = "1") -> set[int]:
-    return {row[0] for row in mem.conn.execute(f"select id from {table} where {where}")}
+def _ids(mem, table: str) -> set[int]:
+    return {row[0] for row in mem.conn.execute(f"select id from {table}")}
 
 
 def test_forgetting_the_newest_message_does_not_free_its_id(tmp_path):
