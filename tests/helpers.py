@@ -159,6 +159,38 @@ def count(conn, sql: str, *args: Any) -> int:
     return conn.execute(sql, args).fetchone()[0]
 
 
+def on_postgres(conn) -> bool:
+    """Whether ``conn`` is a PostgreSQL store's (a --stores=postgres run, or a URL)."""
+    return getattr(conn, "engine", None) == "postgres"
+
+
+def vec_id(conn) -> str:
+    """The column of a vector table (vec_messages, vec_units, vec_message_parts) that holds its
+    row's id: sqlite-vec's rowid, PostgreSQL's id."""
+    return "id" if on_postgres(conn) else "rowid"
+
+
+def vector_ids(conn, table: str) -> set[int]:
+    """The ids a vector table holds vectors for."""
+    return {r[0] for r in conn.execute(f"select {vec_id(conn)} from {table}")}
+
+
+def vector_dims(conn, table: str) -> set[int]:
+    """The lengths of the vectors a vector table holds (sqlite-vec's vec_length, pgvector's
+    vector_dims)."""
+    fn = "vector_dims" if on_postgres(conn) else "vec_length"
+    return {r[0] for r in conn.execute(f"select {fn}(embedding) from {table}")}
+
+
+def fts_matches(conn, table: str, word: str) -> int:
+    """Rows of a full-text table (messages_fts, units_fts) holding the English ``word`` in any
+    column: FTS5's MATCH, or the tsvector holding the word's stem (PostgreSQL's snowball porter,
+    as FTS5's porter stems it: docs/postgres.md)."""
+    if on_postgres(conn):
+        return count(conn, f"select count(*) from {table} where doc @@ to_tsquery('localmem_porter', ?)", word)
+    return count(conn, f"select count(*) from {table} where {table} match ?", word)
+
+
 def table_counts(conn) -> dict[str, int]:
     """Rows in every table that holds data, FTS and vector indexes included."""
     tables = [
@@ -176,7 +208,7 @@ def table_counts(conn) -> dict[str, int]:
     ]
     if db.has_vectors(conn):
         tables += ["vec_messages", "vec_units", "vec_message_parts"]
-        if getattr(conn, "engine", None) != "postgres":  # PostgreSQL keeps no binary codes
+        if not on_postgres(conn):  # PostgreSQL keeps no binary codes
             tables.append("vec_part_codes")
     return {t: count(conn, f"select count(*) from {t}") for t in tables}
 

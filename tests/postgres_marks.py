@@ -61,6 +61,8 @@ NOT_ON_POSTGRES: dict[str, str] = {
     + "holds SQLite's write lock through its own SQLite connection (PostgreSQL has many writers: tests/store/test_postgres.py)",
     "tests/store/test_ids_never_reused.py::test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing": CANNOT
     + "an SQLite file made by an older localmem (migration 0010, before ids were never reused); PostgreSQL stores began after it",
+    "tests/store/test_store.py::test_sigkill_during_ingest_then_rerun": CANNOT
+    + "its killed subprocess writes a store file, which the test reads with SQLite (and its integrity checks)",
     "tests/store/test_store.py::test_ddl_queries_run_on_a_scratch_store": CANNOT + "runs the SQLite DDL queries",
     "tests/store/test_store.py::test_existing_message_lookup_uses_the_unique_index": CANNOT
     + "reads SQLite's query plan",
