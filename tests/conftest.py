@@ -185,6 +185,20 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture
+def pg_url(postgres_server: PostgresServer, request: pytest.FixtureRequest):
+    """The URL of a fresh database of its own on the test server (made from the migrated
+    template), dropped afterwards: for the tests of what only a PostgreSQL store has."""
+    name = f"pgt_{abs(hash(request.node.nodeid)) % 10**12}"
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
+    yield postgres_server.url(name)
+    from localmem.store import pg
+
+    pg.close_pools()  # this process's connections to it, or the drop waits for them
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
 def use_models(monkeypatch: pytest.MonkeyPatch):
     """Make every Memory opened from here on (the CLI's too) build the given fakes, through the
     model factory's registry and the config, the path a real backend takes."""

@@ -15,18 +15,6 @@ from tests.helpers import assert_one_line_error, postgres_url, runner
 psycopg = pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 
 
-@pytest.fixture
-def pg_url(postgres_server, request):
-    name = f"pggrant_{abs(hash(request.node.nodeid)) % 10**12}"
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
-    yield postgres_server.url(name)
-    from localmem.store import pg
-
-    pg.close_pools()
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _as_role(url: str, role: str) -> str:
     head, rest = url.split("://", 1)
     return f"{head}://{role}@{rest.split('@', 1)[1]}"

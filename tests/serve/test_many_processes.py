@@ -21,15 +21,6 @@ pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 TOKEN = "shared-token-for-every-process-0123456789"
 
 
-@pytest.fixture
-def pg_url(postgres_server, request):
-    name = f"pgserve_{abs(hash(request.node.nodeid)) % 10**12}"
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
-    yield postgres_server.url(name)
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _client(base: str, token: str = TOKEN) -> "httpx2.Client":
     return httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 

@@ -12,18 +12,6 @@ from tests.fakes import HashEmbedder
 pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 
 
-@pytest.fixture
-def pg_url(postgres_server, request):
-    name = f"pgt_{abs(hash(request.node.nodeid)) % 10**12}"
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
-    yield postgres_server.url(name)
-    from localmem.store import pg
-
-    pg.close_pools()
-    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def test_memory_opens_a_url_and_searches_every_channel(pg_url):
     with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
         first = mem.add("Alice", "I moved to Berlin last week and adopted a dog named Scout.")
@@ -109,6 +97,37 @@ def test_vacuum_removes_what_a_delete_left_in_the_pages(pg_url):
             assert b"qzlocker" not in _pages(mem, table), table
         assert b"Ordinary note 29 about the garden" in _pages(mem, "messages")
         assert len(mem.search("garden note", channels=["bm25"], k=50)) == 30
+
+
+def test_reembed_to_another_dimension_remakes_the_vector_columns_and_their_hnsw_indexes(pg_url):
+    """pgvector's column has one dimension and its HNSW index is built for it: a reembed with an
+    embedder of another dimension makes both anew, and vector search runs on the new index."""
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
+        for i in range(30):
+            mem.add("Alice", f"Ordinary note {i} about the garden.")
+        cat = mem.add("Alice", "My cat Mochi sleeps in the cabin.")
+    with Memory(pg_url, namespace="a", embedder=HashEmbedder(dim=32, model_id="hash-32")) as mem:
+        assert mem.admin.reembed().dim == 32
+        raw = mem.conn.raw
+        for table in ("vec_messages", "vec_units", "vec_message_parts"):
+            (column,) = raw.execute(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = %s::regclass AND attname = 'embedding'",
+                (table,),
+            ).fetchone()
+            assert column == "vector(32)", table
+        with raw.transaction():
+            raw.execute("SET LOCAL enable_seqscan = off")  # 31 rows: the planner would scan them
+            plan = "\n".join(
+                r[0]
+                for r in raw.execute(
+                    "EXPLAIN SELECT id FROM vec_messages ORDER BY embedding <=> "
+                    "(SELECT embedding FROM vec_messages WHERE id = %s) LIMIT 5",
+                    (cat.id,),
+                )
+            )
+        assert "vec_messages_hnsw" in plan, plan
+        assert mem.search("cat Mochi cabin", channels=["vector"], k=1)[0].id == f"m:{cat.id}"
 
 
 def _writer(url: str, worker: int, n: int, forget_every: int, out) -> None:
