@@ -88,7 +88,7 @@ def _option_attrs(spec: Setting, help: str | None = None) -> dict[str, Any]:
     if spec.choices:
         kind = click.Choice(spec.choices)
     default = f" Default: {spec.shown_default()}." if spec.default is not None or spec.shown else ""
-    return {"type": kind, "metavar": spec.metavar, "help": f"{help or spec.help}{default} Env: {spec.env}."}
+    return {"type": kind, "metavar": spec.metavar, "help": f"{help or spec.help}{default} Env: {spec.env_said()}."}
 
 
 def _global_options(taken: Collection[str] = ()) -> list[click.Parameter]:

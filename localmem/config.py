@@ -241,11 +241,32 @@ class Setting:
     metavar: str | None = None
     check: Callable[[Any], Any] | None = None
     shown: str | None = None
+    env_var: str | None = None  # the variable's name when not LOCALMEM_<NAME>
+    env_aliases: tuple[str, ...] = ()  # older names of the variable, still read
 
     @property
     def env(self) -> str:
         """The environment variable that sets it."""
-        return f"LOCALMEM_{self.name.upper()}"
+        return self.env_var or f"LOCALMEM_{self.name.upper()}"
+
+    def env_said(self, quote: str = "") -> str:
+        """Its variable as help and docs name it, with its older names."""
+        older = " or ".join(f"{quote}{a}{quote}" for a in self.env_aliases)
+        return f"{quote}{self.env}{quote}" + (f" (or {older})" if older else "")
+
+    def from_env(self, env: Mapping[str, str]) -> str | None:
+        """Its value in ``env`` (an empty variable is unset), under its name or an older one;
+        a :class:`ConfigError` when two of them are set to different values."""
+        given = {var: env[var] for var in (self.env, *self.env_aliases) if env.get(var, "") != ""}
+        if not given:
+            return None
+        if len({self.parse(raw) for raw in given.values()}) > 1:
+            # The values are not echoed: a store's URL may hold a password.
+            raise ConfigError(
+                f"{' and '.join(given)} are both set, to different values; unset one "
+                f"({', '.join(self.env_aliases)} is the older name of {self.env})"
+            )
+        return next(iter(given.values()))
 
     def shown_default(self) -> str:
         """The default as docs and help say it."""
@@ -305,6 +326,8 @@ def setting(
     metavar: str | None = None,
     check: Callable[[Any], Any] | None = None,
     shown: str | None = None,
+    env_var: str | None = None,
+    env_aliases: tuple[str, ...] = (),
 ) -> Any:
     """Declare a :class:`Config` field as a setting (see :class:`Setting` for the arguments)."""
     spec = {
@@ -315,6 +338,8 @@ def setting(
         "metavar": metavar,
         "check": check,
         "shown": shown,
+        "env_var": env_var,
+        "env_aliases": env_aliases,
     }
     return field(default=default, metadata={"setting": spec})
 
@@ -398,8 +423,16 @@ class Config:
     """Every tunable of a :class:`~localmem.memory.Memory`: each field but ``origins`` is a
     setting (see :func:`settings`; docs/configuration.md lists them)."""
 
+    # LOCALMEM_DB, as the store is named (a file or a URL); LOCALMEM_DB_PATH, the setting's
+    # first variable, still works.
     db_path: Path | None = setting(
-        None, "The store file.", flags=("--db",), everywhere=True, shown="memory.db in the user data dir"
+        None,
+        "The store: a file, or a postgresql:// URL (docs/postgres.md).",
+        flags=("--db",),
+        everywhere=True,
+        shown="memory.db in the user data dir",
+        env_var="LOCALMEM_DB",
+        env_aliases=("LOCALMEM_DB_PATH",),
     )
     namespace: str = setting("default", "The namespace commands work in.", flags=("--namespace", "-n"), everywhere=True)
     embed_model: Path | None = setting(
@@ -674,8 +707,8 @@ class Config:
         for name, spec in known.items():
             if overrides and overrides.get(name) is not None:
                 raw, origins[name] = overrides[name], "flag"
-            elif env.get(spec.env, "") != "":
-                raw, origins[name] = env[spec.env], "env"
+            elif (given := spec.from_env(env)) is not None:
+                raw, origins[name] = given, "env"
             elif name in file_values:
                 raw, origins[name] = file_values[name], f"config ({path})"
             else:

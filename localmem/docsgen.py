@@ -64,7 +64,7 @@ def configuration() -> str:
         "|---|---|---|---|---|---|",
     ]
     for spec in settings().values():
-        cells = [f"`{spec.name}`", f"`{spec.env}`", _where(spec), _kind(spec), spec.shown_default(), spec.help]
+        cells = [f"`{spec.name}`", spec.env_said("`"), _where(spec), _kind(spec), spec.shown_default(), spec.help]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(
         [
@@ -72,9 +72,10 @@ def configuration() -> str:
             "",
             GENERATED,
             "",
-            "Every setting resolves as: CLI flag > `LOCALMEM_<NAME>` environment variable > `config.toml` in",
-            "the user config dir (or `$LOCALMEM_HOME`) > default. `$LOCALMEM_HOME` overrides every location",
-            "(store, config, cache). A flag marked *any command* may come before or after the command's name.",
+            "Every setting resolves as: CLI flag > its environment variable (`LOCALMEM_<NAME>`; the store's is",
+            "`LOCALMEM_DB`) > `config.toml` in the user config dir (or `$LOCALMEM_HOME`) > default.",
+            "`$LOCALMEM_HOME` overrides every location (store, config, cache). A flag marked *any command*",
+            "may come before or after the command's name.",
             "Why a default is what it is: [decisions.md](decisions.md).",
             "",
             "```toml",

@@ -251,7 +251,7 @@ class StoreNotFoundError(NotFoundError):
     def __init__(self, path: str | Path) -> None:
         super().__init__(
             f"no store at {path}",
-            "check the --db path (or LOCALMEM_DB_PATH); 'localmem ingest' or 'localmem add' creates a store",
+            "check the --db path (or LOCALMEM_DB); 'localmem ingest' or 'localmem add' creates a store",
         )
 
 

@@ -12,10 +12,11 @@ import click
 import pytest
 
 import localmem
+from localmem import Memory
 from localmem.cli import cli
 from tests.conftest import FIXTURES
 from tests.fakes import HashEmbedder
-from tests.helpers import SAMPLE_CHAT, open_memory, runner, snapshot, write_jsonl
+from tests.helpers import SAMPLE_CHAT, assert_one_line_error, open_memory, runner, snapshot, write_jsonl
 
 LOCOMO = FIXTURES / "tiny_locomo.json"
 
@@ -449,6 +450,43 @@ def test_environment_settings(hashed, tmp_path, isolated_home):
     assert (isolated_home / "memory.db").is_file()
     bad = runner().invoke(cli, ["--db", str(env_db), "stats"], env={"LOCALMEM_BUSY_TIMEOUT_MS": "soon"})
     assert bad.exit_code == 2 and bad.stderr.startswith("error: setting busy_timeout_ms must be an integer")
+
+
+def test_the_store_is_named_by_localmem_db_or_its_older_name(hashed, tmp_path, monkeypatch):
+    """LOCALMEM_DB names the store (a path or a URL), as --db does; LOCALMEM_DB_PATH, its older
+    name, still works; the two set to different stores is a one-line error, nothing opened."""
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "env.db"
+    added = runner().invoke(cli, ["add", "Ana", "named by LOCALMEM_DB"], env={"LOCALMEM_DB": str(store)})
+    assert added.exit_code == 0, added.output
+    for env in ({"LOCALMEM_DB_PATH": str(store)}, {"LOCALMEM_DB": str(store), "LOCALMEM_DB_PATH": str(store)}):
+        stats = runner().invoke(cli, ["stats", "--json"], env=env)
+        assert stats.exit_code == 0, stats.output
+        assert json.loads(stats.stdout)["messages"] == 1, env
+    other = tmp_path / "other.db"
+    both = runner().invoke(
+        cli, ["add", "Ana", "which store?"], env={"LOCALMEM_DB": str(store), "LOCALMEM_DB_PATH": str(other)}
+    )
+    err = assert_one_line_error(both, 2)
+    assert "LOCALMEM_DB and LOCALMEM_DB_PATH are both set, to different values; unset one" in err
+    assert not other.exists()
+    # a URL is a URL (not a file of that name here): its server is asked, and says it is not there
+    url = f"postgresql://nobody@/nothing?host={tmp_path / 'no-server'}"
+    gone = runner().invoke(
+        cli, ["stats"], env={"LOCALMEM_DB": url, "LOCALMEM_BUSY_TIMEOUT_MS": "300", "LOCALMEM_KEY_ENV": ""}
+    )
+    assert "cannot connect to the PostgreSQL server at postgresql://nobody@/nothing" in assert_one_line_error(gone)
+    assert {p.name for p in tmp_path.iterdir()} - {"home"} == {"env.db"}
+
+
+def test_localmem_db_opens_a_postgresql_url(hashed, pg_url):
+    # no store key (an encrypted run's): a URL's store is the server's to encrypt
+    added = runner().invoke(
+        cli, ["add", "Ana", "kept on the server"], env={"LOCALMEM_DB": pg_url, "LOCALMEM_KEY_ENV": ""}
+    )
+    assert added.exit_code == 0, added.output
+    with Memory(pg_url, embedder=HashEmbedder()) as mem:
+        assert mem.conn.engine == "postgres" and [h.text for h in mem.recent(5)] == ["Ana: kept on the server"]
 
 
 def test_config_file(hashed, tmp_path, isolated_home):

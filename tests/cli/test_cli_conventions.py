@@ -124,7 +124,7 @@ def test_a_busy_store_is_a_json_error_with_its_own_exit_code(db):
 def test_errors_without_json_stay_one_line_with_the_hint(db, tmp_path):
     err = assert_one_line_error(run("--db", str(tmp_path / "typo.db"), "stats"), code=1)
     assert err == (
-        f"error: no store at {tmp_path / 'typo.db'}; check the --db path (or LOCALMEM_DB_PATH); "
+        f"error: no store at {tmp_path / 'typo.db'}; check the --db path (or LOCALMEM_DB); "
         "'localmem ingest' or 'localmem add' creates a store\n"
     )
 

@@ -60,7 +60,9 @@ def test_every_default_named_in_the_help_text_is_the_real_one():
                 if param.setting == "db_path":
                     expected = ["memory.db"]  # in the user data dir (config.default_db_path)
                 assert said == expected, (path, name, said, real)
-                assert param.help.endswith(f"Env: LOCALMEM_{param.setting.upper()}."), (path, name)
+                spec = settings()[param.setting]
+                assert param.help.endswith(f"Env: {spec.env_said()}."), (path, name)
+                assert spec.env == f"LOCALMEM_{param.setting.upper()}" or param.setting == "db_path"  # LOCALMEM_DB
             else:
                 for value in said:
                     assert (path, name) in REAL, f"{path} {name} names a default ({value}) no test checks"
@@ -116,4 +118,4 @@ def test_the_generated_docs_are_fresh():
     assert docsgen.stale() == [], "run: python -m localmem.docsgen"
     text = docsgen.CONFIGURATION.read_text(encoding="utf-8")
     for name, spec in settings().items():
-        assert f"| `{name}` | `{spec.env}` |" in text, name
+        assert f"| `{name}` | {spec.env_said('`')} |" in text, name
