@@ -13,6 +13,9 @@ from tests.fakes import HashEmbedder
 from tests.helpers import assert_one_line_error, postgres_url, runner
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+# Its stores are its own PostgreSQL databases, which localmem never keys: once, outside --stores
+# (an encrypted run's store key would be refused for them).
+pytestmark = pytest.mark.own_keys
 
 
 def _as_role(url: str, role: str) -> str:

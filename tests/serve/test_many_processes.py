@@ -17,6 +17,8 @@ from tests.serve.server import env, spawn
 httpx2 = pytest.importorskip("httpx2")
 pytest.importorskip("starlette", reason="pip install 'localmem[mcp]' to test localmem serve")
 pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+# Its store is its own PostgreSQL database, which localmem never keys: once, outside --stores.
+pytestmark = pytest.mark.own_keys
 
 TOKEN = "shared-token-for-every-process-0123456789"
 
