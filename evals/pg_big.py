@@ -127,10 +127,14 @@ def prepare(path: Path, embedder: Any, config: Any, ns: str = NAMESPACE, chunk: 
         raise SystemExit("the bench input must go to one namespace")
     seconds["parse"] = time.perf_counter() - t0
 
-    # The turn before each message in its session, as ingest embeds it (ingest._turn_before:
-    # the stored message of the session with the highest seq below it; the input is in order).
+    # The turn before each message, as ingest embeds it (ingest._turn_before, query
+    # message_before: the conversation's message stored before it, if in its session) and as
+    # the full-text trigger takes it as context (the session's message stored before it). The
+    # two agree when a conversation's sessions do not interleave and its messages come in
+    # order, as in the bench's input: checked here, so the bulk load assumes nothing unsaid.
     t0 = time.perf_counter()
-    last: dict[tuple[str, str], tuple[int, MessageIn]] = {}
+    last: dict[str, MessageIn] = {}
+    sessions_seen: set[tuple[str, str]] = set()
     before: list[str | None] = []
     seen: set[tuple[str, str]] = set()
     for m in messages:
@@ -138,14 +142,15 @@ def prepare(path: Path, embedder: Any, config: Any, ns: str = NAMESPACE, chunk: 
         if key in seen:
             raise SystemExit(f"duplicate message id {key}: the bench's bulk load assumes none")
         seen.add(key)
-        if not m.session:
-            before.append(None)
-            continue
-        prev = last.get((m.conversation, m.session))
-        if prev is not None and prev[0] >= m.seq:
-            raise SystemExit("the bench's bulk load assumes each session's messages in order")
-        before.append(message_text(prev[1].speaker, prev[1].text, prev[1].attachments) if prev else None)
-        last[(m.conversation, m.session)] = (m.seq, m)
+        prev = last.get(m.conversation)
+        if prev is not None and prev.seq >= m.seq:
+            raise SystemExit("the bench's bulk load assumes each conversation's messages in order")
+        if prev is not None and prev.session != m.session and (m.conversation, m.session) in sessions_seen:
+            raise SystemExit("the bench's bulk load assumes a conversation's sessions do not interleave")
+        same = prev is not None and m.session != "" and prev.session == m.session
+        before.append(message_text(prev.speaker, prev.text, prev.attachments) if same and prev else None)
+        last[m.conversation] = m
+        sessions_seen.add((m.conversation, m.session))
     langs: dict[str, str | None] = {}
     rows = []
     for i, m in enumerate(messages, 1):
