@@ -49,6 +49,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import struct
 import sys
 import tempfile
@@ -605,6 +606,21 @@ def top_ids(mem: Memory, queries: Sequence[str], channels: Sequence[str] | None 
     return [[h.id for h in mem.search(q, **({"channels": list(channels)} if channels else {}))] for q in queries]
 
 
+def agreement(a: Memory, b: Memory, queries: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per search (hybrid, vector, bm25): the queries whose top-10 ids are the same in the same
+    order on ``a`` and ``b`` (percent), and the mean share of ``a``'s top-10 that ``b`` returns."""
+    out = {}
+    for name, channels in (("hybrid", None), ("vector", ["vector"]), ("bm25", ["bm25"])):
+        x, y = top_ids(a, queries, channels), top_ids(b, queries, channels)
+        same = sum(i == j for i, j in zip(x, y))
+        overlap = [len(set(i) & set(j)) / len(i) for i, j in zip(x, y) if i]
+        out[name] = {
+            "same_top10_pct": round(100 * same / len(queries), 1),
+            "overlap_at_10_pct": round(100 * statistics.fmean(overlap), 1) if overlap else 0.0,
+        }
+    return out
+
+
 def compare(normal: Memory, bulk: Memory, queries: Sequence[str]) -> list[str]:
     """What differs between a store ingested normally and one bulk-loaded with the same
     messages: each table that differs (with its first differing row) and each query whose
@@ -705,9 +721,8 @@ def _server_processes(url: str) -> list[int]:
     """The PostgreSQL server at ``url``: its postmaster and the processes it started."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        backend = conn.info.backend_pid
-    postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    with psycopg.connect(url, autocommit=True) as conn:  # its backend's parent, read while it lives
+        postmaster = int(Path(f"/proc/{conn.info.backend_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -796,6 +811,10 @@ def main(argv: list[str] | None = None) -> int:
         for engine, r in timings.items():
             r["messages"] = counts[engine]
         result["latency"] = timings
+        # How far the engines' top-10s agree (after the timing, so it does not warm it): the
+        # vector channel is HNSW (approximate) on PostgreSQL, exact over rescored codes on SQLite.
+        result["agreement"] = agreement(mems["sqlite"], mems["postgres"], generate_queries(args.queries + 10)[10:])
+        say(f"top-10 agreement, SQLite against PostgreSQL: {result['agreement']}")
         result["peak_rss_mb"] = round(_peak_rss_mb(), 1)
         for mem in mems.values():
             mem.close()
