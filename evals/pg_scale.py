@@ -28,24 +28,46 @@ from localmem import Memory
 from localmem_bench.bench import generate_messages, generate_queries, write_jsonl
 
 
-def _database_url(url: str, name: str) -> str:
+def database_url(url: str, name: str) -> str:
+    """``url`` with its database name replaced by ``name``."""
     head, _, query = url.partition("?")
     base = head.rsplit("/", 1)[0] if head.count("/") > 2 else head.rstrip("/")
     return f"{base}/{name}" + (f"?{query}" if query else "")
 
 
-def _fresh_database(url: str, name: str) -> str:
+def fresh_database(url: str, name: str) -> str:
+    """A new, empty database ``name`` on the server of ``url`` (dropped first if present); its URL."""
     import psycopg
 
-    with psycopg.connect(_database_url(url, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(database_url(url, "postgres"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
         conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    return _database_url(url, name)
+    return database_url(url, name)
 
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def time_searches(mems: dict[str, Memory], queries: list[str], warmup: int = 10) -> dict[str, dict[str, float]]:
+    """p50 and p95 (ms) per engine of the hybrid search, the vector channel and the BM25 channel
+    over ``queries``, the engines taking turns query by query; the first ``warmup`` queries of
+    each pass warm the caches and are not counted."""
+    result: dict[str, dict[str, float]] = {e: {} for e in mems}
+    passes = {"hybrid": None, "vector": ["vector"], "bm25": ["bm25"]}
+    for name, channels in passes.items():
+        times: dict[str, list[float]] = {e: [] for e in mems}
+        for i, query in enumerate(queries):
+            for engine, mem in mems.items():
+                t0 = time.perf_counter()
+                mem.search(query, **({"channels": channels} if channels else {}))
+                if i >= warmup:
+                    times[engine].append((time.perf_counter() - t0) * 1000)
+        for engine, samples in times.items():
+            result[engine][f"{name}_p50_ms"] = round(statistics.median(samples), 1)
+            result[engine][f"{name}_p95_ms"] = round(_pct(samples, 0.95), 1)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="lm-scale-"))
     data = work / "messages.jsonl"
     write_jsonl(generate_messages(args.size), data)
-    stores = {"sqlite": str(work / "bench.db"), "postgres": _fresh_database(args.url, f"lm_scale_{args.size}")}
+    stores = {"sqlite": str(work / "bench.db"), "postgres": fresh_database(args.url, f"lm_scale_{args.size}")}
     mems: dict[str, Memory] = {}
     result: dict[str, dict[str, float]] = {}
     for engine, target in stores.items():
@@ -75,19 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         mem.ingest(data, format="jsonl", extract="none")
         result[engine] = {"ingest_s": round(time.perf_counter() - t0, 1), "messages": mem.stats().messages}
         mems[engine] = mem
-    queries = generate_queries(args.queries + 10)
-    passes = {"hybrid": None, "vector": ["vector"], "bm25": ["bm25"]}
-    for name, channels in passes.items():
-        times: dict[str, list[float]] = {e: [] for e in mems}
-        for i, query in enumerate(queries):
-            for engine, mem in mems.items():
-                t0 = time.perf_counter()
-                mem.search(query, **({"channels": channels} if channels else {}))
-                if i >= 10:  # the first ten warm the caches
-                    times[engine].append((time.perf_counter() - t0) * 1000)
-        for engine, samples in times.items():
-            result[engine][f"{name}_p50_ms"] = round(statistics.median(samples), 1)
-            result[engine][f"{name}_p95_ms"] = round(_pct(samples, 0.95), 1)
+    for engine, r in time_searches(mems, generate_queries(args.queries + 10)).items():
+        result[engine].update(r)
     for mem in mems.values():
         mem.close()
     print("| engine | messages | ingest s | hybrid p50 / p95 ms | vector p50 / p95 | bm25 p50 / p95 |")
