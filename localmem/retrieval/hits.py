@@ -21,7 +21,7 @@ class MessageRow(NamedTuple):
     """What a search reads of one message (the ``message_rows`` query)."""
 
     id: int
-    external_id: str | None
+    external_id: str
     conversation: str
     session: str
     speaker: str
@@ -97,7 +97,7 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key], rows: MessageRows | None
 
 def _message_hit(
     mid: int,
-    ext: str | None,
+    ext: str,
     conv: str,
     session: str,
     speaker: str,
