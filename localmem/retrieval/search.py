@@ -219,6 +219,8 @@ def run_channels(
         # the two lists merge by BM25 score. An English store's messages_intl is empty (no cost).
         tables = [("m", "messages"), ("m", "messages_intl")] + _tables(params, "messages", "units")[1:]
         for prefix, table in tables:
+            if table == "messages_intl" and not _any_intl(conn, ns):
+                continue  # an empty index finds nothing: two statements saved
             match = pruned_fts_query(conn, query, table)
             bind = {"match": match, "ns": ns, "k": params.budget}
             name = f"fts_{table}"
@@ -232,6 +234,16 @@ def run_channels(
         for score, key in scored[: params.budget]:
             raw.setdefault(key, {})["bm25"] = round(-score, 4)
     return rankings, raw
+
+
+def _any_intl(conn: apsw.Connection, ns: str) -> bool:
+    """Whether ``ns`` may have messages in the index of those not in English (kept while the
+    store is unchanged)."""
+    from ..store import db
+
+    return db.kept(
+        conn, ("messages_intl_any", ns), lambda: bool(conn.execute(q("messages_intl_any"), {"ns": ns}).fetchone()[0])
+    )
 
 
 def _with_parts(

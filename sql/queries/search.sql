@@ -18,6 +18,12 @@ WHERE messages_fts_intl MATCH :match AND m.ns = :ns
 ORDER BY score
 LIMIT :k;
 
+-- name: messages_intl_any
+-- Whether any message is in the index of messages not in English (an English store's is empty:
+-- its two full-text statements are then not sent). Of every namespace here: FTS5 keeps no
+-- namespace, and a table with rows only in others finds nothing in :ns anyway.
+SELECT EXISTS (SELECT 1 FROM messages_fts_intl);
+
 -- name: fts_messages_intl_among
 SELECT m.id, bm25(messages_fts_intl, 0.5, 1.0) AS score
 FROM messages_fts_intl
