@@ -241,9 +241,11 @@ def _any_intl(conn: apsw.Connection, ns: str) -> bool:
     store is unchanged)."""
     from ..store import db
 
-    return db.kept(
-        conn, ("messages_intl_any", ns), lambda: bool(conn.execute(q("messages_intl_any"), {"ns": ns}).fetchone()[0])
-    )
+    def read() -> bool:
+        row = conn.execute(q("messages_intl_any"), {"ns": ns}).fetchone()
+        return bool(row and row[0])
+
+    return db.kept(conn, ("messages_intl_any", ns), read)
 
 
 def _with_parts(
