@@ -293,16 +293,14 @@ def ask_agentic(
     (:mod:`localmem.answer.agentic`), each search counting from ``today``."""
     from ..retrieval.batch import search_batch, search_params
     from ..retrieval.speakers import speakers
-    from ..store import db
     from . import agentic
 
     started = time.perf_counter() if started is None else started
     progress.stage(progress.SEARCH)
-    bound = db.has_vectors(conn)
 
     def retrieve(query: str, channels: Sequence[str], k: int) -> list["Hit"]:
         params = search_params(options.search, k, channels=channels, now=today)
-        found = search_batch(conn, namespace, models, [query], params, bound, names=names)
+        found = search_batch(conn, namespace, models, [query], params, names=names)
         return next(iter(found))
 
     tools = agentic.Tools(conn, namespace, retrieve, speakers(conn, namespace, options.user_name))

@@ -149,6 +149,7 @@ def process_ingested(
         }
     else:
         report.episodes = {ns: segment_without_llm(conn, embedder, ns, locked, final=True) for ns in names}
+    db.after_bulk_write(conn, sum(nsr.added for nsr in report.namespaces))
     return report
 
 

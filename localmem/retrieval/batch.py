@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ..models.factory import Models
+    from ..models.protocols import Reranker
     from ..types import Hit
     from .search import SearchParams
 
@@ -146,17 +147,14 @@ def search_many(
     """The hits of each of ``queries`` in ``namespace``, yielded per query; the queries are
     embedded ``batch`` at a time. A query is not stored, so a lone surrogate in it is
     repaired, not refused. ``names``: the speakers' names kept between searches."""
-    from ..store import db
-
-    bound = db.has_vectors(conn)
     pending: list[str] = []
     for query in queries:
         pending.append(without_surrogates(query))
         if len(pending) >= batch:
-            yield from search_batch(conn, namespace, models, pending, params, bound, names=names)
+            yield from search_batch(conn, namespace, models, pending, params, names=names)
             pending = []
     if pending:
-        yield from search_batch(conn, namespace, models, pending, params, bound, names=names)
+        yield from search_batch(conn, namespace, models, pending, params, names=names)
 
 
 def search_one(
@@ -169,10 +167,7 @@ def search_one(
     names: "SpeakerNames | None" = None,
 ) -> list["Hit"]:
     """The hits of one query (as it is: no repair)."""
-    from ..store import db
-
-    bound = db.has_vectors(conn)
-    return next(iter(search_batch(conn, namespace, models, [query], params, bound, names=names)))
+    return next(iter(search_batch(conn, namespace, models, [query], params, names=names)))
 
 
 def search_batch(
@@ -181,29 +176,42 @@ def search_batch(
     models: "Models",
     queries: list[str],
     params: "SearchParams",
-    bound: bool,
     *,
     names: "SpeakerNames | None" = None,
 ) -> Iterator[list["Hit"]]:
-    """The hits of each of ``queries``, embedded together; ``bound``: whether the store has
-    vectors at all (without them nothing is embedded); ``names``: as in :func:`vector_texts`."""
-    from ..models.embedding import embed_batched
+    """The hits of each of ``queries``, embedded together (nothing is embedded when the store
+    has no vectors); ``names``: as in :func:`vector_texts`. Each search reads the store's
+    change state once (:func:`~localmem.store.db.same_state`: what it has read before is kept
+    while the store is unchanged), the first with the embedding of the batch."""
     from ..store import db
     from . import search
 
-    vectors: Any = [None] * len(queries)
-    if bound and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
-        embedder = models.embedder
-        db.check_embedder(conn, embedder.model_id, embedder.dim)
-        texts = vector_texts(conn, namespace, queries, params, params.user_name, names)
-        vectors = embed_batched(embedder, texts, params.embed_batch, role="query")
-    reranker = None
-    if params.rerank == "llm":
-        reranker = models.llm_reranker()
-    elif params.rerank == "auto":
-        reranker = models.reranker
-    for query, vec in zip(queries, vectors):
-        yield search.search(conn, namespace, query, vec, params, reranker)
+    def embedded() -> tuple[Any, "Reranker | None"]:
+        vectors: Any = [None] * len(queries)
+        if db.has_vectors(conn) and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
+            from ..models.embedding import embed_batched
+
+            embedder = models.embedder
+            db.check_embedder(conn, embedder.model_id, embedder.dim)
+            texts = vector_texts(conn, namespace, queries, params, params.user_name, names)
+            vectors = embed_batched(embedder, texts, params.embed_batch, role="query")
+        reranker = None
+        if params.rerank == "llm":
+            reranker = models.llm_reranker()
+        elif params.rerank == "auto":
+            reranker = models.reranker
+        return vectors, reranker
+
+    with db.same_state(conn):
+        vectors, reranker = embedded()
+        hits = search.search(conn, namespace, queries[0], vectors[0], params, reranker) if queries else None
+    if hits is None:
+        return
+    yield hits
+    for query, vec in zip(queries[1:], vectors[1:]):
+        with db.same_state(conn):  # the caller may have written, or another process, since the last
+            hits = search.search(conn, namespace, query, vec, params, reranker)
+        yield hits
 
 
 def vector_texts(
@@ -248,12 +256,11 @@ class SpeakerNames:
         self._kept: tuple[tuple[Any, ...], list[str]] | None = None
 
     def __call__(self, conn: "apsw.Connection", namespace: str, user_name: str | None) -> list[str]:
-        from ..store.queries import q
+        from ..store import db
         from .query_text import speaker_names
         from .speakers import speakers
 
-        (version,) = conn.execute(q("data_version")).fetchall()[0]
-        state = (id(conn), version, conn.total_changes(), namespace, user_name)
+        state = (id(conn), *db.change_state(conn), namespace, user_name)
         if self._kept is None or self._kept[0] != state:
             known = speakers(conn, namespace, user_name)
             self._kept = (state, speaker_names(name for aliases in known.values() for name in aliases))

@@ -201,5 +201,9 @@ def promote(keys: Sequence[Key], members: set[Key]) -> list[Key]:
 
 def latest_time(conn: apsw.Connection, ns: str) -> dt.date:
     """The default "now" of a namespace: its latest message time (today when it has none)."""
-    row = conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()
+    from ..store import db
+
+    row = db.kept(
+        conn, ("latest_message_time", ns), lambda: conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()
+    )
     return dt.date.fromisoformat(row[0][:10]) if row and row[0] else dt.date.today()

@@ -7,7 +7,7 @@ fields of :class:`~localmem.types.Hit`; its ``text`` is rendered from them once,
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import apsw
 
@@ -17,19 +17,71 @@ from ..types import Hit, HitSource
 Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
 
 
-def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
-    """Text, time and sources for messages and units, by key."""
+class MessageRow(NamedTuple):
+    """What a search reads of one message (the ``message_rows`` query)."""
+
+    id: int
+    external_id: str
+    conversation: str
+    session: str
+    speaker: str
+    role: str
+    text: str
+    sent_at: str | None
+    attachments: str | None
+    next_id: int | None  # the turn right after it in its session
+    replaced_by: int | None  # the newest message that directly corrects it
+
+
+class MessageRows:
+    """The rows of the messages one search looks at, each read once: the fusion steps and the
+    hits need the same few dozen messages (their text, the turn after each, where and when each
+    was said, what corrects it), and the turns after them, which a question hands its score to.
+    Asking for ids it has not read reads them, and the turns right after them, in one statement,
+    where the steps used to send one each (four round trips on a server store)."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+        self._rows: dict[int, MessageRow] = {}
+        self._absent: set[int] = set()
+
+    def of(self, ids: Iterable[int]) -> list[MessageRow]:
+        """The rows of ``ids`` that exist, in the order of ``ids`` (without repeats)."""
+        wanted = list(dict.fromkeys(ids))
+        missing = [i for i in wanted if i not in self._rows and i not in self._absent]
+        if missing:
+            for row in self._conn.execute(q("message_rows"), {"ids": json.dumps(missing)}):
+                self._rows[row[0]] = MessageRow(*row)
+            self._absent.update(i for i in missing if i not in self._rows)
+        return [self._rows[i] for i in wanted if i in self._rows]
+
+
+def hydrate(conn: apsw.Connection, keys: Iterable[Key], rows: MessageRows | None = None) -> dict[Key, Hit]:
+    """Text, time and sources for messages and units, by key (``rows``: the messages' rows
+    as a search has read them, else they are read here)."""
     keys = list(keys)
     message_ids = [i for p, i in keys if p == "m"]
     unit_ids = [i for p, i in keys if p == "u"]
     hits: dict[Key, Hit] = {}
-    if message_ids:
+    if message_ids and rows is not None:
+        for row in rows.of(message_ids):
+            hits[("m", row.id)] = _message_hit(
+                row.id,
+                row.external_id,
+                row.conversation,
+                row.session,
+                row.speaker,
+                row.text,
+                row.sent_at,
+                row.attachments,
+            )
+            if row.replaced_by is not None:  # a corrected message says so
+                hits[("m", row.id)].superseded_by = f"m:{row.replaced_by}"
+    elif message_ids:
         for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.execute(
             q("messages_by_ids"), {"ids": json.dumps(message_ids)}
         ):
-            captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
-            source = HitSource(mid, ext, conv, session, speaker, sent_at)
-            hits[("m", mid)] = Hit.message(f"m:{mid}", speaker, text, sent_at, [source], captions)
+            hits[("m", mid)] = _message_hit(mid, ext, conv, session, speaker, text, sent_at, attachments)
         for mid, newer in corrections(conn, message_ids).items():  # a corrected message says so
             if ("m", mid) in hits:
                 hits[("m", mid)].superseded_by = f"m:{newer}"
@@ -41,6 +93,21 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key]) -> dict[Key, Hit]:
         for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
             hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
     return hits
+
+
+def _message_hit(
+    mid: int,
+    ext: str,
+    conv: str,
+    session: str,
+    speaker: str,
+    text: str,
+    sent_at: str | None,
+    attachments: str | None,
+) -> Hit:
+    captions = [a.get("caption") for a in json.loads(attachments or "[]") if a.get("caption")]
+    source = HitSource(mid, ext, conv, session, speaker, sent_at)
+    return Hit.message(f"m:{mid}", speaker, text, sent_at, [source], captions)
 
 
 def corrections(conn: apsw.Connection, message_ids: Sequence[int]) -> dict[int, int]:

@@ -60,8 +60,9 @@ _CACHES: "weakref.WeakKeyDictionary[Any, dict[str, _Groups]]" = weakref.WeakKeyD
 def groups(conn: apsw.Connection, ns: str) -> _Groups:
     """The languages of ``ns`` with at least :data:`MIN_MESSAGES` messages: their message ids and
     centroids, read again only when the store has changed since."""
-    (version,) = conn.execute(q("data_version")).fetchall()[0]
-    state = (version, conn.total_changes())
+    from ..store import db
+
+    state = db.change_state(conn)
     cache = _CACHES.setdefault(conn, {})
     kept = cache.get(ns)
     if kept is not None and kept.state == state:

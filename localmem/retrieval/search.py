@@ -35,8 +35,8 @@ from ..text.words import words as all_words
 from ..types import Hit, HitSource
 from . import language_balance, vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
+from .hits import MessageRows, hydrate
 from .hits import corrections as _corrections
-from .hits import hydrate
 from .query_time import EARLIEST, LATEST, Range, asks_present, asks_when
 
 MAX_FTS_TERMS = 32
@@ -219,6 +219,8 @@ def run_channels(
         # the two lists merge by BM25 score. An English store's messages_intl is empty (no cost).
         tables = [("m", "messages"), ("m", "messages_intl")] + _tables(params, "messages", "units")[1:]
         for prefix, table in tables:
+            if table == "messages_intl" and not _any_intl(conn, ns):
+                continue  # an empty index finds nothing: two statements saved
             match = pruned_fts_query(conn, query, table)
             bind = {"match": match, "ns": ns, "k": params.budget}
             name = f"fts_{table}"
@@ -232,6 +234,18 @@ def run_channels(
         for score, key in scored[: params.budget]:
             raw.setdefault(key, {})["bm25"] = round(-score, 4)
     return rankings, raw
+
+
+def _any_intl(conn: apsw.Connection, ns: str) -> bool:
+    """Whether ``ns`` may have messages in the index of those not in English (kept while the
+    store is unchanged)."""
+    from ..store import db
+
+    def read() -> bool:
+        row = conn.execute(q("messages_intl_any"), {"ns": ns}).fetchone()
+        return bool(row and row[0])
+
+    return db.kept(conn, ("messages_intl_any", ns), read)
 
 
 def _with_parts(
@@ -331,20 +345,21 @@ def search(
     when = _query_range(conn, ns, query, params) if "temporal" in params.channels or params.promote else None
     allowed = allowed_by(conn, ns, params.filters)
     rankings, raw = run_channels(conn, ns, query, query_vec, params, when, allowed)
+    rows = MessageRows(conn)  # the candidates' messages, read once for every step below
     # Extra candidates so that folding duplicates still leaves k hits.
     fused = rrf(rankings, params.rrf_k)
     if params.evidence_fusion and params.units:
         fused = evidence_fusion(conn, fused)
     if params.question_handoff:
-        fused = question_handoff(conn, fused, params.question_handoff, allowed)
+        fused = question_handoff(conn, fused, params.question_handoff, allowed, rows)
     if params.when_weight and asks_when(query):
-        fused = saying_when(conn, fused, params.when_weight, params.now)
+        fused = saying_when(conn, fused, params.when_weight, params.now, rows)
     if params.session_weight or params.speaker_weight:
-        fused = context_fusion(conn, query, fused, params)
+        fused = context_fusion(conn, query, fused, params, rows)
     if params.range_weight and when is not None:
         fused = time_fusion(conn, when, fused, params.range_weight)
     fused = fused[: params.k * 3]
-    hydrated = hydrate(conn, [key for key, _, _ in fused])
+    hydrated = hydrate(conn, [key for key, _, _ in fused], rows)
     out = []
     for key, score, ranks in fused:
         hit = hydrated.get(key)
@@ -410,6 +425,7 @@ def question_handoff(
     fused: list[tuple[Key, float, dict[str, int]]],
     weight: float,
     allowed: Allowed | None = None,
+    rows: MessageRows | None = None,
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Questions hand their score to their answers: a message that asks ("What was it
     called?") matches a question about its topic as well as the reply that says it
@@ -418,7 +434,8 @@ def question_handoff(
     the turn right after it in its session (bringing that turn in if no channel found it: its
     ``channels`` say ``neighbour`` with the rank of the question; a turn a channel found says
     ``question`` with that rank besides its channels). A message that asks
-    nothing, or is the last of its session, keeps its score."""
+    nothing, or is the last of its session, keeps its score. ``rows``: the messages' rows as
+    the search has read them (else read here)."""
     from ..text.sentences import question_share
 
     score = {key: s for key, s, _ in fused}
@@ -428,7 +445,8 @@ def question_handoff(
         return fused
     place = {key: rank for rank, (key, _, _) in enumerate(fused, 1)}
     base = dict(score)
-    for mid, text, after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)}):
+    for row in (rows or MessageRows(conn)).of(ids):
+        mid, text, after = row.id, row.text, row.next_id
         share = weight * question_share(text) if "?" in text else 0.0
         if not share or after is None or (allowed is not None and not allowed.keeps(("m", after))):
             continue
@@ -446,7 +464,11 @@ def question_handoff(
 
 
 def saying_when(
-    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float, now: dt.date | None
+    conn: apsw.Connection,
+    fused: list[tuple[Key, float, dict[str, int]]],
+    weight: float,
+    now: dt.date | None,
+    rows: MessageRows | None = None,
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """``fused`` with the messages that say a time (:func:`~localmem.text.times.find_time_phrases`:
     "yesterday", "last May", "in 2019") scored × (1 + ``weight``): the answer to "when" is in
@@ -458,11 +480,7 @@ def saying_when(
     if not ids:
         return fused
     ref = now or dt.date.today()  # which date a phrase means does not matter here, only that there is one
-    timed = {
-        ("m", mid)
-        for mid, text, _after in conn.execute(q("message_texts_and_next"), {"ids": json.dumps(ids)})
-        if find_time_phrases(text, ref)
-    }
+    timed = {("m", row.id) for row in (rows or MessageRows(conn)).of(ids) if find_time_phrases(row.text, ref)}
     return _scaled(fused, timed, 1.0 + weight)
 
 
@@ -495,7 +513,11 @@ def time_fusion(
 
 
 def context_fusion(
-    conn: apsw.Connection, query: str, fused: list[tuple[Key, float, dict[str, int]]], params: SearchParams
+    conn: apsw.Connection,
+    query: str,
+    fused: list[tuple[Key, float, dict[str, int]]],
+    params: SearchParams,
+    rows: MessageRows | None = None,
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Messages scored with their context: a conversation answers in turns, and sessions keep
     to a topic, so a message is more likely the one asked about when the turns next to it or
@@ -513,10 +535,7 @@ def context_fusion(
     ids = [key[1] for key in score if key[0] == "m"]
     if not ids:
         return fused
-    places = {
-        mid: (conv, session, speaker)
-        for mid, conv, session, speaker in conn.execute(q("message_places"), {"ids": json.dumps(ids)})
-    }
+    places = {row.id: (row.conversation, row.session, row.speaker) for row in (rows or MessageRows(conn)).of(ids)}
     if params.session_weight:
         sessions: dict[tuple[str, str], list[float]] = {}
         for mid, (conv, session, _speaker) in places.items():

@@ -697,6 +697,14 @@ def vacuum_tables(
     return time.perf_counter() - started, skipped
 
 
+def analyze(conn: PgConnection) -> None:
+    """Gather the planner's statistics of the store's tables (``ANALYZE``; a role may analyze
+    only the tables it owns or maintains: the others are skipped with a notice, not an error).
+    It samples at most 30,000 rows a table, so it takes about as long at a million messages as
+    at a hundred thousand (0.2 s for the whole store at 10,000 here)."""
+    conn.run("ANALYZE")
+
+
 def _may_rewrite_catalogs(conn: PgConnection) -> bool:
     row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
     if row is not None and row[0]:

@@ -213,6 +213,7 @@ def restore(
             _embed_restored(conn, embedder, message_ids, unit_ids, context)
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
+    db.after_bulk_write(conn, counts.get("message", 0))
     return RestoreReport(counts, problem or None)
 
 

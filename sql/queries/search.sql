@@ -18,6 +18,12 @@ WHERE messages_fts_intl MATCH :match AND m.ns = :ns
 ORDER BY score
 LIMIT :k;
 
+-- name: messages_intl_any
+-- Whether any message is in the index of messages not in English (an English store's is empty:
+-- its two full-text statements are then not sent). Of every namespace here: FTS5 keeps no
+-- namespace, and a table with rows only in others finds nothing in :ns anyway.
+SELECT EXISTS (SELECT 1 FROM messages_fts_intl);
+
 -- name: fts_messages_intl_among
 SELECT m.id, bm25(messages_fts_intl, 0.5, 1.0) AS score
 FROM messages_fts_intl
@@ -162,23 +168,32 @@ SELECT id, lang FROM messages WHERE ns = :ns;
 -- Moves whenever another connection has committed a change to the store (not this one's own).
 PRAGMA data_version;
 
--- name: message_places
--- Where each of :ids (a JSON array of message ids) was said: its session and speaker.
-SELECT m.id, m.conversation, m.session, m.speaker
-FROM json_each(:ids) AS j
-JOIN messages AS m ON m.id = j.value;
-
 -- name: messages_said_between
 -- Those of :ids (a JSON array of message ids) said from :start to :end (dates, inclusive).
 SELECT m.id FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value
 WHERE m.sent_at IS NOT NULL AND m.sent_at >= :start AND m.sent_at <= :end || 'T99';
 
--- name: message_texts_and_next
--- Each of :ids with its text and the id of the turn right after it in its session (NULL when
--- it is the last, or has no session).
-SELECT m.id, m.text, (SELECT n.id FROM messages AS n
-                      WHERE n.ns = m.ns AND n.conversation = m.conversation AND n.seq = m.seq + 1
-                        AND n.session = m.session AND m.session != '')
-FROM json_each(:ids) AS j
-JOIN messages AS m ON m.id = j.value;
+-- name: message_rows
+-- What a search reads of the messages :ids (a JSON array of message ids) and of the turn right
+-- after each in its session, in one statement (a round trip each costs on a server store):
+-- each one's fields as a hit shows them, the id of the turn right after it in its session
+-- (NULL when it is the last, or has no session), and the newest message that directly
+-- corrects it (NULL when none does).
+WITH asked AS (SELECT j.value AS id FROM json_each(:ids) AS j),
+wanted AS (
+    SELECT id FROM asked
+    UNION
+    SELECT n.id FROM asked AS a
+    JOIN messages AS m ON m.id = a.id
+    JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.seq = m.seq + 1
+                      AND n.session = m.session AND m.session != ''
+)
+SELECT m.id, m.external_id, m.conversation, m.session, m.speaker, m.role, m.text, m.sent_at,
+       m.attachments,
+       (SELECT n.id FROM messages AS n
+        WHERE n.ns = m.ns AND n.conversation = m.conversation AND n.seq = m.seq + 1
+          AND n.session = m.session AND m.session != '') AS next_id,
+       (SELECT max(r.id) FROM messages AS r WHERE r.replaces = m.id) AS replaced_by
+FROM wanted AS w
+JOIN messages AS m ON m.id = w.id;

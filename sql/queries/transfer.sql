@@ -175,16 +175,19 @@ INSERT INTO id_marks (name, ns, high) VALUES (:name, :ns, :high)
 ON CONFLICT (name, ns) DO UPDATE SET high = excluded.high WHERE excluded.high > high;
 
 -- name: messages_without_vectors
--- As messages_for_reembed: each with the turn before it in its session.
+-- As messages_for_reembed: each with the turn before it in its session; in id order (their
+-- parts take ids in this order: a restore gives them the ids they had when first stored).
 SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
 FROM json_each(:ids) AS j
 JOIN messages AS m ON m.id = j.value
 LEFT JOIN messages AS p ON p.id = (
     SELECT b.id FROM messages AS b
     WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != '';
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
+ORDER BY m.id;
 
 -- name: units_without_vectors
 SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start
 FROM json_each(:ids) AS j JOIN units AS u ON u.id = j.value
-WHERE u.text != '';
+WHERE u.text != ''
+ORDER BY u.id;

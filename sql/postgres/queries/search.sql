@@ -128,6 +128,9 @@ FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(localmem_en_tsvector(j.val
       FROM jsonb_array_elements_text(CAST(:terms AS jsonb)) AS j(value)) AS t
 LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts', t.lexemes)) AS d ON true;
 
+-- name: messages_intl_any
+SELECT EXISTS (SELECT 1 FROM messages_fts_intl WHERE ns = :ns);
+
 -- name: fts_messages_intl
 -- fts_messages over the messages not in English (migration 0003): the query's words as that
 -- index holds them (not stemmed, Latin diacritics folded, CJK runs as bigrams).
