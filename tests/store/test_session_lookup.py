@@ -1,5 +1,5 @@
 """The full-text index's context lookup (each message's previous turn in its session) is one
-index step, not a walk back over the conversation (migration 0014; PostgreSQL 0007)."""
+index step, not a walk back over the conversation (migration 0014; PostgreSQL 0008)."""
 
 from __future__ import annotations
 
