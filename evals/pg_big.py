@@ -290,15 +290,13 @@ def load_sqlite(mem: Memory, rows: Rows) -> dict[str, float]:
     conn = mem.conn
     ensure_bound(conn, mem.embedder)
     t0 = time.perf_counter()
-    # The full-text trigger reads each message's previous turn in its session through
-    # messages_by_order (ns, conversation, seq), walking back over the whole conversation for
-    # the first turn of every session (quadratic in a conversation's length: the load of 1M
-    # messages in 45 conversations had not finished the messages after 7 minutes). An index
-    # with the session, for the load only, gives the trigger the same row at once; a larger
-    # page cache keeps the transaction's B-tree pages in memory. Neither changes a stored row.
+    # The full-text trigger reads each message's previous turn in its session; the store's
+    # messages_by_session index (migration 0014) makes that one index step (before it, the
+    # lookup walked back over the whole conversation for each session's first turn, and this
+    # load added the index for itself). A larger page cache keeps the transaction's B-tree
+    # pages in memory; it changes no stored row.
     cache = conn.execute("PRAGMA cache_size").fetchone()[0]
     conn.execute("PRAGMA cache_size = -2000000")
-    conn.execute("CREATE INDEX bench_messages_by_session ON messages (ns, conversation, session, seq)")
     blob = lambda v: np.asarray(v, dtype=np.float32).tobytes()  # noqa: E731 (models.embedding.to_blob)
     with conn:
         source_id = conn.execute(q("source_insert"), {**_source_params(rows), "status": "loading"}).fetchone()
@@ -325,7 +323,6 @@ def load_sqlite(mem: Memory, rows: Rows) -> dict[str, float]:
         )
         conn.executemany(q("unit_source_insert"), ({"unit_id": u, "message_id": m} for u, m in rows.episode_messages))
         conn.execute(q("source_finish"), {"id": 1, "finished_at": rows.source["finished_at"]})
-    conn.execute("DROP INDEX bench_messages_by_session")
     conn.execute(f"PRAGMA cache_size = {int(cache)}")
     return {"load": time.perf_counter() - t0}
 
