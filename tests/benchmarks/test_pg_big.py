@@ -11,6 +11,7 @@ import pytest
 
 from localmem import Memory
 from localmem_bench.bench import generate_messages, generate_queries, write_jsonl
+from tests.helpers import open_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "evals"))
 
@@ -19,12 +20,12 @@ import pg_big  # noqa: E402
 SIZE = 300
 
 
-def _stores(tmp_path: Path, normal_at: str, bulk_at: str, load) -> tuple[Memory, Memory]:
+def _stores(tmp_path: Path, normal_at: str, bulk_at: str, load, open_=Memory) -> tuple[Memory, Memory]:
     data = tmp_path / "messages.jsonl"
     write_jsonl(generate_messages(SIZE), data)
     embedder = pg_big.BulkHashEmbedder()
-    normal = Memory(normal_at, namespace=pg_big.NAMESPACE, embedder=embedder)
-    bulk = Memory(bulk_at, namespace=pg_big.NAMESPACE, embedder=embedder)
+    normal = open_(normal_at, namespace=pg_big.NAMESPACE, embedder=embedder)
+    bulk = open_(bulk_at, namespace=pg_big.NAMESPACE, embedder=embedder)
     normal.ingest(data, format="jsonl", extract="none")
     load(bulk, pg_big.prepare(data, embedder, bulk.config))
     return normal, bulk
@@ -38,7 +39,10 @@ def _tables(differences: list[str]) -> list[str]:
 
 @pytest.mark.not_on_postgres("the SQLite half: the PostgreSQL half is the next test")
 def test_a_bulk_loaded_sqlite_store_equals_an_ingested_one(tmp_path):
-    normal, bulk = _stores(tmp_path, str(tmp_path / "normal.db"), str(tmp_path / "bulk.db"), pg_big.load_sqlite)
+    # open_memory: keyed in a --stores=encrypted run, so the bulk load is checked on encrypted files too
+    normal, bulk = _stores(
+        tmp_path, str(tmp_path / "normal.db"), str(tmp_path / "bulk.db"), pg_big.load_sqlite, open_memory
+    )
     with normal, bulk:
         queries = generate_queries(100)
         tables = pg_big.dump(bulk)
