@@ -63,7 +63,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pg_scale import fresh_database, time_searches  # noqa: E402
+from pg_scale import fresh_database, print_latency_table, time_searches  # noqa: E402
 
 from localmem import Memory  # noqa: E402
 from localmem.importers.common import MessageIn  # noqa: E402
@@ -815,13 +815,7 @@ def main(argv: list[str] | None = None) -> int:
         result["peak_rss_mb"] = round(_peak_rss_mb(), 1)
         for mem in mems.values():
             mem.close()
-        print("| engine | messages | store MB | hybrid p50 / p95 ms | vector p50 / p95 | bm25 p50 / p95 |")
-        print("|---|---|---|---|---|---|")
-        for engine, r in timings.items():
-            print(
-                f"| {engine} | {r['messages']:,} | {result['sizes_mb'][engine]:,} | {r['hybrid_p50_ms']} / {r['hybrid_p95_ms']} | "
-                f"{r['vector_p50_ms']} / {r['vector_p95_ms']} | {r['bm25_p50_ms']} / {r['bm25_p95_ms']} |"
-            )
+        print_latency_table(timings, "store MB", {e: f"{mb:,}" for e, mb in result["sizes_mb"].items()})
         print("phases (s):", json.dumps(result["phases"]))
         print("peak RSS of this process:", result["peak_rss_mb"], "MB; load average", result["load_average"])
         if args.json:
