@@ -101,6 +101,20 @@ class Browse:
 
         return browse.conversations(self._store.conn, self.namespace, limit)
 
+    def conversations_by_source(self, limit: int = DEFAULT_LIST_LIMIT) -> list[dict[str, Any]]:
+        """The conversations of this namespace per source (import), the latest first within each,
+        with their people and episodes (:func:`localmem.store.browse.conversations_by_source`)."""
+        from .store import browse
+
+        return browse.conversations_by_source(self._store.conn, self.namespace, limit)
+
+    def built(self) -> dict[str, Any]:
+        """What was built from this namespace's messages and what was not: episodes, those
+        with a summary, messages in no episode, units per kind, vectors."""
+        from .store import browse
+
+        return browse.built(self._store.conn, self.namespace)
+
     def names(self, limit: int = 200) -> tuple[list[str], list[str]]:
         """The speakers and the conversations of this namespace by name, the most messages first."""
         from .store import browse

@@ -144,7 +144,14 @@ async def ask(request: Request, lanes: Lanes) -> Response:
     if data.get("stream") is False:
         return ok(await lanes.writer(lanes.writer.memory.ask, question, **options))
     return ndjson(
-        ask_events(lanes, question, options, text=data.get("text") is not False, trace=data.get("trace") is True)
+        ask_events(
+            lanes,
+            question,
+            options,
+            text=data.get("text") is not False,
+            trace=data.get("trace") is True,
+            model=getattr(request.app.state, "model", None),
+        )
     )
 
 
@@ -174,7 +181,13 @@ def ask_options(data: dict[str, Any]) -> dict[str, Any]:
 
 
 async def ask_events(
-    lanes: Lanes, question: str, options: dict[str, Any], *, text: bool = True, trace: bool = False
+    lanes: Lanes,
+    question: str,
+    options: dict[str, Any],
+    *,
+    text: bool = True,
+    trace: bool = False,
+    model: Any = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """``{"event": "progress", "stage", "message", "elapsed"}`` as each stage starts ("start"
     until the writer's lane takes the question, then :mod:`localmem.progress`'s: "assemble",
@@ -215,6 +228,8 @@ async def ask_events(
 
     # Until the writer's lane takes the question (an import or a build may hold it), it waits.
     yield stage("start", "waiting for its turn")
+    if model is not None and model.loading:  # serve's preload (app.ModelLoad): said before the wait
+        yield stage("load", f"waiting for the model, loading in the background for {model.since():.0f} s")
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(run)
         async with receive:

@@ -70,8 +70,23 @@ def when(time: str | None) -> str:
     return (time or "").replace("T", " ")[:16] or "no date"
 
 
-NAV = (("/", "Search & ask", "s"), ("/timeline", "Timeline", "t"), ("/people", "People", "p"),
-       ("/curate", "Curate", "c"), ("/settings", "Settings", "g"))  # fmt: skip
+NAV = (("/", "Search & ask", "s"), ("/overview", "Overview", "o"), ("/conversations", "Conversations", "v"),
+       ("/timeline", "Timeline", "t"), ("/people", "People", "p"), ("/curate", "Curate", "c"),
+       ("/settings", "Settings", "g"))  # fmt: skip
+
+# What a memory's kind is called next to its id: no id is shown without a word beside it.
+KIND_WORDS = {"m": "message", "episode": "episode", "fact": "fact", "gist": "gist", "knowledge": "knowledge"}
+
+
+def ref_text(item: str, kind: str | None = None) -> str:
+    """ "message m:12", "episode u:40", "memory u:41" (a unit whose kind is not known here)."""
+    word = KIND_WORDS.get(kind or "") or ("message" if item.startswith("m:") else "memory")
+    return f"{word} {item}"
+
+
+def ref_link(item: str, kind: str | None = None) -> str:
+    """A link to one memory, labelled with its kind and id."""
+    return f'<a href="/memory/{e(item)}">{e(ref_text(item, kind))}</a>'
 
 
 def layout(request: Request, title: str, body: str, active: str = "") -> HTMLResponse:
@@ -100,7 +115,7 @@ def layout(request: Request, title: str, body: str, active: str = "") -> HTMLRes
 {body}
 </main>
 <footer>Everything here stays on this machine. Keys: <kbd>/</kbd> search, <kbd>g</kbd> then
-<kbd>s</kbd> <kbd>t</kbd> <kbd>p</kbd> <kbd>c</kbd> <kbd>g</kbd> to move between pages,
+<kbd>s</kbd> <kbd>o</kbd> <kbd>v</kbd> <kbd>t</kbd> <kbd>p</kbd> <kbd>c</kbd> <kbd>g</kbd> to move between pages,
 <kbd>j</kbd>/<kbd>k</kbd> next / previous item.</footer>
 </body></html>"""
     return HTMLResponse(html)
@@ -139,15 +154,41 @@ def refused_html(status: int, message: str, hint: str) -> str:
 </main></body></html>"""
 
 
-def error_page(request: Request, exc: BaseException, title: str = "Not possible") -> HTMLResponse:
+# What to do next on the page, per error code: the library's hints name CLI commands.
+PAGE_HINTS = {
+    "not_found": (
+        'Look for it with <a href="/">Search</a>, in the <a href="/conversations">conversations</a> or '
+        'among the <a href="/people">people</a>; what was forgotten is gone for good.'
+    ),
+    "no_store": 'The store has no such namespace: the <a href="/settings">Settings</a> page says which one is open.',
+    "store_locked": "Another program is writing to the store: try again in a moment.",
+}
+PAGE_TITLES = {"not_found": "Not found", "store_locked": "Busy"}
+
+
+def error_page(request: Request, exc: BaseException, title: str = "") -> HTMLResponse:
+    """An error as a page: what happened, and what to do on the page (the error's code is kept
+    for programs in ``data-code``, not shown)."""
     error = error_dict(exc)
-    hint = f"<p class=hint>{e(error['hint'])}</p>" if error.get("hint") else ""
+    advice = PAGE_HINTS.get(error["code"])
+    if advice is None and error.get("hint") and "localmem " not in error["hint"]:
+        advice = e(error["hint"])
+    hint = f"<p class=hint>{advice}</p>" if advice else ""
+    message = str(error["error"])
     body = (
-        f'<div class="error" role="alert"><p>{e(error["error"])}</p>{hint}<p class="code">{e(error["code"])}</p></div>'
+        f'<div class="error" role="alert" data-code="{e(error["code"])}"><p>{e(message[:1].upper() + message[1:])}.</p>'
+        f"{hint}</div>"
     )
-    response = layout(request, title, body)
+    response = layout(request, title or PAGE_TITLES.get(error["code"], "Not possible"), body)
     response.status_code = error_status(error)
     return response
+
+
+def page_not_found(request: Request) -> HTMLResponse:
+    """A page for an address the server has no page at."""
+    from ..errors import NotFoundError
+
+    return error_page(request, NotFoundError(f"there is no page at {request.url.path}"))
 
 
 def page(fn: Any) -> Any:
@@ -205,10 +246,10 @@ def hit_html(hit: dict[str, Any], words: Sequence[str] = (), explain: bool = Fal
     meta.append(f'<time datetime="{e(hit.get("time") or "")}">{e(when(hit.get("time")))}</time>')
     if src.get("conversation"):
         meta.append(f'<span class="conv">in {e(src["conversation"])}</span>')
-    links = [f'<a href="/memory/{e(hit["id"])}">{e(hit["id"])}</a>']
+    links = [ref_link(hit["id"], "m" if hit["kind"] == "message" else hit["kind"])]
     if hit["kind"] == "message":
         links.append(f'<a href="{e(url("/conversation", around=hit["id"]))}">in context</a>')
-    extra = f' <span class="note">replaced by {e(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
+    extra = f' <span class="note">replaced by {ref_link(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
     reason = why(hit) if explain else ""
     return (
         f'<li class="item hit" tabindex="-1"><div class="meta">{" · ".join(meta)}</div>'
@@ -218,21 +259,56 @@ def hit_html(hit: dict[str, Any], words: Sequence[str] = (), explain: bool = Fal
     )
 
 
-def message_row(m: dict[str, Any], focus: Iterable[str] = (), words: Sequence[str] = ()) -> str:
-    cited = m["id"] in focus
-    cls = "msg cited" if cited else "msg"
-    mark = ' aria-current="true"' if cited else ""
+def message_row(
+    m: dict[str, Any], focus: Iterable[str] = (), words: Sequence[str] = (), badge: str | None = "cited"
+) -> str:
+    """One message of a conversation: who, when (a link to the message), what. ``focus``: the
+    messages to mark, with ``badge`` ("cited" in an answer; None: marked without a word, as the
+    message a conversation was opened at)."""
+    marked_here = m["id"] in focus
+    cls = ("msg cited" if badge == "cited" else "msg focus") if marked_here else "msg"
+    mark = ' aria-current="true"' if marked_here else ""
     note = f' <a class="note" href="/memory/{e(m["replaced_by"])}">corrected</a>' if m.get("replaced_by") else ""
-    badge = ' <span class="badge">cited</span>' if cited else ""
+    shown = f' <span class="badge">{e(badge)}</span>' if marked_here and badge else ""
     return (
-        f'<li class="{cls}"{mark} id="{e(m["id"])}"><div class="meta"><span class="speaker">{e(m["speaker"])}</span> · '
-        f'<time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
-        f'<a href="/memory/{e(m["id"])}">{e(m["id"])}</a>{note}{badge}</div><p class="text">{marked(m["text"], words)}</p></li>'
+        f'<li class="{cls}"{mark} id="{e(m["id"])}"><div class="meta"><span class="speaker">{e(m["speaker"])}</span> '
+        f'<a class="when" href="/memory/{e(m["id"])}" title="{e(ref_text(m["id"]))}: details, corrections, forget">'
+        f'<time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time></a>{note}{shown}</div>'
+        f'<p class="text">{marked(m["text"], words)}</p></li>'
     )
 
 
+SESSION_GAP_HOURS = 6  # a pause this long starts a new sitting when the export names no sessions
+
+
+def thread_rows(
+    messages: Sequence[dict[str, Any]], focus: Iterable[str] = (), words: Sequence[str] = (), badge: str | None = None
+) -> str:
+    """Messages in order, a line between two sessions (the export's, or a pause of hours)."""
+    import datetime as dt
+
+    rows: list[str] = []
+    before: dict[str, Any] | None = None
+    for m in messages:
+        if before is not None and _new_session(before, m, dt):
+            rows.append(f'<li class="session" role="separator"><span>{e(day(m["time"]))}</span></li>')
+        rows.append(message_row(m, focus, words, badge))
+        before = m
+    return "".join(rows)
+
+
+def _new_session(a: dict[str, Any], b: dict[str, Any], dt: Any) -> bool:
+    if a.get("session") != b.get("session"):
+        return True
+    try:
+        gap = dt.datetime.fromisoformat(b["time"][:19]) - dt.datetime.fromisoformat(a["time"][:19])
+    except (TypeError, ValueError):
+        return False
+    return gap.total_seconds() >= SESSION_GAP_HOURS * 3600
+
+
 def window_html(window: dict[str, Any], focus: Sequence[str], more_link: bool = True, words: Sequence[str] = ()) -> str:
-    rows = "".join(message_row(m, focus, words) for m in window["messages"])
+    rows = thread_rows(window["messages"], focus, words)
     more = ""
     if more_link and focus:
         more = f'<a class="more" href="{e(url("/conversation", around=focus[0], n=10))}">more of this conversation</a>'
@@ -323,9 +399,7 @@ def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]], word
             + (f" · {len(cited)} cited" if len(cited) > 1 else "")
             + "</p>"
         )
-        runs = [
-            f'<ol class="thread">{"".join(message_row(m, cited, words) for m in run)}</ol>' for run in group["runs"]
-        ]
+        runs = [f'<ol class="thread">{thread_rows(run, cited, words, "cited")}</ol>' for run in group["runs"]]
         parts.append('<p class="gap" aria-hidden="true">⋯</p>'.join(runs))
         parts.append(
             f'<a class="more" href="{e(url("/conversation", around=cited[0], n=10))}">more of this conversation</a>'
@@ -414,7 +488,7 @@ async def home(request: Request, lanes: Lanes) -> Response:
     chosen = filters_of(request.query_params)
     mem = lanes.reader.memory
     speakers, conversations = await filter_choices(request, lanes)
-    body = [search_form(q, chosen, speakers, conversations)]
+    body = [search_form(q, chosen, speakers, conversations), model_note(request)]
     words = terms(q)
     if q and do == "ask":
         answer = as_json(await lanes.writer(lanes.writer.memory.ask, q, **chosen))
@@ -441,6 +515,34 @@ async def home(request: Request, lanes: Lanes) -> Response:
     return layout(request, "Search & ask", "".join(body), "/")
 
 
+def model_words(load: Any) -> str:
+    """Where the model stands, in words, for the page (which never waits for it)."""
+    size = f", {load.size / 1e9:.1f} GB" if getattr(load, "size", None) else ""
+    if load.mode == "background":
+        if load.state == "loading":
+            return (
+                f"The model{size} is loading in the background (for {load.since():.0f} s): search and browse "
+                "do not wait for it; a question asked now waits until it is ready."
+            )
+        if load.state == "ready":
+            took = f" in {load.seconds:.1f} s" if load.seconds is not None else ""
+            return f"The model{size} was loaded in the background as the server started{took}: questions are answered at once."
+        if load.state == "failed":
+            return f"The model could not be loaded ({load.error}); a question will say why."
+    if load.mode == "first-ask":
+        return (
+            "The model is loaded by the first question (serve_preload is off): that answer waits for it; "
+            "nothing is taken from memory until then."
+        )
+    return ""
+
+
+def model_note(request: Request) -> str:
+    words = model_words(request.app.state.model)
+    state = request.app.state.model.state or request.app.state.model.mode
+    return f'<p class="note model-state" data-state="{e(state)}">{e(words)}</p>' if words else ""
+
+
 async def ask_stream(request: Request, lanes: Lanes) -> Response:
     """For the page's script: ask's events as NDJSON (each stage as it starts, with the time),
     and last the answer as rendered HTML."""
@@ -449,7 +551,7 @@ async def ask_stream(request: Request, lanes: Lanes) -> Response:
     words = terms(q)
 
     async def events() -> AsyncIterator[bytes]:
-        async for event in api.ask_events(lanes, q, {"now": None, **chosen}):
+        async for event in api.ask_events(lanes, q, {"now": None, **chosen}, model=request.app.state.model):
             if event["event"] == "answer":
                 answer = event["answer"]
                 event = {"event": "html", "html": answer_html(answer, await _windows(lanes, answer), words)}
@@ -485,7 +587,7 @@ async def conversation(request: Request, lanes: Lanes) -> Response:
         f"{window_html(window, focus, more_link=False)}"
         f'<nav class="pager" aria-label="Conversation, bottom">{" · ".join(nav)}</nav>'
     )
-    return layout(request, f"Conversation: {name}", body)
+    return layout(request, f"Conversation: {name}", body, "/conversations")
 
 
 # -- timeline ----------------------------------------------------------------------------------
@@ -567,7 +669,25 @@ async def period_page(request: Request, lanes: Lanes) -> Response:
         + f'<h2 id="eps">Episodes ({len(found["episodes"])})</h2>'
         + (f'<ul class="list" aria-labelledby="eps">{eps}</ul>' if eps else "<p>None.</p>")
     )
-    return layout(request, f"From {found['start']} to {found['end']}", body, "/timeline")
+    return layout(request, period_title(found["start"], found["end"]), body, "/timeline")
+
+
+def period_title(start: str, end: str) -> str:
+    """ "January 2024" for a month, "The week of 8 January 2024" for a week, else the first and
+    the last day ([start, end) holds the days before ``end``)."""
+    import datetime as dt
+
+    try:
+        first, after = dt.date.fromisoformat(start[:10]), dt.date.fromisoformat(end[:10])
+    except ValueError:
+        return f"From {start} to {end}"
+    following = dt.date(first.year + first.month // 12, first.month % 12 + 1, 1)
+    if first.day == 1 and after == following:
+        return svg.month_name(start)
+    if (after - first).days == 7 and first.weekday() == 0:
+        return f"The week of {first.day} {svg.FULL_MONTHS[first.month - 1]} {first.year}"
+    last = after - dt.timedelta(days=1)
+    return f"{first.isoformat()}" if last <= first else f"{first.isoformat()} to {last.isoformat()}"
 
 
 # -- people ------------------------------------------------------------------------------------
@@ -653,7 +773,7 @@ async def person(request: Request, lanes: Lanes) -> Response:
         )
         rows = "".join(
             f'<li class="item"><div class="meta"><time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
-            f'in {e(m["conversation"])} · <a href="/memory/{e(m["id"])}">{e(m["id"])}</a> · '
+            f'in {e(m["conversation"])} · {ref_link(m["id"])} · '
             f'<a href="{e(url("/conversation", around=m["id"]))}">in context</a></div>'
             f'<p class="text">{e(m["text"])}</p></li>'
             for m in messages
@@ -694,7 +814,7 @@ def person_knowledge(prof: dict[str, Any]) -> str:
             f'<li class="item{"" if s["current"] else " old"}"><a href="/memory/{e(s["unit_id"])}">{e(s["text"])}</a>'
             f' <span class="note">{e(day(s["time"]))}'
             + ("" if s["current"] else f", replaced {e(day(s.get('until')))}")
-            + (f" · from {e(', '.join(s['sources']))}" if s.get("sources") else "")
+            + (f" · from {', '.join(ref_link(x) for x in s['sources'])}" if s.get("sources") else "")
             + "</span></li>"
             for s in statements
         )
@@ -705,7 +825,7 @@ def person_knowledge(prof: dict[str, Any]) -> str:
         '<ol class="list">'
         + "".join(
             f'<li class="item"><time>{e(day(ep["time"]))}</time> <a href="/memory/{e(ep["episode_id"])}">'
-            f'{e(ep["title"] or ep["episode_id"])}</a> <span class="note">{e(ep["role"])}</span></li>'
+            f'{e(ep["title"] or ref_text(ep["episode_id"], "episode"))}</a> <span class="note">{e(ep["role"])}</span></li>'
             for ep in eps
         )
         + "</ol>"
@@ -717,8 +837,11 @@ def person_knowledge(prof: dict[str, Any]) -> str:
 
 
 async def memory_page(request: Request, lanes: Lanes) -> Response:
+    from .overview import source_name
+
     item = request.path_params["item"]
     found = await lanes.reader(lanes.reader.memory.browse.get, item)
+    word = "message" if found["kind"] == "message" else KIND_WORDS.get(found["kind"], "memory")
     parts: list[str] = []
     if found["kind"] == "message":
         window = await lanes.reader(lanes.reader.memory.browse.context, found["id"], CONTEXT_AROUND)
@@ -727,17 +850,17 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             f'<blockquote class="memory"><p class="text">{e(found["text"])}</p></blockquote>'
             f'<dl class="facts"><dt>Said by</dt><dd>{e(found["speaker"])}{" (" + e(found["role"]) + ")" if found["role"] else ""}</dd>'
             f"<dt>When</dt><dd>{e(when(found['time']))}</dd><dt>Conversation</dt><dd>{e(found['conversation'])}</dd>"
-            f"<dt>Source</dt><dd>{e(src.get('uri') or '')} <span class=note>({e(src['kind'])}, #{e(src['id'])})</span></dd></dl>"
+            f"<dt>Source</dt><dd>{e(source_name(src['kind'], src.get('uri') or ''))}</dd></dl>"
         )
         if found.get("replaces") or found.get("replaced_by"):
             parts.append("<h2>Corrections</h2><ul class=list>")
             if found.get("replaces"):
                 parts.append(
-                    f'<li>This corrects <a href="/memory/{e(found["replaces"])}">{e(found["replaces"])}</a></li>'
+                    f"<li>This corrects {ref_link(found['replaces'])}</li>"
                 )
             if found.get("replaced_by"):
                 parts.append(
-                    f'<li>Corrected by <a href="/memory/{e(found["replaced_by"])}">{e(found["replaced_by"])}</a></li>'
+                    f"<li>Corrected by {ref_link(found['replaced_by'])}</li>"
                 )
             parts.append("</ul>")
         parts.append(f"<h2>In its conversation</h2>{window_html(window, [found['id']])}")
@@ -745,8 +868,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         parts.append(
             "<ul class=list>"
             + "".join(
-                f'<li class="item"><a href="/memory/{e(u["id"])}">{e(u["id"])}</a> <span class="kind">{e(u["kind"])}</span> '
-                f"{e(u['text'])}</li>"
+                f'<li class="item">{ref_link(u["id"], u["kind"])} {e(u["text"]) or "<span class=note>(no summary yet)</span>"}</li>'
                 for u in found["units"]
             )
             + "</ul>"
@@ -782,7 +904,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             f'<dl class="facts"><dt>When</dt><dd>{e(when(found.get("occurred_start") or found.get("mentioned_at")))}</dd>'
             + (f"<dt>Aspect</dt><dd>{e(found['aspect'])}</dd>" if found.get("aspect") else "")
             + (
-                f'<dt>Episode</dt><dd><a href="/memory/{e(found["episode_id"])}">{e(found["episode_id"])}</a></dd>'
+                f"<dt>Episode</dt><dd>{ref_link(found['episode_id'], 'episode')}</dd>"
                 if found.get("episode_id")
                 else ""
             )
@@ -790,7 +912,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         )
         parts.append(f"<h2>What it rests on ({plural(len(sources), 'message')})</h2><ol class=thread>")
         parts.append(
-            "".join(message_row({**s, "time": s["sent_at"], "replaced_by": None}, ()) for s in found["sources"])
+            thread_rows([{**s, "time": s["sent_at"], "replaced_by": None} for s in found["sources"]])
             + "</ol>"
         )
         if found["entities"]:
@@ -809,7 +931,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         parts.append(
             "<ul class=list>"
             + "".join(
-                f'<li><a href="/memory/{e(x["id"])}">{e(x["id"])}</a> <span class="note">{e(x["type"])}</span> {e(x["text"])}</li>'
+                f'<li>{ref_link(x["id"])} <span class="note">{e(x["type"])}</span> {e(x["text"])}</li>'
                 for x in rest
             )
             + "</ul>"
@@ -817,9 +939,9 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
             else "<p>Nothing links to it.</p>"
         )
     parts.append(
-        f'<p><a class="button danger" href="{e(url("/curate/forget", ids=found["id"]))}">Forget {e(found["id"])}…</a></p>'
+        f'<p><a class="button danger" href="{e(url("/curate/forget", ids=found["id"]))}">Forget this {e(word)}…</a></p>'
     )
-    return layout(request, f"Memory {found['id']}", "".join(parts))
+    return layout(request, f"{word.capitalize()} {found['id']}", "".join(parts))
 
 
 # -- curate ------------------------------------------------------------------------------------
@@ -843,8 +965,8 @@ notes, JSONL… Everything stays on this machine; the uploaded copy is removed o
 <section aria-labelledby="fg"><h2 id="fg">Forget</h2>
 <p>First see exactly what would go, then confirm.</p>
 <form method="get" action="/curate/forget">
-<label for="ids">Memory ids (m:12 u:40)</label><input id="ids" name="ids">
-<label for="conv">or a whole conversation</label><input id="conv" name="conversation">
+<label for="ids">Ids, as shown beside each message or memory (message m:12, episode u:40)</label><input id="ids" name="ids">
+<label for="conv">or a whole conversation (<a href="/conversations">the list</a> has a link for each)</label><input id="conv" name="conversation">
 <label for="match">or everything containing</label><input id="match" name="match">
 <button type="submit">Show what would be forgotten</button></form></section>
 <section aria-labelledby="cr"><h2 id="cr">Correct a message</h2>
@@ -871,7 +993,7 @@ async def forget_preview(request: Request, lanes: Lanes) -> Response:
     counts = found["counts"]
     texts = found["texts"]
     rows = "".join(
-        f'<li class="item"><a href="/memory/{e(i)}">{e(i)}</a> <span class="text">{e(texts.get(i, ""))}</span></li>'
+        f'<li class="item">{ref_link(i)} <span class="text">{e(texts.get(i, "")) or "<span class=note>(no text)</span>"}</span></li>'
         for i in found["messages"] + found["units"]
     )
     hidden = "".join(
@@ -880,7 +1002,7 @@ async def forget_preview(request: Request, lanes: Lanes) -> Response:
     )
     kept = (
         f"<p>{plural(len(found['kept_units']), 'built memory', 'built memories')} also rest on other messages and stay: "
-        f"{e(', '.join(found['kept_units']))}.</p>"
+        f"{', '.join(ref_link(u) for u in found['kept_units'])}.</p>"
         if found["kept_units"]
         else ""
     )
@@ -903,12 +1025,24 @@ async def forget_preview(request: Request, lanes: Lanes) -> Response:
 async def forget_confirm(request: Request, lanes: Lanes) -> Response:
     form = await request.form()
     done = await api.forget_call(lanes, _forget_target(form), confirm=True)
-    counts = done["counts"]
+    counts = {k: int(v) for k, v in done["counts"].items() if k in FORGOTTEN}
+    # Post/redirect/get: the address bar shows the counts, never the form's CSRF token, and a
+    # reload does not post again.
+    return RedirectResponse(url("/curate/forgotten", **counts), status_code=303)
+
+
+FORGOTTEN = ("messages", "units", "entities", "sources")
+
+
+async def forgotten(request: Request, lanes: Lanes) -> Response:
+    """What a forget took, after its redirect (the counts come in the address)."""
+    n = {k: api._int(request.query_params.get(k), k, 0, 0, 2**62) for k in FORGOTTEN}
     body = (
-        f'<p class="done" role="status">Forgotten: {plural(counts["messages"], "message")}, '
-        f"{plural(counts['units'], 'built memory', 'built memories')}, "
-        f"{plural(counts['entities'], 'person or thing', 'people or things')}, {plural(counts['sources'], 'source')}.</p>"
-        f'<p>{e(", ".join(done["messages"] + done["units"]))}</p><p><a href="/">Back to search</a></p>'
+        f'<p class="done" role="status">Forgotten for good: {plural(n["messages"], "message")}, '
+        f"{plural(n['units'], 'built memory', 'built memories')}, "
+        f"{plural(n['entities'], 'person or thing', 'people or things')}, {plural(n['sources'], 'source')}. "
+        "The text is scrubbed from the store's file.</p>"
+        '<p><a href="/conversations">The conversations</a> · <a href="/">Back to search</a></p>'
     )
     return layout(request, "Forgotten", body, "/curate")
 
@@ -922,11 +1056,14 @@ async def correct_post(request: Request, lanes: Lanes) -> Response:
 def report_html(report: dict[str, Any]) -> str:
     """An import's summary: what was stored, what was left out and why."""
     rows = "".join(
-        f"<tr><td>{e(s['name'])}</td><td>{e(s['format'])}</td><td class=n>{s['messages']:,}</td>"
+        f"<tr><td>{e(source_name('', s['name']))}</td><td>{e(s['format'])}</td><td class=n>{s['messages']:,}</td>"
         f"<td class=n>{s['added']:,}</td></tr>"
         for s in report.get("sources", [])
     )
-    left = [*(f"{n['path']}: {n['why']}" for n in report.get("not_read", [])), *report.get("notes", [])]
+    from .overview import source_name
+
+    left = [f"{n['path']}: {n['why']}" for n in report.get("not_read", [])]
+    notes = report.get("notes", [])
     skipped = report.get("skipped", 0)
     return (
         f'<section class="report" role="status"><h2>Imported {e(report.get("file") or report.get("path"))}</h2>'
@@ -948,9 +1085,10 @@ def report_html(report: dict[str, Any]) -> str:
         + (
             f"<h3>Left out</h3><ul class=list>{''.join(f'<li>{e(x)}</li>' for x in left)}</ul>"
             if left
-            else "<p>Nothing was left out.</p>"
+            else "<p>No file was left out.</p>"
         )
-        + '<p><a href="/timeline">See it on the timeline</a></p></section>'
+        + (f"<h3>Notes</h3><ul class=list>{''.join(f'<li>{e(x)}</li>' for x in notes)}</ul>" if notes else "")
+        + '<p><a href="/conversations">See its conversations</a> · <a href="/timeline">the timeline</a></p></section>'
     )
 
 
@@ -983,6 +1121,7 @@ async def settings(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
     doctor, stats = await lanes.reader(lambda: (mem.admin.doctor(), mem.stats()))
     config = mem.config
+    loading = model_words(request.app.state.model)
 
     def model(role: str, info: dict[str, Any]) -> str:
         shown = {k: v for k, v in info.items() if k in ("id", "backend", "from", "status", "model", "path", "url")}
@@ -999,7 +1138,8 @@ async def settings(request: Request, lanes: Lanes) -> Response:
         f"<dt>Holds</dt><dd>{plural(stats['messages'], 'message')}, {plural(stats['conversations'], 'conversation')}</dd>"
         f"<dt>Integrity</dt><dd>{e(doctor.get('db', {}).get('integrity'))}</dd>"
         f"<dt>Model server</dt><dd>{e(config.llm_url or 'none: the LLM runs in this process')}</dd>"
-        f"<dt>Extraction</dt><dd>{e(config.extract)}</dd></dl>"
+        + (f"<dt>The model</dt><dd>{e(loading)}</dd>" if loading else "")
+        + f"<dt>Extraction</dt><dd>{e(config.extract)}</dd></dl>"
         "<h2>Models and where they come from</h2>"
         + model("Embedder", doctor.get("embedder") or {})
         + model("LLM", doctor.get("llm") or {})
@@ -1011,6 +1151,8 @@ async def settings(request: Request, lanes: Lanes) -> Response:
 
 
 def routes() -> list[Route]:
+    from . import overview
+
     return [
         Route("/", page(home)),
         Route("/ask/stream", page(ask_stream)),
@@ -1027,4 +1169,7 @@ def routes() -> list[Route]:
         Route("/curate/import", page(import_post), methods=["POST"]),
         Route("/curate/report", page(report_fragment), methods=["POST"]),
         Route("/settings", page(settings)),
+        Route("/curate/forgotten", page(forgotten)),
+        Route("/conversations", page(overview.conversations)),
+        Route("/overview", page(overview.overview)),
     ]

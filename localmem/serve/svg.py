@@ -98,6 +98,16 @@ def _tick(start: dt.date, period: str, slot: float, before: dt.date | None) -> s
     return MONTHS[start.month - 1] if before is None or before.month != start.month else ""
 
 
+FULL_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")  # fmt: skip
+
+
+def month_name(start: str) -> str:
+    """ "January 2024" for the ISO date of any day of that month."""
+    day = dt.date.fromisoformat(start[:10])
+    return f"{FULL_MONTHS[day.month - 1]} {day.year}"
+
+
 def _label(start: dt.date, period: str) -> str:
     if period == "week":
         return f"week of {start.day} {MONTHS[start.month - 1]} {start.year}"

@@ -273,7 +273,7 @@ def window(
         raise NotFoundError(f"no conversation {conversation!r} in namespace '{ns}'")
     low, high = int(bounds[0]), int(bounds[1])
     params = {"ns": ns, "conversation": conversation, "from": first, "to": last}
-    keys = ("id", "speaker", "role", "text", "time", "seq", "replaces", "replaced_by")
+    keys = ("id", "speaker", "role", "text", "time", "seq", "replaces", "replaced_by", "session")
     messages = []
     for row in conn.execute(q("conversation_window"), params):
         found = dict(zip(keys, row))
@@ -295,3 +295,42 @@ def window(
 def speakers(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[SpeakerSummary]:
     """Who speaks in ``ns``, the most messages first: ``speaker``, ``messages``, ``first``, ``last``."""
     return [SpeakerSummary(*row) for row in conn.execute(q("speakers_list"), {"ns": ns, "limit": limit})]
+
+
+def conversations_by_source(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[dict[str, Any]]:
+    """The conversations of ``ns`` per source (import), the latest first within each:
+    ``source_id``, ``conversation``, ``messages``, ``first``, ``last``, ``first_id`` (``m:ID``),
+    ``people`` (speaker and count, the most first) and ``episodes`` (built in it)."""
+    params = {"ns": ns, "limit": limit}
+    people: dict[str, list[dict[str, Any]]] = {}
+    for conversation, speaker, n in conn.execute(q("conversation_speakers"), {"ns": ns}):
+        people.setdefault(conversation, []).append({"speaker": speaker, "messages": n})
+    episodes = dict(conn.execute(q("conversation_episodes"), {"ns": ns}).fetchall())
+    return [
+        {
+            "source_id": source,
+            "conversation": conversation,
+            "messages": n,
+            "first": first,
+            "last": last,
+            "first_id": ref("m", mid),
+            "people": people.get(conversation, []),
+            "episodes": episodes.get(conversation, 0),
+        }
+        for source, conversation, n, first, last, mid in conn.execute(q("conversations_by_source"), params)
+    ]
+
+
+def built(conn: apsw.Connection, ns: str) -> dict[str, Any]:
+    """What was built from the messages of ``ns`` and what was not: ``episodes``, ``summarised``
+    (episodes with a summary, written by the LLM), ``unbuilt`` (messages in no episode),
+    ``units`` (per kind) and ``vectors`` (of messages, units and parts; None: no vector index)."""
+    from .db import has_vectors
+
+    episodes, summarised, unbuilt = conn.execute(q("overview_built"), {"ns": ns}).fetchone()
+    units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
+    vectors = None
+    if has_vectors(conn):
+        rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
+        vectors = dict(zip(("messages", "units", "parts"), rows))
+    return {"episodes": episodes, "summarised": summarised, "unbuilt": unbuilt, "units": units, "vectors": vectors}

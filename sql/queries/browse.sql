@@ -96,7 +96,7 @@ ORDER BY u.occurred_start, u.id LIMIT :limit;
 -- name: conversation_window
 -- The messages of one conversation whose place (seq) is in [:from, :to], in order.
 SELECT id, speaker, role, text, sent_at, seq, replaces,
-       (SELECT max(r.id) FROM messages AS r WHERE r.replaces = messages.id)
+       (SELECT max(r.id) FROM messages AS r WHERE r.replaces = messages.id), session
 FROM messages WHERE ns = :ns AND conversation = :conversation AND seq BETWEEN :from AND :to
 ORDER BY seq, id;
 
@@ -134,3 +134,28 @@ SELECT speaker FROM messages WHERE ns = :ns GROUP BY speaker ORDER BY count(*) D
 -- index alone.
 SELECT conversation FROM messages WHERE ns = :ns GROUP BY conversation ORDER BY count(*) DESC, conversation
 LIMIT :limit;
+
+-- name: conversations_by_source
+-- The conversations of :ns per source (import): how many messages, the first and the last, the
+-- first message's id; the latest first within a source.
+SELECT source_id, conversation, count(*), min(sent_at), max(sent_at), min(id)
+FROM messages WHERE ns = :ns GROUP BY source_id, conversation
+ORDER BY source_id, max(sent_at) DESC, conversation LIMIT :limit;
+
+-- name: conversation_speakers
+-- Who speaks in each conversation of :ns, the most messages first.
+SELECT conversation, speaker, count(*) FROM messages WHERE ns = :ns
+GROUP BY conversation, speaker ORDER BY conversation, count(*) DESC, speaker;
+
+-- name: conversation_episodes
+-- The episodes built in each conversation of :ns.
+SELECT conversation, count(*) FROM units WHERE ns = :ns AND kind = 'episode' GROUP BY conversation;
+
+-- name: overview_built
+-- What was built in :ns and what was not: episodes, those with a summary (written by the LLM),
+-- and the messages that are in no episode yet.
+SELECT (SELECT count(*) FROM units WHERE ns = :ns AND kind = 'episode'),
+       (SELECT count(*) FROM units WHERE ns = :ns AND kind = 'episode' AND text <> ''),
+       (SELECT count(*) FROM messages AS m WHERE m.ns = :ns AND NOT EXISTS (
+            SELECT 1 FROM unit_sources AS us JOIN units AS u ON u.id = us.unit_id
+            WHERE us.message_id = m.id AND u.kind = 'episode'));

@@ -35,9 +35,10 @@ def _writer(tmp_path, llm, **settings):
 def test_preload_warms_the_answer_instructions_once_in_the_background(tmp_path):
     llm = WarmableLLM()
     with _writer(tmp_path, llm) as writer:
-        thread = preload(writer)
+        load, thread = preload(writer)
         assert thread is not None and thread.daemon
         thread.join(timeout=10)
+        assert (load.mode, load.state, load.seconds) == ("background", "ready", 0.5)
     assert len(llm.warmed) == 1
     assert llm.warmed[0][0] == {"role": "system", "content": answer_prompt.SYSTEM}
     assert llm.calls == []  # nothing is answered
@@ -46,16 +47,19 @@ def test_preload_warms_the_answer_instructions_once_in_the_background(tmp_path):
 def test_no_preload_when_turned_off_or_with_a_model_server(tmp_path):
     llm = WarmableLLM()
     with _writer(tmp_path, llm, serve_preload=False) as writer:
-        assert preload(writer) is None
+        load, thread = preload(writer)
+        assert thread is None and load.mode == "first-ask" and not load.loading
     with _writer(tmp_path, llm, llm_url="http://127.0.0.1:9/v1") as writer:
-        assert preload(writer) is None
+        load, thread = preload(writer)
+        assert thread is None and load.mode == "none"
     assert llm.warmed == []
 
 
 def test_a_model_that_cannot_load_is_logged_and_serve_goes_on(tmp_path, caplog):
     with _writer(tmp_path, WarmableLLM(fail=True)) as writer, caplog.at_level(logging.INFO, "localmem.serve"):
-        thread = preload(writer)
+        load, thread = preload(writer)
         assert thread is not None
         thread.join(timeout=10)
         assert writer.stats() is not None
+        assert load.state == "failed" and "cannot load" in load.error
     assert "not preloaded: cannot load the GGUF model" in caplog.text

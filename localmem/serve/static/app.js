@@ -188,7 +188,7 @@
   }
 
   // -- shortcuts: "/" search, "g" then a letter for a page, j/k between items ------------------
-  const pages = { s: "/", t: "/timeline", p: "/people", c: "/curate", g: "/settings" };
+  const pages = { s: "/", o: "/overview", v: "/conversations", t: "/timeline", p: "/people", c: "/curate", g: "/settings" };
   let pendingG = false;
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
