@@ -1054,14 +1054,14 @@ async def correct_post(request: Request, lanes: Lanes) -> Response:
 
 
 def report_html(report: dict[str, Any]) -> str:
-    """An import's summary: what was stored, what was left out and why."""
+    """An import's summary: what was stored, what was left out and why, then the importer's notes."""
+    from .overview import source_name
+
     rows = "".join(
         f"<tr><td>{e(source_name('', s['name']))}</td><td>{e(s['format'])}</td><td class=n>{s['messages']:,}</td>"
         f"<td class=n>{s['added']:,}</td></tr>"
         for s in report.get("sources", [])
     )
-    from .overview import source_name
-
     left = [f"{n['path']}: {n['why']}" for n in report.get("not_read", [])]
     notes = report.get("notes", [])
     skipped = report.get("skipped", 0)

@@ -10,6 +10,8 @@ LOCALMEM_EMBED_BACKEND / LOCALMEM_LLM_BACKEND=test-fake), the way tests/conftest
   ("answer" or "build") and the server's process id.
 - LOCALMEM_TEST_BLOCK=PATH: the LLM waits until PATH exists before it answers.
 - LOCALMEM_TEST_SUPPORTS=1,2: the evidence items the answer cites (default: the first).
+- LOCALMEM_TEST_WARM=PATH: the LLM can be warmed (serve preloads it in the background), and
+  loading it takes until PATH exists: warming waits for it, and so does every answer.
 """
 
 import os
@@ -33,6 +35,7 @@ def _responder(messages):
     if os.environ.get("LOCALMEM_TEST_LLM_LOG"):
         with open(os.environ["LOCALMEM_TEST_LLM_LOG"], "a", encoding="utf-8") as fh:
             fh.write(f"{kind} {os.getpid()}\n")
+    _loaded()
     while os.environ.get("LOCALMEM_TEST_BLOCK") and not os.path.exists(os.environ["LOCALMEM_TEST_BLOCK"]):
         time.sleep(0.05)
     _noise(f"the LLM ({kind})")
@@ -45,8 +48,25 @@ def _responder(messages):
     return {"answer": said[: answer.MAX_ANSWER_CHARS], "supports": supports, "confidence": 0.9}
 
 
+def _loaded() -> None:
+    """Until LOCALMEM_TEST_WARM's file exists, the model is still loading."""
+    while os.environ.get("LOCALMEM_TEST_WARM") and not os.path.exists(os.environ["LOCALMEM_TEST_WARM"]):
+        time.sleep(0.05)
+
+
+class WarmingLLM(ScriptedLLM):
+    """A scripted LLM that serve can preload (models.protocols.Warmable), slowly."""
+
+    def warm(self, messages):
+        started = time.perf_counter()
+        _loaded()
+        return time.perf_counter() - started
+
+
 def _llm(config):
     _noise("building the LLM")
+    if os.environ.get("LOCALMEM_TEST_WARM"):
+        return WarmingLLM(responder=_responder)
     return ScriptedLLM(responder=_responder)
 
 

@@ -187,6 +187,12 @@
     });
   }
 
+  // -- the menu: on a phone it scrolls sideways; the current page's entry is brought into view --
+  const current = document.querySelector("header nav a[aria-current=page]");
+  if (current && current.parentElement.scrollWidth > current.parentElement.clientWidth) {
+    current.parentElement.scrollLeft = current.offsetLeft - current.parentElement.offsetLeft - 16;
+  }
+
   // -- shortcuts: "/" search, "g" then a letter for a page, j/k between items ------------------
   const pages = { s: "/", o: "/overview", v: "/conversations", t: "/timeline", p: "/people", c: "/curate", g: "/settings" };
   let pendingG = false;
