@@ -176,7 +176,7 @@ def error_page(request: Request, exc: BaseException, title: str = "") -> HTMLRes
     hint = f"<p class=hint>{advice}</p>" if advice else ""
     message = str(error["error"])
     body = (
-        f'<div class="error" role="alert" data-code="{e(error["code"])}"><p>{e(message[:1].upper() + message[1:])}.</p>'
+        f'<div class="error" role="alert" data-code="{e(error["code"])}"><p>{e(message)}.</p>'
         f"{hint}</div>"
     )
     response = layout(request, title or PAGE_TITLES.get(error["code"], "Not possible"), body)
