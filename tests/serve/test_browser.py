@@ -176,7 +176,8 @@ def test_import_search_ask_timeline_forget(browser, served):
     assert "harbour office" in page.locator("main").inner_text()
     page.screenshot(path=str(folder / "forget.png"), full_page=True)
     page.click("#confirm-forget")
-    assert "Forgotten: 1 message," in page.locator("main").inner_text()
+    page.wait_for_url("**/curate/forgotten?*")  # redirected after the POST: no CSRF token in the address
+    assert "csrf" not in page.url and "Forgotten for good: 1 message," in page.locator("main").inner_text()
     assert page.goto("/memory/m:1").status == 404
     assert outside == []  # nothing was fetched from anywhere else, and no dialog opened
     page.context.close()
@@ -196,3 +197,29 @@ def test_a_page_without_the_token_is_refused(browser, served):
     assert page.goto("/?token=not-the-token").status == 401
     page.screenshot(path=str(shots() / "refused.png"))
     page.context.close()
+
+
+def test_a_phone_gets_one_row_of_menu_and_a_readable_timeline(browser, served):
+    """At 390 px: the menu is one row (it scrolls sideways, with the current page in view), no
+    page is wider than the screen, and the timeline's labels are drawn at 9 px or more."""
+    server, _ = served
+    context = browser.new_context(viewport={"width": 390, "height": 800}, base_url=server.page)
+    page = context.new_page()
+    page.goto(f"/?token={server.token}")
+    for path in ("/", "/overview", "/conversations", "/timeline", "/people", "/curate", "/settings",
+                 "/conversation?around=m:1", "/memory/m:1", "/period?start=2024-03-01&end=2024-04-01"):  # fmt: skip
+        page.goto(path)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+        links = page.locator("header nav a").evaluate_all("els => els.map(a => a.getBoundingClientRect().top)")
+        assert len(set(round(top) for top in links)) == 1, (path, links)  # one row, never wrapped
+    page.goto("/people")
+    current = page.locator("header nav a[aria-current=page]").bounding_box()
+    assert current and 0 <= current["x"] and current["x"] + current["width"] <= 390  # in view
+    page.goto("/timeline")
+    for label in ("text.tick", "text.year", "text.count"):
+        heights = page.locator(f"svg.timeline {label}").evaluate_all(
+            "els => els.map(t => t.getBoundingClientRect().height)"
+        )
+        assert heights and min(heights) >= 9, (label, heights)
+    page.screenshot(path=str(shots() / "timeline-390.png"), full_page=True)
+    context.close()
