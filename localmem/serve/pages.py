@@ -517,7 +517,7 @@ async def home(request: Request, lanes: Lanes) -> Response:
 
 def model_words(load: Any) -> str:
     """Where the model stands, in words, for the page (which never waits for it)."""
-    size = f", {load.size / 1e9:.1f} GB" if getattr(load, "size", None) else ""
+    size = f" (a {load.size / 1e9:.1f} GB file)" if getattr(load, "size", None) else ""
     if load.mode == "background":
         if load.state == "loading":
             return (

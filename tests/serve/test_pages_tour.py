@@ -107,6 +107,8 @@ def test_every_page(browser, tmp_path):
             "forget": "/curate/forget?match=marathon",
             "settings": "/settings",
             "episode": f"/memory/u:{episode[0]}",
+            "overview": "/overview",
+            "conversations": "/conversations",
         }
         for name, path in shots.items():
             assert page.goto(path).status == 200, path
@@ -221,7 +223,36 @@ def _episode(page) -> None:
     assert "8 messages, 2024-01-14 19:02" in quote_ and "Hey Tom!" in quote_ and "No summary yet" in quote_
 
 
+def _overview(page) -> None:
+    built = page.locator("table.built").inner_text()
+    assert "Episodes\t8 episodes" in built and "none has a summary yet" in built, built
+    assert "Facts\tnone" in built
+    sources = page.locator("main table").nth(1).inner_text()
+    assert "sample-chat.txt (text transcript)\t25" in sources and "/" not in sources.split("\n", 1)[1], sources
+
+
+def _conversations(page) -> None:
+    rows = page.locator("li.conv-row")
+    assert rows.count() == 2
+    assert page.locator("section.source h2").all_inner_texts() == [
+        "sample-chat.txt (text transcript)",
+        "WhatsApp Chat with Book club.txt (WhatsApp export)",
+    ]
+    book = rows.nth(1).inner_text()
+    assert "Book club" in book and "8 messages" in book and "Tom Becker (4), Priya Nair (3)" in book, book
+    rows.nth(1).locator("a.forget").click()
+    assert "This deletes for good 8 messages" in page.locator("main").inner_text()
+
+
+def _conversation(page) -> None:
+    assert page.locator(".thread li.session").count() >= 1  # the chat's sittings, apart
+    assert page.locator(".msg.cited").count() == 0 and page.locator(".msg.focus").count() == 1
+
+
 CHECKS = {
+    "overview": _overview,
+    "conversations": _conversations,
+    "conversation": _conversation,
     "timeline": _timeline,
     "timeline-week": _timeline_week,
     "search": _search,
