@@ -71,9 +71,7 @@ def build_app(
         Middleware(GuardMiddleware, guard=guard),  # first: nothing of a body is read for a refused request
         Middleware(BodyLimitMiddleware, limits=limits or Limits.of(writer.config)),
     ]
-    app = Starlette(
-        routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={404: not_found}
-    )
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers={404: not_found})
     app.state.lanes = Lanes.of(writer, reader)
     app.state.guard = guard
     app.state.model = ModelLoad("none")  # serve() sets where the model stands (preload)

@@ -45,7 +45,8 @@ def source_name(kind: str, uri: str) -> str:
 
 def people_line(people: list[dict[str, Any]]) -> str:
     shown = ", ".join(
-        f'<a href="{person_link(p["speaker"])}">{e(p["speaker"])}</a> ({p["messages"]:,})' for p in people[:PEOPLE_SHOWN]
+        f'<a href="{person_link(p["speaker"])}">{e(p["speaker"])}</a> ({p["messages"]:,})'
+        for p in people[:PEOPLE_SHOWN]
     )
     rest = len(people) - PEOPLE_SHOWN
     return shown + (f" and {plural(rest, 'other')}" if rest > 0 else "")
@@ -64,7 +65,7 @@ async def conversations(request: Request, lanes: Lanes) -> Response:
         f'<p class="summary">{plural(len(found), "conversation")} from {plural(len(by_source), "source")}. '
         'Open one to read it; "forget" first shows what would go.</p>'
         if found
-        else "<p>No conversations yet: import an export on the <a href=\"/curate\">Curate</a> page.</p>"
+        else '<p>No conversations yet: import an export on the <a href="/curate">Curate</a> page.</p>'
     ]
     for source in sources:
         convs = by_source.get(source["id"])

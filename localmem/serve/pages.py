@@ -175,10 +175,7 @@ def error_page(request: Request, exc: BaseException, title: str = "") -> HTMLRes
         advice = e(error["hint"])
     hint = f"<p class=hint>{advice}</p>" if advice else ""
     message = str(error["error"])
-    body = (
-        f'<div class="error" role="alert" data-code="{e(error["code"])}"><p>{e(message)}.</p>'
-        f"{hint}</div>"
-    )
+    body = f'<div class="error" role="alert" data-code="{e(error["code"])}"><p>{e(message)}.</p>{hint}</div>'
     response = layout(request, title or PAGE_TITLES.get(error["code"], "Not possible"), body)
     response.status_code = error_status(error)
     return response
@@ -249,7 +246,9 @@ def hit_html(hit: dict[str, Any], words: Sequence[str] = (), explain: bool = Fal
     links = [ref_link(hit["id"], "m" if hit["kind"] == "message" else hit["kind"])]
     if hit["kind"] == "message":
         links.append(f'<a href="{e(url("/conversation", around=hit["id"]))}">in context</a>')
-    extra = f' <span class="note">replaced by {ref_link(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
+    extra = (
+        f' <span class="note">replaced by {ref_link(hit["superseded_by"])}</span>' if hit.get("superseded_by") else ""
+    )
     reason = why(hit) if explain else ""
     return (
         f'<li class="item hit" tabindex="-1"><div class="meta">{" · ".join(meta)}</div>'
@@ -773,7 +772,7 @@ async def person(request: Request, lanes: Lanes) -> Response:
         )
         rows = "".join(
             f'<li class="item"><div class="meta"><time datetime="{e(m["time"] or "")}">{e(when(m["time"]))}</time> · '
-            f'in {e(m["conversation"])} · {ref_link(m["id"])} · '
+            f"in {e(m['conversation'])} · {ref_link(m['id'])} · "
             f'<a href="{e(url("/conversation", around=m["id"]))}">in context</a></div>'
             f'<p class="text">{e(m["text"])}</p></li>'
             for m in messages
@@ -855,13 +854,9 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         if found.get("replaces") or found.get("replaced_by"):
             parts.append("<h2>Corrections</h2><ul class=list>")
             if found.get("replaces"):
-                parts.append(
-                    f"<li>This corrects {ref_link(found['replaces'])}</li>"
-                )
+                parts.append(f"<li>This corrects {ref_link(found['replaces'])}</li>")
             if found.get("replaced_by"):
-                parts.append(
-                    f"<li>Corrected by {ref_link(found['replaced_by'])}</li>"
-                )
+                parts.append(f"<li>Corrected by {ref_link(found['replaced_by'])}</li>")
             parts.append("</ul>")
         parts.append(f"<h2>In its conversation</h2>{window_html(window, [found['id']])}")
         parts.append(f"<h2>What rests on it ({len(found['units'])})</h2>")
@@ -912,8 +907,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         )
         parts.append(f"<h2>What it rests on ({plural(len(sources), 'message')})</h2><ol class=thread>")
         parts.append(
-            thread_rows([{**s, "time": s["sent_at"], "replaced_by": None} for s in found["sources"]])
-            + "</ol>"
+            thread_rows([{**s, "time": s["sent_at"], "replaced_by": None} for s in found["sources"]]) + "</ol>"
         )
         if found["entities"]:
             parts.append(
@@ -931,8 +925,7 @@ async def memory_page(request: Request, lanes: Lanes) -> Response:
         parts.append(
             "<ul class=list>"
             + "".join(
-                f'<li>{ref_link(x["id"])} <span class="note">{e(x["type"])}</span> {e(x["text"])}</li>'
-                for x in rest
+                f'<li>{ref_link(x["id"])} <span class="note">{e(x["type"])}</span> {e(x["text"])}</li>' for x in rest
             )
             + "</ul>"
             if rest

@@ -23,6 +23,7 @@ from .results import (
     TimelinePeriod,
     UnitDetail,
 )
+from .rows import all_rows, one_row
 
 
 def episodes(conn: apsw.Connection, ns: str, limit: int = 1000) -> list[Episode]:
@@ -305,7 +306,7 @@ def conversations_by_source(conn: apsw.Connection, ns: str, limit: int = 1000) -
     people: dict[str, list[dict[str, Any]]] = {}
     for conversation, speaker, n in conn.execute(q("conversation_speakers"), {"ns": ns}):
         people.setdefault(conversation, []).append({"speaker": speaker, "messages": n})
-    episodes = dict(conn.execute(q("conversation_episodes"), {"ns": ns}).fetchall())
+    episodes: dict[str, int] = dict(all_rows(conn.execute(q("conversation_episodes"), {"ns": ns})))
     return [
         {
             "source_id": source,
@@ -327,10 +328,10 @@ def built(conn: apsw.Connection, ns: str) -> dict[str, Any]:
     ``units`` (per kind) and ``vectors`` (of messages, units and parts; None: no vector index)."""
     from .db import has_vectors
 
-    episodes, summarised, unbuilt = conn.execute(q("overview_built"), {"ns": ns}).fetchone()
-    units = dict(conn.execute(q("stats_units"), {"ns": ns}).fetchall())
+    episodes, summarised, unbuilt = one_row(conn.execute(q("overview_built"), {"ns": ns}))
+    units: dict[str, int] = dict(all_rows(conn.execute(q("stats_units"), {"ns": ns})))
     vectors = None
     if has_vectors(conn):
-        rows = conn.execute(q("stats_vector_rows"), {"ns": ns}).fetchone()
+        rows = one_row(conn.execute(q("stats_vector_rows"), {"ns": ns}))
         vectors = dict(zip(("messages", "units", "parts"), rows))
     return {"episodes": episodes, "summarised": summarised, "unbuilt": unbuilt, "units": units, "vectors": vectors}
