@@ -309,8 +309,8 @@ class ConversationWindow(Record):
 
     ``focus``: the message the window is around (``m:ID``), or ``None``; ``more_before``,
     ``more_after``: whether the conversation goes on past either end. Each of ``messages`` has
-    ``id``, ``speaker``, ``role``, ``text``, ``time``, ``seq``, ``replaces`` and
-    ``replaced_by``."""
+    ``id``, ``speaker``, ``role``, ``text``, ``time``, ``seq``, ``replaces``, ``replaced_by``
+    and ``session`` (the export's session within the conversation; "" when it names none)."""
 
     conversation: str
     focus: str | None

@@ -119,6 +119,7 @@ def test_the_views_are_dataclasses_whose_dicts_are_the_json_the_api_serves(mem):
         "seq": 0,
         "replaces": None,
         "replaced_by": None,
+        "session": "",  # the export's session, which the page draws a line between
     }
     assert mem.browse.conversation("c", 1, 1).to_dict() == {
         **window.to_dict(),
