@@ -75,6 +75,7 @@ def build_app(
     app.state.lanes = Lanes.of(writer, reader)
     app.state.guard = guard
     app.state.model = ModelLoad("none")  # serve() sets where the model stands (preload)
+    app.state.import_reports = {}  # the page's last import reports, for the redirect after an import
     return app
 
 

@@ -1098,7 +1098,32 @@ async def import_post(request: Request, lanes: Lanes) -> Response:
     if result is None or result["event"] == "error":
         error = (result or {}).get("error") or {"error": "the import stopped", "code": "unexpected"}
         return error_page(request, ReportedError(error), "Import failed")
-    return layout(request, "Import", report_html(result["report"]), "/curate")
+    # Post/redirect/get, as after a forget: the report is kept (in this process, the last few)
+    # under a random key, and the address bar shows that key, not the form's CSRF token.
+    import secrets
+
+    reports = request.app.state.import_reports
+    key = secrets.token_urlsafe(12)
+    reports[key] = result["report"]
+    while len(reports) > KEPT_REPORTS:
+        reports.pop(next(iter(reports)))
+    return RedirectResponse(url("/curate/imported", report=key), status_code=303)
+
+
+KEPT_REPORTS = 20  # import reports kept for the page after the no-script import's redirect
+
+
+async def imported(request: Request, lanes: Lanes) -> Response:
+    """An import's report, after the redirect that follows a no-script import."""
+    from ..errors import NotFoundError
+
+    report = request.app.state.import_reports.get(request.query_params.get("report") or "")
+    if report is None:
+        raise NotFoundError(
+            "this import's report is no longer kept (the server keeps the last few until it stops)",
+            "what was imported is on the Conversations page",
+        )
+    return layout(request, "Import", report_html(report), "/curate")
 
 
 async def report_fragment(request: Request, lanes: Lanes) -> Response:
@@ -1163,6 +1188,7 @@ def routes() -> list[Route]:
         Route("/curate/report", page(report_fragment), methods=["POST"]),
         Route("/settings", page(settings)),
         Route("/curate/forgotten", page(forgotten)),
+        Route("/curate/imported", page(imported)),
         Route("/conversations", page(overview.conversations)),
         Route("/overview", page(overview.overview)),
     ]

@@ -348,6 +348,8 @@ def test_the_page_forms_work_without_javascript(tmp_path):
             assert action.startswith("/curate/import?csrf=")
             with open(IMPORTS / "claude" / "conversations.json", "rb") as fh:
                 done = http.post(action, files={"file": ("conversations.json", fh, "application/json")})
+            assert done.status_code == 303 and "csrf" not in done.headers["location"]  # post/redirect/get
+            done = http.get(done.headers["location"])
             assert done.status_code == 200 and "Imported conversations.json" in done.text and "Stored" in done.text
             assert http.post("/curate/import", files={"file": ("x.json", b"{}", "application/json")}).status_code == 403
             preview = http.get("/curate/forget", params={"match": "sauna"})

@@ -103,6 +103,19 @@ def test_forget_redirects_after_its_post_and_keeps_the_token_out_of_the_address(
         assert mem.conn.execute("SELECT count(*) FROM messages WHERE conversation = 'garden'").fetchone()[0] == 0
 
 
+def test_an_import_without_the_script_redirects_to_its_report(served):
+    server, _ = served
+    with client(server) as c:
+        csrf = re.search(r'name="csrf" content="([^"]+)"', c.get("/curate").text).group(1)
+        upload = {"file": ("chat.jsonl", b'{"speaker": "Dee", "text": "Tulips in April", "time": "2024-04-02"}\n')}
+        done = c.post(f"/curate/import?csrf={csrf}", files=upload)
+        assert done.status_code == 303 and "csrf" not in done.headers["location"]
+        report = c.get(done.headers["location"])
+        assert report.status_code == 200 and "Stored 1 new message" in visible(report.text)
+        gone = c.get("/curate/imported", params={"report": "nope"})
+        assert gone.status_code == 404 and "no longer kept" in visible(gone.text)
+
+
 def test_a_message_opened_from_search_is_not_badged_cited(served):
     server, _ = served
     with client(server) as c:

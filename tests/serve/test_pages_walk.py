@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.plain_only]
 WHATSAPP = IMPORTS / "whatsapp" / "WhatsApp Chat with Book club.txt"
 CHATGPT = IMPORTS / "chatgpt" / "conversations.json"
 START = ["/", "/overview", "/conversations", "/timeline", "/timeline?period=week", "/people", "/curate",
-         "/settings", "/?q=Lisbon+flat", "/curate/forget?match=flat"]  # fmt: skip
+         "/settings", "/?q=Lisbon+flat", "/curate/forget?match=flat",
+         "/?q=Where+did+Priya+find+a+flat%3F&do=ask"]  # fmt: skip
 MAX_PAGES = 600
 # An id is readable when a word saying what it is stands before it ("message m:3").
 KIND_WORD = re.compile(r"(message|episode|fact|gist|knowledge|memory|memories)\s*$", re.IGNORECASE)
