@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .. import __version__
+from .. import __version__, progress
 from ..config import ASK_MODES, DEFAULT_K, FORMATS
 from ..errors import LocalmemError
 from .calls import Lanes, as_json, error_dict, error_status, usage_error
@@ -209,6 +209,15 @@ async def ask_events(
         return {"event": "progress", "stage": name, "message": words, "elapsed": elapsed}
 
     def on_progress(name: str, words: str) -> None:  # in the worker thread
+        if model is not None and model.loading and name in (progress.LOAD, progress.ANSWER):
+            # The call is about to wait for serve's background load (app.ModelLoad) anyway: say
+            # so, and wait here, so that the stages the page shows are the ones it waits in.
+            waiting = f"waiting for the model, loading in the background for {model.since():.0f} s"
+            anyio.from_thread.run(send.send, stage(progress.LOAD, waiting))
+            while model.loading:
+                time.sleep(0.05)
+            if name == progress.LOAD:
+                return
         anyio.from_thread.run(send.send, stage(name, words))
 
     async def run() -> None:
@@ -228,8 +237,6 @@ async def ask_events(
 
     # Until the writer's lane takes the question (an import or a build may hold it), it waits.
     yield stage("start", "waiting for its turn")
-    if model is not None and model.loading:  # serve's preload (app.ModelLoad): said before the wait
-        yield stage("load", f"waiting for the model, loading in the background for {model.since():.0f} s")
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(run)
         async with receive:

@@ -434,7 +434,7 @@ def filters_of(params: Any) -> dict[str, str]:
 
 
 def search_form(q: str, chosen: dict[str, str] | None = None, speakers: Sequence[str] = (),
-                conversations: Sequence[str] = ()) -> str:  # fmt: skip
+                conversations: Sequence[str] = (), note: str = "") -> str:  # fmt: skip
     chosen = chosen or {}
 
     def options(name: str, values: Sequence[str], anyone: str) -> str:
@@ -459,7 +459,7 @@ def search_form(q: str, chosen: dict[str, str] | None = None, speakers: Sequence
 <div><label for="f-since">From</label><input id="f-since" name="since" type="date" value="{e(chosen.get("since", "")[:10])}"></div>
 <div><label for="f-until">To</label><input id="f-until" name="until" type="date" value="{e(chosen.get("until", "")[:10])}"></div>
 </div><p class="note">Search and ask look only among the messages that pass (as <code>localmem search --speaker … --since …</code>).</p></details>
-</form><div id="ask-live" class="live" aria-live="polite"></div>"""
+{note}</form><div id="ask-live" class="live" aria-live="polite"></div>"""
 
 
 async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], list[str]]:
@@ -487,7 +487,7 @@ async def home(request: Request, lanes: Lanes) -> Response:
     chosen = filters_of(request.query_params)
     mem = lanes.reader.memory
     speakers, conversations = await filter_choices(request, lanes)
-    body = [search_form(q, chosen, speakers, conversations), model_note(request)]
+    body = [search_form(q, chosen, speakers, conversations, model_note(request))]
     words = terms(q)
     if q and do == "ask":
         answer = as_json(await lanes.writer(lanes.writer.memory.ask, q, **chosen))

@@ -223,3 +223,33 @@ def test_a_phone_gets_one_row_of_menu_and_a_readable_timeline(browser, served):
         assert heights and min(heights) >= 9, (label, heights)
     page.screenshot(path=str(shots() / "timeline-390.png"), full_page=True)
     context.close()
+
+
+def test_an_ask_while_the_model_loads_shows_that_it_waits_for_it(browser, tmp_path):
+    """The model loads in the background (a scripted one, until a file exists): the page says so
+    at once, and a question shows the stage it waits in, then its answer."""
+    db = tmp_path / "m.db"
+    seed(db, STORY)
+    loaded = tmp_path / "loaded"
+    server = spawn(tmp_path, db, LOCALMEM_TEST_WARM=str(loaded))
+    outside: list[str] = []
+    try:
+        page = _page(browser, server.page, outside)
+        page.goto(f"/?token={server.token}")
+        assert "loading in the background" in page.locator(".model-state").inner_text()
+        page.fill("#q", "Where did Ann move?")
+        page.click("#ask-button")
+        waiting = page.locator('#ask-live .stages li.current[data-stage="load"]')
+        waiting.wait_for(timeout=30_000)
+        assert "waiting for the model" in waiting.inner_text().lower()
+        page.screenshot(path=str(shots() / "ask-waiting-for-the-model.png"), full_page=True)
+        loaded.write_text("")
+        page.locator("#ask-live .answer").wait_for(timeout=60_000)
+        assert "Oslo" in page.locator("#ask-live .answer-text").inner_text()
+        page.reload()
+        assert "was loaded in the background" in page.locator(".model-state").inner_text()
+        page.context.close()
+    finally:
+        loaded.write_text("")
+        server.stop()
+    assert outside == []

@@ -146,10 +146,6 @@ def test_a_period_is_titled_as_a_person_says_it(served):
     assert "<h1>March 2024</h1>" in page
 
 
-def _events(response) -> list[dict]:
-    return [json.loads(line) for line in response.iter_lines() if line.strip()]
-
-
 def test_the_page_never_waits_for_the_model_and_an_ask_says_it_waits(tmp_path):
     """The model loads in the background (here until a file exists): pages are served at once
     and say so; an ask made meanwhile reports that it waits for the model, then answers."""
@@ -168,11 +164,16 @@ def test_the_page_never_waits_for_the_model_and_an_ask_says_it_waits(tmp_path):
             assert c.get("/overview").status_code == 200 and c.get("/?q=Oslo").status_code == 200
             with c.stream("GET", "/ask/stream", params={"q": "Where did Ann move?"}) as response:
                 lines = response.iter_lines()
-                first = [json.loads(next(lines)) for _ in range(2)]
-                assert [e.get("stage") for e in first] == ["start", "load"], first
-                assert first[1]["message"].startswith("waiting for the model, loading in the background")
+                first: list[dict] = []
+                while not first or first[-1].get("stage") != "load":  # memory is read without the model
+                    first.append(json.loads(next(lines)))
+                assert [e.get("stage") for e in first] == ["start", "search", "load"], first
+                assert first[-1]["message"].startswith("waiting for the model, loading in the background")
+                time.sleep(0.5)
                 loaded.write_text("")  # the model is ready: the answer comes
                 rest = [json.loads(line) for line in lines if line.strip()]
+            # Answering starts once the model is loaded, not before: the page waited in "load".
+            assert rest[0]["stage"] == "answer" and rest[0]["elapsed"] >= first[-1]["elapsed"] + 0.5, rest[0]
             assert rest[-1]["event"] == "html" and "Oslo" in rest[-1]["html"]
             deadline = time.monotonic() + 10
             while "was loaded in the background" not in visible(c.get("/").text):
