@@ -678,37 +678,75 @@ def vacuum_tables(
     again."""
     import time
 
-    import psycopg
-
     started = time.perf_counter()
+    deadline = started + (conn.busy_timeout_s if lock_timeout_s is None else lock_timeout_s)
     skipped = []
     conn.wait_for_locks(lock_timeout_s)
     try:
-        rewritten = []
+        present = []
         for table in tables:
             if not re.fullmatch(r"[a-z_]+", table):
                 raise LocalmemError(f"not a table name: {table!r}")
-            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() != (True,):
-                continue
-            try:
-                conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
-                rewritten.append(table)
-            except psycopg.errors.LockNotAvailable:
-                skipped.append(f"{table} (held by another session)")
-        skipped += _clear_stale_statistics(conn, rewritten)
+            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
+                present.append(table)
+        kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
+        skipped += [f"{t} ({why})" for t, why in kept.items()]
+        skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
         if not _may_rewrite_catalogs(conn):
             skipped.append("pg_statistic (needs a superuser or pg_maintain)")
         else:
-            try:
-                conn.raw.execute("VACUUM FULL pg_catalog.pg_statistic")
-            except psycopg.errors.LockNotAvailable:
-                skipped.append("pg_statistic (held by another session)")
+            kept = _rewrite_all(conn, {"pg_statistic": "VACUUM (FULL, VERBOSE) pg_catalog.pg_statistic"}, deadline)
+            skipped += [f"{t} ({why})" for t, why in kept.items()]
         why = _purge_wal(conn)
         if why is not None:
             skipped.append(f"the server's write-ahead log ({why})")
     finally:
         conn.wait_for_locks()
     return time.perf_counter() - started, skipped
+
+
+def _rewrite_all(conn: PgConnection, commands: dict[str, str], deadline: float) -> dict[str, str]:
+    """Run each VACUUM FULL of ``commands`` (table: statement); run again, until ``deadline``,
+    those that kept deleted row versions: a transaction open anywhere in the database (an
+    autovacuum worker's ANALYZE is one) may still see them, and VACUUM FULL copies what it may
+    see into the new file (its VERBOSE report counts them: "N dead row versions cannot be
+    removed yet"). Returns what was not done, each with why."""
+    import time
+
+    import psycopg
+
+    notes: list[str] = []
+
+    def note(diag: Any) -> None:
+        if diag.severity_nonlocalized == "INFO" and diag.message_detail:
+            found = re.match(r"\s*(\d+)", diag.message_detail)
+            if found:
+                notes.append(found.group(1))
+
+    left: dict[str, str] = {}
+    todo = dict(commands)
+    conn.raw.add_notice_handler(note)
+    try:
+        while todo:
+            for table, command in todo.items():
+                notes.clear()
+                try:
+                    conn.raw.execute(command)
+                except psycopg.errors.LockNotAvailable:
+                    left[table] = "held by another session"
+                    continue
+                dead = sum(int(n) for n in notes)
+                if dead:
+                    left[table] = f"{dead} deleted row version(s) a transaction still open may see"
+                else:
+                    left.pop(table, None)
+            todo = {t: c for t, c in commands.items() if t in left and "transaction" in left[t]}
+            if not todo or time.perf_counter() >= deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        conn.raw.remove_notice_handler(note)
+    return left
 
 
 def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[str]:
