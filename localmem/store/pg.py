@@ -15,8 +15,10 @@ What differs by engine (see docs/postgres.md):
 - vectors: pgvector ``vector(dim)`` columns with HNSW indexes (cosine), searched with
   iterative index scans filtered by namespace; the SQLite store's binary codes are not kept;
 - forget: rows are deleted, then the tables touched are vacuumed (``VACUUM FULL``, which writes
-  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page);
-- the file-level promises (encryption at rest, the WAL) are the server's.
+  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page), the
+  statistics of those left empty cleared, ``pg_statistic`` rewritten and the WAL moved past
+  them where the role and the server allow (:func:`vacuum_tables`; what is not is reported);
+- encryption at rest, WAL archives, replicas and backups are the server's.
 """
 
 from __future__ import annotations

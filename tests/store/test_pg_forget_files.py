@@ -181,7 +181,9 @@ def test_forgotten_text_is_in_no_file_of_the_data_directory(server: Server, data
         if server.autovacuum:
             time.sleep(2)  # autovacuum's next look, after the forget: it must not bring the text back
         left = files_holding(server, needle)
-        print(f"\n{kind}, {'autovacuum on' if server.autovacuum else 'autovacuum off'}: files with the text {before} -> {left}")
+        print(
+            f"\n{kind}, {'autovacuum on' if server.autovacuum else 'autovacuum off'}: files with the text {before} -> {left}"
+        )
         assert left == [], (kind, done["file"])
         assert done["file"]["pending"] is False and done["file"]["wal_emptied"] is True, done["file"]
         assert _stats_holding(server, database, marker[-10:]) == []
