@@ -693,13 +693,19 @@ def vacuum_tables(
                 present.append(table)
         kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
         skipped += [f"{t} ({why})" for t, why in kept.items()]
-        skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
+        try:
+            skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
+        except LocalmemError as exc:  # a table locked past the busy timeout; a refusal
+            skipped.append(f"the statistics of the emptied tables ({exc})")
         if not _may_rewrite_catalogs(conn):
             skipped.append("pg_statistic (needs a superuser or pg_maintain)")
         else:
             kept = _rewrite_all(conn, {"pg_statistic": "VACUUM (FULL, VERBOSE) pg_catalog.pg_statistic"}, deadline)
             skipped += [f"{t} ({why})" for t, why in kept.items()]
-        why = _purge_wal(conn)
+        try:
+            why = _purge_wal(conn)
+        except LocalmemError as exc:
+            why = str(exc)
         if why is not None:
             skipped.append(f"the server's write-ahead log ({why})")
     finally:
