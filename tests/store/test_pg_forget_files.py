@@ -113,6 +113,19 @@ def files_holding(server: Server, needle: bytes) -> list[str]:
     return sorted(found)
 
 
+def named(server: Server, database: str, files: list[str]) -> list[str]:
+    """``files`` with the relation each of the database's is the file of (for the messages)."""
+    oid = server.admin("SELECT oid FROM pg_database WHERE datname = %s", (database,))[0][0]
+    out = []
+    for f in files:
+        parts = f.split("/")
+        if len(parts) == 3 and parts[0] == "base" and parts[1] == str(oid) and parts[2].isdigit():
+            rel = server.admin("SELECT pg_filenode_relation(0, %s)::regclass::text", (int(parts[2]),), database)
+            f = f"{f} ({rel[0][0]})"
+        out.append(f)
+    return out
+
+
 def _stats_holding(server: Server, database: str, needle: str) -> list[str]:
     """The columns whose statistics in pg_statistic hold ``needle`` (read as the superuser)."""
     rows = server.admin(
@@ -161,7 +174,9 @@ def _load(server: Server, database: str, marker: str, other_namespace: bool, use
     else:
         with Memory(url, namespace="me", embedder=HashEmbedder()) as me:
             me.admin.vacuum()
-    assert _stats_holding(server, database, marker[-10:]), "the statistics should hold the text before the forget"
+    stats = _stats_holding(server, database, marker[-10:])
+    print(f"\nstatistics holding the text before the forget: {stats}")
+    assert stats, "the statistics should hold the text before the forget"
     return secret.id
 
 
@@ -188,10 +203,9 @@ def test_forgotten_text_is_in_no_file_of_the_data_directory(server: Server, data
         if server.autovacuum:
             time.sleep(2)  # autovacuum's next look, after the forget: it must not bring the text back
         left = files_holding(server, needle)
-        print(
-            f"\n{kind}, {'autovacuum on' if server.autovacuum else 'autovacuum off'}: files with the text {before} -> {left}"
-        )
-        assert left == [], (kind, done["file"])
+        mode = "autovacuum on" if server.autovacuum else "autovacuum off"
+        print(f"{kind}, {mode}: files with the text {len(before)} -> {named(server, database, left)}")
+        assert left == [], (kind, named(server, database, left), done["file"])
         assert done["file"]["pending"] is False and done["file"]["wal_emptied"] is True, done["file"]
         assert _stats_holding(server, database, marker[-10:]) == []
     if other_namespace:  # what stays is intact
