@@ -14,6 +14,7 @@ from typing import Sequence
 import apsw
 
 from ..errors import LocalmemError
+from . import db
 from .queries import q
 from .results import Owner
 from .rows import one_value
@@ -29,8 +30,13 @@ def owner(conn: apsw.Connection, ns: str) -> Owner:
 
 
 def names(conn: apsw.Connection, ns: str) -> list[str]:
-    """The owner's names in ``ns`` (set or suggested): the speakers who are "I"."""
-    return [name for name, _ in conn.execute(q("owner_names"), {"ns": ns})]
+    """The owner's names in ``ns`` (set or suggested): the speakers who are "I". Kept between
+    searches while the store is unchanged (:func:`db.kept`): every search asks."""
+
+    def read() -> list[str]:
+        return [name for name, _ in conn.execute(q("owner_names"), {"ns": ns})]
+
+    return list(db.kept(conn, ("owner_names", ns), read))
 
 
 def checked_names(given: Sequence[str]) -> list[str]:

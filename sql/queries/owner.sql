@@ -22,3 +22,11 @@ SELECT count(*) FROM messages WHERE ns = :ns AND role = 'user';
 -- The speakers of :ns without a role, with their messages and conversations, most first.
 SELECT speaker, count(*), count(DISTINCT conversation) FROM messages
 WHERE ns = :ns AND role IS NULL GROUP BY speaker ORDER BY count(*) DESC, speaker;
+
+-- name: export_owner
+SELECT json_object('type', 'owner', 'ns', ns, 'name', name, 'origin', origin)
+FROM owner_names WHERE ns = :ns ORDER BY name;
+
+-- name: import_owner
+INSERT OR IGNORE INTO owner_names (ns, name, origin)
+VALUES (:row ->> 'ns', :row ->> 'name', :row ->> 'origin');
