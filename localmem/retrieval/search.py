@@ -529,7 +529,10 @@ def context_fusion(
 
     - two-stage: a message gains ``params.session_weight`` × its session's score;
     - speaker: when the query names exactly one of the namespace's speakers, their messages'
-      scores are multiplied by ``1 + params.speaker_weight``.
+      scores are multiplied by ``1 + params.speaker_weight``; when it names none and speaks in
+      the first person in a namespace whose owner has a name (``params.owner``), the owner's
+      messages and the replies to them are, and other people's are divided by it
+      (:func:`owners_side`).
 
     Messages without a session (``session`` is '') have no session score. Units keep their
     scores. Each step reads the scores before it.
@@ -556,8 +559,13 @@ def context_fusion(
                 if speaker == named:
                     score[("m", mid)] *= 1.0 + params.speaker_weight
         elif params.owner and first_person(query, detect(query)):
-            for mid in owners_side(params.owner, (rows or MessageRows(conn)).of(ids)):
-                score[("m", mid)] *= 1.0 + params.speaker_weight
+            # "I" is the owner: their messages (and an assistant's replies to them) gain what a
+            # named speaker's do, and other people's lose as much (their "my" is not the owner's).
+            candidates = (rows or MessageRows(conn)).of(ids)
+            side = set(owners_side(params.owner, candidates))
+            for row in candidates if side else ():
+                factor = 1.0 + params.speaker_weight
+                score[("m", row.id)] *= factor if row.id in side else 1.0 / factor
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
 
