@@ -131,3 +131,28 @@ def test_the_cli_shows_sets_and_confirms_the_owner(tmp_path: Path, use_models):
     bad = runner().invoke(cli, ["--db", db, "owner", "set", " "])
     assert bad.exit_code != 0 and "non-empty" in bad.output + bad.stderr
     assert "Traceback" not in bad.output + bad.stderr
+
+
+def test_a_namespace_role_cannot_read_or_set_another_namespaces_owner(pg_url):
+    """On PostgreSQL a role bound to one namespace sees and sets only its own owner (row-level
+    security on owner_names), tried with the library and with raw SQL."""
+    pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+    from localmem import Memory
+    from localmem.store import pg
+    from tests.store.test_postgres import _as_role
+
+    with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as admin:
+        admin.add("Alice", "hello")
+        admin.set_owner("Alice")
+        pg.grant_namespace(admin.conn, "lm_test_owner_bob", ["bob"])
+    with Memory(_as_role(pg_url, "lm_test_owner_bob"), namespace="bob", embedder=HashEmbedder()) as bob:
+        bob.set_owner("Bob")
+        raw = bob.conn.raw
+        assert [r[0] for r in raw.execute("SELECT name FROM owner_names")] == ["Bob"]
+        assert raw.execute("UPDATE owner_names SET name = 'Mallory' WHERE ns = 'alice'").rowcount == 0
+    with Memory(_as_role(pg_url, "lm_test_owner_bob"), namespace="alice", embedder=HashEmbedder()) as intruder:
+        assert intruder.owner().names == []
+        with pytest.raises(LocalmemError):
+            intruder.set_owner("Mallory")
+    with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as admin:
+        assert admin.owner().names == ["Alice"]
