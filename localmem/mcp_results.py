@@ -254,7 +254,7 @@ def profile_text(out: ProfileOut) -> str:
     if out.is_owner:
         lines.insert(1, 'This is the store\'s owner: "I", "me" and "my" in questions mean them.')
     elif out.owner:
-        lines.insert(1, f"The store's owner (\"I\") is {', '.join(map(quoted, out.owner))}.")
+        lines.insert(1, f'The store\'s owner ("I") is {", ".join(map(quoted, out.owner))}.')
     lines += [f"- {a.episode} {_when(a.time)[:10]} {a.role}: {quoted(a.title or '')}" for a in out.timeline]
     if not out.knowledge:
         lines.append("Knowledge: none yet (memory learns it with --consolidate).")

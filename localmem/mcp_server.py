@@ -252,14 +252,14 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
             "What memory knows about one person: the episodes they appear in, in time order, and lasting "
             "knowledge about them (home, work, family, preferences...) with the messages it comes from, "
             "current statements first. Built by extraction (`--extract llm`); when no one has that name, "
-            "the error lists the people memory knows. It says who the store's owner is (\"I\"); \"me\" "
+            'the error lists the people memory knows. It says who the store\'s owner is ("I"); "me" '
             "asks for the owner's own profile."
         ),
         annotations=ToolAnnotations(title="Profile of a person", **READ_ONLY),
     )
     async def profile(
         name: Annotated[
-            str, Field(min_length=1, description='The person\'s name (or an alias); "me" for the store\'s owner.')
+            str, Field(min_length=1, description="The person's name (or an alias); \"me\" for the store's owner.")
         ],
     ) -> Annotated[CallToolResult, res.ProfileOut]:
         owner = (await calls(mem.owner)).names

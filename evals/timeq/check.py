@@ -168,9 +168,10 @@ def main() -> None:
         histories[history_of(it)].append(it)
     for name, items in histories.items():
         first = items[0]
-        strip = lambda item: [
-            [{k: v for k, v in t.items() if k != "has_answer"} for t in s] for s in item["haystack_sessions"]
-        ]  # noqa: E731
+
+        def strip(item: dict) -> list:
+            return [[{k: v for k, v in t.items() if k != "has_answer"} for t in s] for s in item["haystack_sessions"]]
+
         for it in items[1:]:
             if any(it[k] != first[k] for k in ("haystack_session_ids", "haystack_dates")) or strip(it) != strip(first):
                 problems.append(f"{it['question_id']}: haystack differs from the rest of history {name}")

@@ -20,8 +20,8 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import apsw
 
 from ..text import time_words
-from ..text.times import absolute
 from ..text.language import detect
+from ..text.times import absolute
 from ..types import Answer, Citation, Hit, Names, Refusal, Speakers
 from . import checks
 from . import dates as date_rules

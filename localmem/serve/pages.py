@@ -579,7 +579,9 @@ def person_link(name: str) -> str:
 
 async def people(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
-    everyone, talkers, owner = await lanes.reader(lambda: (api.people_of(mem), mem.browse.speakers(), mem.owner().describe()))
+    everyone, talkers, owner = await lanes.reader(
+        lambda: (api.people_of(mem), mem.browse.speakers(), mem.owner().describe())
+    )
     rows = "".join(
         f'<tr><th scope="row"><a href="{person_link(t["speaker"])}">{e(t["speaker"])}</a></th>'
         f'<td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td>'

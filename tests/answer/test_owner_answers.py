@@ -130,7 +130,9 @@ def test_an_english_question_about_the_owners_spanish_chat_is_not_lost_to_someon
 def test_search_prefers_the_owners_message_to_another_persons_for_a_first_person_query(tmp_path, exports):
     question = "How much is my rent in Russafa?"
     # present_first off: Tom's message is the newer, and this test is about the scores
-    with open_memory(tmp_path / "m.db", namespace="daniel", embedder=HashEmbedder(), config=Config(present_first=0)) as mem:
+    with open_memory(
+        tmp_path / "m.db", namespace="daniel", embedder=HashEmbedder(), config=Config(present_first=0)
+    ) as mem:
         mem.ingest(exports)
 
         def rank(text: str) -> int:

@@ -125,7 +125,12 @@ def test_the_cli_shows_sets_and_confirms_the_owner(tmp_path: Path, use_models):
     assert shown.exit_code == 0 and "the owner is not known" in shown.output, shown.output
     done = runner().invoke(cli, ["--db", db, "owner", "set", "Ann", "Annie", "--json"])
     assert done.exit_code == 0, done.output
-    assert json.loads(done.output) == {"namespace": "default", "names": ["Ann", "Annie"], "origin": "set", "user_messages": 0}
+    assert json.loads(done.output) == {
+        "namespace": "default",
+        "names": ["Ann", "Annie"],
+        "origin": "set",
+        "user_messages": 0,
+    }
     stats = runner().invoke(cli, ["--db", db, "stats"])
     assert "owner: Ann, Annie" in stats.output
     bad = runner().invoke(cli, ["--db", db, "owner", "set", " "])
