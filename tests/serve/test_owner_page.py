@@ -1,4 +1,5 @@
-"""The people page says who the store's owner is (issue 51), escaped as every stored name is."""
+"""The people page and the HTTP API say who the store's owner is (issue 51), the page escaped as
+every stored name is."""
 
 from __future__ import annotations
 
@@ -19,5 +20,7 @@ def test_the_people_page_says_the_owner(tmp_path):
             page = http.get("/people").text
             assert 'You ("I" in questions): &lt;b&gt;Annie&lt;/b&gt;, Ann' in page, page
             assert "<b>Annie</b>" not in page
+            owner = http.get("/api/stats").json()["owner"]  # the HTTP API says it too
+            assert owner["names"] == ["<b>Annie</b>", "Ann"] and owner["origin"] == "set"
     finally:
         assert server.stop() == 0, server.stderr.read_text()
