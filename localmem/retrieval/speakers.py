@@ -21,15 +21,18 @@ def speakers(conn: apsw.Connection, ns: str, user_name: str | None = None) -> Sp
         if alias.lower() not in (n.lower() for n in out[speaker]):
             out[speaker].append(alias)
     roles: dict[str, str] = {}
+    users: list[str] = []  # every speaker with the user role: the owner, by role
     for speaker, role in conn.execute(q("namespace_speaker_roles"), {"ns": ns}):
         roles.setdefault(role, speaker)  # the speaker who said most in that role
+        if role == "user":
+            users.append(speaker)
     user = roles.get("user")
     if user is not None and user_name and user_name.lower() not in (n.lower() for n in out[user]):
         out[user].append(user_name)
     # The owner's names as a speaker (store/owner.py): those speakers are the chat's user too,
     # one person, so the user goes by their names as well.
     mine = {name.lower() for name in owner_names(conn, ns)}
-    owner = [speaker for speaker in out if speaker.lower() in mine]
+    owner = list(dict.fromkeys([*users, *(speaker for speaker in out if speaker.lower() in mine)]))
     me = user if user is not None else (owner[0] if owner else None)
     for speaker in owner:
         if me is not None and speaker != me:

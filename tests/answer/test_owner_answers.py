@@ -193,3 +193,20 @@ def test_a_question_naming_someone_else_is_about_them(question):
 def test_without_an_owner_a_chat_between_people_has_no_i():
     nobody = Speakers({"Daniel Ruiz": ["Daniel Ruiz"], "Carmen Ruiz": ["Carmen Ruiz"]})
     assert Question.parse("Where do I work now?", nobody).person is None
+
+
+def test_every_speaker_with_the_user_role_is_the_owner(tmp_path):
+    from localmem.retrieval.speakers import speakers
+    from tests.helpers import write_jsonl
+
+    rows = [
+        {"conversation": "c", "time": "2024-01-01T10:00", "speaker": "user", "role": "user", "text": "Plan my week."},
+        {"conversation": "c", "time": "2024-01-01T10:01", "speaker": "assistant", "role": "assistant", "text": "Ok."},
+        {"conversation": "w", "time": "2024-01-02T10:00", "speaker": "Dani", "role": "user", "text": "hola"},
+        {"conversation": "w", "time": "2024-01-02T10:01", "speaker": "Bea", "text": "hola Dani"},
+    ]
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        mem.ingest(write_jsonl(tmp_path / "c.jsonl", rows))
+        found = speakers(mem.conn, mem.namespace)
+    assert set(found.owner) == {"user", "Dani"} and "Bea" not in found.owner
+    assert Question.parse("Where do I live?", found).person == found.me
