@@ -11,7 +11,8 @@ names, and the export tells who exported it in two ways:
   conversations of the import, then the one with the most messages (in a single chat: the most
   frequent sender), unless another is as frequent (then nothing is suggested).
 
-Notes are the owner's own writing: their author (``notes_author``, "me" by default) is the owner.
+Notes need no name either: a note without an author of its own is the owner's, with the role
+``user`` (importers/notes.py); one whose front matter names another author is not.
 What is suggested is stored as a suggestion, which the owner confirms or replaces
 (``localmem owner``); a name the owner set is never replaced by a suggestion.
 """
@@ -43,10 +44,7 @@ def suggest(sources: Iterable[tuple[str, Sequence[MessageIn]]]) -> list[Suggesti
     people: list[MessageIn] = []
     for fmt, messages in sources:
         named = [m for m in messages if m.role is None and m.speaker]
-        if fmt == "notes":
-            for author in dict.fromkeys(m.speaker for m in named):
-                out.setdefault(author.lower(), Suggestion(author, "the author of the notes"))
-        elif fmt in PEOPLE_CHATS:
+        if fmt in PEOPLE_CHATS:
             people += named
     by_conversation: dict[str, Counter[str]] = {}
     for m in people:

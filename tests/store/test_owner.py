@@ -161,3 +161,31 @@ def test_a_namespace_role_cannot_read_or_set_another_namespaces_owner(pg_url):
             intruder.set_owner("Mallory")
     with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as admin:
         assert admin.owner().names == ["Alice"]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "imports"
+
+
+@pytest.mark.parametrize(
+    "export, names",
+    [
+        ("whatsapp", ["Alex Rivera"]),  # a 1:1 chat named after Sam Okafor, and a group chat
+        ("whatsapp/WhatsApp Chat with Book club.txt", ["Tom Becker"]),  # a group: its most frequent sender
+        ("slack-export", ["Priya Nair"]),  # the sender in the most channels
+        ("discord", ["Lena"]),
+        ("notes", []),  # the owner's notes are theirs by role; these name other authors
+        ("chatgpt", []),  # the owner is the user, by role
+    ],
+)
+def test_each_importer_suggests_the_owner_where_its_export_tells(tmp_path: Path, export, names):
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        mem.ingest(FIXTURES / export)
+        assert mem.owner().names == names
+
+
+def test_a_note_without_an_author_is_the_owners(tmp_path: Path):
+    (tmp_path / "journal.md").write_text("Moved to Leeds today.\n", encoding="utf-8")
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+        mem.ingest(tmp_path / "journal.md", format="notes")
+        assert mem.owner().names == [] and mem.owner().user_messages == 1  # the owner's, by role
+        assert mem.owner().known
