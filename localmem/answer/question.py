@@ -95,14 +95,9 @@ def person_asked(question: str, speakers: Names, english: bool = True, language:
             return speakers.assistant
         if _FIRST_PERSON.search(question):
             return speakers.user
-    if isinstance(speakers, Speakers) and speakers.me is not None and _owner_asked(question, language):
+    if isinstance(speakers, Speakers) and speakers.me is not None and first_person(question, language):
         return speakers.me
     return None
-
-
-def _owner_asked(question: str, language: str) -> bool:
-    """Whether ``question`` speaks in the first person (in ``language``): about the owner."""
-    return first_person(question, language)
 
 
 def names_in(text: str, names: Sequence[str]) -> bool:
