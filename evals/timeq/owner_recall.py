@@ -37,6 +37,7 @@ class _Recorder:
         reply = json.dumps({"answer": "not in memory", "supports": [], "confidence": 0.0})
         return Completion(text=reply, prompt_tokens=0, completion_tokens=0)
 
+
 HERE = Path(__file__).resolve().parent
 MIXED = {"dev": "t2", "test": "t4"}
 
@@ -44,7 +45,9 @@ MIXED = {"dev": "t2", "test": "t4"}
 def main() -> None:
     split = sys.argv[1] if len(sys.argv) > 1 else "dev"
     name = MIXED[split]
-    items = [i for i in json.loads((HERE / f"{split}.json").read_text(encoding="utf-8")) if f"-{name}-" in i["question_id"]]
+    items = [
+        i for i in json.loads((HERE / f"{split}.json").read_text(encoding="utf-8")) if f"-{name}-" in i["question_id"]
+    ]
     items = [i for i in items if not i["question_id"].endswith("_abs")]
     llm = _Recorder()
     with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "m.db", namespace=name, llm=llm) as mem:
@@ -60,9 +63,13 @@ def main() -> None:
                 for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"]):
                     for turn in session:
                         if turn.get("has_answer"):
-                            evidence.setdefault(sid, set()).update(x.strip() for x in turn["content"].splitlines() if x.strip())
+                            evidence.setdefault(sid, set()).update(
+                                x.strip() for x in turn["content"].splitlines() if x.strip()
+                            )
                 texts = [h.text for h in mem.search(item["question"], k=10) if h.kind == "message"]
-                hit_sessions = {sid for sid, lines in evidence.items() if any(any(x in t for x in lines) for t in texts)}
+                hit_sessions = {
+                    sid for sid, lines in evidence.items() if any(any(x in t for x in lines) for t in texts)
+                }
                 found += bool(hit_sessions)
                 every += hit_sessions == set(evidence)
                 llm.prompt = ""  # a question refused before the model leaves no prompt
