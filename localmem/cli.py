@@ -1088,8 +1088,67 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
                 click.echo(f"  {s['id']:>4}  {s['kind']:<6} {s['status']:<8} {s['messages']:>6} msgs  {s['uri']}")
         elif key == "units":
             click.echo(f"units: {', '.join(f'{k} {v}' for k, v in value.items()) or 'none yet'}")
+        elif key == "owner":
+            click.echo(f"owner: {_owner_words(value)}")
         else:
             click.echo(f"{key}: {value}")
+
+
+def _owner_words(data: dict[str, Any]) -> str:
+    from .store.results import Owner
+
+    return Owner(**data).describe()
+
+
+@cli.group(invoke_without_command=True)
+@json_option
+@click.pass_context
+def owner(ctx: click.Context, as_json: bool) -> None:
+    """Who "I" is in the namespace: the names you go by as a speaker (WhatsApp, Slack...).
+
+    First-person questions ("where do I work?", "¿dónde vivo?") are about your messages in
+    every source. An import suggests a name where the export tells (the sender of a WhatsApp
+    chat other than the one it is named after); confirm it, or set yours. The user of ChatGPT
+    and Claude exports is you without a name. Without a subcommand: show the owner."""
+    if ctx.invoked_subcommand is None:
+        _show_owner(ctx.obj.memory("open").owner(), as_json)
+
+
+def _show_owner(found: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    click.echo(f"namespace {found.namespace}: the owner is {found.describe()}")
+    if found.origin == "suggested":
+        click.echo("  confirm with 'localmem owner confirm', or set with 'localmem owner set NAME...'")
+    elif not found.known:
+        click.echo("  set with 'localmem owner set NAME...' (several names, one person)")
+
+
+@owner.command(name="set")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--add", is_flag=True, help="Keep the names already there.")
+@json_option
+@click.pass_obj
+def owner_set(state: _State, names: tuple[str, ...], add: bool, as_json: bool) -> None:
+    """Set the names you go by (several names, one person): localmem owner set 'Daniel Ruiz' Dani."""
+    _show_owner(state.memory("write").set_owner(list(names), add=add), as_json)
+
+
+@owner.command(name="confirm")
+@json_option
+@click.pass_obj
+def owner_confirm(state: _State, as_json: bool) -> None:
+    """Confirm the names an import suggested."""
+    _show_owner(state.memory("open").confirm_owner(), as_json)
+
+
+@owner.command(name="clear")
+@json_option
+@click.pass_obj
+def owner_clear(state: _State, as_json: bool) -> None:
+    """Forget the names (the user of assistant chats stays you)."""
+    _show_owner(state.memory("open").clear_owner(), as_json)
 
 
 @cli.command()

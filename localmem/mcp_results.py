@@ -8,7 +8,7 @@ the quotes of the hit it belongs to. Imported only by :mod:`localmem.mcp_server`
 """
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,6 +89,8 @@ class ProfileOut(BaseModel):
     aliases: list[str]
     timeline: list[Appearance]
     knowledge: dict[str, list[Statement]] = Field(description="aspect -> statements, current first")
+    is_owner: bool = Field(False, description='whether this person is the store\'s owner ("I", "me")')
+    owner: list[str] = Field(default_factory=list, description="the names the store's owner goes by")
 
 
 class RecentOut(BaseModel):
@@ -168,8 +170,12 @@ def ask_out(result: Any) -> AskOut:
     )
 
 
-def profile_out(prof: Any) -> ProfileOut:
+def profile_out(prof: Any, owner: Sequence[str] = ()) -> ProfileOut:
+    """The profile ``prof`` for the tool; ``owner``: the names the store's owner goes by."""
+    names = {n.lower() for n in (prof.name, *prof.aliases)}
     return ProfileOut(
+        is_owner=any(n.lower() in names for n in owner),
+        owner=list(owner),
         name=prof.name,
         type=prof.type,
         aliases=list(prof.aliases),
@@ -245,6 +251,10 @@ def profile_text(out: ProfileOut) -> str:
         + f"; {DATA_NOTE}.",
         f"Timeline: {len(out.timeline)} episode(s)",
     ]
+    if out.is_owner:
+        lines.insert(1, 'This is the store\'s owner: "I", "me" and "my" in questions mean them.')
+    elif out.owner:
+        lines.insert(1, f'The store\'s owner ("I") is {", ".join(map(quoted, out.owner))}.')
     lines += [f"- {a.episode} {_when(a.time)[:10]} {a.role}: {quoted(a.title or '')}" for a in out.timeline]
     if not out.knowledge:
         lines.append("Knowledge: none yet (memory learns it with --consolidate).")

@@ -252,14 +252,27 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
             "What memory knows about one person: the episodes they appear in, in time order, and lasting "
             "knowledge about them (home, work, family, preferences...) with the messages it comes from, "
             "current statements first. Built by extraction (`--extract llm`); when no one has that name, "
-            "the error lists the people memory knows."
+            'the error lists the people memory knows. It says who the store\'s owner is ("I"); "me" '
+            "asks for the owner's own profile."
         ),
         annotations=ToolAnnotations(title="Profile of a person", **READ_ONLY),
     )
     async def profile(
-        name: Annotated[str, Field(min_length=1, description="The person's name (or an alias).")],
+        name: Annotated[
+            str, Field(min_length=1, description="The person's name (or an alias); \"me\" for the store's owner.")
+        ],
     ) -> Annotated[CallToolResult, res.ProfileOut]:
-        out = res.profile_out(await calls(mem.profile, name))
+        owner = (await calls(mem.owner)).names
+        if name.strip().lower() in ("me", "i", "myself") and owner:
+            # the owner's profile: the first of their names memory knows as a person
+            for known in owner[:-1]:
+                try:
+                    out = res.profile_out(await calls(mem.profile, known), owner)
+                except ToolError:  # memory knows no person by this name: the next one
+                    continue
+                return _result(res.profile_text(out), out)
+            name = owner[-1]
+        out = res.profile_out(await calls(mem.profile, name), owner)
         return _result(res.profile_text(out), out)
 
     @server.tool(

@@ -579,7 +579,9 @@ def person_link(name: str) -> str:
 
 async def people(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
-    everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.browse.speakers()))
+    everyone, talkers, owner = await lanes.reader(
+        lambda: (api.people_of(mem), mem.browse.speakers(), mem.owner().describe())
+    )
     rows = "".join(
         f'<tr><th scope="row"><a href="{person_link(t["speaker"])}">{e(t["speaker"])}</a></th>'
         f'<td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td>'
@@ -607,7 +609,8 @@ async def people(request: Request, lanes: Lanes) -> Response:
         "built with the local LLM (<code>localmem ingest --extract llm</code>, or <code>localmem serve "
         "--extract llm</code>); until then each speaker's page shows what they said.</p>"
     )
-    return layout(request, "People", speaking + known, "/people")
+    you = f'<p id="owner">You ("I" in questions): {e(owner)} (<code>localmem owner set NAME</code>).</p>'
+    return layout(request, "People", you + speaking + known, "/people")
 
 
 SAID_PAGE = 20  # messages of a speaker on their page

@@ -16,7 +16,7 @@ from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
 from ..text.sentences import sentence_spans
-from . import cipher, db
+from . import cipher, db, owner
 from .queries import q
 from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
 from .rows import all_rows, one_row, one_value
@@ -61,6 +61,7 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
         embedder=meta.get("embed_model_id"),
         embed_dim=int(meta["embed_dim"]) if "embed_dim" in meta else None,
         vector_index=index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
+        owner=owner.owner(conn, ns).to_dict(),
     )
 
 

@@ -41,7 +41,7 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 # The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
 # a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
-SQLITE_SCHEMA_MIRRORED = 14
+SQLITE_SCHEMA_MIRRORED = 15
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
