@@ -1,6 +1,5 @@
 -- As SQLite migration 0015 (the owner's names per namespace), under the namespace policy of
 -- migration 0002: a namespace role reads and sets only its own namespaces' owner.
--- (Reserved number for this wave: 0012; numbered 0009 here so the branch migrates without a gap.)
 CREATE TABLE owner_names (
     ns     TEXT NOT NULL,
     name   TEXT NOT NULL,
