@@ -1815,6 +1815,8 @@ def postgres_grant(
         _print_json(done)
         return
     click.echo(f"role {done['role']} may use namespace(s): {', '.join(done['namespaces'])}")
+    for warning in done["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
     if not done["may_vacuum"]:
         click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
