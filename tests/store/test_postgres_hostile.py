@@ -35,9 +35,15 @@ def _as_role(url: str, role: str) -> str:
     return f"{head}://{role}@{rest.split('@', 1)[1]}"
 
 
-def _attacker(url: str, role: str = "lm_alice"):
+def _attacker(url: str, role: str = "lm_alice", *, shadow: bool = False):
+    """The role's own connection; ``shadow``: with the temp-schema trick in place (a TEMP
+    namespace_roles naming bob, readable by the owner), the attacker's best position."""
     conn = psycopg.connect(_as_role(url, role), autocommit=True)
     conn.execute(f"SET statement_timeout = '{ATTACK_TIMEOUT}'")  # type: ignore[arg-type]
+    if shadow:
+        conn.execute("CREATE TEMP TABLE namespace_roles (role NAME, ns TEXT)")
+        conn.execute("INSERT INTO namespace_roles VALUES (%s, 'bob'), (%s, 'alice')", (role, role))
+        conn.execute("GRANT SELECT ON namespace_roles TO PUBLIC")
     return conn
 
 
@@ -333,8 +339,9 @@ def _leaks(row: dict) -> list[str]:
 
 
 def test_every_table_and_view_shows_the_role_its_namespace_only(store):
-    """Every relation of the schema, from pg_class: either the role may not read it, or each of
-    its rows is alice's. A table without row-level security must not be readable at all."""
+    """Every relation of the schema, from pg_class, read with the temp-schema trick in place:
+    either the role may not read it, or each of its rows is alice's. A table without row-level
+    security must not be readable at all."""
     with psycopg.connect(store, autocommit=True) as owner:
         relations = owner.execute(
             "SELECT c.relname, c.relkind, c.relrowsecurity FROM pg_class AS c WHERE c.relnamespace = 'public'::regnamespace "
@@ -357,10 +364,10 @@ def test_every_table_and_view_shows_the_role_its_namespace_only(store):
             "vec_messages", "vec_units", "fts_postings", "fts_terms", "id_marks", "sources", "unit_sources", "links",
             "consolidations"} <= holds_bob
     read = 0
-    with _attacker(store) as c:
+    with _attacker(store, shadow=True) as c:
         for name, kind, rls in relations:
             try:
-                cur = c.execute(f"SELECT to_jsonb(t) FROM {name} AS t")  # type: ignore[arg-type]
+                cur = c.execute(f"SELECT to_jsonb(t) FROM public.{name} AS t")  # type: ignore[arg-type]
             except psycopg.errors.InsufficientPrivilege:
                 continue
             assert kind == "v" or rls or name == "meta", f"{name}: readable without row-level security"
@@ -397,12 +404,12 @@ def test_every_function_shows_the_role_its_namespace_only(store):
         values = _arguments(owner)
     before = _bob_state(store)
     called = 0
-    with _attacker(store) as alice, _attacker(store, "lm_nobody") as nobody:
+    with _attacker(store, shadow=True) as alice, _attacker(store, "lm_nobody") as nobody:
         for name, signature, types in functions:
             if alice.execute("SELECT has_function_privilege(%s, 'EXECUTE')", (signature,)).fetchone() == (False,):
                 continue
             casts = ", ".join(f"%s::{t}" for t in types)
-            sql = f"SELECT to_jsonb(r) FROM {name}({casts}) AS r"
+            sql = f"SELECT to_jsonb(r) FROM public.{name}({casts}) AS r"
             for args in itertools.islice(itertools.product(*(values.get(t, [None]) for t in types)), 30):
                 answers = []
                 for conn in (alice, nobody):
