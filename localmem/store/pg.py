@@ -616,10 +616,8 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
                 (str(version),),
             )
             applied.append(name)
-        # Whatever the migrations added: its SECURITY DEFINER functions pinned to a safe
-        # search_path, no function PUBLIC's, every namespace role's privileges anew (0009).
-        if conn.run("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
-            conn.run("SELECT localmem_secure()")
+        # Whatever the migrations added is covered by the roles' privileges (0009).
+        _secure(conn)
     return applied
 
 
@@ -652,6 +650,15 @@ def bind_embedder(conn: PgConnection, dim: int) -> None:
     """The vector tables of dimension ``dim``, with their HNSW indexes (in the caller's
     transaction, under :func:`lock_binding`)."""
     conn.raw.execute(pg_query("vec_create").replace("{dim}", str(int(dim))))  # type: ignore[arg-type]
+    _secure(conn)  # the namespace roles granted before may use the new tables (migration 0009)
+
+
+def _secure(conn: PgConnection) -> None:
+    """Migration 0009's ``localmem_secure()``: every SECURITY DEFINER function of the store on a
+    safe search_path, none of its functions PUBLIC's, each namespace role's privileges anew
+    (a table or function made since included). Run by the owner, after DDL."""
+    if conn.run("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
+        conn.run("SELECT localmem_secure()")
 
 
 def has_vectors(conn: PgConnection) -> bool:

@@ -519,3 +519,52 @@ def test_grant_on_a_trusting_server_says_the_password_protects_nothing(store, mo
         assert c.execute("SELECT current_user").fetchone() == ("lm_alice",)
     as_json = runner().invoke(cli, ["--db", store, "postgres", "grant", "lm_alice", "alice", "--json"])
     assert json.loads(as_json.stdout)["warnings"] == [warning[0].removeprefix("warning: ")]
+
+
+# ---- an existing store: migration 0009 fixes it ----------------------------------------------
+
+
+def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgres_server):
+    """A store at migration 0008 with a role granted the old way (every table, every sequence):
+    opened by this version, migration 0009 takes the role's reach back to what grant gives now,
+    and the role still adds and searches its namespace."""
+    from localmem.store import pg
+
+    name = "pgt_hostile_old_store"
+    postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    postgres_server.admin(f'CREATE DATABASE "{name}"')
+    url = postgres_server.url(name)
+    try:
+        with psycopg.connect(url, autocommit=True) as su:
+            with su.transaction():
+                for version, _name, sql in pg.pg_migrations()[:8]:
+                    su.execute(sql)  # type: ignore[arg-type]
+                    su.execute(
+                        "INSERT INTO meta (key, value) VALUES ('pg_schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        (str(version),),
+                    )
+            su.execute("DO $$ BEGIN CREATE ROLE lm_alice LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+            for statement in (  # what grant gave until now
+                "GRANT USAGE ON SCHEMA public TO lm_alice",
+                "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO lm_alice",
+                "REVOKE ALL ON namespace_roles FROM lm_alice",
+                "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO lm_alice",
+                "INSERT INTO namespace_roles (role, ns) VALUES ('lm_alice', 'alice')",
+            ):
+                su.execute(statement)  # type: ignore[arg-type]
+        with Memory(url, namespace="bob", embedder=HashEmbedder()) as bob:  # the owner opens it: 0009 runs
+            bob.add("Bob", "The qzbobvault code is 4471, says bob.")
+            assert pg.schema_version(bob.conn) >= 9  # type: ignore[arg-type]
+        with _attacker(url, shadow=True) as c:
+            assert c.execute("SELECT count(*) FROM public.messages").fetchone() == (0,)
+            assert _changed(c, "UPDATE public.meta SET value = '999' WHERE key = 'pg_schema_version'") == 0
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                c.execute("SELECT setval('public.messages_id_seq', 9223372036854775806)")
+        with Memory(_as_role(url, "lm_alice"), namespace="alice", embedder=HashEmbedder()) as alice:
+            assert alice.add("Alice", "Alice grows tomatoes on the balcony.").added
+            assert any("tomatoes" in h.text for h in alice.search("tomatoes balcony"))
+            assert all(MARK not in h.text.lower() for h in alice.search("qzbobvault code"))
+    finally:
+        pg.close_pools()
+        postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
