@@ -923,9 +923,7 @@ def trust_warnings(conn: PgConnection, role: str) -> list[str]:
             f"reaches it connects as {role} with any password or none; require scram-sha-256 there "
             "(docs/postgres.md, 'Passwords')"
         ]
-    row = conn.run(
-        "SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL"
-    ).fetchone()
+    row = conn.run("SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL").fetchone()
     if row is not None and row[0]:
         return [
             "this connection was let in without a password (trust): the server may let anyone connect as "

@@ -99,8 +99,10 @@ def _bob_state(url: str) -> dict:
             )
         ]
         state = {
-            t: owner.execute(f"SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM {t} AS x "  # type: ignore[arg-type]
-                             "WHERE x.ns = 'bob'").fetchone()[0]
+            t: owner.execute(
+                f"SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM {t} AS x "  # type: ignore[arg-type]
+                "WHERE x.ns = 'bob'"
+            ).fetchone()[0]
             for t in tables
         }
         state["meta"] = dict(owner.execute("SELECT key, value FROM meta").fetchall())
@@ -249,8 +251,15 @@ def test_the_owners_trigger_functions_cannot_be_attached_to_the_roles_tables(sto
 
 def test_a_role_may_call_only_the_functions_its_queries_need(store):
     with _attacker(store) as c:
-        for function in ("localmem_fts_fold()", "localmem_protect(text)", "localmem_grant_role(name)", "localmem_secure()"):
-            assert c.execute("SELECT has_function_privilege(%s, 'EXECUTE')", (function,)).fetchone() == (False,), function
+        for function in (
+            "localmem_fts_fold()",
+            "localmem_protect(text)",
+            "localmem_grant_role(name)",
+            "localmem_secure()",
+        ):
+            assert c.execute("SELECT has_function_privilege(%s, 'EXECUTE')", (function,)).fetchone() == (False,), (
+                function
+            )
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             c.execute("SELECT localmem_grant_role('lm_alice')")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -308,8 +317,11 @@ def test_a_role_cannot_move_any_sequence(store):
             ("UPDATE messages SET id = %s WHERE id = %s", (near_end, alice_mid)),
             ("INSERT INTO id_marks (name, ns, high) VALUES ('messages', 'alice', %s)", (near_end,)),
             ("INSERT INTO id_marks (name, ns, high) VALUES ('message_parts', 'alice', %s)", (near_end,)),
-            ("INSERT INTO llm_calls (id, ns, stage, prompt_version, model_id, ok, created_at) "
-             "VALUES (%s, 'alice', 's', 'v', 'm', 1, 'now')", (near_end,)),
+            (
+                "INSERT INTO llm_calls (id, ns, stage, prompt_version, model_id, ok, created_at) "
+                "VALUES (%s, 'alice', 's', 'v', 'm', 1, 'now')",
+                (near_end,),
+            ),
         ):
             with pytest.raises((psycopg.errors.CheckViolation, psycopg.errors.InsufficientPrivilege)):
                 c.execute(statement, args)  # type: ignore[arg-type]
@@ -360,9 +372,25 @@ def test_every_table_and_view_shows_the_role_its_namespace_only(store):
     names = {name for name, _, _ in relations}
     assert {"messages", "units", "entities", "vec_messages", "fts_postings", "meta", "messages_fts_vocab"} <= names
     # bob is in every table that has rows of a namespace, so a leak anywhere would show
-    assert {"messages", "messages_fts", "units", "units_fts", "entities", "entity_aliases", "mentions", "llm_calls",
-            "vec_messages", "vec_units", "fts_postings", "fts_terms", "id_marks", "sources", "unit_sources", "links",
-            "consolidations"} <= holds_bob
+    assert {
+        "messages",
+        "messages_fts",
+        "units",
+        "units_fts",
+        "entities",
+        "entity_aliases",
+        "mentions",
+        "llm_calls",
+        "vec_messages",
+        "vec_units",
+        "fts_postings",
+        "fts_terms",
+        "id_marks",
+        "sources",
+        "unit_sources",
+        "links",
+        "consolidations",
+    } <= holds_bob
     read = 0
     with _attacker(store, shadow=True) as c:
         for name, kind, rls in relations:
