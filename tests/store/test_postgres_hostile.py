@@ -334,6 +334,61 @@ def test_a_role_cannot_move_any_sequence(store):
     _still_works(store)
 
 
+def test_ids_a_role_takes_ahead_of_a_sequence_fail_no_other_write(store):
+    """Rows the role writes in its own namespace with the ids the sequences hand out next (in
+    the tables whose rows took the identity's next value: message parts, model calls): the
+    other namespaces' next rows of those tables take other ids, not a duplicate-key error."""
+    from localmem.store.queries import q
+
+    with psycopg.connect(store, autocommit=True) as owner:
+        (alice_mid,) = owner.execute("SELECT min(id) FROM messages WHERE ns = 'alice'").fetchone()
+        ahead = {
+            t: owner.execute(f"SELECT last_value FROM {t}_id_seq").fetchone()[0]  # type: ignore[arg-type]
+            for t in ("message_parts", "llm_calls")
+        }
+    with _attacker(store) as c:
+        c.execute(
+            'INSERT INTO message_parts (id, message_id, ns, start, "end") '
+            "SELECT %s + x, %s, 'alice', 0, 1 FROM generate_series(0, 20) AS x",
+            (ahead["message_parts"], alice_mid),
+        )
+        c.execute(
+            "INSERT INTO llm_calls (id, ns, stage, prompt_version, model_id, ok, created_at) "
+            "SELECT %s + x, 'alice', 's', 'v', 'm', 1, 'now' FROM generate_series(0, 20) AS x",
+            (ahead["llm_calls"],),
+        )
+    with Memory(store, namespace="bob", embedder=HashEmbedder()) as bob:
+        (bob_mid,) = bob.conn.raw.execute("SELECT min(id) FROM messages WHERE ns = 'bob'").fetchone()
+        for i in range(3):
+            with bob.conn:
+                part = bob.conn.execute(
+                    q("part_insert"), {"message_id": bob_mid, "ns": "bob", "start": i, "end": i + 1, "context": 0}
+                ).fetchone()
+                assert part is not None and part[0] > ahead["message_parts"] + 20
+                bob.conn.execute(
+                    q("llm_call_log"),
+                    {
+                        "ns": "bob",
+                        "episode_id": None,
+                        "stage": "extract",
+                        "prompt_version": "v1",
+                        "model_id": "m",
+                        "calls": 1,
+                        "prompt_tokens": 1,
+                        "completion_tokens": 1,
+                        "seconds": 0.1,
+                        "ok": 1,
+                        "error": None,
+                        "raw": None,
+                        "created_at": "2024-01-01",
+                    },
+                )
+        assert bob.conn.raw.execute(
+            "SELECT count(*) FROM llm_calls WHERE ns = 'bob' AND stage = 'extract' "
+            "AND created_at = '2024-01-01' AND id <> 900004"
+        ).fetchone() == (3,)
+
+
 # ---- reading through everything the schema defines --------------------------------------------
 
 
