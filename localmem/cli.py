@@ -1794,7 +1794,9 @@ def postgres_status(data_dir: Path | None, as_json: bool) -> None:
     "--password-env",
     metavar="VAR",
     help="Set the role's password from this environment variable (never an argument); without it, the "
-    "role's password is left as it is (none for a new role: the server's other authentication applies).",
+    "role's password is left as it is (none for a new role: the server's other authentication applies). "
+    "A server that trusts the connection (localmem postgres start's socket) asks for no password at all: "
+    "grant warns when it can tell.",
 )
 @json_option
 @click.pass_obj
