@@ -102,6 +102,7 @@ END $$;
 CREATE FUNCTION localmem_grant_role(r NAME) RETURNS VOID LANGUAGE plpgsql AS $$
 DECLARE
     sid OID := (SELECT c.relnamespace FROM pg_catalog.pg_class AS c WHERE c.oid = 'meta'::regclass);
+    store_owner OID := (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid = 'meta'::regclass);
     s NAME := (SELECT n.nspname FROM pg_catalog.pg_namespace AS n WHERE n.oid = sid);
     maintain TEXT := CASE WHEN current_setting('server_version_num')::int >= 170000 THEN ', MAINTAIN' ELSE '' END;
     t RECORD;
@@ -132,7 +133,7 @@ BEGIN
     END LOOP;
     FOR f IN
         SELECT p.oid::regprocedure AS sig FROM pg_catalog.pg_proc AS p
-        WHERE p.pronamespace = sid AND p.prokind = 'f'
+        WHERE p.pronamespace = sid AND p.proowner = store_owner AND p.prokind = 'f'
           AND p.prorettype <> 'trigger'::regtype
           AND p.proname NOT IN ('localmem_fts_fold', 'localmem_protect', 'localmem_grant_role', 'localmem_secure')
           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend AS d
@@ -142,19 +143,21 @@ BEGIN
     END LOOP;
 END $$;
 
--- After every migration: each SECURITY DEFINER function of the store runs with the safe
--- search_path, no function of the store is PUBLIC's, and every namespace role has what
+-- After every migration: each SECURITY DEFINER function of the store (its schema's functions
+-- that the store's owner owns, not an extension's) runs with the safe search_path, none of
+-- them is PUBLIC's, and every namespace role has what
 -- localmem_grant_role gives (a table or function a migration added included).
 CREATE FUNCTION localmem_secure() RETURNS VOID LANGUAGE plpgsql AS $$
 DECLARE
     sid OID := (SELECT c.relnamespace FROM pg_catalog.pg_class AS c WHERE c.oid = 'meta'::regclass);
+    store_owner OID := (SELECT c.relowner FROM pg_catalog.pg_class AS c WHERE c.oid = 'meta'::regclass);
     s NAME := (SELECT n.nspname FROM pg_catalog.pg_namespace AS n WHERE n.oid = sid);
     f RECORD;
     r NAME;
 BEGIN
     FOR f IN
         SELECT p.oid::regprocedure AS sig, p.prosecdef FROM pg_catalog.pg_proc AS p
-        WHERE p.pronamespace = sid AND p.prokind IN ('f', 'p')
+        WHERE p.pronamespace = sid AND p.proowner = store_owner AND p.prokind IN ('f', 'p')
           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend AS d
                           WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
     LOOP
