@@ -547,7 +547,8 @@ def test_grant_refuses_a_role_that_row_level_security_does_not_bind(store):
 
 def test_an_ordinary_owner_is_not_the_role_and_its_store_holds_too(postgres_server):
     """The store owned by an ordinary role (not a superuser): the temp-schema trick and the
-    trigger trick fail the same way, and grant refuses the owner itself."""
+    trigger trick fail the same way, grant refuses the owner itself, and the trust warning
+    comes from the owner's own connection (it may not read the server's rules)."""
     from localmem.store import pg
 
     name = "pgt_hostile_ordinary_owner"
@@ -563,6 +564,9 @@ def test_an_ordinary_owner_is_not_the_role_and_its_store_holds_too(postgres_serv
         with Memory(owner_url, namespace="bob", embedder=HashEmbedder()) as bob:
             bob.add("Bob", "The qzbobvault code is 4471, says bob.")
             pg.grant_namespace(bob.conn, "lm_alice", ["alice"])
+            # it may not read pg_hba.conf's rules: its own unauthenticated connection says it
+            (warning,) = pg.trust_warnings(bob.conn, "lm_alice")  # type: ignore[arg-type]
+            assert warning.startswith("this connection was let in without a password (trust)"), warning
         with _attacker(url) as c:
             c.execute("CREATE TEMP TABLE namespace_roles (role NAME, ns TEXT)")
             c.execute("INSERT INTO namespace_roles VALUES ('lm_alice', 'bob')")
