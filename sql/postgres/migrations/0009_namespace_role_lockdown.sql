@@ -17,12 +17,14 @@
 --    column's default takes its value without one; localmem_next_id is the owner's), may write
 --    only the meta keys its own calls write, and no id it can write (directly, or through
 --    id_marks which localmem_next_id moves the sequences past) exceeds 2^53 - 1, so a sequence
---    can never be pushed to its end.
+--    can never be pushed to its end. Message parts and model calls take their ids from
+--    localmem_next_id too now (sql/postgres/queries: part_insert, llm_call_log), which skips an
+--    id a role wrote ahead of the sequence where the identity's next value collided with it.
 --
 -- The privileges are granted by localmem_grant_role() (called by `localmem postgres grant`) and
 -- applied again to every namespace role, with the PUBLIC revokes and the pinned search paths, by
--- localmem_secure() after every migration (store/pg.py: migrate), so a function or table a
--- later migration adds is covered without that migration saying so.
+-- localmem_secure() after every migration and after the vector tables are made (store/pg.py:
+-- migrate, bind_embedder), so a function or table added later is covered without saying so.
 
 -- The namespaces of the session's role: the store's own table, named with its schema.
 DO $$
