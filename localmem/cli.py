@@ -1860,7 +1860,9 @@ def postgres_status(data_dir: Path | None, as_json: bool) -> None:
     "--password-env",
     metavar="VAR",
     help="Set the role's password from this environment variable (never an argument); without it, the "
-    "role's password is left as it is (none for a new role: the server's other authentication applies).",
+    "role's password is left as it is (none for a new role: the server's other authentication applies). "
+    "A server that trusts the connection (localmem postgres start's socket) asks for no password at all: "
+    "grant warns when it can tell.",
 )
 @json_option
 @click.pass_obj
@@ -1881,6 +1883,8 @@ def postgres_grant(
         _print_json(done)
         return
     click.echo(f"role {done['role']} may use namespace(s): {', '.join(done['namespaces'])}")
+    for warning in done["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
     if not done["may_vacuum"]:
         click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
