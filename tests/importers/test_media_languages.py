@@ -29,7 +29,11 @@ EXPORTS = {
         ["<Media omitted>"] * 2,
         ["<omitted for brevity>", "Saturday the 28th, bring the <good> wine"],
     ),
-    "WhatsApp Chat con Lucía.txt": ("es", ["<Multimedia omitido>"] * 2, ["<Multimedia> es la asignatura que más me gusta"]),
+    "WhatsApp Chat con Lucía.txt": (
+        "es",
+        ["<Multimedia omitido>"] * 2,
+        ["<Multimedia> es la asignatura que más me gusta"],
+    ),
     "Conversa do WhatsApp com Ana Souza.txt": (
         "pt",
         ["<Mídia oculta>", "<Arquivo de mídia oculto>"],
