@@ -1316,15 +1316,17 @@ def forget(
     mem = state.memory("open" if "namespace" in given else "read")
     # What would go is described before it goes (a deleted message has no words left to show);
     # with --json, the ids alone.
+    described: dict[str, str] = {}
     preview = None if as_json else mem.forget(**given, dry_run=True).to_dict()
+    if preview is not None:
+        shown = [item for kind in ("messages", "units", "kept_units", "sources") for item in preview[kind][:20]]
+        described = mem.browse.describe(shown)
     result = preview if preview is not None and not yes else mem.forget(**given, dry_run=not yes).to_dict()
     target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
     if as_json:
         _print_json({"target": target, **result})
     else:
-        assert preview is not None
-        shown = [item for kind in ("messages", "units", "kept_units", "sources") for item in preview[kind][:20]]
-        _echo_forget(result, yes, mem.browse.describe(shown))
+        _echo_forget(result, yes, described)
     _warn_wal(result["file"])
 
 
