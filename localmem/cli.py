@@ -539,7 +539,7 @@ def ingest(
             continue
         line = f"{nsr.namespace}: {nsr.added} added, {nsr.skipped} already stored"
         if nsr.conflicts:
-            line += f", {plural(nsr.conflicts, 'message')} stored with different text (kept the stored version)"
+            line += f", {nsr.conflicts} stored with different text (kept the stored version)"
         click.echo(line)
     if len(report.sources) > 1:
         _echo_sources(report)
@@ -1196,7 +1196,7 @@ def namespaces(state: _State, as_json: bool) -> None:
                 else ""
             )
             click.echo(
-                f"{labels.quote(r['namespace'])}: {labels.plural(r['messages'], 'message')} in "
+                f"{r['namespace']}: {labels.plural(r['messages'], 'message')} in "
                 f"{labels.plural(r['conversations'], 'conversation')}, {labels.plural(r['units'], 'unit')} built{span}"
             )
 
