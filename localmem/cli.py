@@ -1628,9 +1628,13 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
     if as_json:
         _print_json(rows)
         return
+    from .text.labels import plural
+
     for r in rows:
         when = (r["start"] or "")[:16].replace("T", " ")
-        click.echo(f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} ({r['messages']} messages)")
+        click.echo(
+            f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} ({plural(r['messages'], 'message')})"
+        )
 
 
 @cli.command()
@@ -2030,7 +2034,9 @@ def bench_ingest(
         if as_json:
             _print_json(row)
         else:
-            click.echo("\n".join(f"{k}: {v}" for k, v in row.items()))
+            from .text.labels import value
+
+            click.echo("\n".join(f"{k}: {value(v)}" for k, v in row.items()))
         return
     bench_mod = _bench("bench")
 
@@ -2163,10 +2169,12 @@ def _emit_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) ->
     if as_json:
         _print_json(rows)
         return
+    from .text.labels import value
+
     click.echo(" | ".join(columns))
     click.echo(" | ".join("---" for _ in columns))
     for row in rows:
-        click.echo(" | ".join(str(row.get(c, "")) for c in columns))
+        click.echo(" | ".join(value(row[c]) if c in row else "" for c in columns))
 
 
 @cli.group(name="eval")

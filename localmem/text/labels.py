@@ -184,8 +184,6 @@ def value(data: Any) -> str:
         return "none"
     if isinstance(data, bool):
         return "yes" if data else "no"
-    if isinstance(data, float):
-        return f"{data:g}"
     if isinstance(data, Mapping):
         return "; ".join(f"{words(k)}: {value(v)}" for k, v in data.items()) or "none"
     if isinstance(data, Sequence) and not isinstance(data, str):
