@@ -173,7 +173,8 @@ def test_search_text_output_and_errors(hashed, db):
     out = run(db, "search", "Mochi", "-k", "2").stdout
     lines = out.splitlines()
     # the hit's id, then who said it, when and in which conversation, and why it was found
-    assert re.match(r" 1\. m:\d+ (Priya|Tom), 2024-\d\d-\d\d \d\d:\d\d, in “sample-chat” \(found by ", lines[0]), lines[0]
+    first = r" 1\. m:\d+ (Priya|Tom), 2024-\d\d-\d\d \d\d:\d\d, in “sample-chat” \(found by "
+    assert re.match(first, lines[0]), lines[0]
     assert lines[1].startswith("    ") and "Mochi" in lines[1]
     assert len(lines) == 4
     unknown = run(db, "-n", "other", "search", "Mochi", ok=False)  # not an empty answer: an error

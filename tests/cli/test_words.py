@@ -70,9 +70,9 @@ def store(tmp_path, use_models) -> Path:
 def _ids(db: Path) -> tuple[str, str, str]:
     """A WhatsApp message, an episode and a fact of the store."""
     with open_memory(db, embedder=HashEmbedder()) as mem:
-        whatsapp = mem.conn.execute("SELECT min(id) FROM messages WHERE external_id LIKE '%|%|%'").fetchone()[0]
-        episode = mem.conn.execute("SELECT min(id) FROM units WHERE kind = 'episode'").fetchone()[0]
-        fact = mem.conn.execute("SELECT min(id) FROM units WHERE kind <> 'episode'").fetchone()[0]
+        (whatsapp,) = mem.conn.execute("SELECT min(id) FROM messages WHERE external_id LIKE '%|%|%'").fetchall()[0]
+        (episode,) = mem.conn.execute("SELECT min(id) FROM units WHERE kind = 'episode'").fetchall()[0]
+        (fact,) = mem.conn.execute("SELECT min(id) FROM units WHERE kind <> 'episode'").fetchall()[0]
     return f"m:{whatsapp}", f"u:{episode}", f"u:{fact}"
 
 
