@@ -1418,7 +1418,9 @@ def reembed(state: _State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def doctor(state: _State, as_json: bool) -> None:
-    """Versions, SQLite / FTS5 / sqlite-vec, and which models resolve from where."""
+    """Versions, SQLite / FTS5 / sqlite-vec, which models resolve from where, the config file,
+    llama.cpp's CPU features against this CPU's (and how to rebuild it when they fall short), and
+    the disk the models take."""
     path = state.config.resolved_db_path()
     # A store that does not exist yet is reported as such, not created: versions come from an
     # in-memory store.
