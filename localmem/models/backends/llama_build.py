@@ -106,6 +106,6 @@ def report() -> dict[str, Any]:
         installed = None
     try:
         info = system_info()
-    except (ImportError, OSError) as exc:  # a build that does not load on this machine
+    except Exception as exc:  # a build that does not load on this machine (ImportError, OSError, RuntimeError)
         return {"status": f"llama.cpp does not load: {exc}"}
     return compare(info, cpuinfo, installed)
