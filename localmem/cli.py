@@ -1670,7 +1670,9 @@ def entities(state: _State, limit: int, as_json: bool) -> None:
     from .text.labels import plural, value
 
     for r in rows:
-        also = [a for a in r["aliases"] or [] if a != r["name"]]
+        # the store joins them with ", " (a list where a backend gives one)
+        given = r["aliases"].split(", ") if isinstance(r["aliases"], str) else r["aliases"] or []
+        also = [a for a in given if a and a != r["name"]]
         click.echo(
             f"e:{r['id']:<5} {r['name']} ({r['type']}), in {plural(r['units'], 'unit')}"
             + (f"; also called {value(also)}" if also else "")

@@ -104,7 +104,9 @@ def message_of(data: Mapping[str, Any]) -> str:
 def unit(id: str, kind: str, title: str | None = None, text: str | None = None, width: int = 80) -> str:
     """A unit in words: 'u:3, the episode “Dinner in Lisbon”' (its text when it has no title)."""
     about = title or (clip(text, width) if text and text.strip() else None)
-    return f"{id}, the {kind} " + (quote(about) if about else "(no title yet)")
+    if about:
+        return f"{id}, the {kind} {quote(about)}"
+    return f"{id}, the {kind}" + (" (no title yet)" if kind == "episode" else "")
 
 
 def source_name(uri: str | None, kind: str | None = None) -> str:

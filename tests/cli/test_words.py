@@ -105,6 +105,8 @@ def test_every_command_speaks_in_words(store, tmp_path):
         result = runner().invoke(cli, ["--db", str(store), *args])
         assert result.exit_code == 0, (args, result.output, result.stderr)
         check_for_people(args, result.output, tmp_path)
+    entities = runner().invoke(cli, ["--db", str(store), "entities"]).output
+    assert re.search(r"^e:\d+ +Priya \(person\), in \d+ units?(; also called [^,]{2,}.*)?$", entities, re.M), entities
     shown = runner().invoke(cli, ["--db", str(store), "show", message]).output
     assert "Jonas Krüger, 2024-09-14 21:12" in shown and "“WhatsApp-Chat mit Familie Krüger.txt”" in shown
     forgot = runner().invoke(cli, ["--db", str(store), "forget", "--conversation", "sample-chat", "--yes"])
