@@ -1306,6 +1306,7 @@ def forget(
     }
     if target_ns is not None and not given:
         given = {"namespace": target_ns}
+        state.use_namespace(target_ns)  # what would go is described from the namespace it is in
     elif target_ns is not None:
         state.use_namespace(target_ns)
     if len(given) != 1:
@@ -1355,7 +1356,7 @@ def _echo_described(ids: list[Any], described: dict[str, str], kind: str, most: 
     """One line per id, with its words (``described``: Browse.describe), then a count of the rest."""
     for item in ids[:most]:
         ident = f"source {item}" if kind == "source" else str(item)
-        article = "an" if kind[0] in "aeiou" else "a"
+        article = "an" if kind == "entity" else "a"
         click.echo(f"    {described.get(str(item)) or f'{ident} ({article} {kind})'}")
     if len(ids) > most:
         from .text.labels import plural
