@@ -121,6 +121,32 @@ class _Progress:
             anyio.from_thread.run(self.send, f"writing the answer: {self.text}")
 
 
+class _Server(MCPServer):
+    """The SDK's server, with every tool's argument errors on one line: the SDK passes on
+    pydantic's text, one line per field and more for its input and a documentation link
+    ("remember\\n  Field required [type=missing, …]\\n    For further information visit …")."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
+def argument_errors(tool: str, error: ValidationError) -> str:
+    """A tool's invalid arguments on one line, each named with what is wrong with it (never the
+    value given: it is the caller's data): "Error executing tool search: argument k: Input
+    should be a valid integer; argument query: required"."""
+    said = []
+    for item in error.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in item["loc"]) or "arguments"
+        why = "required" if item["type"] == "missing" else " ".join(str(item["msg"]).split())
+        said.append(f"argument {name}: {why}")
+    return f"Error executing tool {tool}: " + "; ".join(said)
+
+
 def _result(text: str, out: Any) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=out.model_dump(mode="json"))
 
@@ -139,7 +165,7 @@ async def _stdout_is_stderr(_server: MCPServer) -> AsyncIterator[dict[str, Any]]
 def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
     """An MCP server whose tools call ``mem`` (bound to its store and namespace); ``stdio``: to be
     served over stdio (keeps Python's stdout off the wire)."""
-    server = MCPServer(
+    server = _Server(
         MCP_SERVER_NAME,
         title="localmem",
         version=__version__,

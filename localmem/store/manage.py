@@ -283,9 +283,10 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
 
 def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorReport:
     """The models part of the doctor's report, and the report."""
-    from ..models.backends import onnx_providers
-    from ..models.catalog import resolve_embedder
-    from ..models.factory import describe_llm
+    from ..config import config_file_path
+    from ..models.backends import llama_build, onnx_providers
+    from ..models.catalog import disk_usage, resolve_embedder
+    from ..models.factory import cache_dir, describe_llm
 
     try:
         found = resolve_embedder(config)
@@ -303,6 +304,14 @@ def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorR
         report["embedder"] = {"status": "missing", "error": str(exc)}
     report["onnx_providers"] = onnx_providers()
     report["llm"] = {**describe_llm(config), "extract": config.extract}
+    report["llama_cpp_cpu"] = llama_build.report()
+    report["models_disk"] = disk_usage(cache_dir())
+    found_file = config_file_path()
+    report["config_file"] = {
+        "path": str(found_file),
+        "exists": found_file.is_file(),
+        "settings": sorted(name for name, origin in config.origins if origin.startswith("config")),
+    }
     report["reranker"] = (
         {
             "status": "configured" if Path(config.rerank_model).is_file() else "missing",

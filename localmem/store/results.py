@@ -203,6 +203,10 @@ class DoctorReport(Record):
     onnx_providers: Any
     llm: dict[str, Any]
     reranker: dict[str, Any]
+    # llama.cpp's build against this CPU's features, and how to rebuild when it is below them
+    llama_cpp_cpu: dict[str, Any] = field(default_factory=dict)
+    models_disk: dict[str, Any] = field(default_factory=dict)  # the bytes the models take, per model
+    config_file: dict[str, Any] = field(default_factory=dict)  # its path, whether it exists, what it sets
 
 
 @dataclass
