@@ -39,6 +39,7 @@ from .config import (
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
+from .redact import redact
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -245,7 +246,9 @@ def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) ->
     ctx.meta[_FAILED] = True
     if isinstance(ctx.obj, _State):  # closed first: a store this command created is announced (or
         ctx.obj.close(failed=True)  # removed, if nothing went into it) before the error, the last word
-    click.echo(json.dumps(data, ensure_ascii=False) if as_json else line, err=True)
+    # An unexpected error's text is a library's, which may quote a connection string.
+    data = {k: redact(v) if isinstance(v, str) else v for k, v in data.items()}
+    click.echo(json.dumps(data, ensure_ascii=False) if as_json else redact(line), err=True)
     ctx.exit(int(data["exit_code"]))
 
 

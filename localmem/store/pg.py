@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
+from ..redact import redact
 from .queries import _all_queries, read_named, sql_dir
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
@@ -261,7 +262,7 @@ class PgConnection:
     def raw(self) -> Any:
         """The psycopg connection (tests and the benchmarks read the server's own views)."""
         if self._raw is None:
-            raise LocalmemError(f"this connection to {_redact(self.url)} is closed")
+            raise LocalmemError(f"this connection to {redact(self.url)} is closed")
         return self._raw
 
     def execute(self, sql: str, params: Any = None) -> _Result:
@@ -405,14 +406,6 @@ class PgConnection:
         return id(self)
 
 
-def _redact(url: str) -> str:
-    head, sep, rest = url.partition("://")
-    userinfo, at, host = rest.partition("@")
-    if at and ":" in userinfo:
-        return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
-    return url
-
-
 @contextlib.contextmanager
 def _errors(url: str) -> Iterator[None]:
     """The server's errors as localmem's: a lock held too long, a lost server. A statement that
@@ -435,12 +428,12 @@ def _errors(url: str) -> Iterator[None]:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
         raise StoreLockedError(
-            _redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
+            redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
         ) from exc
     except psycopg.errors.QueryCanceled as exc:
-        raise StoreLockedError(_redact(url), 0, f"the statement was cancelled: {exc}") from exc
+        raise StoreLockedError(redact(url), 0, f"the statement was cancelled: {exc}") from exc
     except psycopg.OperationalError as exc:
-        raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
+        raise LocalmemError(f"the PostgreSQL server at {redact(url)} failed: {str(exc).strip()}") from exc
 
 
 def _first_line(exc: Exception) -> str:
@@ -482,7 +475,7 @@ def _pool(url: str) -> Any:
             try:
                 pool.open(wait=False)
             except Exception as exc:  # pragma: no cover
-                raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
+                raise LocalmemError(f"cannot connect to {redact(url)}: {exc}") from exc
             _POOLS[url] = pool
         return _POOLS[url]
 
@@ -566,7 +559,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
         pool, raw = _getconn(url, timeout_s)
     except Exception as exc:
         raise LocalmemError(
-            f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
+            f"cannot connect to the PostgreSQL server at {redact(url)}: {str(exc).strip() or type(exc).__name__}; "
             "is it running? (localmem postgres start runs a local one)"
         ) from exc
     conn = PgConnection(url, pool, raw, timeout_s)
@@ -598,7 +591,7 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     latest = len(pg_migrations())
     if schema_version(conn) >= latest:
         if schema_version(conn) > latest:
-            raise SchemaTooNewError(_redact(url), schema_version(conn), latest)
+            raise SchemaTooNewError(redact(url), schema_version(conn), latest)
         return []
     _check_ours(conn, url)
     applied = []
@@ -631,9 +624,7 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         )
     ]
     if tables and "meta" not in tables:
-        raise NotALocalmemStoreError(
-            _redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}"
-        )
+        raise NotALocalmemStoreError(redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
 
 
 def lock_binding(conn: PgConnection) -> None:
