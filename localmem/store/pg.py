@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
 from ..redact import redact
+from . import pgconnect
 from .queries import _all_queries, read_named, sql_dir
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
@@ -469,6 +470,7 @@ def _pool(url: str) -> Any:
                 min_size=0,
                 max_size=32,
                 kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                connection_class=pgconnect.recording(),  # each failure's reason, for getconn
                 configure=_configure,
                 open=False,
             )
@@ -493,13 +495,21 @@ def _close_idle_pools(keep: int) -> None:
 
 def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
     """A connection from the pool of ``url``: ``(pool, connection)``. A pool closed as idle
-    between finding it and asking it (:func:`_close_idle_pools`) is opened again."""
+    between finding it and asking it (:func:`_close_idle_pools`) is opened again. When it
+    cannot connect, :class:`pgconnect.ConnectError` says why (:mod:`.pgconnect`); a pool that
+    never connected is then closed, so that it stops trying in the background."""
     import psycopg_pool
 
     for attempt in (1, 2):
         pool = _pool(url)
         try:
-            return pool, pool.getconn(timeout=timeout_s)
+            return pool, pgconnect.getconn(pool, url, timeout_s)
+        except pgconnect.ConnectError:
+            with _POOLS_LOCK:
+                if _POOLS.get(url) is pool and not pool.get_stats().get("pool_size"):
+                    del _POOLS[url]
+                    pool.close(timeout=0)
+            raise
         except psycopg_pool.PoolClosed:
             if attempt == 2:
                 raise
@@ -557,11 +567,10 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if the role may, else it must exist)."""
     try:
         pool, raw = _getconn(url, timeout_s)
+    except pgconnect.ConnectError:
+        raise
     except Exception as exc:
-        raise LocalmemError(
-            f"cannot connect to the PostgreSQL server at {redact(url)}: {str(exc).strip() or type(exc).__name__}; "
-            "is it running? (localmem postgres start runs a local one)"
-        ) from exc
+        raise pgconnect.failure(url, exc, timeout_s) from exc
     conn = PgConnection(url, pool, raw, timeout_s)
     try:
         migrated = migrate(conn, url)
