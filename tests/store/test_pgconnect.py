@@ -21,6 +21,9 @@ from tests.helpers import REPO
 
 pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 
+# Its stores are PostgreSQL URLs: an encrypted run's key has nothing to do there.
+pytestmark = pytest.mark.plain_only
+
 
 def _closed_port() -> int:
     with socket.socket() as sock:  # bound, then closed: nothing listens there

@@ -19,6 +19,9 @@ from tests.helpers import REPO
 pytest.importorskip("pgserver", reason="pip install 'localmem[postgres]'")
 pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
 
+# Its stores are PostgreSQL URLs: an encrypted run's key has nothing to do there.
+pytestmark = pytest.mark.plain_only
+
 PLUGIN = REPO / "tests" / "mcp_plugin"
 
 
