@@ -78,12 +78,17 @@ def getconn(pool: Any, url: str, timeout_s: float) -> Any:
     started = time.monotonic()
     deadline = started + timeout_s
     while True:
+        with _LOCK:
+            ever = url in _CONNECTED
+        # A pool that has connected waits its whole time at once, keeping its place in the
+        # queue of waiting callers (many threads may share a busy pool); one that never did
+        # looks at its failures between short waits.
+        left = deadline - time.monotonic()
         try:
-            return pool.getconn(timeout=max(0.001, min(STEP_S, deadline - time.monotonic())))
+            return pool.getconn(timeout=max(0.001, left if ever else min(STEP_S, left)))
         except psycopg_pool.PoolTimeout as exc:
             with _LOCK:
                 when, why = _FAILED.get(url, (0.0, None))
-                ever = url in _CONNECTED
             failed_now = why is not None and when >= started
             if (failed_now and not ever) or time.monotonic() >= deadline:
                 raise failure(url, why if why is not None else exc, timeout_s) from why or exc
