@@ -322,7 +322,7 @@ def test_a_body_without_the_token_must_come_whole_within_seconds(served):
             except OSError:
                 cut = time.monotonic() - started
                 break
-        assert cut is not None and cut < 4.0, cut
+        assert cut is not None and cut < 6.0, cut  # 2 s, and the round trips that find it closed
     body = json.dumps({"speaker": "Ann", "text": "a slow body of the owner", "conversation": "slow"}).encode()
     with socket.create_connection(("127.0.0.1", served.port), timeout=10) as owner:
         owner.sendall(
