@@ -39,6 +39,7 @@ from .config import (
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
+from .redact import redact
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -246,7 +247,9 @@ def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) ->
     ctx.meta[_FAILED] = True
     if isinstance(ctx.obj, _State):  # closed first: a store this command created is announced (or
         ctx.obj.close(failed=True)  # removed, if nothing went into it) before the error, the last word
-    click.echo(json.dumps(data, ensure_ascii=False) if as_json else line, err=True)
+    # An unexpected error's text is a library's, which may quote a connection string.
+    data = {k: redact(v) if isinstance(v, str) else v for k, v in data.items()}
+    click.echo(json.dumps(data, ensure_ascii=False) if as_json else redact(line), err=True)
     ctx.exit(int(data["exit_code"]))
 
 
@@ -1990,14 +1993,23 @@ _pg_data = click.option(
 )
 
 
-def _pg_state(state: Any, as_json: bool) -> None:
+def _pg_state(state: Any, as_json: bool, export: bool = False) -> None:
+    """``export``: also the line to paste into a shell (postgres start)."""
+    import shlex
+
     data = {"data_dir": state.data_dir, "running": state.running, "pid": state.pid, "url": state.url}
+    if state.stopped:
+        data["stopped"] = True
     if as_json:
         _print_json(data)
     elif state.running:
-        click.echo(f"running (pid {state.pid}): --db '{state.url}'")
+        if export:  # the URL, as the line to paste: every command in that shell then uses it
+            click.echo(f"running (pid {state.pid}); to use it as the store, paste:")
+            click.echo(f"export LOCALMEM_DB={shlex.quote(state.url)}")
+        else:
+            click.echo(f"running (pid {state.pid}): --db '{state.url}'")
     else:
-        click.echo(f"not running ({state.data_dir})")
+        click.echo(f"{'stopped' if state.stopped else 'not running'} ({state.data_dir})")
 
 
 def _pg_dir(data_dir: Path | None) -> Path:
@@ -2013,7 +2025,7 @@ def postgres_start(data_dir: Path | None, as_json: bool) -> None:
     """Start the local server (made on first use) on a Unix socket; print the store's URL."""
     from .store import pgserver
 
-    _pg_state(pgserver.start(_pg_dir(data_dir)), as_json)
+    _pg_state(pgserver.start(_pg_dir(data_dir)), as_json, export=True)
 
 
 @postgres_.command(name="stop")

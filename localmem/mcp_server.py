@@ -52,6 +52,7 @@ from .config import (
 from .errors import LocalmemError
 from .files import private_dir, private_file
 from .memory import Memory
+from .redact import Passwordless, redact
 
 log = logging.getLogger("localmem.mcp")
 
@@ -360,6 +361,7 @@ def setup_logging(log_file: Path | None, debug: bool = False) -> None:
         logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Passwordless())  # whatever logs a store's URL or a driver's error
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)
@@ -393,7 +395,7 @@ def serve(
         server = build_server(mem, stdio=http is None)
         log.info(
             "serving %s, namespace %r, over %s",
-            mem.path,
+            redact(mem.path),
             mem.namespace,
             f"http://{http[0]}:{http[1]}/mcp" if http else "stdio",
         )

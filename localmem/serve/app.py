@@ -29,6 +29,7 @@ from ..answer.fast import warm
 from ..errors import AddressInUseError, ConfigError
 from ..memory import Memory
 from ..models.factory import backend_name
+from ..redact import redact
 from . import api, discovery, pages
 from .calls import Lanes
 from .limits import BodyLimitMiddleware, Limits, server_options
@@ -274,7 +275,13 @@ def serve(
         shown = f"[{host}]" if ":" in host else host
         link = guard.page_url(host, port)
         say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
-        log.info("serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)", writer.path, writer.namespace, shown, port)
+        log.info(
+            "serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)",
+            redact(writer.path),
+            writer.namespace,
+            shown,
+            port,
+        )
         config = uvicorn.Config(
             app,
             host=host,
@@ -282,7 +289,7 @@ def serve(
             log_config=None,
             lifespan="on",
             timeout_graceful_shutdown=10,
-            **server_options(limits),
+            **server_options(limits, guard.holds_token),
         )
         Announced(config, writer, guard, on_listening=lambda: say(link)).run(sockets=[sock])
     except KeyboardInterrupt:

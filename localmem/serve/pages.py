@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import LocalmemError
+from ..redact import redact
 from ..store.queries import q
 from ..types import caption_text
 from . import api, svg
@@ -995,7 +996,7 @@ async def settings(request: Request, lanes: Lanes) -> Response:
     body = (
         '<p class="note">Read only. Settings come from the config file, LOCALMEM_ variables and options '
         "(<code>localmem doctor</code> says which).</p>"
-        f'<dl class="facts"><dt>Store</dt><dd>{e(mem.path)}</dd>'
+        f'<dl class="facts"><dt>Store</dt><dd>{e(redact(mem.path))}</dd>'
         f"<dt>Size</dt><dd>{stats['db_bytes'] / 1e6:,.1f} MB</dd>"
         f"<dt>Encrypted</dt><dd>{'yes' if mem.admin.encrypted else 'no'}</dd>"
         f"<dt>Namespace</dt><dd>{e(mem.namespace)}</dd>"

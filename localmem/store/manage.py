@@ -15,6 +15,7 @@ from ..config import DEFAULTS, EXACT_BELOW, Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
+from ..redact import redact
 from ..text.sentences import sentence_spans
 from . import cipher, db, owner
 from .queries import q
@@ -54,7 +55,7 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
         units=units,
         entities=entities,
         links=links,
-        db_path=str(path),
+        db_path=redact(path),  # shown by stats, the API, the MCP tool: never a password
         db_bytes=size,
         encrypted=getattr(conn, "engine", None) != "postgres" and cipher.file_state(path) == "encrypted",
         schema_version=db.schema_version(conn),
@@ -232,7 +233,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
         "db": {
-            "path": str(path),
+            "path": redact(path),
             "schema_version": db.schema_version(conn),
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),
@@ -264,7 +265,7 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
         "db": {
-            "path": str(path),
+            "path": redact(path),
             "schema_version": db.schema_version(conn),
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),

@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
+from ..redact import redact
+from . import pgconnect
 from .queries import _all_queries, read_named, sql_dir
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
@@ -263,7 +265,7 @@ class PgConnection:
     def raw(self) -> Any:
         """The psycopg connection (tests and the benchmarks read the server's own views)."""
         if self._raw is None:
-            raise LocalmemError(f"this connection to {_redact(self.url)} is closed")
+            raise LocalmemError(f"this connection to {redact(self.url)} is closed")
         return self._raw
 
     def execute(self, sql: str, params: Any = None) -> _Result:
@@ -407,14 +409,6 @@ class PgConnection:
         return id(self)
 
 
-def _redact(url: str) -> str:
-    head, sep, rest = url.partition("://")
-    userinfo, at, host = rest.partition("@")
-    if at and ":" in userinfo:
-        return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
-    return url
-
-
 @contextlib.contextmanager
 def _errors(url: str) -> Iterator[None]:
     """The server's errors as localmem's: a lock held too long, a lost server. A statement that
@@ -437,12 +431,12 @@ def _errors(url: str) -> Iterator[None]:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
         raise StoreLockedError(
-            _redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
+            redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
         ) from exc
     except psycopg.errors.QueryCanceled as exc:
-        raise StoreLockedError(_redact(url), 0, f"the statement was cancelled: {exc}") from exc
+        raise StoreLockedError(redact(url), 0, f"the statement was cancelled: {exc}") from exc
     except psycopg.OperationalError as exc:
-        raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
+        raise LocalmemError(f"the PostgreSQL server at {redact(url)} failed: {str(exc).strip()}") from exc
 
 
 def _first_line(exc: Exception) -> str:
@@ -478,13 +472,14 @@ def _pool(url: str) -> Any:
                 min_size=0,
                 max_size=32,
                 kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                connection_class=pgconnect.recording(),  # each failure's reason, for getconn
                 configure=_configure,
                 open=False,
             )
             try:
                 pool.open(wait=False)
             except Exception as exc:  # pragma: no cover
-                raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
+                raise LocalmemError(f"cannot connect to {redact(url)}: {exc}") from exc
             _POOLS[url] = pool
         return _POOLS[url]
 
@@ -502,13 +497,21 @@ def _close_idle_pools(keep: int) -> None:
 
 def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
     """A connection from the pool of ``url``: ``(pool, connection)``. A pool closed as idle
-    between finding it and asking it (:func:`_close_idle_pools`) is opened again."""
+    between finding it and asking it (:func:`_close_idle_pools`) is opened again. When it
+    cannot connect, :class:`pgconnect.ConnectError` says why (:mod:`.pgconnect`); a pool that
+    never connected is then closed, so that it stops trying in the background."""
     import psycopg_pool
 
     for attempt in (1, 2):
         pool = _pool(url)
         try:
-            return pool, pool.getconn(timeout=timeout_s)
+            return pool, pgconnect.getconn(pool, url, timeout_s)
+        except pgconnect.ConnectError:
+            with _POOLS_LOCK:
+                if _POOLS.get(url) is pool and not pool.get_stats().get("pool_size"):
+                    del _POOLS[url]
+                    pool.close(timeout=0)
+            raise
         except psycopg_pool.PoolClosed:
             if attempt == 2:
                 raise
@@ -566,11 +569,10 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if the role may, else it must exist)."""
     try:
         pool, raw = _getconn(url, timeout_s)
+    except pgconnect.ConnectError:
+        raise
     except Exception as exc:
-        raise LocalmemError(
-            f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
-            "is it running? (localmem postgres start runs a local one)"
-        ) from exc
+        raise pgconnect.failure(url, exc, timeout_s) from exc
     conn = PgConnection(url, pool, raw, timeout_s)
     try:
         migrated = migrate(conn, url)
@@ -600,7 +602,7 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     latest = len(pg_migrations())
     if schema_version(conn) >= latest:
         if schema_version(conn) > latest:
-            raise SchemaTooNewError(_redact(url), schema_version(conn), latest)
+            raise SchemaTooNewError(redact(url), schema_version(conn), latest)
         return []
     _check_ours(conn, url)
     applied = []
@@ -635,9 +637,7 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         )
     ]
     if tables and "meta" not in tables:
-        raise NotALocalmemStoreError(
-            _redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}"
-        )
+        raise NotALocalmemStoreError(redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
 
 
 def lock_binding(conn: PgConnection) -> None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LocalmemError
@@ -23,17 +24,25 @@ DATABASE = "localmem"
 
 @dataclass
 class ServerState:
-    """A local server's data directory, whether it runs, and the store URL to give ``--db``."""
+    """A local server's data directory, whether it runs, and the store URL to give ``--db``;
+    ``stopped``: :func:`stop` stopped it (it ran until then)."""
 
     data_dir: str
     running: bool
     pid: int | None
     url: str | None
+    stopped: bool = False
 
 
 def _pgserver():
     try:
-        import pgserver  # type: ignore[import-not-found]
+        with warnings.catch_warnings():
+            # pgserver asks platformdirs for a runtime dir as it is imported (for its lock
+            # file). Without XDG_RUNTIME_DIR, platformdirs warns and takes /tmp/runtime-UID,
+            # which it makes owner-only and checks is the user's: nothing for the user to do,
+            # and a line on stderr of every command that imports it.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR", category=UserWarning)
+            import pgserver  # type: ignore[import-not-found]
     except ImportError:
         raise LocalmemError(
             "no local PostgreSQL is installed: pip install 'localmem[postgres]' (or point --db at your own server)"
@@ -93,4 +102,4 @@ def stop(data_dir: Path) -> ServerState:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0 and status(data_dir).running:
         raise LocalmemError(f"pg_ctl stop failed: {done.stderr.strip() or done.stdout.strip()}")
-    return status(data_dir)
+    return replace(status(data_dir), stopped=True)
