@@ -94,6 +94,9 @@ COMMANDS: dict[tuple[str, ...], tuple[str, ...] | str] = {
     ("facts",): (),
     ("entities",): (),
     ("profile",): ("Ann",),
+    ("owner", "set"): ("Ann", "--add"),
+    ("owner", "confirm"): (),
+    ("owner", "clear"): (),
     ("flush",): (),
     ("consolidate",): (),
     ("export",): (),  # -o is added below
