@@ -97,7 +97,11 @@ class Admin:
         """PostgreSQL stores only, run by the store's owner: make ``role`` (a login role, created
         if missing; ``password`` set when given) a user of ``namespaces`` alone, enforced by
         the server's row-level security (docs/postgres.md, "Many users in one database"). What
-        was granted: the role, its namespaces (all it now has), and whether it may vacuum."""
+        was granted: the role, its namespaces (all it now has), whether it may vacuum, and
+        ``warnings``: the server's trust rules that let anyone connect as the role without its
+        password (``localmem postgres start``'s socket is one). A role row-level security does
+        not bind (a superuser, BYPASSRLS, the store's owner, a built-in ``pg_*`` role) is
+        refused."""
         if getattr(self._store.conn, "engine", None) != "postgres":
             raise LocalmemError(
                 "grant is for a PostgreSQL store (--db postgresql://...): a file store's namespaces are not "
@@ -112,7 +116,12 @@ class Admin:
         pg.grant_namespace(conn, role, names, password)  # type: ignore[arg-type]
         held = [r[0] for r in conn.run("SELECT ns FROM namespace_roles WHERE role = %(r)s ORDER BY ns", {"r": role})]  # type: ignore[attr-defined]
         version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()  # type: ignore[attr-defined]
-        return {"role": role, "namespaces": held, "may_vacuum": bool(version and int(version[0]) >= 170000)}
+        return {
+            "role": role,
+            "namespaces": held,
+            "may_vacuum": bool(version and int(version[0]) >= 170000),
+            "warnings": pg.trust_warnings(conn, role),  # type: ignore[arg-type]
+        }
 
     @property
     def encrypted(self) -> bool:

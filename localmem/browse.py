@@ -73,6 +73,37 @@ class Browse:
         """:meth:`get`; a bare number is a unit id (as before ids were printed ``u:ID``)."""
         return self.get(f"u:{item}" if isinstance(item, int) else item)
 
+    def describe(self, items: "list[str | int]") -> dict[str, str]:
+        """Words for ids, for people (:mod:`localmem.text.labels`): a message (``m:ID``) as who
+        said it, when and in which conversation; a unit (``u:ID``) as its kind and title; a
+        source (its number) as its file's name. Keyed by the id as given (as text); an id this
+        namespace does not hold is left out.
+
+        >>> mem.browse.describe(["m:12", "u:3", 2])
+        {'m:12': 'm:12 Jonas, 2024-09-14 21:15, in “Jonas”', 'u:3': 'u:3, the episode “Dinner”', '2': ...}
+        """
+        from .text import labels
+
+        out: dict[str, str] = {}
+        sources: dict[str, Any] | None = None
+        for item in items:
+            key = str(item)
+            if key.isdigit():  # a source
+                if sources is None:
+                    sources = {str(s.id): s for s in self.sources()}
+                if key in sources:
+                    out[key] = labels.source(key, sources[key].uri, sources[key].kind)
+                continue
+            try:
+                found = self.get(key).to_dict()
+            except LocalmemError:  # not in this namespace (or not an id): no words
+                continue
+            if found.get("kind") == "message":
+                out[key] = f"{labels.message_of(found)}: {labels.clip(found['text'], 80)}"
+            else:
+                out[key] = labels.unit(found["id"], found["kind"], found.get("title"), found.get("text"))
+        return out
+
     def sources(self) -> list["results.Source"]:
         """The sources (imports) of this namespace."""
         from .store import manage

@@ -39,6 +39,7 @@ from .config import (
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
 from .files import open_private
+from .redact import redact
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -46,11 +47,12 @@ if TYPE_CHECKING:
 EXIT_INTERRUPTED = 130
 
 # The options every command accepts, before or after its name: the settings declared
-# `everywhere` (config.py), these two, and --version. Each command parses them itself
+# `everywhere` (config.py), these three, and --version. Each command parses them itself
 # (_Command), into the root context's meta, where _State reads them when the command runs.
 _GLOBAL_FLAGS = (
     (("--quiet", "-q", "quiet"), "No progress bars or status lines."),
     (("--debug", "debug"), "Show tracebacks on errors."),
+    (("--json", "as_json"), "Print JSON instead of text."),
 )
 _GIVEN = "localmem.given"  # ctx.meta key: the global options given, by name
 
@@ -245,7 +247,9 @@ def _fail(ctx: click.Context, as_json: bool, data: dict[str, Any], line: str) ->
     ctx.meta[_FAILED] = True
     if isinstance(ctx.obj, _State):  # closed first: a store this command created is announced (or
         ctx.obj.close(failed=True)  # removed, if nothing went into it) before the error, the last word
-    click.echo(json.dumps(data, ensure_ascii=False) if as_json else line, err=True)
+    # An unexpected error's text is a library's, which may quote a connection string.
+    data = {k: redact(v) if isinstance(v, str) else v for k, v in data.items()}
+    click.echo(json.dumps(data, ensure_ascii=False) if as_json else redact(line), err=True)
     ctx.exit(int(data["exit_code"]))
 
 
@@ -456,7 +460,12 @@ class _StatusLine:
             self._thread.join()
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def _json_given(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """A command's --json, or the one given before the command ('localmem --json stats')."""
+    return bool(value or ctx.find_root().meta.get(_GIVEN, {}).get("as_json"))
+
+
+json_option = click.option("--json", "as_json", is_flag=True, callback=_json_given, help="Print JSON instead of text.")
 
 
 @click.group(
@@ -525,9 +534,11 @@ def ingest(
     if as_json:
         _print_json(report.to_dict())
         return
+    from .text.labels import plural
+
     for nsr in report.namespaces:
         if nsr.already_loaded:
-            click.echo(f"{nsr.namespace}: already ingested ({nsr.messages} messages), nothing to do")
+            click.echo(f"{nsr.namespace}: already ingested ({plural(nsr.messages, 'message')}), nothing to do")
             continue
         line = f"{nsr.namespace}: {nsr.added} added, {nsr.skipped} already stored"
         if nsr.conflicts:
@@ -545,7 +556,8 @@ def ingest(
     for ns, count in report.episodes.items():
         if count:
             click.echo(
-                f"{ns}: {count} episodes segmented without an LLM (extracted by a later 'localmem flush' with a model)"
+                f"{ns}: {plural(count, 'episode')} segmented without an LLM "
+                "(extracted by a later 'localmem flush' with a model)"
             )
     for ns, build in (report.build or {}).items():
         _echo_build(ns, build)
@@ -553,6 +565,8 @@ def ingest(
 
 def _echo_sources(report: Any, limit: int = 20) -> None:
     """One line per file of a folder that added or changed something; a count for the rest."""
+    from .text.labels import plural
+
     changed = [s for s in report.sources if not s.already_loaded]
     for s in changed[:limit]:
         line = f"  {s.name} ({s.format}): {s.added} added of {s.messages}"
@@ -560,19 +574,21 @@ def _echo_sources(report: Any, limit: int = 20) -> None:
             line += f", {s.conflicts} stored with different text"
         click.echo(line)
     if len(changed) > limit:
-        click.echo(f"  … and {len(changed) - limit} more files with new messages")
+        click.echo(f"  … and {plural(len(changed) - limit, 'more file')} with new messages")
     unchanged = len(report.sources) - len(changed)
     if unchanged:
-        click.echo(f"  {unchanged} files already ingested")
+        click.echo(f"  {plural(unchanged, 'file')} already ingested")
 
 
 def _echo_not_read(not_read: list[dict[str, Any]], limit: int = 10) -> None:
+    from .text.labels import plural
+
     for item in [i for i in not_read if i["failed"]]:
         click.echo(f"warning: could not read {item['path']}: {item['why']}", err=True)
     others = [i for i in not_read if not i["failed"]]
     if not others:
         return
-    click.echo(f"not read: {len(others)} files")
+    click.echo(f"not read: {plural(len(others), 'file')}")
     for item in others[:limit]:
         click.echo(f"  {item['path']}: {item['why']}")
     if len(others) > limit:
@@ -580,23 +596,25 @@ def _echo_not_read(not_read: list[dict[str, Any]], limit: int = 10) -> None:
         for item in others[limit:]:
             kinds[item["why"]] = kinds.get(item["why"], 0) + 1
         click.echo(
-            f"  … and {len(others) - limit} more ("
+            f"  … and {plural(len(others) - limit, 'more file')} ("
             + ", ".join(f"{n} {why}" for why, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:4])
             + ")"
         )
 
 
 def _echo_build(ns: str, build: dict[str, Any]) -> None:
-    units = ", ".join(f"{v} {k}s" for k, v in build["units"].items()) or "no units"
+    from .text.labels import plural
+
+    units = ", ".join(plural(v, k) for k, v in build["units"].items()) or "no units"
     links = ", ".join(f"{v} {k}" for k, v in build["links"].items()) or "none"
     click.echo(
-        f"{ns}: {build['episodes']} episodes extracted ({build['failed']} failed): {units}; "
-        f"{build['entities']} new entities; links: {links}"
+        f"{ns}: {plural(build['episodes'], 'episode')} extracted ({build['failed']} failed): {units}; "
+        f"{plural(build['entities'], 'new entity', 'new entities')}; links: {links}"
     )
     for row in build["llm"]:
         click.echo(
-            f"  {row['stage']}: {row['calls']} LLM calls, {row['prompt_tokens']} prompt + "
-            f"{row['completion_tokens']} generated tokens, {row['seconds']:.0f}s, "
+            f"  {row['stage']}: {plural(row['calls'], 'LLM call')}, {row['prompt_tokens']} prompt + "
+            f"{plural(row['completion_tokens'], 'generated token')}, {row['seconds']:.0f}s, "
             f"{row['failures']} invalid after repair"
         )
     if build.get("consolidation"):
@@ -609,9 +627,11 @@ def _echo_build(ns: str, build: dict[str, Any]) -> None:
 
 
 def _echo_consolidation(done: dict[str, Any]) -> None:
+    from .text.labels import plural
+
     click.echo(
-        f"  consolidation: {done['episodes']} episodes ({done['failed']} failed): {done['added']} "
-        f"knowledge statements added, {done['reinforced']} repeated (a source added), "
+        f"  consolidation: {plural(done['episodes'], 'episode')} ({done['failed']} failed): "
+        f"{plural(done['added'], 'knowledge statement')} added, {done['reinforced']} repeated (a source added), "
         f"{done['superseded']} replacing an older one, {done['dropped']} dropped; {done['seconds']:.1f}s"
     )
 
@@ -653,8 +673,11 @@ def add(
     if as_json:
         _print_json(added.to_dict())
     else:
+        from .text.labels import quote
+
         click.echo(
-            f"{'added' if added.added else 'already stored'}: {added.ref} ({added.conversation}/{added.external_id})"
+            f"{'added' if added.added else 'already stored'}: {added.ref}, said by {speaker} "
+            f"in {quote(added.conversation)}"
         )
 
 
@@ -670,7 +693,12 @@ def correct(state: _State, item: str, text: str, as_json: bool) -> None:
     if as_json:
         _print_json(added.to_dict())
     else:
-        click.echo(f"stored {added.ref} ({added.conversation}/{added.external_id}), replacing m:{added.replaces}")
+        from .text.labels import quote
+
+        click.echo(
+            f"stored {added.ref} in {quote(added.conversation)}, replacing message m:{added.replaces} "
+            "(kept, marked replaced)"
+        )
 
 
 def _meta(pairs: tuple[str, ...]) -> dict[str, str] | None:
@@ -712,21 +740,41 @@ def _filters(
 
 
 def _format_hit(rank: int, hit: Any) -> str:
+    """A search hit in words: its id, who said it, when and where (a unit: its kind and the
+    messages it rests on), why it was found, then its text."""
+    from .text import labels
+
     src = hit.sources[0] if hit.sources else None
-    where = f" {src.conversation}/{src.external_id}" if src else ""
-    when = f" {hit.time[:16].replace('T', ' ')}" if hit.time else ""
-    chans = " · ".join(f"{name} #{c['rank']}" for name, c in hit.channels.items())
-    notes = ([f"replaced by {hit.superseded_by}"] if hit.superseded_by else []) + (
-        [f"replaces {', '.join(hit.supersedes)}"] if hit.supersedes else []
+    if hit.kind == "message":
+        head = labels.message(
+            hit.id,
+            speaker=hit.speaker or (src.speaker if src else None),
+            time=hit.time,
+            conversation=src.conversation if src else None,
+        )
+    else:
+        head = f"{hit.id}, the {hit.kind}, {labels.when(hit.time)}"
+        if src:
+            rest = f" and {labels.plural(len(hit.sources) - 1, 'more')}" if len(hit.sources) > 1 else ""
+            head += f", from {labels.message(f'm:{src.message_id}', speaker=src.speaker, time=src.sent_at, conversation=src.conversation)}{rest}"
+    notes = ([f"replaced by the newer {hit.superseded_by}"] if hit.superseded_by else []) + (
+        [f"replaces the older {', '.join(hit.supersedes)}"] if hit.supersedes else []
     )
-    note = f" [{'; '.join(notes)}]" if notes else ""
-    return f"{rank:>2}. [{hit.kind}] {hit.id}{where}{when}  ({chans}){note}\n    {hit.text}"
+    why = labels.why(hit.channels)
+    tail = "; ".join(([why] if why else []) + notes)
+    return f"{rank:>2}. {head}" + (f" ({tail})" if tail else "") + f"\n    {hit.text}"
 
 
 def _print_step(step: Any) -> None:
-    args = ", ".join(f"{k}={v!r}" for k, v in step.args.items() if v not in (None, "", False))
+    from .text.labels import plural
+
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+        for k, v in step.args.items()
+        if v not in (None, "", False)
+    )
     click.echo(
-        f"step {step.number}: {step.tool}({args}) -> {len(step.results)} result(s)"
+        f"step {step.number}: {step.tool}({args}) -> {plural(len(step.results), 'result')}"
         + (f"; {step.note}" if step.note else ""),
         err=True,
     )
@@ -1048,11 +1096,10 @@ def _echo_answer(data: dict[str, Any], streamed: str | None, evidence: list[Any]
             click.echo(final)
     else:
         click.echo(final)
+    from .text import labels
+
     for c in data["citations"]:
-        click.echo(
-            f"  [{c['id']}] {c['conversation']}/{c['external_id']} {c['speaker']}, "
-            f"{(c['time'] or '')[:16].replace('T', ' ')}: {_clip(c['text'], 160)}"
-        )
+        click.echo(f"  [{labels.message_of(c)}]: {_clip(c['text'], 160)}")
     if evidence is not None:
         from .answer.evidence import evidence_line
 
@@ -1063,7 +1110,7 @@ def _echo_answer(data: dict[str, Any], streamed: str | None, evidence: list[Any]
     where = f"; via localmem serve at {timings['server']}" if timings.get("via") == "serve" else ""
     click.echo(
         f"({timings.get('total', 0.0):.1f} s; {tokens.get('prompt', 0)} prompt + "
-        f"{tokens.get('completion', 0)} generated tokens{where})",
+        f"{labels.plural(tokens.get('completion', 0), 'generated token')}{where})",
         err=True,
     )
 
@@ -1081,15 +1128,114 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
     if as_json:
         _print_json(data)
         return
-    for key, value in data.items():
-        if key == "source_list":
-            click.echo("sources:")
-            for s in value:
-                click.echo(f"  {s['id']:>4}  {s['kind']:<6} {s['status']:<8} {s['messages']:>6} msgs  {s['uri']}")
-        elif key == "units":
-            click.echo(f"units: {', '.join(f'{k} {v}' for k, v in value.items()) or 'none yet'}")
-        else:
-            click.echo(f"{key}: {value}")
+    _echo_stats(data)
+
+
+def _echo_stats(data: dict[str, Any]) -> None:
+    """``Stats.to_dict()`` (and its ``source_list``) as sentences."""
+    from .text import labels
+
+    store = "PostgreSQL database" if is_postgres(data["db_path"]) else "file"
+    click.echo(
+        f"namespace {labels.quote(data['namespace'])} in {data['db_path']} ({store} of "
+        f"{labels.size(data['db_bytes'])}, {'encrypted' if data['encrypted'] else 'not encrypted'}, "
+        f"schema {data['schema_version']})"
+    )
+    click.echo(
+        f"{labels.plural(data['sources'], 'source')}, {labels.plural(data['messages'], 'message')} in "
+        f"{labels.plural(data['conversations'], 'conversation')} "
+        f"({labels.plural(data['sessions'], 'session')})"
+    )
+    if data["first_message_at"]:
+        click.echo(f"said from {labels.when(data['first_message_at'])} to {labels.when(data['last_message_at'])}")
+    if data["unfinished_sources"]:
+        click.echo(
+            f"{labels.plural(data['unfinished_sources'], 'import')} stopped before the end: "
+            "ingest the same file again to finish"
+        )
+    units = data["units"]
+    click.echo(
+        "memory built from them: " + ", ".join(labels.plural(n, kind) for kind, n in units.items())
+        if units
+        else "memory built from them: nothing yet (ingest with --extract llm, or run 'localmem flush')"
+    )
+    click.echo(f"{labels.plural(data['entities'], 'entity')}, {labels.plural(data['links'], 'link')}")
+    if data["embedder"]:
+        index = ", ".join(
+            f"{table} by {'exact search' if how == 'exact' else 'binary codes'}"
+            for table, how in data["vector_index"].items()
+        )
+        click.echo(
+            f"embedder: {data['embedder']} ({data['embed_dim']} dimensions)" + (f"; vectors: {index}" if index else "")
+        )
+    if data.get("owner"):
+        click.echo(f"owner: {_owner_words(data['owner'])}")
+    if data.get("background_extraction"):
+        click.echo("background extraction: " + labels.value(data["background_extraction"]))
+    if "source_list" in data:
+        click.echo("sources:")
+        for src in data["source_list"]:
+            state = "" if src["status"] in ("done", "loaded") else f", stopped while {src['status']}"
+            click.echo(
+                f"  {labels.source(src['id'], src['uri'], src['kind'])}: {labels.plural(src['messages'], 'message')}{state}"
+            )
+
+
+def _owner_words(data: dict[str, Any]) -> str:
+    from .store.results import Owner
+
+    return Owner(**data).describe()
+
+
+@cli.group(invoke_without_command=True)
+@json_option
+@click.pass_context
+def owner(ctx: click.Context, as_json: bool) -> None:
+    """Who "I" is in the namespace: the names you go by as a speaker (WhatsApp, Slack...).
+
+    First-person questions ("where do I work?", "¿dónde vivo?") are about your messages in
+    every source. An import suggests a name where the export tells (the sender of a WhatsApp
+    chat other than the one it is named after); confirm it, or set yours. The user of ChatGPT
+    and Claude exports is you without a name. Without a subcommand: show the owner."""
+    if ctx.invoked_subcommand is None:
+        _show_owner(ctx.obj.memory("open").owner(), as_json)
+
+
+def _show_owner(found: Any, as_json: bool) -> None:
+    if as_json:
+        _print_json(found.to_dict())
+        return
+    click.echo(f"namespace {found.namespace}: the owner is {found.describe()}")
+    if found.origin == "suggested":
+        click.echo("  confirm with 'localmem owner confirm', or set with 'localmem owner set NAME...'")
+    elif not found.known:
+        click.echo("  set with 'localmem owner set NAME...' (several names, one person)")
+
+
+@owner.command(name="set")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--add", is_flag=True, help="Keep the names already there.")
+@json_option
+@click.pass_obj
+def owner_set(state: _State, names: tuple[str, ...], add: bool, as_json: bool) -> None:
+    """Set the names you go by (several names, one person): localmem owner set 'Daniel Ruiz' Dani."""
+    _show_owner(state.memory("write").set_owner(list(names), add=add), as_json)
+
+
+@owner.command(name="confirm")
+@json_option
+@click.pass_obj
+def owner_confirm(state: _State, as_json: bool) -> None:
+    """Confirm the names an import suggested."""
+    _show_owner(state.memory("open").confirm_owner(), as_json)
+
+
+@owner.command(name="clear")
+@json_option
+@click.pass_obj
+def owner_clear(state: _State, as_json: bool) -> None:
+    """Forget the names (the user of assistant chats stays you)."""
+    _show_owner(state.memory("open").clear_owner(), as_json)
 
 
 @cli.command()
@@ -1097,6 +1243,8 @@ def stats(state: _State, show_sources: bool, as_json: bool) -> None:
 @click.pass_obj
 def namespaces(state: _State, as_json: bool) -> None:
     """List the namespaces in the store."""
+    from .text import labels
+
     rows = [r.to_dict() for r in state.memory("open").namespaces()]
     if as_json:
         _print_json(rows)
@@ -1104,10 +1252,14 @@ def namespaces(state: _State, as_json: bool) -> None:
         click.echo("the store is empty")
     else:
         for r in rows:
-            span = f"  {r['first_message_at'] or ''} … {r['last_message_at'] or ''}"
+            span = (
+                f", said from {labels.when(r['first_message_at'])} to {labels.when(r['last_message_at'])}"
+                if r["first_message_at"]
+                else ""
+            )
             click.echo(
-                f"{r['namespace']}: {r['messages']} messages in {r['conversations']} "
-                f"conversation(s), {r['units']} units{span}"
+                f"{r['namespace']}: {labels.plural(r['messages'], 'message')} in "
+                f"{labels.plural(r['conversations'], 'conversation')}, {labels.plural(r['units'], 'unit')} built{span}"
             )
 
 
@@ -1142,7 +1294,9 @@ def export(state: _State, output: Path | None, no_vectors: bool, as_json: bool) 
     if as_json:
         click.echo(json.dumps(summary), err=output is None)
     else:
-        click.echo(f"exported {', '.join(f'{v} {k}' for k, v in counts.items())}", err=True)
+        from .text import labels
+
+        click.echo(f"exported {labels.counts(counts)}", err=True)
 
 
 @cli.command(name="import")
@@ -1164,7 +1318,9 @@ def import_(state: _State, file: Path, force: bool, as_json: bool) -> None:
     if as_json:
         _print_json({"imported": counts, **({"unchecked": unchecked} if unchecked else {})})
     else:
-        click.echo(f"imported {', '.join(f'{v} {k}' for k, v in counts.items())}")
+        from .text import labels
+
+        click.echo(f"imported {labels.counts(counts)}")
 
 
 @cli.command()
@@ -1212,6 +1368,7 @@ def forget(
     }
     if target_ns is not None and not given:
         given = {"namespace": target_ns}
+        state.use_namespace(target_ns)  # what would go is described from the namespace it is in
     elif target_ns is not None:
         state.use_namespace(target_ns)
     if len(given) != 1:
@@ -1220,45 +1377,68 @@ def forget(
             "--match TEXT, --source ID, --namespace NS"
         )
     mem = state.memory("open" if "namespace" in given else "read")
-    result = mem.forget(**given, dry_run=not yes).to_dict()
+    # What would go is described before it goes (a deleted message has no words left to show);
+    # with --json, the ids alone.
+    described: dict[str, str] = {}
+    preview = None if as_json else mem.forget(**given, dry_run=True).to_dict()
+    if preview is not None:
+        shown = [item for kind in ("messages", "units", "kept_units", "sources") for item in preview[kind][:20]]
+        described = mem.browse.describe(shown)
+    result = preview if preview is not None and not yes else mem.forget(**given, dry_run=not yes).to_dict()
     target = dict(given) if "namespace" in given else {**given, "in_namespace": mem.namespace}
     if as_json:
         _print_json({"target": target, **result})
     else:
-        _echo_forget(result, yes)
+        _echo_forget(result, yes, described)
     _warn_wal(result["file"])
 
 
-def _echo_forget(result: dict[str, Any], yes: bool) -> None:
-    counts = ", ".join(f"{v} {k}" for k, v in result["counts"].items())
-    click.echo(f"{'would forget' if not yes else 'forgot'} {counts}")
-    for kind in ("messages", "units", "entities", "sources"):
+def _echo_forget(result: dict[str, Any], yes: bool, described: dict[str, str]) -> None:
+    """What a forget took (or would take), each memory with words beside its id."""
+    from .text import labels
+
+    click.echo(f"{'would forget' if not yes else 'forgot'} {labels.counts(result['counts'], skip_zero=True)}")
+    for kind, one in (("messages", "message"), ("units", "unit"), ("entities", "entity"), ("sources", "source")):
         if result[kind]:
-            click.echo(f"  {kind}: {_id_list(result[kind])}")
+            click.echo(f"  {labels.plural(len(result[kind]), one)}:")
+            _echo_described(result[kind], described, one)
     if result["kept_units"]:
         click.echo(
-            f"  kept (they also rest on other messages; their text may repeat what went): "
-            f"{_id_list(result['kept_units'])}"
+            f"  kept: {labels.plural(len(result['kept_units']), 'unit')} that also rest on other messages "
+            "(their text may repeat what went):"
         )
+        _echo_described(result["kept_units"], described, "unit")
     if not yes:
         click.echo("nothing was deleted; re-run with --yes to delete")
     elif result["file"] and result["file"]["vacuumed"]:
         click.echo(f"  the file was written anew: {result['file']['vacuum_reason']}")
 
 
+def _echo_described(ids: list[Any], described: dict[str, str], kind: str, most: int = 20) -> None:
+    """One line per id, with its words (``described``: Browse.describe), then a count of the rest."""
+    for item in ids[:most]:
+        ident = f"source {item}" if kind == "source" else str(item)
+        article = "an" if kind == "entity" else "a"
+        click.echo(f"    {described.get(str(item)) or f'{ident} ({article} {kind})'}")
+    if len(ids) > most:
+        from .text.labels import plural
+
+        click.echo(f"    … and {plural(len(ids) - most, 'more ' + kind)}")
+
+
 def _warn_wal(scrubbed: dict[str, Any] | None) -> None:
-    """What a forget says when another connection kept the WAL from being emptied."""
-    if scrubbed is not None and not scrubbed["wal_emptied"]:
+    """What a forget says when another connection kept the WAL from being emptied, or (PostgreSQL)
+    what it could not rewrite or remove."""
+    if scrubbed is not None and "; skipped: " in (scrubbed["vacuum_reason"] or ""):
+        # PostgreSQL: what the forget could not rewrite or remove, named with why
+        said = scrubbed["vacuum_reason"].split("; skipped: ", 1)[1]
+        click.echo(f"warning: the server's files may still hold what was deleted: {said}", err=True)
+    elif scrubbed is not None and not scrubbed["wal_emptied"]:
         click.echo(
             "warning: another connection is still reading this store, so its write-ahead log "
             "keeps earlier copies of the deleted pages; run 'localmem vacuum' once it is done",
             err=True,
         )
-
-
-def _id_list(ids: list[Any], most: int = 20) -> str:
-    shown = " ".join(str(i) for i in ids[:most])
-    return shown + (f" … and {len(ids) - most} more" if len(ids) > most else "")
 
 
 @cli.command()
@@ -1274,7 +1454,9 @@ def vacuum(state: _State, as_json: bool) -> None:
             f"vacuumed: {result['bytes_before']:,} -> {result['bytes_after']:,} bytes "
             f"({result['reclaimed_bytes']:,} reclaimed) in {result['seconds']} s"
         )
-    if not result["wal_emptied"]:
+    if result.get("skipped"):
+        click.echo(f"warning: the server's files may still hold deleted rows: {', '.join(result['skipped'])}", err=True)
+    elif not result["wal_emptied"]:
         click.echo(
             "warning: another connection is still reading this store; its write-ahead log "
             "could not be emptied: run 'localmem vacuum' again once it is done",
@@ -1294,9 +1476,11 @@ def reembed(state: _State, as_json: bool) -> None:
     if as_json:
         _print_json(result)
     else:
+        from .text.labels import plural
+
         click.echo(
-            f"re-embedded {result['messages']} messages and {result['units']} units "
-            f"with {result['embedder']} (dim {result['dim']})"
+            f"re-embedded {plural(result['messages'], 'message')} and {plural(result['units'], 'unit')} "
+            f"with {result['embedder']} ({result['dim']} dimensions)"
         )
 
 
@@ -1304,7 +1488,9 @@ def reembed(state: _State, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def doctor(state: _State, as_json: bool) -> None:
-    """Versions, SQLite / FTS5 / sqlite-vec, and which models resolve from where."""
+    """Versions, SQLite / FTS5 / sqlite-vec, which models resolve from where, the config file,
+    llama.cpp's CPU features against this CPU's (and how to rebuild it when they fall short), and
+    the disk the models take."""
     path = state.config.resolved_db_path()
     # A store that does not exist yet is reported as such, not created: versions come from an
     # in-memory store.
@@ -1318,13 +1504,44 @@ def doctor(state: _State, as_json: bool) -> None:
     if as_json:
         _print_json(report)
         return
-    for key, value in report.items():
-        if isinstance(value, dict):
-            click.echo(f"{key}:")
-            for k2, v2 in value.items():
-                click.echo(f"  {k2}: {v2}")
-        else:
-            click.echo(f"{key}: {value}")
+    _echo_doctor(report)
+
+
+def _echo_doctor(report: dict[str, Any]) -> None:
+    """The doctor's report as lines for people: the config file, llama.cpp's build against the
+    CPU and the models' disk first, then every other part."""
+    from .text import labels
+
+    config_file = report.pop("config_file", {})
+    if config_file:
+        said = (
+            f"sets {', '.join(config_file['settings'])}"
+            if config_file["settings"]
+            else ("sets nothing" if config_file["exists"] else "not there: create it to change a default")
+        )
+        click.echo(f"config file: {config_file['path']} ({said})")
+    cpu = report.pop("llama_cpp_cpu", {})
+    if cpu:
+        click.echo(f"llama.cpp and this CPU: {cpu['status']}")
+        for key in ("built with", "this CPU has"):
+            if key in cpu:
+                click.echo(f"  {key}: {labels.value(cpu[key])}")
+        if "rebuild" in cpu:
+            click.echo(f"  rebuild for this CPU: {cpu['rebuild']}")
+    disk = report.pop("models_disk", {})
+    if disk:
+        click.echo(
+            f"models on disk: {labels.size(disk['total'])}" if disk["models"] else "models on disk: none installed"
+        )
+        for model, row in disk["models"].items():
+            line = f"  {model}: {labels.size(row['packages'])} in its installed packages"
+            if row.get("assembled"):
+                line += f", and {labels.size(row['assembled'])} put together at {row['assembled at']}"
+            elif "assembled" in row:
+                line += ", and as much again once put together on first use"
+            click.echo(line)
+    for line in labels.lines(report):
+        click.echo(line)
 
 
 def _new_key(var: str | None, option: str) -> Any:
@@ -1446,13 +1663,18 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
     if as_json:
         _print_json(prof.to_dict())
         return
+    from .text import labels
+
     also = [a for a in prof.aliases if a.lower() != prof.name.lower()]
     click.echo(f"{prof.name} ({prof.type})" + (f", also: {', '.join(also)}" if also else ""))
     if prof.summary:
         click.echo(f"Summary ({(prof.summary_at or '')[:10]}): {prof.summary}")
-    click.echo(f"Timeline: {len(prof.episodes)} episodes")
+    click.echo(f"Timeline: {labels.plural(len(prof.episodes), 'episode')}")
     for ep in prof.episodes:
-        click.echo(f"  {(ep.time or 'date unknown')[:10]:<12} {ep.role:<10} u:{ep.episode_id:<6} {ep.title or ''}")
+        click.echo(
+            f"  {(ep.time or 'date unknown')[:10]:<12} {ep.role:<10} "
+            f"{labels.unit(f'u:{ep.episode_id}', 'episode', ep.title)}"
+        )
     if not prof.knowledge:
         click.echo("Knowledge: none yet (run 'localmem consolidate' after extraction)")
         return
@@ -1461,8 +1683,10 @@ def profile(state: _State, name: str, summary: bool, as_json: bool) -> None:
         click.echo(f"  {aspect}")
         for st in lines:
             when = (st.time or "date unknown")[:10]
-            sources = f" [{', '.join(st.sources)}]" if st.sources else ""
-            state_note = "" if st.current else f" (until {(st.until or '?')[:10]}, replaced by u:{st.superseded_by})"
+            sources = f" [from {labels.external_ids(st.sources)}]" if st.sources else ""
+            state_note = (
+                "" if st.current else f" (until {(st.until or '?')[:10]}, replaced by the newer u:{st.superseded_by})"
+            )
             click.echo(f"    {when:<12} {st.text}{sources}{state_note}")
 
 
@@ -1476,9 +1700,13 @@ def episodes(state: _State, limit: int, as_json: bool) -> None:
     if as_json:
         _print_json(rows)
         return
+    from .text.labels import plural
+
     for r in rows:
         when = (r["start"] or "")[:16].replace("T", " ")
-        click.echo(f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} ({r['messages']} messages)")
+        click.echo(
+            f"{r['id']:<8} {when}  [{r['stage']}] {r['title'] or '(not extracted)'} ({plural(r['messages'], 'message')})"
+        )
 
 
 @cli.command()
@@ -1509,8 +1737,16 @@ def entities(state: _State, limit: int, as_json: bool) -> None:
     if as_json:
         _print_json(rows)
         return
+    from .text.labels import plural, value
+
     for r in rows:
-        click.echo(f"e:{r['id']:<5} {r['name']} ({r['type']}) in {r['units']} units; aliases: {r['aliases']}")
+        # the store joins them with ", " (a list where a backend gives one)
+        given = r["aliases"].split(", ") if isinstance(r["aliases"], str) else r["aliases"] or []
+        also = [a for a in given if a and a != r["name"]]
+        click.echo(
+            f"e:{r['id']:<5} {r['name']} ({r['type']}), in {plural(r['units'], 'unit')}"
+            + (f"; also called {value(also)}" if also else "")
+        )
 
 
 @cli.command()
@@ -1530,30 +1766,46 @@ def show(state: _State, item: str, as_json: bool) -> None:
 
 
 def _echo_message(m: dict[str, Any]) -> None:
-    click.echo(f"{m['id']} [message] {m['conversation']}/{m['external_id']} {m['time'] or 'time unknown'}")
+    from .text import labels
+
+    click.echo(f"{labels.message_of(m)} (a message)")
     click.echo(f"  {m['speaker']}{' (' + m['role'] + ')' if m['role'] else ''}: {m['text']}")
     if m["meta"]:
-        click.echo("  meta: " + ", ".join(f"{k}={v}" for k, v in m["meta"].items()))
+        click.echo("  meta: " + ", ".join(f"{k}={labels.value(v)}" for k, v in m["meta"].items()))
     if m["replaced_by"]:
-        click.echo(f"  replaced by {m['replaced_by']}")
+        click.echo(f"  replaced by the correction {m['replaced_by']}")
     if m["replaces"]:
-        click.echo(f"  replaces {m['replaces']}")
-    click.echo(f"  source {m['source']['id']} ({m['source']['kind']}): {m['source']['uri']}")
+        click.echo(f"  corrects the message {m['replaces']}")
+    src = m["source"]
+    click.echo(f"  from {labels.source(src['id'], src['uri'], src['kind'])}")
+    if m["units"]:
+        click.echo(f"  what rests on it ({len(m['units'])}):")
     for unit in m["units"]:
-        click.echo(f"  in {unit['id']} [{unit['kind']}] {_clip(unit['text'], 100)}")
+        click.echo(f"    {labels.unit(unit['id'], unit['kind'], text=unit['text'], width=100)}")
 
 
 def _echo_unit(unit: dict[str, Any]) -> None:
-    click.echo(f"{unit['id']} [{unit['kind']}] {unit['title'] or ''}\n  {unit['text']}")
-    click.echo(
-        f"  time: {unit['occurred_start']} .. {unit['occurred_end']} ({unit['precision']}), said {unit['mentioned_at']}"
-    )
+    from .text import labels
+
+    click.echo(labels.unit(unit["id"], unit["kind"], unit["title"]) + f"\n  {unit['text']}")
+    if unit["occurred_start"] or unit["occurred_end"]:
+        span = labels.when(unit["occurred_start"], "?")
+        if unit["occurred_end"] and unit["occurred_end"] != unit["occurred_start"]:
+            span += f" to {labels.when(unit['occurred_end'])}"
+        click.echo(f"  when it happened: {span}" + (f" (to the {unit['precision']})" if unit["precision"] else ""))
+    if unit["mentioned_at"]:
+        click.echo(f"  said {labels.when(unit['mentioned_at'])}")
+    if unit["sources"]:
+        click.echo(f"  it rests on {labels.plural(len(unit['sources']), 'message')}:")
     for src in unit["sources"]:
-        click.echo(f"  source {src['id']} {src['sent_at']} {src['speaker']}: {src['text']}")
+        click.echo(f"    {labels.message_of(src)}: {_clip(src['text'], 120)}")
     for ent in unit["entities"]:
-        click.echo(f"  entity e:{ent['id']} {ent['name']} ({ent['role']}{', ' + ent['tag'] if ent['tag'] else ''})")
+        click.echo(f"  names e:{ent['id']} {ent['name']} ({ent['role']}{', ' + ent['tag'] if ent['tag'] else ''})")
     for ln in unit["links"]:
-        click.echo(f"  {ln['direction']} {ln['type']} {ln['weight']:.2f} {ln['id']} [{ln['kind']}] {ln['text'][:80]}")
+        click.echo(
+            f"  {ln['direction']} link ({ln['type']}, weight {ln['weight']:.2f}): "
+            f"{labels.unit(ln['id'], ln['kind'], text=ln['text'])}"
+        )
 
 
 @cli.command()
@@ -1741,14 +1993,23 @@ _pg_data = click.option(
 )
 
 
-def _pg_state(state: Any, as_json: bool) -> None:
+def _pg_state(state: Any, as_json: bool, export: bool = False) -> None:
+    """``export``: also the line to paste into a shell (postgres start)."""
+    import shlex
+
     data = {"data_dir": state.data_dir, "running": state.running, "pid": state.pid, "url": state.url}
+    if state.stopped:
+        data["stopped"] = True
     if as_json:
         _print_json(data)
     elif state.running:
-        click.echo(f"running (pid {state.pid}): --db '{state.url}'")
+        if export:  # the URL, as the line to paste: every command in that shell then uses it
+            click.echo(f"running (pid {state.pid}); to use it as the store, paste:")
+            click.echo(f"export LOCALMEM_DB={shlex.quote(state.url)}")
+        else:
+            click.echo(f"running (pid {state.pid}): --db '{state.url}'")
     else:
-        click.echo(f"not running ({state.data_dir})")
+        click.echo(f"{'stopped' if state.stopped else 'not running'} ({state.data_dir})")
 
 
 def _pg_dir(data_dir: Path | None) -> Path:
@@ -1764,7 +2025,7 @@ def postgres_start(data_dir: Path | None, as_json: bool) -> None:
     """Start the local server (made on first use) on a Unix socket; print the store's URL."""
     from .store import pgserver
 
-    _pg_state(pgserver.start(_pg_dir(data_dir)), as_json)
+    _pg_state(pgserver.start(_pg_dir(data_dir)), as_json, export=True)
 
 
 @postgres_.command(name="stop")
@@ -1794,7 +2055,9 @@ def postgres_status(data_dir: Path | None, as_json: bool) -> None:
     "--password-env",
     metavar="VAR",
     help="Set the role's password from this environment variable (never an argument); without it, the "
-    "role's password is left as it is (none for a new role: the server's other authentication applies).",
+    "role's password is left as it is (none for a new role: the server's other authentication applies). "
+    "A server that trusts the connection (localmem postgres start's socket) asks for no password at all: "
+    "grant warns when it can tell.",
 )
 @json_option
 @click.pass_obj
@@ -1815,6 +2078,8 @@ def postgres_grant(
         _print_json(done)
         return
     click.echo(f"role {done['role']} may use namespace(s): {', '.join(done['namespaces'])}")
+    for warning in done["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
     if not done["may_vacuum"]:
         click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
@@ -1856,7 +2121,9 @@ def bench_ingest(
         if as_json:
             _print_json(row)
         else:
-            click.echo("\n".join(f"{k}: {v}" for k, v in row.items()))
+            from .text.labels import value
+
+            click.echo("\n".join(f"{k}: {value(v)}" for k, v in row.items()))
         return
     bench_mod = _bench("bench")
 
@@ -1989,10 +2256,12 @@ def _emit_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) ->
     if as_json:
         _print_json(rows)
         return
+    from .text.labels import value
+
     click.echo(" | ".join(columns))
     click.echo(" | ".join("---" for _ in columns))
     for row in rows:
-        click.echo(" | ".join(str(row.get(c, "")) for c in columns))
+        click.echo(" | ".join(value(row[c]) if c in row else "" for c in columns))
 
 
 @cli.group(name="eval")

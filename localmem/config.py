@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, cast
 
 from .errors import ConfigError, LocalmemError
+from .redact import redact
 
 APP_NAME = "localmem"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -189,12 +190,8 @@ class PostgresURL(str):
         return self
 
     def redacted(self) -> str:
-        """The URL without its password, for messages and listings."""
-        head, sep, rest = self.partition("://")
-        userinfo, at, host = rest.partition("@")
-        if at and ":" in userinfo:
-            return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
-        return str(self)
+        """The URL without its password, for messages and listings (:func:`~localmem.redact.redact`)."""
+        return redact(self)
 
 
 def as_location(target: str | Path) -> Path | PostgresURL:

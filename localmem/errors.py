@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .redact import redact
+
 # What would break the one line an error is printed as (line and paragraph breaks, other control
 # characters) or could not be printed at all (a lone surrogate): an error quoting a file's
 # content (a key, an id, a name) shows these escaped, as Python writes them.
@@ -34,10 +36,12 @@ class LocalmemError(Exception):
     default_hint: str | None = None  # what to do when the raise site says nothing more specific
 
     def __init__(self, message: str, hint: str | None = None, *, line: str | None = None) -> None:
-        hint = one_line(hint) if hint else self.default_hint
-        self.message = one_line(message)
+        # Redacted here, once for every error: a message may quote a store's URL or a driver's
+        # error, and whatever shows an error (CLI, API, MCP, a log) shows these strings.
+        hint = redact(one_line(hint)) if hint else self.default_hint
+        self.message = redact(one_line(message))
         self.hint = hint
-        super().__init__(one_line(line) if line else (f"{self.message}; {hint}" if hint else self.message))
+        super().__init__(redact(one_line(line)) if line else (f"{self.message}; {hint}" if hint else self.message))
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": self.message, "code": self.code, "hint": self.hint, "exit_code": self.exit_code}

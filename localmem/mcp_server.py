@@ -52,6 +52,7 @@ from .config import (
 from .errors import LocalmemError
 from .files import private_dir, private_file
 from .memory import Memory
+from .redact import Passwordless, redact
 
 log = logging.getLogger("localmem.mcp")
 
@@ -121,6 +122,32 @@ class _Progress:
             anyio.from_thread.run(self.send, f"writing the answer: {self.text}")
 
 
+class _Server(MCPServer):
+    """The SDK's server, with every tool's argument errors on one line: the SDK passes on
+    pydantic's text, one line per field and more for its input and a documentation link
+    ("remember\\n  Field required [type=missing, …]\\n    For further information visit …")."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+            raise
+
+
+def argument_errors(tool: str, error: ValidationError) -> str:
+    """A tool's invalid arguments on one line, each named with what is wrong with it (never the
+    value given: it is the caller's data): "Error executing tool search: argument k: Input
+    should be a valid integer; argument query: required"."""
+    said = []
+    for item in error.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in item["loc"]) or "arguments"
+        why = "required" if item["type"] == "missing" else " ".join(str(item["msg"]).split())
+        said.append(f"argument {name}: {why}")
+    return f"Error executing tool {tool}: " + "; ".join(said)
+
+
 def _result(text: str, out: Any) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=out.model_dump(mode="json"))
 
@@ -139,7 +166,7 @@ async def _stdout_is_stderr(_server: MCPServer) -> AsyncIterator[dict[str, Any]]
 def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
     """An MCP server whose tools call ``mem`` (bound to its store and namespace); ``stdio``: to be
     served over stdio (keeps Python's stdout off the wire)."""
-    server = MCPServer(
+    server = _Server(
         MCP_SERVER_NAME,
         title="localmem",
         version=__version__,
@@ -252,14 +279,27 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
             "What memory knows about one person: the episodes they appear in, in time order, and lasting "
             "knowledge about them (home, work, family, preferences...) with the messages it comes from, "
             "current statements first. Built by extraction (`--extract llm`); when no one has that name, "
-            "the error lists the people memory knows."
+            'the error lists the people memory knows. It says who the store\'s owner is ("I"); "me" '
+            "asks for the owner's own profile."
         ),
         annotations=ToolAnnotations(title="Profile of a person", **READ_ONLY),
     )
     async def profile(
-        name: Annotated[str, Field(min_length=1, description="The person's name (or an alias).")],
+        name: Annotated[
+            str, Field(min_length=1, description="The person's name (or an alias); \"me\" for the store's owner.")
+        ],
     ) -> Annotated[CallToolResult, res.ProfileOut]:
-        out = res.profile_out(await calls(mem.profile, name))
+        owner = (await calls(mem.owner)).names
+        if name.strip().lower() in ("me", "i", "myself") and owner:
+            # the owner's profile: the first of their names memory knows as a person
+            for known in owner[:-1]:
+                try:
+                    out = res.profile_out(await calls(mem.profile, known), owner)
+                except ToolError:  # memory knows no person by this name: the next one
+                    continue
+                return _result(res.profile_text(out), out)
+            name = owner[-1]
+        out = res.profile_out(await calls(mem.profile, name), owner)
         return _result(res.profile_text(out), out)
 
     @server.tool(
@@ -321,6 +361,7 @@ def setup_logging(log_file: Path | None, debug: bool = False) -> None:
         logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(Passwordless())  # whatever logs a store's URL or a driver's error
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)
@@ -354,7 +395,7 @@ def serve(
         server = build_server(mem, stdio=http is None)
         log.info(
             "serving %s, namespace %r, over %s",
-            mem.path,
+            redact(mem.path),
             mem.namespace,
             f"http://{http[0]}:{http[1]}/mcp" if http else "stdio",
         )

@@ -205,11 +205,65 @@ class Memory:
             progress=ingest.counting(progress, parsed.message_count),
         )
         report = pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
+        report.advice += self._suggest_owner(parsed, namespace)
         chosen = self.config.origin("embed_backend") != "default" or self.config.embed_model is not None
         advice = ingest.language_advice(self.conn, self.embedder.model_id, chosen)
         if advice:
             report.advice.append(advice)
         return report
+
+    def _suggest_owner(self, parsed: Any, namespace: str | None) -> list[str]:
+        """Keep as suggestions the owner's names an import tells (:mod:`localmem.importers.owner`),
+        per namespace it went to; what was suggested, in words for the report."""
+        from .importers import owner as owner_import
+        from .store import owner as owner_store
+
+        by_ns: dict[str, list[tuple[str, list[Any]]]] = {}
+        for source in parsed.sources:
+            for group_ns, messages in source.groups:
+                target = namespace or group_ns or self.namespace
+                by_ns.setdefault(target, []).append((source.format, messages))
+        said = []
+        for ns, sources in by_ns.items():
+            suggestions = owner_import.suggest(sources)
+            new = set(owner_store.suggest(self.conn, ns, [s.name for s in suggestions]))
+            for s in suggestions:
+                if s.name in new:
+                    said.append(
+                        f"owner: {s.name!r} is taken to be you in namespace {ns!r} ({s.why}); "
+                        "confirm with 'localmem owner confirm' or set with 'localmem owner set NAME'"
+                    )
+        return said
+
+    # -- the owner ("I") ---------------------------------------------------------------
+    def owner(self) -> "results.Owner":
+        """Who "I" is in this namespace: the names the owner goes by as a speaker (set, or
+        suggested by an import) and the messages that are theirs by role (the user of
+        assistant chats). First-person questions ("where do I work?", "¿dónde vivo?") are about
+        the owner's messages in every source."""
+        from .store import owner
+
+        return owner.owner(self.conn, self.namespace)
+
+    def set_owner(self, names: Sequence[str] | str, *, add: bool = False) -> "results.Owner":
+        """Set the names the owner goes by in this namespace (several names, one person: "Daniel
+        Ruiz", "Dani"), replacing those there (``add``: keeping them). The user of assistant
+        chats stays the owner whatever the names."""
+        from .store import owner
+
+        return owner.set_names(self.conn, self.namespace, [names] if isinstance(names, str) else list(names), add=add)
+
+    def confirm_owner(self) -> "results.Owner":
+        """Make the names an import suggested the owner's own (a later import does not change them)."""
+        from .store import owner
+
+        return owner.confirm(self.conn, self.namespace)
+
+    def clear_owner(self) -> "results.Owner":
+        """Forget the owner's names in this namespace."""
+        from .store import owner
+
+        return owner.clear(self.conn, self.namespace)
 
     def add(
         self,

@@ -226,10 +226,22 @@ class Speakers(dict):
     first person ("where do I work?") is about the user, and one asking what "you" said or
     suggested is about the assistant."""
 
-    def __init__(self, names: Names, user: str | None = None, assistant: str | None = None) -> None:
+    def __init__(
+        self, names: Names, user: str | None = None, assistant: str | None = None, owner: Sequence[str] = ()
+    ) -> None:
         super().__init__({speaker: list(n) for speaker, n in names.items()})
         self.user = user if user in self else None
         self.assistant = assistant if assistant in self else None
+        # The speakers who are the store's owner ("I"): the chat's user and the owner's names
+        # as a speaker in other sources (a WhatsApp sender), one person.
+        mine = [self.user] if self.user is not None else []
+        self.owner: tuple[str, ...] = tuple(dict.fromkeys([*mine, *(s for s in owner if s in self)]))
+
+    @property
+    def me(self) -> str | None:
+        """The speaker a first-person question is about: the chat's user, else the owner's
+        first name as a speaker; ``None`` when the owner is not known."""
+        return self.owner[0] if self.owner else None
 
     @property
     def chat(self) -> bool:

@@ -88,7 +88,7 @@ def bench_serve(size: int, workdir: Path | None, config: Config, requests: int =
     guard = Guard.create("127.0.0.1", port)
     app = build_app(writer, reader, guard, mcp=False)
     warm_up(reader)  # as serve does before it prints the URL
-    options = server_options(Limits.of(cfg))  # the limits and timers serve runs with
+    options = server_options(Limits.of(cfg), guard.holds_token)  # the limits and timers serve runs with
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **options)
     )

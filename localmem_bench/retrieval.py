@@ -347,14 +347,17 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
             if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
                 raise InputError(path, "a turn needs a string 'content'", f"{where} haystack_sessions[{si}][{ti}]")
             role = str(turn.get("role") or "user")
+            # A turn of a chat between people (evals/timeq's WhatsApp sessions) names its
+            # speaker; only the owner's turns keep a role ("user"), as a WhatsApp import has none.
+            named = turn.get("speaker") if isinstance(turn.get("speaker"), str) else None
             lines.append(
                 json.dumps(
                     {
                         "conversation": qid,
                         "session": sid,
                         "id": f"{sid}:{ti}",
-                        "speaker": role,
-                        "role": role,
+                        "speaker": named or role,
+                        "role": role if not named or role == "user" else None,
                         "text": turn["content"],
                         "time": when,
                     },

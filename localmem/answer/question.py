@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..text.language import detect
+from ..text.person import first_person
 from ..text.words import content_words, stem
 from ..types import Names, Speakers
 from . import dates as date_rules
@@ -67,7 +68,7 @@ class Question:
         return cls(
             text=text,
             language=language,
-            person=person_asked(text, speakers, english),
+            person=person_asked(text, speakers, english, language),
             words=frozenset(stem(w) for w in content_words(text)),
             dates=date_rules.classify(text) if english else None,
             asks_image=english and bool(_ASKS_IMAGE.search(text)),
@@ -75,11 +76,18 @@ class Question:
         )
 
 
-def person_asked(question: str, speakers: Names, english: bool = True) -> str | None:
+def person_asked(question: str, speakers: Names, english: bool = True, language: str = "en") -> str | None:
     """The one speaker ``question`` is about: the one it names; in a user–assistant chat (and
     an ``english`` question), the assistant when it asks what "you" said or suggested, else the
-    user when it speaks in the first person; ``None`` when it names none of them, or several."""
+    user when it speaks in the first person; ``None`` when it names none of them, or several.
+
+    A question in the first person in any language :func:`~localmem.text.person.first_person`
+    reads ("wo wohne ich?", "¿qué coche tengo?") is about the store's owner when it is known
+    (:attr:`Speakers.me`: the chat's user, or the owner's name in a WhatsApp or Slack chat)."""
+    owner = speakers.owner if isinstance(speakers, Speakers) else ()
     named = [s for s, names in speakers.items() if names_in(question, names)]
+    if owner and named and set(named) <= {*owner}:
+        named = [owner[0]]  # the owner's names, one person
     if named:
         return named[0] if len(named) == 1 else None
     if english and isinstance(speakers, Speakers) and speakers.chat:
@@ -87,6 +95,8 @@ def person_asked(question: str, speakers: Names, english: bool = True) -> str | 
             return speakers.assistant
         if _FIRST_PERSON.search(question):
             return speakers.user
+    if isinstance(speakers, Speakers) and speakers.me is not None and first_person(question, language):
+        return speakers.me
     return None
 
 

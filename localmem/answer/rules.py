@@ -20,8 +20,9 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import apsw
 
 from ..text import time_words
+from ..text.language import detect
 from ..text.times import absolute
-from ..types import Answer, Citation, Hit, Names, Refusal
+from ..types import Answer, Citation, Hit, Names, Refusal, Speakers
 from . import checks
 from . import dates as date_rules
 from .citations import citations, naming, stating
@@ -121,9 +122,30 @@ def run(rules: Sequence[Rule], ctx: Context, off: Collection[str] = ()) -> bool:
 
 def asks_about_someone_else(ctx: Context) -> Verdict:
     # No model call: nothing it could say would be about the person asked.
-    if ctx.speakers and checks.asks_about_someone_else(ctx.question, ctx.found, ctx.speakers):
+    if (
+        ctx.speakers
+        and checks.asks_about_someone_else(ctx.question, ctx.found, ctx.speakers)
+        and not owner_said_in_another_language(ctx)
+    ):
         return Verdict(refusal=Refusal.ASKS_ABOUT_SOMEONE_ELSE)
     return PASS
+
+
+def owner_said_in_another_language(ctx: Context) -> bool:
+    """Whether a question about the store's owner has evidence by the owner in a language other
+    than the question's: its words cannot be matched against the question's ("rent" is not
+    "alquiler"), so a check by matching words cannot tell that only someone else answers it."""
+    speakers, who = ctx.speakers, ctx.question.person
+    if not isinstance(speakers, Speakers) or who is None or who not in speakers.owner:
+        return False
+    mine = {s.lower() for s in speakers.owner}
+    asked = ctx.question.language
+    for hit in ctx.evidence:
+        if hit.kind == "message" and hit.sources and hit.sources[0].speaker.lower() in mine:
+            said = detect(hit.text)
+            if said not in (asked, UNDETERMINED) and not (asked == UNDETERMINED and said == "en"):
+                return True
+    return False
 
 
 # -- after the model --------------------------------------------------------------------------

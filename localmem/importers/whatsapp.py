@@ -8,8 +8,8 @@ are skipped and counted: Android writes them without a sender (``… - Messages 
 end-to-end encrypted.``, ``… - Sam added Kai``); iOS gives them the chat's name as sender and
 starts the text with U+200E (``[…] Trip: ‎Sam created group "Trip"``), as it does missed calls.
 Deleted messages are skipped too. Media become attachments: ``<Media omitted>`` and ``image
-omitted`` (exported without media; also in German, Spanish, Portuguese, French, Italian and
-Dutch), ``<attached: file>`` and ``file (file attached)`` (with media); a caption stays the text,
+omitted`` (exported without media; recognised by their shape and words in many languages, see
+:mod:`.whatsapp_media`), ``<attached: file>`` and ``file (file attached)`` (with media); a caption stays the text,
 and a message that is only media says so in its text ("[image omitted]", "[image: IMG-0001.jpg]",
 :func:`~localmem.importers.common.media_note`), never an empty message. The invisible direction marks WhatsApp inserts (U+200E, U+200F, U+202A-E,
 U+2066-9) are removed, and U+202F / U+00A0 in a header read as spaces; ``<This message was
@@ -34,6 +34,7 @@ from typing import Any
 
 from ..text.times import to_iso
 from .common import MessageIn, Probe, Reader, lines, plural
+from .whatsapp_media import placeholder
 
 NAME = "whatsapp"
 
@@ -45,26 +46,6 @@ _HEADER = re.compile(
     r"(?(open)\] | [-\u2013] )(?P<rest>.*)$",
     re.I,
 )
-# A media file left out of the export, in the languages whose wording we know: Android writes
-# one placeholder for all ("<Media omitted>", "<Medien ausgelassen>", "<Multimedia omitido>"),
-# iOS names the kind ("image omitted", "Bild weggelassen", "imagen omitida").
-_MEDIA_OMITTED = re.compile(
-    r"^(?:<(?:Media omitted|Medien ausgelassen|Multimedia omitido|Multimédia omitido|Médias omis|Mídia oculta|"
-    r"Arquivo de mídia oculto|Media omessi|Media weggelaten|Ficheiro não incluído)>"
-    r"|(?P<kind>[^\W\d_]+(?: card| de contacto| de contato)?) "
-    r"(?:omitted|weggelassen|omitid[oa]|ocultad[oa]|omess[oa]|weggelaten|absente|omis))$",
-    re.I,
-)
-# The kind of an iOS placeholder, in English (the words of the languages above).
-_KIND_WORDS = {
-    **dict.fromkeys(("image", "bild", "imagen", "imagem", "immagine", "afbeelding", "photo", "foto"), "image"),
-    **dict.fromkeys(("video", "vídeo", "vidéo"), "video"),
-    **dict.fromkeys(("audio", "áudio"), "audio"),
-    **dict.fromkeys(("sticker", "figurinha"), "sticker"),
-    "gif": "GIF",
-    **dict.fromkeys(("document", "dokument", "documento"), "document"),
-    **dict.fromkeys(("contact card", "kontaktkarte", "tarjeta de contacto", "cartão de contato"), "contact"),
-}
 _ATTACHED = re.compile(
     r"<(?:attached|Anhang|adjunto|anexo|allegato|bijlage|pièce jointe) ?: (?P<file>[^>]+)>"
     r"|^(?P<file2>\S.*?) \((?:file attached|Datei angehängt|archivo adjunto|arquivo anexado)\)$",
@@ -166,7 +147,7 @@ def parse(text: str, reader: Reader) -> list[MessageIn]:
         if _CALL.match(first) and len(rec.body) == 1:
             counts["calls"] += 1
             continue
-        attachments, body = _media(body)
+        attachments, body = _media(body, rec.marked)
         if (rec.marked or _NOTICE.match(first)) and not attachments:
             counts["system"] += 1  # iOS: a notice under the chat's name
             continue
@@ -267,12 +248,11 @@ def _split(rest: str) -> tuple[str | None, str]:
     return name, rest[at + 2 :]
 
 
-def _media(body: str) -> tuple[list[dict[str, Any]], str]:
+def _media(body: str, marked: bool = False) -> tuple[list[dict[str, Any]], str]:
     attachments: list[dict[str, Any]] = []
     first, _, rest = body.partition("\n")
-    omitted = _MEDIA_OMITTED.match(first.strip())
-    if omitted and (omitted.group("kind") is None or omitted.group("kind").lower() in _KIND_WORDS):
-        kind = _KIND_WORDS.get((omitted.group("kind") or "").lower(), "media")
+    kind = placeholder(first, marked=marked)  # a file left out of the export (whatsapp_media)
+    if kind is not None:
         return [{"type": kind, "omitted": True}], rest
 
     def attach(match: re.Match[str]) -> str:

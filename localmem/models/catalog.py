@@ -328,6 +328,29 @@ def assemble(man: Manifest, parts: list[Path], cache_dir: Path) -> Path:
     return target
 
 
+def disk_usage(cache_dir: Path) -> dict[str, Any]:
+    """The disk the installed models take, for ``doctor``: per model, its files in the
+    installed packages and, for a model put together from parts, the assembled copy in
+    ``cache_dir`` (llama.cpp reads one file, and pip owns the parts: the model is kept twice);
+    ``total`` in bytes."""
+    models: dict[str, Any] = {}
+    total = 0
+    for man in manifests().values():
+        located = [f.locate() for f in man.files.values()] if man.role == "embedder" else installed_parts(man) or []
+        packaged = sum(p.stat().st_size for p in located if p is not None)
+        target = cache_dir / "models" / man.info["file_name"] if len(man.parts) > 1 else None
+        assembled = target.stat().st_size if target is not None and target.is_file() else 0
+        if not packaged and not assembled:
+            continue
+        row: dict[str, Any] = {"packages": packaged}
+        if target is not None:
+            row["assembled"] = assembled
+            row["assembled at"] = str(target) if assembled else "not yet (on first use)"
+        models[man.id] = row
+        total += packaged + assembled
+    return {"models": models, "total": total}
+
+
 def status(config: Config, verify: bool = False) -> list[dict[str, Any]]:
     """Every known model: installed or not, where, size, and checksum status."""
     from ..config import home_dir, user_cache_dir

@@ -184,6 +184,7 @@ def search_batch(
     change state once (:func:`~localmem.store.db.same_state`: what it has read before is kept
     while the store is unchanged), the first with the embedding of the batch."""
     from ..store import db
+    from ..store.owner import names as owner_names
     from . import search
 
     def embedded() -> tuple[Any, "Reranker | None"]:
@@ -204,6 +205,8 @@ def search_batch(
 
     with db.same_state(conn):
         vectors, reranker = embedded()
+        if params.speaker_weight:  # the owner's names: a first-person query prefers their messages
+            params = replace(params, owner=tuple(owner_names(conn, namespace)))
         hits = search.search(conn, namespace, queries[0], vectors[0], params, reranker) if queries else None
     if hits is None:
         return

@@ -29,13 +29,14 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
 )
 from ..models.protocols import Reranker
 from ..store.queries import q
-from ..text.language import fts_text
+from ..text.language import detect, fts_text
+from ..text.person import first_person
 from ..text.words import STOPWORDS, plain, porter
 from ..text.words import words as all_words
 from ..types import Hit, HitSource
 from . import language_balance, vector_index
 from .filters import Allowed, Filters, allowed_by, part_ids
-from .hits import MessageRows, hydrate
+from .hits import MessageRow, MessageRows, hydrate
 from .hits import corrections as _corrections
 from .query_time import EARLIEST, LATEST, Range, asks_present, asks_when
 
@@ -151,6 +152,9 @@ class SearchParams:
     when_weight: float = WHEN_WEIGHT
     embed_batch: int = DEFAULTS.embed_batch  # queries embedded per embedder call
     user_name: str | None = None  # a speaker's name the vector query leaves out (query_text)
+    # The store owner's names as a speaker in the namespace (store/owner.py; set per search by
+    # retrieval.batch): a first-person query prefers their messages (context_fusion).
+    owner: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: Config) -> "SearchParams":
@@ -525,7 +529,10 @@ def context_fusion(
 
     - two-stage: a message gains ``params.session_weight`` × its session's score;
     - speaker: when the query names exactly one of the namespace's speakers, their messages'
-      scores are multiplied by ``1 + params.speaker_weight``.
+      scores are multiplied by ``1 + params.speaker_weight``; when it names none and speaks in
+      the first person in a namespace whose owner has a name (``params.owner``), the owner's
+      messages and the replies to them are, and other people's are divided by it
+      (:func:`owners_side`).
 
     Messages without a session (``session`` is '') have no session score. Units keep their
     scores. Each step reads the scores before it.
@@ -551,8 +558,30 @@ def context_fusion(
             for mid, (_conv, _session, speaker) in places.items():
                 if speaker == named:
                     score[("m", mid)] *= 1.0 + params.speaker_weight
+        elif params.owner and first_person(query, detect(query)):
+            # "I" is the owner: their messages (and an assistant's replies to them) gain what a
+            # named speaker's do, and other people's lose as much (their "my" is not the owner's).
+            candidates = (rows or MessageRows(conn)).of(ids)
+            side = set(owners_side(params.owner, candidates))
+            for row in candidates if side else ():
+                factor = 1.0 + params.speaker_weight
+                score[("m", row.id)] *= factor if row.id in side else 1.0 / factor
     order = sorted(score, key=lambda key: -score[key])
     return [(key, score[key], ranks[key]) for key in order]
+
+
+def owners_side(owner: Sequence[str], rows: Sequence[MessageRow]) -> list[int]:
+    """Of ``rows`` (the candidates), the ids of the messages a first-person query prefers: the
+    owner's (by name, or the user of an assistant chat) and an assistant's replies to them,
+    when other people's messages are among them too (else none: nothing to prefer them to).
+
+    "I" is the store's owner in every source: in a store holding their WhatsApp chats and their
+    ChatGPT export, "how much is my rent?" is about the owner's "pago 750 al mes", not the
+    sister's "my rent is 900" on the same topic."""
+    mine = {name.lower() for name in owner}
+    side = [r.id for r in rows if r.role in ("user", "assistant") or r.speaker.lower() in mine]
+    others = len(rows) - len(side)
+    return side if others and any(r.role == "user" or r.speaker.lower() in mine for r in rows) else []
 
 
 def speaker_named(query: str, speakers: Iterable[str]) -> str | None:

@@ -34,6 +34,7 @@ from ..errors import AddressInUseError, ConfigError, NotFoundError
 from ..memory import Memory
 from ..models.factory import backend_name
 from ..models.protocols import Warmable
+from ..redact import redact
 from . import api, discovery, pages
 from .calls import Lanes, error_dict
 from .limits import BodyLimitMiddleware, Limits, server_options
@@ -337,7 +338,13 @@ def serve(
         shown = f"[{host}]" if ":" in host else host
         link = guard.page_url(host, port)
         say = announce or (lambda text: print(text, file=sys.stderr, flush=True))
-        log.info("serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)", writer.path, writer.namespace, shown, port)
+        log.info(
+            "serving %s, namespace %r, at http://%s:%d/ (MCP at /mcp)",
+            redact(writer.path),
+            writer.namespace,
+            shown,
+            port,
+        )
         config = uvicorn.Config(
             app,
             host=host,
@@ -345,7 +352,7 @@ def serve(
             log_config=None,
             lifespan="on",
             timeout_graceful_shutdown=10,
-            **server_options(limits),
+            **server_options(limits, guard.holds_token),
         )
         Announced(config, writer, guard, on_listening=lambda: say(link)).run(sockets=[sock])
     except KeyboardInterrupt:

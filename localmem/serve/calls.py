@@ -20,6 +20,7 @@ import anyio.to_thread
 
 from ..errors import LocalmemError
 from ..memory import Memory
+from ..redact import redact
 
 log = logging.getLogger("localmem.serve")
 
@@ -64,7 +65,7 @@ def error_dict(exc: BaseException) -> dict[str, Any]:
     if unreadable is not None:
         return unreadable.to_dict()
     return {
-        "error": f"unexpected {type(exc).__name__}: {exc}",
+        "error": redact(f"unexpected {type(exc).__name__}: {exc}"),  # a driver's text may quote a URL
         "code": "unexpected",
         "hint": "see the server's log",
         "exit_code": 1,

@@ -26,13 +26,13 @@ import hashlib
 import ipaddress
 import json
 import os
-import re
 import stat
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..config import Config, is_postgres, runtime_dir, settings
+from ..redact import HIDDEN, redact
 
 VERSION = 1
 MAX_BYTES = 64 * 1024
@@ -107,9 +107,6 @@ def differing(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
     return sorted(name for name in set(mine) | set(theirs) if mine.get(name) != theirs.get(name))
 
 
-_PASSWORD = re.compile(r"(?i)([?&]password=)[^&]*")
-
-
 def identity(db_path: Path | str) -> tuple[str, int, int]:
     """The store as messages name it, and the two numbers that identify it: a file's device
     and inode (every path to the same file the same); for a PostgreSQL URL, 0 and a number
@@ -117,11 +114,11 @@ def identity(db_path: Path | str) -> tuple[str, int, int]:
     for a file that is not there."""
     text = str(db_path)
     if is_postgres(text):
-        head, sep, rest = text.partition("://")
-        userinfo, at, host = rest.partition("@")
-        shown = f"{head}{sep}{userinfo.split(':', 1)[0]}{at}{host}" if at else text
-        shown = _PASSWORD.sub(r"\1***", shown)
-        return shown, 0, int(hashlib.sha256(shown.encode()).hexdigest()[:15], 16)
+        shown = redact(text)
+        # Keyed as before redact() said "user:***@": the same database with or without a
+        # password in its URL is one store.
+        key = shown.replace(f":{HIDDEN}@", "@", 1)
+        return shown, 0, int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
     real = Path(os.path.realpath(db_path))
     st = os.stat(real)
     return str(real), st.st_dev, st.st_ino

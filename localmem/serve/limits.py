@@ -3,15 +3,21 @@
 A client that opens connections and never finishes its request must not make the server
 unreachable for its owner, and an upload must not be taken whole before it is refused. So:
 
-- **Connections**: at most ``serve_max_connections`` at once. One more evicts the oldest
-  connection that is not in the middle of a request (waiting for its headers, or idle between
-  requests); when every one is busy, the new one is closed. uvicorn's own ``limit_concurrency``
-  answers 503 to a request beyond that (a second line, which the eviction keeps from being met).
+- **Connections**: at most ``serve_max_connections`` at once. A connection is the owner's once
+  one of its requests showed a token of this run (:meth:`.Guard.holds_token`, whatever the
+  route); until then it is anyone's. One more connection evicts the oldest of anyone's (those
+  not in the middle of a call to the app first), else the oldest of the owner's that is between
+  two requests; when every one is the owner's and busy, the new one is closed. So connections
+  without the token, however many and however slow, never keep the owner out. uvicorn's own
+  ``limit_concurrency`` answers 503 to a request beyond that (a second line, which the eviction
+  keeps from being met).
 - **Time**: a request's headers must be complete within ``serve_header_timeout`` seconds of the
-  connection (or of its first byte, on a kept-alive connection), however slowly they trickle in;
-  a body may pause at most ``serve_body_timeout`` seconds between two pieces (a slow upload is
-  fine, a stalled one is closed). The server answers 408 and closes. uvicorn closes an idle
-  kept-alive connection after ``timeout_keep_alive`` (5 s) itself.
+  connection (or of its first byte, on a kept-alive connection), however slowly they trickle in.
+  On the owner's connections a body may pause at most ``serve_body_timeout`` seconds between two
+  pieces (a slow upload is fine, a stalled one is closed); on anyone's, the whole body must come
+  within :data:`UNTRUSTED_BODY_SECONDS` (no route takes a body without the token: a public one
+  answers without reading it, the others refuse). The server answers 408 and closes. uvicorn
+  closes an idle kept-alive connection after ``timeout_keep_alive`` (5 s) itself.
 - **Bytes**: headers are at most h11's ``max_incomplete_event_size`` (16 KiB, else 400). A body
   is at most :data:`MAX_BODY` (the JSON calls and forms), or ``max_input_bytes`` plus room for
   the multipart framing (an upload to ``/api/ingest`` or the page's import): a larger
@@ -24,7 +30,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
 from .calls import ReportedError
 from .security import ASGIApp, Receive, Scope, Send, _refuse
@@ -34,6 +40,9 @@ MULTIPART_ROOM = 2**20  # the multipart framing and the small fields beside the 
 UPLOADS = frozenset({"/api/ingest", "/curate/import"})
 MAX_HEADER_BYTES = 16 * 1024
 KEEP_ALIVE_SECONDS = 5
+# The whole body of a request on a connection that has not shown the token (issue 50: GETs of
+# /static/app.js with a Content-Length and a byte every 1.5 s held the 128 connections for ever).
+UNTRUSTED_BODY_SECONDS = 2.0
 # asyncio accepts up to this many waiting connections at once, before any of them is seen (and
 # evicted): it is room the file descriptors must have beyond the connections held.
 BACKLOG = 32
@@ -53,6 +62,7 @@ class Limits:
     body_timeout: float = 30.0
     max_upload: int = 512 * 2**20 + MULTIPART_ROOM
     max_body: int = MAX_BODY
+    untrusted_body_timeout: float = UNTRUSTED_BODY_SECONDS
 
     @classmethod
     def of(cls, config: Any) -> "Limits":
@@ -61,6 +71,7 @@ class Limits:
             header_timeout=config.serve_header_timeout,
             body_timeout=config.serve_body_timeout,
             max_upload=config.max_input_bytes + MULTIPART_ROOM,
+            untrusted_body_timeout=min(UNTRUSTED_BODY_SECONDS, config.serve_body_timeout),
         )
 
     def body_limit(self, path: str) -> int:
@@ -169,8 +180,9 @@ def _open_files() -> int:
         return 64
 
 
-def protocol(limits: Limits) -> type:
-    """uvicorn's h11 protocol with the connection cap and the header and body timeouts."""
+def protocol(limits: Limits, trusts: Callable[[Scope], bool]) -> type:
+    """uvicorn's h11 protocol with the connection cap and the header and body timeouts;
+    ``trusts``: whether a request shows the token (its connection is then the owner's)."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -178,8 +190,10 @@ def protocol(limits: Limits) -> type:
         """One connection (see the module docstring)."""
 
         _timer: Any = None
-        _phase = ""  # "headers" or "body" while a timer runs
+        _phase = ""  # "headers", "body" or "anyone's body" while a timer runs
         _born = 0.0
+        _trusted = False  # one of its requests showed the token
+        _checked: Any = None  # the request (its scope) last looked at
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -193,6 +207,12 @@ def protocol(limits: Limits) -> type:
             super().data_received(data)
             self._arm()
 
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.scope is not None and self.scope is not self._checked:  # a new request
+                self._checked = self.scope
+                self._trusted = self._trusted or trusts(dict(self.scope))
+
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
@@ -204,12 +224,19 @@ def protocol(limits: Limits) -> type:
         def _between_requests(self) -> bool:
             return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
 
+        def _with_app(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
         def _make_room(self) -> None:
-            """Close the oldest connection between requests, else this new one."""
-            waiting = [
-                c for c in self.connections if c is not self and isinstance(c, Bounded) and c._between_requests()
-            ]
-            victim = min(waiting, key=lambda c: c._born) if waiting else self
+            """Close the oldest of anyone's connections (those the app is not answering first),
+            else the owner's oldest between requests, else this new one."""
+            others = [c for c in self.connections if c is not self and isinstance(c, Bounded)]
+            anyones = [c for c in others if not c._trusted]
+            waiting = [c for c in others if c._trusted and c._between_requests()]
+            if anyones:
+                victim = min(anyones, key=lambda c: (c._with_app(), c._born))
+            else:
+                victim = min(waiting, key=lambda c: c._born) if waiting else self
             victim._disarm()
             victim.connections.discard(victim)  # counted out now, not when the loop gets to it
             victim.transport.close()
@@ -222,7 +249,10 @@ def protocol(limits: Limits) -> type:
                 if self._phase != "headers":  # a deadline for the whole header, not reset by each byte
                     self._start("headers", limits.header_timeout)
             elif self.conn.their_state is h11.SEND_BODY:
-                self._start("body", limits.body_timeout)  # reset by each piece
+                if self._trusted:
+                    self._start("body", limits.body_timeout)  # reset by each piece
+                elif self._phase != "anyone's body":  # a deadline for the whole body
+                    self._start("anyone's body", limits.untrusted_body_timeout)
             else:
                 self._disarm()  # the app has the request, or the keep-alive timer runs
 
@@ -250,10 +280,10 @@ def protocol(limits: Limits) -> type:
     return Bounded
 
 
-def server_options(limits: Limits) -> dict[str, Any]:
-    """uvicorn.Config's own limits, beside :func:`protocol`."""
+def server_options(limits: Limits, trusts: Callable[[Scope], bool]) -> dict[str, Any]:
+    """uvicorn.Config's own limits, beside :func:`protocol` (``trusts``: as there)."""
     return {
-        "http": protocol(limits),
+        "http": protocol(limits, trusts),
         "limit_concurrency": limits.max_connections + 1,  # +1: the newcomer before the eviction
         "backlog": BACKLOG,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,

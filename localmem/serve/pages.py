@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from ..errors import LocalmemError
+from ..redact import redact
 from ..store.queries import q
 from ..types import caption_text
 from . import api, svg
@@ -698,7 +699,9 @@ def person_link(name: str) -> str:
 
 async def people(request: Request, lanes: Lanes) -> Response:
     mem = lanes.reader.memory
-    everyone, talkers = await lanes.reader(lambda: (api.people_of(mem), mem.browse.speakers()))
+    everyone, talkers, owner = await lanes.reader(
+        lambda: (api.people_of(mem), mem.browse.speakers(), mem.owner().describe())
+    )
     rows = "".join(
         f'<tr><th scope="row"><a href="{person_link(t["speaker"])}">{e(t["speaker"])}</a></th>'
         f'<td class="n">{t["messages"]:,}</td><td>{e(day(t["first"]))}</td><td>{e(day(t["last"]))}</td>'
@@ -726,7 +729,8 @@ async def people(request: Request, lanes: Lanes) -> Response:
         "built with the local LLM (<code>localmem ingest --extract llm</code>, or <code>localmem serve "
         "--extract llm</code>); until then each speaker's page shows what they said.</p>"
     )
-    return layout(request, "People", speaking + known, "/people")
+    you = f'<p id="owner">You ("I" in questions): {e(owner)} (<code>localmem owner set NAME</code>).</p>'
+    return layout(request, "People", you + speaking + known, "/people")
 
 
 SAID_PAGE = 20  # messages of a speaker on their page
@@ -1149,7 +1153,7 @@ async def settings(request: Request, lanes: Lanes) -> Response:
     body = (
         '<p class="note">Read only. Settings come from the config file, LOCALMEM_ variables and options '
         "(<code>localmem doctor</code> says which).</p>"
-        f'<dl class="facts"><dt>Store</dt><dd>{e(mem.path)}</dd>'
+        f'<dl class="facts"><dt>Store</dt><dd>{e(redact(mem.path))}</dd>'
         f"<dt>Size</dt><dd>{stats['db_bytes'] / 1e6:,.1f} MB</dd>"
         f"<dt>Encrypted</dt><dd>{'yes' if mem.admin.encrypted else 'no'}</dd>"
         f"<dt>Namespace</dt><dd>{e(mem.namespace)}</dd>"

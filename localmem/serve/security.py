@@ -123,6 +123,29 @@ class Guard:
     def csrf_ok(self, given: str | None) -> bool:
         return given is not None and hmac.compare_digest(given.encode(), self.csrf.encode())
 
+    def proofs(self, scope: Scope) -> tuple[bool, bool, bool]:
+        """Which of the cookie, the Bearer header and ``?token=`` of this request hold a token
+        of this run (the command line's counts on its own routes only)."""
+        headers = _headers(scope)
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        auth = headers.get("authorization", "")
+        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header counts as none
+            cookie = SimpleCookie()
+        by_cookie = (
+            COOKIE in cookie and self.cookie_host_ok(headers.get("host")) and self.token_ok(cookie[COOKIE].value)
+        )
+        by_bearer = self.token_ok(bearer) or self.cli_ok(bearer, scope["method"], scope["path"])
+        return by_cookie, by_bearer, self.token_ok(query.get("token"))
+
+    def holds_token(self, scope: Scope) -> bool:
+        """Whether this request shows a token of this run, whatever its route (a public one
+        included): the connection it came on is then the owner's (:mod:`.limits`)."""
+        return any(self.proofs(scope))
+
     def cli_ok(self, given: str | None, method: str, path: str) -> bool:
         """The command line's token, on a route it may call."""
         return (
@@ -217,16 +240,7 @@ class GuardMiddleware:
         if path.startswith(PUBLIC_PREFIXES) or path == HELLO:
             return None
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        auth = headers.get("authorization", "")
-        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
-        cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed Cookie header counts as none
-            cookie = SimpleCookie()
-        by_cookie = COOKIE in cookie and guard.cookie_host_ok(host) and guard.token_ok(cookie[COOKIE].value)
-        by_bearer = guard.token_ok(bearer) or guard.cli_ok(bearer, scope["method"], path)
-        by_query = guard.token_ok(query.get("token"))
+        by_cookie, by_bearer, by_query = guard.proofs(scope)
         if not (by_cookie or by_bearer or by_query):
             return (
                 401,

@@ -15,8 +15,9 @@ from ..config import DEFAULTS, EXACT_BELOW, Config
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
+from ..redact import redact
 from ..text.sentences import sentence_spans
-from . import cipher, db
+from . import cipher, db, owner
 from .queries import q
 from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
 from .rows import all_rows, one_row, one_value
@@ -54,13 +55,14 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
         units=units,
         entities=entities,
         links=links,
-        db_path=str(path),
+        db_path=redact(path),  # shown by stats, the API, the MCP tool: never a password
         db_bytes=size,
         encrypted=getattr(conn, "engine", None) != "postgres" and cipher.file_state(path) == "encrypted",
         schema_version=db.schema_version(conn),
         embedder=meta.get("embed_model_id"),
         embed_dim=int(meta["embed_dim"]) if "embed_dim" in meta else None,
         vector_index=index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
+        owner=owner.owner(conn, ns).to_dict(),
     )
 
 
@@ -231,7 +233,7 @@ def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
         "db": {
-            "path": str(path),
+            "path": redact(path),
             "schema_version": db.schema_version(conn),
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),
@@ -263,7 +265,7 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
         "db": {
-            "path": str(path),
+            "path": redact(path),
             "schema_version": db.schema_version(conn),
             "latest_schema": db.latest_version(),
             "meta": db.all_meta(conn),
@@ -282,9 +284,10 @@ def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
 
 def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorReport:
     """The models part of the doctor's report, and the report."""
-    from ..models.backends import onnx_providers
-    from ..models.catalog import resolve_embedder
-    from ..models.factory import describe_llm
+    from ..config import config_file_path
+    from ..models.backends import llama_build, onnx_providers
+    from ..models.catalog import disk_usage, resolve_embedder
+    from ..models.factory import cache_dir, describe_llm
 
     try:
         found = resolve_embedder(config)
@@ -302,6 +305,14 @@ def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorR
         report["embedder"] = {"status": "missing", "error": str(exc)}
     report["onnx_providers"] = onnx_providers()
     report["llm"] = {**describe_llm(config), "extract": config.extract}
+    report["llama_cpp_cpu"] = llama_build.report()
+    report["models_disk"] = disk_usage(cache_dir())
+    found_file = config_file_path()
+    report["config_file"] = {
+        "path": str(found_file),
+        "exists": found_file.is_file(),
+        "settings": sorted(name for name, origin in config.origins if origin.startswith("config")),
+    }
     report["reranker"] = (
         {
             "status": "configured" if Path(config.rerank_model).is_file() else "missing",

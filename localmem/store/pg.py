@@ -15,8 +15,10 @@ What differs by engine (see docs/postgres.md):
 - vectors: pgvector ``vector(dim)`` columns with HNSW indexes (cosine), searched with
   iterative index scans filtered by namespace; the SQLite store's binary codes are not kept;
 - forget: rows are deleted, then the tables touched are vacuumed (``VACUUM FULL``, which writes
-  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page);
-- the file-level promises (encryption at rest, the WAL) are the server's.
+  them anew: a plain VACUUM marks the space free but leaves the old bytes in the page), the
+  statistics of those left empty cleared, ``pg_statistic`` rewritten and the WAL moved past
+  them where the role and the server allow (:func:`vacuum_tables`; what is not is reported);
+- encryption at rest, WAL archives, replicas and backups are the server's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
+from ..redact import redact
+from . import pgconnect
 from .queries import _all_queries, read_named, sql_dir
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
@@ -39,7 +43,7 @@ _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 # The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
 # a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
-SQLITE_SCHEMA_MIRRORED = 14
+SQLITE_SCHEMA_MIRRORED = 15
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
@@ -261,7 +265,7 @@ class PgConnection:
     def raw(self) -> Any:
         """The psycopg connection (tests and the benchmarks read the server's own views)."""
         if self._raw is None:
-            raise LocalmemError(f"this connection to {_redact(self.url)} is closed")
+            raise LocalmemError(f"this connection to {redact(self.url)} is closed")
         return self._raw
 
     def execute(self, sql: str, params: Any = None) -> _Result:
@@ -405,14 +409,6 @@ class PgConnection:
         return id(self)
 
 
-def _redact(url: str) -> str:
-    head, sep, rest = url.partition("://")
-    userinfo, at, host = rest.partition("@")
-    if at and ":" in userinfo:
-        return f"{head}{sep}{userinfo.split(':', 1)[0]}:***@{host}"
-    return url
-
-
 @contextlib.contextmanager
 def _errors(url: str) -> Iterator[None]:
     """The server's errors as localmem's: a lock held too long, a lost server. A statement that
@@ -435,12 +431,12 @@ def _errors(url: str) -> Iterator[None]:
         raise LocalmemError(f"the PostgreSQL server refused: {str(exc).strip().splitlines()[0]}") from exc
     except psycopg.errors.LockNotAvailable as exc:
         raise StoreLockedError(
-            _redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
+            redact(url), None, "another session held a lock for longer than this call may wait (busy_timeout_ms)"
         ) from exc
     except psycopg.errors.QueryCanceled as exc:
-        raise StoreLockedError(_redact(url), 0, f"the statement was cancelled: {exc}") from exc
+        raise StoreLockedError(redact(url), 0, f"the statement was cancelled: {exc}") from exc
     except psycopg.OperationalError as exc:
-        raise LocalmemError(f"the PostgreSQL server at {_redact(url)} failed: {str(exc).strip()}") from exc
+        raise LocalmemError(f"the PostgreSQL server at {redact(url)} failed: {str(exc).strip()}") from exc
 
 
 def _first_line(exc: Exception) -> str:
@@ -476,13 +472,14 @@ def _pool(url: str) -> Any:
                 min_size=0,
                 max_size=32,
                 kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor},
+                connection_class=pgconnect.recording(),  # each failure's reason, for getconn
                 configure=_configure,
                 open=False,
             )
             try:
                 pool.open(wait=False)
             except Exception as exc:  # pragma: no cover
-                raise LocalmemError(f"cannot connect to {_redact(url)}: {exc}") from exc
+                raise LocalmemError(f"cannot connect to {redact(url)}: {exc}") from exc
             _POOLS[url] = pool
         return _POOLS[url]
 
@@ -500,13 +497,21 @@ def _close_idle_pools(keep: int) -> None:
 
 def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
     """A connection from the pool of ``url``: ``(pool, connection)``. A pool closed as idle
-    between finding it and asking it (:func:`_close_idle_pools`) is opened again."""
+    between finding it and asking it (:func:`_close_idle_pools`) is opened again. When it
+    cannot connect, :class:`pgconnect.ConnectError` says why (:mod:`.pgconnect`); a pool that
+    never connected is then closed, so that it stops trying in the background."""
     import psycopg_pool
 
     for attempt in (1, 2):
         pool = _pool(url)
         try:
-            return pool, pool.getconn(timeout=timeout_s)
+            return pool, pgconnect.getconn(pool, url, timeout_s)
+        except pgconnect.ConnectError:
+            with _POOLS_LOCK:
+                if _POOLS.get(url) is pool and not pool.get_stats().get("pool_size"):
+                    del _POOLS[url]
+                    pool.close(timeout=0)
+            raise
         except psycopg_pool.PoolClosed:
             if attempt == 2:
                 raise
@@ -564,11 +569,10 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if the role may, else it must exist)."""
     try:
         pool, raw = _getconn(url, timeout_s)
+    except pgconnect.ConnectError:
+        raise
     except Exception as exc:
-        raise LocalmemError(
-            f"cannot connect to the PostgreSQL server at {_redact(url)}: {str(exc).strip() or type(exc).__name__}; "
-            "is it running? (localmem postgres start runs a local one)"
-        ) from exc
+        raise pgconnect.failure(url, exc, timeout_s) from exc
     conn = PgConnection(url, pool, raw, timeout_s)
     try:
         migrated = migrate(conn, url)
@@ -598,7 +602,7 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     latest = len(pg_migrations())
     if schema_version(conn) >= latest:
         if schema_version(conn) > latest:
-            raise SchemaTooNewError(_redact(url), schema_version(conn), latest)
+            raise SchemaTooNewError(redact(url), schema_version(conn), latest)
         return []
     _check_ours(conn, url)
     applied = []
@@ -616,6 +620,8 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
                 (str(version),),
             )
             applied.append(name)
+        # Whatever the migrations added is covered by the roles' privileges (0009).
+        _secure(conn)
     return applied
 
 
@@ -631,9 +637,7 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         )
     ]
     if tables and "meta" not in tables:
-        raise NotALocalmemStoreError(
-            _redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}"
-        )
+        raise NotALocalmemStoreError(redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
 
 
 def lock_binding(conn: PgConnection) -> None:
@@ -648,6 +652,15 @@ def bind_embedder(conn: PgConnection, dim: int) -> None:
     """The vector tables of dimension ``dim``, with their HNSW indexes (in the caller's
     transaction, under :func:`lock_binding`)."""
     conn.raw.execute(pg_query("vec_create").replace("{dim}", str(int(dim))))  # type: ignore[arg-type]
+    _secure(conn)  # the namespace roles granted before may use the new tables (migration 0009)
+
+
+def _secure(conn: PgConnection) -> None:
+    """Migration 0009's ``localmem_secure()``: every SECURITY DEFINER function of the store on a
+    safe search_path, none of its functions PUBLIC's, each namespace role's privileges anew
+    (a table or function made since included). Run by the owner, after DDL."""
+    if conn.run("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
+        conn.run("SELECT localmem_secure()")
 
 
 def has_vectors(conn: PgConnection) -> bool:
@@ -657,44 +670,184 @@ def has_vectors(conn: PgConnection) -> bool:
 def vacuum_tables(
     conn: PgConnection, tables: Sequence[str], lock_timeout_s: float | None = None
 ) -> tuple[float, list[str]]:
-    """``VACUUM (FULL, ANALYZE)`` each of ``tables`` (outside any transaction): each is written
-    anew from its live rows, so the bytes of deleted rows leave its pages (a plain VACUUM only
-    marks them free), and its statistics are gathered again without them. Then the catalog of
-    statistics, ``pg_statistic``, is written anew too: ANALYZE keeps samples of column values
-    there (a short text column's histogram holds whole messages), and the versions it replaced
-    stay in its pages as dead tuples, as deleted rows do (found so in a test). Rewriting a
-    catalog needs a superuser, or ``pg_maintain`` (PostgreSQL 17+); without either it is
-    reported as skipped. A table another session keeps locked for ``lock_timeout_s`` (default:
-    the store's busy timeout) is skipped too (a long read, or a connection of this very process
-    inside a transaction). Returns the seconds it took and what was skipped, each with why,
-    which the next vacuum or forget rewrites."""
+    """Leave nothing of the rows deleted from ``tables`` in any file of the server that the
+    store's role can reach (outside any transaction), in four steps:
+
+    1. ``VACUUM (FULL, ANALYZE)`` each table: it is written anew from its live rows, so the
+       bytes of deleted rows leave its pages (a plain VACUUM only marks them free), and its
+       statistics are gathered again without them.
+    2. The statistics of a table left empty are cleared (:func:`_clear_stale_statistics`):
+       ANALYZE writes none for a table without rows and keeps the old ones, whose histograms
+       and most common values hold the deleted rows (whole messages, forgotten words).
+    3. The catalog of statistics, ``pg_statistic``, is written anew: the versions ANALYZE
+       replaced stay in its pages as dead tuples, as deleted rows do. Rewriting a catalog needs
+       a superuser, or ``pg_maintain`` (PostgreSQL 17+).
+    4. The server's write-ahead log is moved past them (:func:`_purge_wal`): its files hold the
+       rows as written and the pages as they were before each change.
+
+    What could not be done is returned with why (a table another session keeps locked for
+    ``lock_timeout_s``, default the store's busy timeout; a step the role may not take; a
+    server that keeps its WAL), with the seconds it took: the next vacuum or forget tries
+    again."""
+    import time
+
+    started = time.perf_counter()
+    deadline = started + (conn.busy_timeout_s if lock_timeout_s is None else lock_timeout_s)
+    skipped = []
+    conn.wait_for_locks(lock_timeout_s)
+    try:
+        present = []
+        for table in tables:
+            if not re.fullmatch(r"[a-z_]+", table):
+                raise LocalmemError(f"not a table name: {table!r}")
+            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
+                present.append(table)
+        kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
+        skipped += [f"{t} ({why})" for t, why in kept.items()]
+        try:
+            skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
+        except LocalmemError as exc:  # a table locked past the busy timeout; a refusal
+            skipped.append(f"the statistics of the emptied tables ({exc})")
+        if not _may_rewrite_catalogs(conn):
+            skipped.append("pg_statistic (needs a superuser or pg_maintain)")
+        else:
+            kept = _rewrite_all(conn, {"pg_statistic": "VACUUM (FULL, VERBOSE) pg_catalog.pg_statistic"}, deadline)
+            skipped += [f"{t} ({why})" for t, why in kept.items()]
+        try:
+            why = _purge_wal(conn)
+        except LocalmemError as exc:
+            why = str(exc)
+        if why is not None:
+            skipped.append(f"the server's write-ahead log ({why})")
+    finally:
+        conn.wait_for_locks()
+    return time.perf_counter() - started, skipped
+
+
+def _rewrite_all(conn: PgConnection, commands: dict[str, str], deadline: float) -> dict[str, str]:
+    """Run each VACUUM FULL of ``commands`` (table: statement); run again, until ``deadline``,
+    those that kept deleted row versions: a transaction open anywhere in the database (an
+    autovacuum worker's ANALYZE is one) may still see them, and VACUUM FULL copies what it may
+    see into the new file (its VERBOSE report counts them: "N dead row versions cannot be
+    removed yet"). Returns what was not done, each with why."""
     import time
 
     import psycopg
 
-    started = time.perf_counter()
-    skipped = []
-    conn.wait_for_locks(lock_timeout_s)
+    notes: list[str] = []
+
+    def note(diag: Any) -> None:
+        if diag.severity_nonlocalized == "INFO" and diag.message_detail:
+            found = re.match(r"\s*(\d+)", diag.message_detail)
+            if found:
+                notes.append(found.group(1))
+
+    left: dict[str, str] = {}
+    todo = dict(commands)
+    conn.raw.add_notice_handler(note)
     try:
-        for table in tables:
-            if not re.fullmatch(r"[a-z_]+", table):
-                raise LocalmemError(f"not a table name: {table!r}")
-            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() != (True,):
-                continue
-            try:
-                conn.raw.execute(f"VACUUM (FULL, ANALYZE) {table}")  # type: ignore[arg-type]
-            except psycopg.errors.LockNotAvailable:
-                skipped.append(f"{table} (held by another session)")
-        if not _may_rewrite_catalogs(conn):
-            skipped.append("pg_statistic (needs a superuser or pg_maintain)")
-        else:
-            try:
-                conn.raw.execute("VACUUM FULL pg_catalog.pg_statistic")
-            except psycopg.errors.LockNotAvailable:
-                skipped.append("pg_statistic (held by another session)")
+        while todo:
+            for table, command in todo.items():
+                notes.clear()
+                try:
+                    conn.raw.execute(command)
+                except psycopg.errors.LockNotAvailable:
+                    left[table] = "held by another session"
+                    continue
+                dead = sum(int(n) for n in notes)
+                if dead:
+                    left[table] = f"{dead} deleted row version(s) a transaction still open may see"
+                else:
+                    left.pop(table, None)
+            todo = {t: c for t, c in commands.items() if t in left and "transaction" in left[t]}
+            if not todo or time.perf_counter() >= deadline:
+                break
+            time.sleep(0.2)
     finally:
-        conn.wait_for_locks()
-    return time.perf_counter() - started, skipped
+        conn.raw.remove_notice_handler(note)
+    return left
+
+
+def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[str]:
+    """Clear the column statistics of those of ``tables`` that are empty (their row count as the
+    VACUUM FULL just before counted it, which row-level security does not hide): PostgreSQL
+    18's ``pg_clear_attribute_stats``, which the table's MAINTAIN privilege allows (its owner,
+    a namespace role); before 18 a superuser deletes the catalog's rows. What could not be
+    cleared is returned."""
+    empty = [
+        str(r[0])
+        for r in conn.run(
+            "SELECT t FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
+            "WHERE c.reltuples = 0",
+            {"t": list(tables)},
+        )
+    ]
+    if not empty:
+        return []
+    args = {"t": empty}
+    version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
+    if version is not None and int(version[0]) >= 180000:
+        conn.run(
+            "SELECT pg_clear_attribute_stats(n.nspname::text, c.relname::text, a.attname::text, false) "
+            "FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
+            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped",
+            args,
+        )
+        return []
+    row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if row is not None and row[0]:
+        conn.run(
+            "DELETE FROM pg_catalog.pg_statistic WHERE starelid IN "
+            "(SELECT to_regclass(t) FROM unnest(CAST(%(t)s AS text[])) AS t)",
+            args,
+        )
+        return []
+    return [f"the statistics of {', '.join(empty)} (emptied: PostgreSQL 18 or a superuser clears them)"]
+
+
+def _purge_wal(conn: PgConnection) -> str | None:
+    """Move the server's write-ahead log past everything written so far and remove the files
+    that held it: ``pg_switch_wal()`` ends the current file, then a ``CHECKPOINT`` removes every
+    file before the new one. That holds only where the server deletes old files rather than
+    renaming them for reuse (``wal_recycle = off``: ``localmem postgres start`` sets it; a
+    recycled file keeps its old bytes until overwritten) and nothing else keeps them (WAL
+    archiving, replication slots, ``wal_keep_size``, WAL summaries); and the role must be
+    allowed both calls (a superuser; or ``pg_checkpoint`` and EXECUTE on ``pg_switch_wal``).
+    Returns why it was not done, or None."""
+    row = conn.run(
+        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
+        "has_function_privilege('pg_catalog.pg_switch_wal()', 'EXECUTE'), "
+        "EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint' AND pg_has_role(current_user, oid, 'USAGE')), "
+        "current_setting('wal_recycle', true), current_setting('archive_mode', true), "
+        "current_setting('wal_keep_size', true), current_setting('summarize_wal', true), "
+        "(SELECT count(*) FROM pg_replication_slots), "
+        "has_function_privilege('pg_catalog.pg_ls_waldir()', 'EXECUTE')"
+    ).fetchone()
+    assert row is not None
+    superuser, may_switch, may_checkpoint, recycle, archive, keep, summarize, slots, may_list = row
+    if not (superuser or (may_switch and may_checkpoint)):
+        return "needs a superuser, or pg_checkpoint and EXECUTE on pg_switch_wal"
+    kept = [
+        *(["wal_recycle is on: old files are renamed for reuse with their bytes"] if recycle != "off" else []),
+        *([f"archive_mode is {archive}"] if archive not in (None, "off") else []),
+        *([f"wal_keep_size is {keep}"] if keep not in (None, "0") else []),
+        *(["summarize_wal is on"] if summarize == "on" else []),
+        *([f"{slots} replication slot(s)"] if slots else []),
+    ]
+    if kept:
+        return "the server keeps its old files: " + "; ".join(kept)
+    (switched,) = conn.run("SELECT pg_walfile_name(pg_switch_wal())").fetchone() or (None,)
+    conn.run("CHECKPOINT")
+    if may_list and switched is not None:
+        # The check a reader of the directory would make: no file up to the one just ended.
+        left = conn.run(
+            "SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' AND name <= %(s)s",
+            {"s": switched},
+        ).fetchone()
+        if left and left[0]:
+            return f"{left[0]} file(s) up to {switched} are still there after a checkpoint"
+    return None
 
 
 def analyze(conn: PgConnection) -> None:
@@ -800,15 +953,22 @@ def fold_fts_statistics(conn: PgConnection) -> bool:
 
 def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
     """Make ``role`` (a login role, created if missing) a user of ``namespaces`` only: it may
-    read and write the store's tables, and row-level security shows it the rows of those
-    namespaces alone. Run by the store's owner."""
+    read and write the store's tables that row-level security guards, and sees the rows of
+    those namespaces alone (``localmem_grant_role``, migration 0009). Run by the store's owner.
+    A role row-level security would not hold (a superuser, one with BYPASSRLS, the owner of
+    the store, its schema or its database, a member of any of those, a built-in ``pg_*`` role)
+    is refused, as is one that may create objects in the store's schema."""
     from psycopg import sql
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
         raise LocalmemError(f"role names are lower-case letters, digits and _: {role!r}")
     with conn:
         exists = conn.run("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
-        if not exists:
+        if exists:
+            _refuse_unbound_role(conn, role)
+        elif role.startswith("pg_"):
+            raise LocalmemError(f"{role}: names starting pg_ are PostgreSQL's own roles; choose another name")
+        else:
             conn.run(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
         if password is not None:
             conn.run(
@@ -816,17 +976,99 @@ def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], pa
                 .format(sql.Identifier(role), sql.Literal(password))
                 .as_string(conn.raw)
             )
-        ident = sql.Identifier(role).as_string(conn.raw)
-        conn.run(f"GRANT USAGE ON SCHEMA public TO {ident}")
-        conn.run(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {ident}")
-        conn.run(f"REVOKE ALL ON namespace_roles FROM {ident}")
-        conn.run(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {ident}")
-        # A forget by the role vacuums what it touched (PostgreSQL 17 and later: MAINTAIN).
-        version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
-        if version is not None and int(version[0]) >= 170000:
-            conn.run(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {ident}")
+        _no_create_in_schema(conn, role)
         for ns in namespaces:
             conn.run(
                 "INSERT INTO namespace_roles (role, ns) VALUES (%(r)s, %(ns)s) ON CONFLICT DO NOTHING",
                 {"r": role, "ns": ns},
             )
+        conn.run("SELECT localmem_grant_role(%(r)s)", {"r": role})
+
+
+# Why a role would see every namespace whatever the policies say (checked in this order).
+_UNBOUND_ROLE = """
+SELECT CASE
+    WHEN r.rolname LIKE 'pg\\_%%' THEN 'is one of PostgreSQL''s built-in roles'
+    WHEN r.rolsuper THEN 'is a superuser'
+    WHEN r.rolbypassrls THEN 'has BYPASSRLS'
+    WHEN pg_has_role(r.oid, (SELECT relowner FROM pg_class WHERE oid = 'meta'::regclass), 'MEMBER')
+        THEN 'owns the store (or is a member of its owner)'
+    WHEN pg_has_role(r.oid, (SELECT n.nspowner FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid
+                             WHERE c.oid = 'meta'::regclass), 'MEMBER')
+        THEN 'owns the store''s schema (it may drop its tables)'
+    WHEN pg_has_role(r.oid, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'MEMBER')
+        THEN 'owns the database'
+    WHEN EXISTS (SELECT 1 FROM pg_roles AS x WHERE (x.rolsuper OR x.rolbypassrls) AND pg_has_role(r.oid, x.oid, 'MEMBER'))
+        THEN 'is a member of a superuser or BYPASSRLS role'
+END FROM pg_roles AS r WHERE r.rolname = %(r)s
+"""
+
+
+def _refuse_unbound_role(conn: PgConnection, role: str) -> None:
+    """Refuse a role that row-level security does not bind (finding 10 of issue 50: such a
+    role was reported as restricted while it saw everything)."""
+    row = conn.run(_UNBOUND_ROLE, {"r": role}).fetchone()
+    if row is not None and row[0]:
+        raise LocalmemError(
+            f"{role} {row[0]}: row-level security does not apply to it, so it would see every namespace; "
+            "grant a new role of its own instead (localmem postgres grant NEW_ROLE NAMESPACE)"
+        )
+
+
+def _no_create_in_schema(conn: PgConnection, role: str) -> None:
+    """A role that may create objects in the store's schema could put a function there that the
+    owner's functions call in place of theirs (PostgreSQL before 15 lets every role create in
+    ``public``): that right is revoked from PUBLIC and the role, or the grant refused."""
+    (schema,) = conn.run(
+        "SELECT n.nspname FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid WHERE c.oid = 'meta'::regclass"
+    ).fetchone() or ("public",)
+    if conn.run("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() != (True,):
+        return
+    from psycopg import sql
+
+    for grantee in (sql.SQL("PUBLIC"), sql.Identifier(role)):
+        conn.run(
+            sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee).as_string(conn.raw)
+        )
+    if conn.run("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() == (True,):
+        raise LocalmemError(
+            f"{role} may create objects in schema {schema}, where the store's functions live; "
+            f"as that schema's owner run: REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {role}; then grant again"
+        )
+
+
+def trust_warnings(conn: PgConnection, role: str) -> list[str]:
+    """What the server lets connect as ``role`` without a password (``trust`` lines of its
+    pg_hba.conf, as far as this connection may read them; else whether this very connection
+    was let in unauthenticated, PostgreSQL 16+): a password set for the role protects nothing
+    there. ``localmem postgres start``'s server trusts its Unix socket."""
+    import psycopg
+
+    try:
+        rules = conn.run(
+            "SELECT line_number, type, coalesce(address, '') FROM pg_hba_file_rules WHERE auth_method = 'trust' "
+            "AND error IS NULL AND ('all' = ANY (user_name) OR %(r)s = ANY (user_name)) "
+            "AND ('all' = ANY (database) OR current_database() = ANY (database)) ORDER BY line_number",
+            {"r": role},
+        ).fetchall()
+    except (LocalmemError, psycopg.Error):
+        rules = None
+    if rules is not None:
+        if not rules:
+            return []
+        where = ", ".join(
+            "its local socket" if kind == "local" else f"{kind} {address}".strip() for _line, kind, address in rules
+        )
+        lines = ", ".join(str(line) for line, _kind, _address in rules)
+        return [
+            f"the server trusts {where} (pg_hba.conf line{'s' if len(rules) > 1 else ''} {lines}): anyone who "
+            f"reaches it connects as {role} with any password or none; require scram-sha-256 there "
+            "(docs/postgres.md, 'Passwords')"
+        ]
+    row = conn.run("SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL").fetchone()
+    if row is not None and row[0]:
+        return [
+            "this connection was let in without a password (trust): the server may let anyone connect as "
+            f"{role} the same way, whatever its password; require scram-sha-256 (docs/postgres.md, 'Passwords')"
+        ]
+    return []

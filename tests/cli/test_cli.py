@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -171,7 +172,9 @@ def test_search_text_output_and_errors(hashed, db):
     run(db, "ingest", str(SAMPLE_CHAT))
     out = run(db, "search", "Mochi", "-k", "2").stdout
     lines = out.splitlines()
-    assert lines[0].startswith(" 1. [message] m:") and "sample-chat/L" in lines[0] and "2024-" in lines[0]
+    # the hit's id, then who said it, when and in which conversation, and why it was found
+    first = r" 1\. m:\d+ (Priya|Tom), 2024-\d\d-\d\d \d\d:\d\d, in “sample-chat” \(found by "
+    assert re.match(first, lines[0]), lines[0]
     assert lines[1].startswith("    ") and "Mochi" in lines[1]
     assert len(lines) == 4
     unknown = run(db, "-n", "other", "search", "Mochi", ok=False)  # not an empty answer: an error
@@ -224,10 +227,10 @@ def test_stats_and_namespaces_json(hashed, db):
     assert [(s["kind"], s["status"], s["messages"]) for s in stats["source_list"]] == [("locomo", "loaded", 5)]
     assert stats["source_list"][0]["uri"] == str(LOCOMO.resolve())
     text = run(db, "-n", "tiny-1", "stats", "--sources").stdout
-    assert "messages: 5" in text and "units: episode 2" in text and "sources:" in text  # a session each
+    assert "5 messages in 1 conversation" in text and "2 episodes" in text and "sources:" in text  # a session each
     spaces = run_json(db, "namespaces")
     assert [(n["namespace"], n["messages"]) for n in spaces] == [("tiny-1", 5), ("tiny-2", 2)]
-    assert "tiny-2: 2 messages in 1 conversation(s)" in run(db, "namespaces").stdout
+    assert "tiny-2: 2 messages in 1 conversation, 1 unit built" in run(db, "namespaces").stdout
 
 
 def test_empty_store_outputs(hashed, db):
@@ -256,7 +259,7 @@ def test_add_json(hashed, db):
     assert first == {"id": "m:1", "external_id": "d1", "conversation": "diary", "added": True, "replaces": None}
     again = run_json(db, "add", "Ana", "I started learning the cello.", "--conversation", "diary", "--id", "d1")
     assert again["added"] is False and again["id"] == "m:1"
-    assert run(db, "add", "Ben", "hi").stdout.startswith("added: m:2 (default/a0)")
+    assert run(db, "add", "Ben", "hi").stdout.startswith("added: m:2, said by Ben in “default”")
     hit = run_json(db, "search", "cello")["hits"][0]
     assert hit["time"] == "2024-05-01T18:00:00" and hit["sources"][0]["external_id"] == "d1"
     bad = run(db, "add", "Ana", "x", "--time", "whenever", ok=False)
@@ -314,7 +317,7 @@ def test_doctor(hashed, db, tmp_path):
     )["embedder"]
     assert flagged["from"] == "flag"
     text = run(db, "doctor").stdout
-    for key in ("sqlite:", "fts5: True", "sqlite_vec: v", "embedder:", "  from: "):
+    for key in ("sqlite:", "fts5: yes", "sqlite vec: v", "embedder:", "  from: ", "config file: ", "models on disk: "):
         assert key in text
 
 

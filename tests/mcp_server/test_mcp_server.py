@@ -283,14 +283,14 @@ def test_bad_arguments_get_tool_errors_and_the_server_keeps_serving(tmp_path):
     async def main():
         async with stdio(tmp_path, db) as client:
             cases = [
-                ("remember", {}, "text\n  Field required"),  # a missing field
+                ("remember", {}, "argument text: required"),  # a missing field
                 ("remember", {"text": ""}, "at least 1 character"),
                 (
                     "remember",
                     {"text": "hi", "speaker": ["not", "a", "name"]},
-                    "speaker\n  Input should be a valid string",
+                    "argument speaker: Input should be a valid string",
                 ),
-                ("search", {"query": "cat", "k": "ten"}, "k\n  Input should be a valid integer"),  # a wrong type
+                ("search", {"query": "cat", "k": "ten"}, "argument k: Input should be a valid integer"),  # a wrong type
                 ("search", {"query": "cat", "k": 10_000}, "less than or equal to 50"),
                 ("recent", {"n": 0}, "greater than or equal to 1"),
                 ("remember", {"text": "x" * 200_000}, "200,000 characters, over the limit of 100,000"),  # huge
@@ -298,7 +298,17 @@ def test_bad_arguments_get_tool_errors_and_the_server_keeps_serving(tmp_path):
                 ("ask", {"question": "   "}, "needs a non-empty question"),
                 ("profile", {"name": "Nobody"}, "no one called 'Nobody' in namespace 'alice'"),  # unknown
                 ("forget", {"message_id": "12"}, "should match pattern"),  # not an id
-                ("forget", {"source_id": "many"}, "source_id\n  Input should be a valid integer"),
+                ("forget", {"source_id": "many"}, "argument source_id: Input should be a valid integer"),
+                ("search", {}, "argument query: required"),
+                ("ask", {}, "argument question: required"),
+                ("ask", {"question": 12}, "argument question: Input should be a valid string"),
+                ("profile", {}, "argument name: required"),
+                ("recent", {"n": "all"}, "argument n: Input should be a valid integer"),
+                (
+                    "search",
+                    {"k": 0},
+                    "argument query: required; argument k: Input should be greater than or equal to 1",
+                ),
                 ("drop_everything", {}, "Unknown tool"),
             ]
             for tool, args, said in cases:
@@ -306,6 +316,9 @@ def test_bad_arguments_get_tool_errors_and_the_server_keeps_serving(tmp_path):
                 assert result.is_error, (tool, args, _text(result))
                 assert said in _text(result), (tool, args, _text(result))
                 assert "Traceback" not in _text(result)
+                # one line (docs/mcp.md), naming the field but never echoing the value given
+                assert "\n" not in _text(result).strip(), (tool, args, _text(result))
+                assert "pydantic" not in _text(result) and "[type=" not in _text(result)
             if FORGET_TAKES_IDS:  # unknown ids: a tool error naming the id
                 for args in ({"message_id": "m:999999"}, {"source_id": 999999}):
                     result = await client.call_tool("forget", args)

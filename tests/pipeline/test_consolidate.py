@@ -259,7 +259,7 @@ def test_profile_cli_text_and_json(tmp_path):
     assert out.exit_code == 0, out.output
     assert "Omar (person)" in out.output and "Timeline: 4 episodes" in out.output
     assert "Omar prefers coffee to tea." in out.output
-    assert re.search(r"Omar prefers tea to coffee\..*until 2023-06-01, replaced by u:\d+", out.output)
+    assert re.search(r"Omar prefers tea to coffee\..*until 2023-06-01, replaced by the newer u:\d+", out.output)
     data = json.loads(runner().invoke(cli, ["--db", db, "--namespace", "t", "profile", "Omar", "--json"]).output)
     assert data["name"] == "Omar" and [s["current"] for s in data["knowledge"]["preference"]] == [True, False]
     now, before = data["knowledge"]["preference"]

@@ -17,6 +17,7 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
 from urllib.parse import urljoin, urlparse
 
@@ -144,6 +145,199 @@ def test_stalled_connections_do_not_lock_the_owner_out(tmp_path):
         for sock in stalled:
             sock.close()
         assert server.stop() == 0, server.stderr.read_text()
+
+
+class SlowBodies:
+    """``count`` connections that hold a public route open without the token (issue 50): a GET
+    with a Content-Length, then one body byte every ``every`` seconds. A connection the server
+    closes is opened again at once, so ``count`` stay open; the trickle stops at ``stop()`` or
+    after ``most`` seconds, whichever comes first."""
+
+    PATHS = (b"/static/app.js", b"/api/hello?nonce=" + b"n" * 24)
+
+    def __init__(self, port: int, count: int, every: float = 1.5, most: float = 60) -> None:
+        self.port, self.count, self.every, self.most = port, count, every, most
+        self.opened = 0
+        self.closed_by_server = 0
+        self._stop = threading.Event()
+        self.socks = [self._open(i) for i in range(count)]
+        self._thread = threading.Thread(target=self._trickle, daemon=True)
+        self._thread.start()
+
+    def _open(self, i: int) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+        path = self.PATHS[i % len(self.PATHS)]
+        host = f"127.0.0.1:{self.port}".encode()
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: " + host + b"\r\nContent-Length: 100000\r\n\r\nx")
+        sock.setblocking(False)
+        self.opened += 1
+        return sock
+
+    def _closed(self, sock: socket.socket) -> bool:
+        try:
+            while True:
+                if not sock.recv(65536):  # the response, if any, is read and dropped
+                    return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
+    def _trickle(self) -> None:
+        ends = time.monotonic() + self.most
+        while not self._stop.wait(self.every) and time.monotonic() < ends:
+            for i, sock in enumerate(self.socks):
+                alive = not self._closed(sock)
+                if alive:
+                    try:
+                        sock.send(b"x")
+                    except OSError:
+                        alive = False
+                if not alive:
+                    self.closed_by_server += 1
+                    sock.close()
+                    try:
+                        self.socks[i] = self._open(i)
+                    except OSError:  # the server refused it now; tried again next round
+                        self.socks[i] = socket.socket()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        for sock in self.socks:
+            sock.close()
+
+
+def _owner_get(server, path: bytes = b"/api/stats") -> tuple[float, bytes]:
+    """One request of the owner (the token) on a new connection: (seconds, the status line),
+    or what went wrong instead of a status line."""
+    started = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(_request(server, path))
+            status = _status_line(sock)
+            return time.monotonic() - started, status
+    except OSError as exc:
+        return time.monotonic() - started, f"refused: {exc!r}".encode()
+
+
+def _request(server, path: bytes) -> bytes:
+    host = f"127.0.0.1:{server.port}".encode()
+    return (
+        b"GET "
+        + path
+        + b" HTTP/1.1\r\nHost: "
+        + host
+        + b"\r\nAuthorization: Bearer "
+        + server.token.encode()
+        + b"\r\n\r\n"
+    )
+
+
+def _status_line(sock: socket.socket) -> bytes:
+    """The status line of the response, its headers and body read whole (Content-Length)."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return got.split(b"\r\n", 1)[0] or b"closed without an answer"
+        got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head.split(b"\r\n", 1)[0]
+
+
+def test_unauthenticated_slow_bodies_do_not_lock_the_owner_out(tmp_path):
+    """Issue 50, finding 7: 140 connections without the token, each a GET of a public route
+    with a body trickled one byte every 1.5 s (more than the 128 connections the server holds),
+    kept open by opening a new one for each the server closes: the owner is answered within a
+    second, every time."""
+    db = tmp_path / "m.db"
+    seed(db, STORY[:2])
+    server = spawn(tmp_path, db)  # the default limits: 128 connections, a 30 s body timeout
+    flood = None
+    try:
+        flood = SlowBodies(server.port, 140)
+        time.sleep(3.5)  # two rounds of the trickle: every connection is in its body by now
+        answers = []
+        for _ in range(12):
+            answers.append(_owner_get(server))
+            time.sleep(0.25)
+        print("owner during the flood (s, status):", [(round(t, 3), s.decode()) for t, s in answers])
+        print(f"flood: {flood.opened} connections opened, {flood.closed_by_server} closed by the server")
+        assert [s for _, s in answers] == [b"HTTP/1.1 200 OK"] * len(answers)
+        assert max(t for t, _ in answers) < 1.0
+        # The server did close the trickling connections (the short body deadline), and the
+        # flood kept 140 open all along by opening new ones.
+        assert flood.closed_by_server >= 140
+    finally:
+        if flood is not None:
+            flood.stop()
+        assert server.stop() == 0, server.stderr.read_text()
+
+
+def test_an_owners_open_connection_outlives_a_flood_without_the_token(tmp_path):
+    """Issue 50, finding 7: when connections must be closed for newer ones, those that never
+    showed the token go first: the owner's kept-alive connection is still there after 140
+    newcomers without it (it used to be the first closed, the oldest between two requests)."""
+    db = tmp_path / "m.db"
+    seed(db, STORY[:2])
+    server = spawn(tmp_path, db)
+    flood = None
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as owner:
+            owner.sendall(_request(server, b"/api/stats"))
+            assert _status_line(owner) == b"HTTP/1.1 200 OK"
+            flood = SlowBodies(server.port, 140)
+            time.sleep(0.5)  # every newcomer is seen (and the room made) well within the keep-alive
+            owner.sendall(_request(server, b"/api/stats"))
+            assert _status_line(owner) == b"HTTP/1.1 200 OK"
+    finally:
+        if flood is not None:
+            flood.stop()
+        assert server.stop() == 0, server.stderr.read_text()
+
+
+def test_a_body_without_the_token_must_come_whole_within_seconds(served):
+    """Issue 50, finding 7: a public route's body, a byte every half second, is cut after the
+    short deadline of anyone's body (2 s, not reset by each byte); the owner's own slow body,
+    at the same pace for longer, is read whole."""
+    host = f"127.0.0.1:{served.port}".encode()
+    with socket.create_connection(("127.0.0.1", served.port), timeout=5) as anyone:
+        anyone.sendall(b"GET /static/app.js HTTP/1.1\r\nHost: " + host + b"\r\nContent-Length: 1000\r\n\r\nx")
+        assert _status_line(anyone) == b"HTTP/1.1 200 OK"  # the file, without waiting for the body
+        started = time.monotonic()
+        cut = None
+        for _ in range(20):  # 10 s at most; the body timeout of the owner's bodies is 30 s
+            time.sleep(0.5)
+            try:
+                anyone.sendall(b"x")
+            except OSError:
+                cut = time.monotonic() - started
+                break
+        assert cut is not None and cut < 6.0, cut  # 2 s, and the round trips that find it closed
+    body = json.dumps({"speaker": "Ann", "text": "a slow body of the owner", "conversation": "slow"}).encode()
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as owner:
+        owner.sendall(
+            b"POST /api/add HTTP/1.1\r\nHost: "
+            + host
+            + b"\r\nAuthorization: Bearer "
+            + served.token.encode()
+            + b"\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+        )
+        for i in range(0, len(body), len(body) // 8 + 1):  # 9 pieces over 4.5 s
+            time.sleep(0.5)
+            owner.sendall(body[i : i + len(body) // 8 + 1])
+        assert _status_line(owner) == b"HTTP/1.1 201 Created"
 
 
 def test_an_upload_over_the_limit_is_refused_before_it_is_read(tmp_path):

@@ -977,7 +977,8 @@ def test_cli_forget_without_yes_deletes_nothing(populated, use_models):
     populated.close()
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1"])
     assert result.exit_code == 0  # a dry run is not an error
-    assert result.stdout.startswith("would forget 1 sources, 5 messages, 2 units, 0 entities\n")
+    assert result.stdout.startswith("would forget 1 source, 5 messages, 2 units\n")
+    assert "  5 messages:\n    m:" in result.stdout and "(a message)" not in result.stdout  # each in words
     assert "nothing was deleted; re-run with --yes to delete" in result.stdout
     assert snapshot(populated.path) == before
     result = runner().invoke(cli, ["--db", str(populated.path), "forget", "--namespace", "tiny-1", "--yes", "--json"])

@@ -103,7 +103,10 @@ INSERT INTO vec_units (id, ns, kind, embedding) VALUES (:id, :ns, :kind, CAST(:e
 ON CONFLICT (id) DO UPDATE SET embedding = excluded.embedding, kind = excluded.kind;
 
 -- name: part_insert
-INSERT INTO message_parts (message_id, ns, start, "end", context) VALUES (:message_id, :ns, :start, :end, :context)
+-- Its id from localmem_next_id, not the identity's next value, which a row a namespace role
+-- wrote with an id ahead of the sequence would make fail (migration 0009).
+INSERT INTO message_parts (id, message_id, ns, start, "end", context)
+VALUES (localmem_next_id('message_parts'), :message_id, :ns, :start, :end, :context)
 RETURNING id;
 
 -- name: vec_part_insert
