@@ -13,11 +13,11 @@ import click
 import pytest
 
 from localmem import config as cfg
-from tools import docsgen
 from localmem.cli import SettingOption, cli
 from localmem.config import Config, settings
 from tests.fakes import HashEmbedder
 from tests.helpers import SAMPLE_CHAT, runner
+from tools import docsgen
 
 DEFAULTS = Config()
 # (command path, option) -> the value the code uses when an option that is no setting is not given.
