@@ -28,7 +28,6 @@ from .config import (
     DEFAULT_K,
     DEFAULT_LIST_LIMIT,
     DEFAULT_SEARCH_MAX_TOKENS,
-    EVAL_SYSTEMS,
     FORMATS,
     RERANK_MODES,
     Config,
@@ -152,6 +151,49 @@ class _Group(click.Group):
     command_class = _Command
     group_class = _SubGroup
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugins: dict[str, str] | None = None  # command name -> the plugin that added it, once loaded
+
+    def load_plugins(self) -> dict[str, str]:
+        """Let each installed command plugin (an entry point in PLUGIN_GROUP: a function given
+        this group) add its commands, once; the commands added, by name, with their plugin's.
+        A plugin that fails is named in one line on stderr, and the other commands work."""
+        if self.plugins is not None:
+            return self.plugins
+        from importlib.metadata import entry_points
+
+        self.plugins = {}
+        for point in sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: p.name):
+            before = dict(self.commands)
+            try:
+                point.load()(self)
+                taken = [name for name, command in before.items() if self.commands.get(name) is not command]
+                if taken:
+                    raise LocalmemError(f"it would replace the command {', '.join(sorted(taken))}")
+            except Exception as exc:  # a plugin's bug must not stop the core commands
+                self.commands = before
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                click.echo(
+                    f"warning: the command plugin {point.name} ({point.value}) is not loaded: {reason}", err=True
+                )
+                continue
+            self.plugins.update((name, point.name) for name in self.commands if name not in before)
+        return self.plugins
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_plugins()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self.load_plugins()
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in BENCH_COMMANDS:
+            raise LocalmemError(
+                "localmem eval and localmem bench need the benchmarks, which are not installed", f"run: {BENCH_INSTALL}"
+            )
+        return command
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[_JSON_ERRORS] = "--json" in (args[: args.index("--")] if "--" in args else args)
         return super().parse_args(ctx, args)
@@ -237,6 +279,13 @@ class _Group(click.Group):
                 f"error: unexpected {type(exc).__name__}: {exc} (run with --debug for details)",
             )
 
+
+# Command plugins: each entry point in this group names a function that adds commands to the top
+# group, as `llm` plugins do. The benchmarks (localmem_bench, built from bench/) are one: the core
+# install does not carry `localmem bench` and `localmem eval`, and says how to get them.
+PLUGIN_GROUP = "localmem.commands"
+BENCH_COMMANDS = ("bench", "eval")
+BENCH_INSTALL = "pip install ./bench (from a checkout of localmem; pip install -e ./bench for a development install)"
 
 _JSON_ERRORS = "localmem.json_errors"
 _FAILED = "localmem.failed"
@@ -1959,26 +2008,6 @@ def serve_command(
     )
 
 
-# The benchmarks are not part of the core install: localmem_bench ships from this repository's
-# bench/ project (a checkout's editable install has it too).
-BENCH_INSTALL = "pip install ./bench (from a checkout of localmem), or pip install -e . for a development install"
-
-
-def _bench(module: str) -> Any:
-    """The module ``localmem_bench.<module>``; a one-line error saying how to install it when
-    the benchmarks are not installed."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"localmem_bench.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("localmem_bench", f"localmem_bench.{module}"):
-            raise
-        raise LocalmemError(
-            "localmem eval and localmem bench need the benchmarks, which are not installed", f"run: {BENCH_INSTALL}"
-        ) from None
-
-
 @cli.group(name="postgres")
 def postgres_() -> None:
     """A local PostgreSQL server (with pgvector) for a store: --db postgresql://... (pip install 'localmem[postgres]')."""
@@ -2084,368 +2113,12 @@ def postgres_grant(
         click.echo("its forgets delete rows; the owner's 'localmem vacuum' removes their bytes (PostgreSQL < 17)")
 
 
-@cli.group()
-def bench() -> None:
-    """Benchmarks on synthetic data; they print measured numbers."""
-
-
-@bench.command(name="ingest")
-@click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
-@click.option(
-    "--workdir",
-    type=click.Path(path_type=Path, readable=False),
-    help="Where the bench stores live (kept for 'bench search').",
-)
-@click.option(
-    "--compare-encrypted",
-    is_flag=True,
-    help="Measure each size on a plain store and on an encrypted twin (needs localmem[encrypt]).",
-)
-@click.option(
-    "--messages",
-    metavar="N",
-    help="Instead: import a synthetic N-message WhatsApp export and compare its pace with the "
-    "embedder alone over the same texts (each in a new process; peak memory is the import's).",
-)
-@json_option
-@click.pass_obj
-def bench_ingest(
-    state: _State, sizes: str, workdir: Path | None, compare_encrypted: bool, messages: str | None, as_json: bool
-) -> None:
-    """Ingest speed: messages/s with and without embedding, or (--messages) against the embedding floor."""
-    if messages is not None:
-        ingest_pace = _bench("ingest_pace")
-
-        (n,) = _sizes(messages)
-        row = ingest_pace.bench_ingest_pace(n, workdir, state.config)
-        if as_json:
-            _print_json(row)
-        else:
-            from .text.labels import value
-
-            click.echo("\n".join(f"{k}: {value(v)}" for k, v in row.items()))
-        return
-    bench_mod = _bench("bench")
-
-    rows = bench_mod.bench_ingest(_sizes(sizes), workdir, state.config, compare_encrypted=compare_encrypted)
-    _emit_rows(rows, as_json, bench_mod.INGEST_COLUMNS)
-
-
-@bench.command(name="search")
-@click.option("--sizes", default="1000,10000", show_default=True, help="Comma-separated message counts.")
-@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
-@click.option("--queries", "n_queries", default=200, show_default=True, help="Queries per size.")
-@click.option("--k", "-k", default=DEFAULT_K, show_default=True, help="Hits per query.")
-@click.option(
-    "--compare-encrypted",
-    is_flag=True,
-    help="Search a plain store and its encrypted twin, taking turns query by query.",
-)
-@json_option
-@click.pass_obj
-def bench_search(
-    state: _State, sizes: str, workdir: Path | None, n_queries: int, k: int, compare_encrypted: bool, as_json: bool
-) -> None:
-    """Search latency p50/p95 (query embedding included) per store size."""
-    bench_mod = _bench("bench")
-
-    rows = bench_mod.bench_search(
-        _sizes(sizes), workdir, state.config, n_queries=n_queries, k=k, compare_encrypted=compare_encrypted
-    )
-    _emit_rows(rows, as_json, bench_mod.SEARCH_COLUMNS)
-
-
-@bench.command(name="serve")
-@click.option("--size", default="10000", show_default=True, help="Messages in the bench store.")
-@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
-@click.option("--requests", default=50, show_default=True, help="Requests per row.")
-@json_option
-@click.pass_obj
-def bench_serve(state: _State, size: str, workdir: Path | None, requests: int, as_json: bool) -> None:
-    """`localmem serve`'s server time (Server-Timing) and round trip: the first page, search, the
-    timeline; against the budgets 300, 100 and 200 ms."""
-    mod = _bench("bench_serve")
-
-    if requests < 1:
-        raise click.BadParameter("--requests must be at least 1")
-    rows = mod.bench_serve(_sizes(size)[0], workdir, state.config, requests=requests)
-    _emit_rows(rows, as_json, mod.COLUMNS)
-
-
-@bench.command(name="memory")
-@click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated unit counts.")
-@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench stores live.")
-@click.option("--queries", "n_queries", default=100, show_default=True, help="Queries per size.")
-@json_option
-@click.pass_obj
-def bench_memory(state: _State, sizes: str, workdir: Path | None, n_queries: int, as_json: bool) -> None:
-    """Search latency over synthetic built memory (units, entities, links): all channels and each."""
-    mod = _bench("bench_memory")
-
-    rows = mod.bench_memory_search(_sizes(sizes), workdir, state.config, n_queries=n_queries)
-    _emit_rows(rows, as_json, mod.MEMORY_COLUMNS)
-
-
-@bench.command(name="mcp")
-@click.option("--runs", default=5, show_default=True, help="Cold starts of each server.")
-@click.option("--workdir", type=click.Path(path_type=Path, readable=False), help="Where the bench store lives.")
-@json_option
-@click.pass_obj
-def bench_mcp(state: _State, runs: int, workdir: Path | None, as_json: bool) -> None:
-    """Start-up of `localmem mcp` as a client sees it: spawn to tools listed, and the first remember
-    (which loads the embedder), beside a bare MCP SDK server and `python -c pass` timed in the same run."""
-    mod = _bench("bench_mcp")
-
-    if runs < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--runs")
-    _emit_rows(mod.bench_mcp_startup(runs, workdir, state.config), as_json, mod.MCP_COLUMNS)
-
-
-@bench.command(name="llm")
-@click.option("--prompt-tokens", default=512, show_default=True, help="Tokens to prefill.")
-@click.option("--gen-tokens", default=128, show_default=True, help="Tokens to generate.")
-@json_option
-@click.pass_obj
-def bench_llm(state: _State, prompt_tokens: int, gen_tokens: int, as_json: bool) -> None:
-    """The local LLM's prefill and generation speed (tokens/s) on this machine."""
-    from .models.protocols import SpeedMeter
-
-    llm = state.memory("none").llm
-    if not isinstance(llm, SpeedMeter):
-        raise LocalmemError(f"the LLM backend {llm.model_id} cannot measure its speed")
-    row = llm.measure_speed(prompt_tokens=prompt_tokens, gen_tokens=gen_tokens)
-    _emit_rows([row], as_json, list(row))
-
-
-@bench.command(name="ask")
-@click.argument("questions_file", type=click.Path(path_type=Path))
-@click.option(
-    "--plain",
-    is_flag=True,
-    help="After each question, time a plain llama-cpp-python call with the same prompt and reply "
-    "sizes (no reused prefix, no grammar) and give ask's time as a ratio of it.",
-)
-@json_option
-@click.pass_obj
-def bench_ask(state: _State, questions_file: Path, plain: bool, as_json: bool) -> None:
-    """Where ask's time goes over QUESTIONS_FILE (one question a line, or JSONL with 'query' and
-    optionally 'namespace' and 'now'), on this store: model load, search, first answer text,
-    prompt tokens, tokens reused from the cache, prompt evaluation, generated tokens and
-    generation time, each as p50 and p90."""
-    mod = _bench("bench_ask")
-
-    questions = mod.read_questions(questions_file)
-    report = mod.run(state.memory("read"), questions, plain=plain)
-    if as_json:
-        _print_json(report)
-    else:
-        click.echo(mod.render(report))
-
-
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part.replace("_", "").lower().replace("k", "000")) for part in text.split(",") if part]
-    except ValueError:
-        raise click.BadParameter(f"not a list of sizes: {text}") from None
-    if not sizes or min(sizes) < 1:
-        raise click.BadParameter("sizes must be positive")
-    return sizes
-
-
-def _emit_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
-    if as_json:
-        _print_json(rows)
-        return
-    from .text.labels import value
-
-    click.echo(" | ".join(columns))
-    click.echo(" | ".join("---" for _ in columns))
-    for row in rows:
-        click.echo(" | ".join(value(row[c]) if c in row else "" for c in columns))
-
-
-@cli.group(name="eval")
-def eval_() -> None:
-    """Evaluation harnesses (LoCoMo, LongMemEval)."""
-
-
-@eval_.command(name="locomo")
-@click.argument("file", type=click.Path(path_type=Path, readable=False))
-@click.option("--retrieval-only", is_flag=True, help="Measure evidence recall@k of search (no LLM).")
-@click.option(
-    "--mode",
-    type=click.Choice(ASK_MODES),
-    default=ASK_MODES[0],
-    show_default=True,
-    help="The ask mode answering the questions (without --retrieval-only).",
-)
-@click.option(
-    "--system",
-    type=click.Choice(EVAL_SYSTEMS),
-    default=EVAL_SYSTEMS[0],
-    show_default=True,
-    help="localmem: the memory as built; raw-hybrid: whole raw turns by vector + BM25, same model "
-    "and budget (with --retrieval-only: the raw-turn hybrid recall); full-context: the "
-    "newest turns that fit the model's context window.",
-)
-@click.option(
-    "--ask-filters",
-    is_flag=True,
-    help="Give a baseline system localmem's focus on the person asked, its someone-else "
-    "check and the dates after relative times (plain by default).",
-)
-@click.option("--k", "ks", default="5,10,20", show_default=True, help="Comma-separated k values.")
-@click.option("--conversations", help="Comma-separated sample_ids (default: all).")
-@click.option("--limit", type=int, help="At most this many questions per conversation.")
-@click.option(
-    "--every",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Answer every Nth question of each conversation (a sample spread over all categories; answers only).",
-)
-@click.option("--channels", help=f"Comma-separated search channels (default: {','.join(CHANNELS)}).")
-@click.option(
-    "--promote",
-    is_flag=True,
-    help="Move ahead the candidates from the episodes that best match the people and time asked about.",
-)
-@click.option(
-    "--rerank",
-    type=click.Choice(RERANK_MODES),
-    default=RERANK_MODES[0],
-    show_default=True,
-    help="Rerank with the configured cross-encoder (auto), not at all, or the local LLM.",
-)
-@click.option(
-    "--out", "out_dir", type=click.Path(path_type=Path, readable=False), help="Write report.json and report.md here."
-)
-@json_option
-@click.pass_obj
-def eval_locomo(
-    state: _State,
-    file: Path,
-    retrieval_only: bool,
-    mode: str,
-    system: str,
-    ask_filters: bool,
-    ks: str,
-    conversations: str | None,
-    limit: int | None,
-    every: int,
-    channels: str | None,
-    promote: bool,
-    rerank: str,
-    out_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Evaluate on a LoCoMo file; each conversation is ingested into its own namespace.
-
-    Without --retrieval-only every question is answered with `ask` and scored (F1, BLEU-1,
-    evidence recall, refusal on category 5, latency, tokens)."""
-    evaluate = _bench("retrieval")
-
-    chosen = [c.strip() for c in conversations.split(",")] if conversations else None
-    if retrieval_only:
-        if system == "full-context":
-            raise LocalmemError(
-                "--system full-context retrieves nothing", "with --retrieval-only use localmem or raw-hybrid"
-            )
-        report = evaluate.locomo_retrieval(
-            file,
-            state.config,
-            ks=_sizes(ks),
-            conversations=chosen,
-            limit=limit,
-            channels=[c.strip() for c in channels.split(",")] if channels else None,
-            promote=promote,
-            rerank=rerank,
-            raw=system == "raw-hybrid",
-        )
-        write, render = evaluate.write_report, evaluate.render_markdown
-    else:
-        eval_answers = _bench("answers")
-
-        with _progress(state, "answering") as progress:
-            report = eval_answers.locomo_answers(
-                file,
-                state.config,
-                conversations=chosen,
-                limit=limit,
-                every=every,
-                mode=mode,
-                system=system,
-                ask_filters=ask_filters,
-                progress=progress,
-            )
-        write, render = eval_answers.write_report, eval_answers.render_markdown
-    if out_dir is not None:
-        write(report, out_dir)
-    if as_json:
-        _print_json(report)
-    else:
-        click.echo(render(report))
-
-
-@eval_.command(name="longmemeval")
-@click.argument("file", type=click.Path(path_type=Path, readable=False))
-@click.option(
-    "--mode",
-    type=click.Choice(ASK_MODES),
-    default=ASK_MODES[0],
-    show_default=True,
-    help="The ask mode answering the questions.",
-)
-@click.option(
-    "--system",
-    type=click.Choice(EVAL_SYSTEMS),
-    default=EVAL_SYSTEMS[0],
-    show_default=True,
-    help="localmem, or a plain baseline with the same model (see `eval locomo --help`).",
-)
-@click.option("--ask-filters", is_flag=True, help="Give a baseline system localmem's answer-side filters.")
-@click.option("--questions", help="Comma-separated question_ids (default: all).")
-@click.option("--limit", type=int, help="At most this many items.")
-@click.option(
-    "--out", "out_dir", type=click.Path(path_type=Path, readable=False), help="Write answers.json and answers.md here."
-)
-@json_option
-@click.pass_obj
-def eval_longmemeval(
-    state: _State,
-    file: Path,
-    mode: str,
-    system: str,
-    ask_filters: bool,
-    questions: str | None,
-    limit: int | None,
-    out_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Answer every item of a LongMemEval JSON file, each haystack in its own namespace, "now" at
-    its question date; scored by whether the answer contains the gold answer, and token F1
-    (an abstention item is right when refused). For retrieval recall, use `eval locomo FILE
-    --retrieval-only`, which reads LongMemEval files too."""
-    longmemeval = _bench("longmemeval")
-
-    chosen = [c.strip() for c in questions.split(",")] if questions else None
-    with _progress(state, "answering") as progress:
-        report = longmemeval.longmemeval_answers(
-            file,
-            state.config,
-            questions=chosen,
-            limit=limit,
-            mode=mode,
-            system=system,
-            ask_filters=ask_filters,
-            progress=progress,
-        )
-    if out_dir is not None:
-        longmemeval.write_report(report, out_dir)
-    if as_json:
-        _print_json(report)
-    else:
-        click.echo(longmemeval.render_markdown(report))
+# The surface a command plugin builds on (see PLUGIN_GROUP and localmem_bench/cli.py): a group whose
+# commands take the global options, the state they are given (click.pass_obj), and the printers.
+CommandGroup = _SubGroup
+State = _State
+print_json = _print_json
+progress = _progress
 
 
 def main() -> None:

@@ -144,6 +144,7 @@ def _run_every_command(url: str, tmp_path: Path, use_models) -> list[str]:
     from localmem.cli import cli
 
     use_models(embedder=HashEmbedder(), llm=ScriptedLLM(responder=_answer))
+    cli.load_plugins()  # the benchmarks' commands too (pip install -e ./bench)
     assert set(_commands(cli)) == set(COMMANDS), "every command is run here, or says why not"
     questions = tmp_path / "questions.jsonl"
     questions.write_text(json.dumps({"question": "Where did Ann move?", "answer": "Oslo"}) + "\n")

@@ -1,24 +1,24 @@
-"""`localmem eval` and `localmem bench` without the benchmarks installed (localmem_bench is not
-in the core wheel): one line saying how to install them, and the commands that do not need
-them still work."""
+"""`localmem eval` and `localmem bench` without the benchmarks installed (their commands come from
+the bench/ package, a plugin of the CLI): one line saying how to install them, and the core CLI
+carries no benchmark command. The plugin's loading itself is tested with real entry points in
+tests/cli/test_plugins.py."""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from localmem.cli import cli
+from localmem.cli import BENCH_COMMANDS, cli
 from tests.helpers import runner
 
 
 @pytest.fixture
 def without_benchmarks(monkeypatch):
-    # None in sys.modules makes `import localmem_bench` fail as a missing package does.
-    for name in [m for m in sys.modules if m == "localmem_bench" or m.startswith("localmem_bench.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "localmem_bench", None)
+    """The top group as an install without bench/ has it: plugins looked for, none found."""
+    added = cli.load_plugins()
+    monkeypatch.setattr(cli, "commands", {name: c for name, c in cli.commands.items() if name not in added})
+    monkeypatch.setattr(cli, "plugins", {})
 
 
 @pytest.mark.parametrize(
@@ -29,8 +29,11 @@ def without_benchmarks(monkeypatch):
         ["bench", "memory", "--sizes", "10"],
         ["bench", "mcp"],
         ["bench", "serve", "--size", "10"],
+        ["bench", "llm"],
         ["eval", "locomo", "missing.json"],
         ["eval", "longmemeval", "missing.json"],
+        ["bench", "--help"],
+        ["eval", "locomo", "--help"],
     ],
     ids=lambda a: " ".join(a[:2]),
 )
@@ -49,13 +52,13 @@ def test_the_json_form_gives_the_install_command_as_the_hint(tmp_path, without_b
     assert error["hint"].startswith("run: pip install ./bench") and done.exit_code == 1
 
 
-def test_the_help_of_the_benchmark_commands_needs_no_benchmarks(without_benchmarks):
-    for args in (["bench", "--help"], ["eval", "locomo", "--help"], ["bench", "search", "--help"]):
-        done = runner().invoke(cli, args)
-        assert done.exit_code == 0 and "Usage:" in done.stdout
+def test_the_core_help_lists_no_benchmark_command(without_benchmarks):
+    done = runner().invoke(cli, ["--help"])
+    listed = done.stdout.split("Commands:")[1].split()
+    assert done.exit_code == 0 and "ingest" in listed and "search" in listed
+    assert not set(BENCH_COMMANDS) & set(listed)
 
 
-def test_with_the_benchmarks_installed_the_module_is_found():
-    from localmem.cli import _bench
-
-    assert _bench("bench").__name__ == "localmem_bench.bench"
+def test_another_unknown_command_is_still_a_usage_error(without_benchmarks):
+    done = runner().invoke(cli, ["benchh"])
+    assert done.exit_code == 2 and "No such command 'benchh'" in done.stderr

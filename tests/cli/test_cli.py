@@ -59,6 +59,7 @@ def _walk(group: click.Group, path: tuple[str, ...] = ()):
             yield path + (name,), command
 
 
+cli.load_plugins()  # the benchmarks' commands too (pip install -e ./bench)
 ALL_COMMANDS = list(_walk(cli))
 
 

@@ -1,6 +1,6 @@
 """Every documented default is the real one: the CLI's help text names the defaults the code
 uses, every setting's declaration parses back to its own default, and the generated docs
-(docs/configuration.md, docs/cli.md) are what localmem.docsgen writes from the code now."""
+(docs/configuration.md, docs/cli.md) are what tools/docsgen.py writes from the code now."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import click
 import pytest
 
 from localmem import config as cfg
-from localmem import docsgen
 from localmem.cli import SettingOption, cli
 from localmem.config import Config, settings
 from tests.fakes import HashEmbedder
 from tests.helpers import SAMPLE_CHAT, runner
+from tools import docsgen
 
 DEFAULTS = Config()
 # (command path, option) -> the value the code uses when an option that is no setting is not given.
@@ -115,7 +115,7 @@ def test_search_returns_as_many_hits_as_its_help_says_by_default(store):
 
 
 def test_the_generated_docs_are_fresh():
-    assert docsgen.stale() == [], "run: python -m localmem.docsgen"
+    assert docsgen.stale() == [], "run: python -m tools.docsgen"
     text = docsgen.CONFIGURATION.read_text(encoding="utf-8")
     for name, spec in settings().items():
         assert f"| `{name}` | {spec.env_said('`')} |" in text, name

@@ -1,9 +1,6 @@
 -- The remaining shared queries whose SQLite text PostgreSQL cannot run (functions, upserts,
 -- recursive CTE rules), each with the same meaning and the same result columns.
 
--- name: bench_unit_vectors
-SELECT count(*) FROM vec_units WHERE ns = :ns;
-
 -- name: entities_list
 SELECT e.id, e.name, e.type,
        (SELECT count(DISTINCT m.unit_id) FROM mentions AS m WHERE m.entity_id = e.id),
