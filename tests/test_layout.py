@@ -80,7 +80,7 @@ def test_importing_localmem_loads_no_heavy_module():
         "('numpy', 'apsw', 'onnxruntime', 'llama_cpp', 'tokenizers', 'click') or m.startswith('localmem.'))))"
     )
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    assert loaded == ["localmem.errors"]
+    assert loaded == ["localmem.errors", "localmem.redact"]  # errors hide passwords (redact: re and logging only)
 
 
 def test_each_public_name_is_the_class_its_module_defines():
