@@ -10,6 +10,7 @@ for the inserts.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -349,6 +350,8 @@ def _store_window(
     )
     embed_seconds = time.perf_counter() - t0 if fresh else 0.0
     embedded = {i: k for k, i in enumerate(fresh)}
+    if fresh:
+        load_language()
     for start in range(0, len(window), batch):
         todo = [(i, embedded[i]) for i in range(start, min(start + batch, len(window))) if i in embedded]
         if todo:
@@ -461,8 +464,11 @@ def add_message(
     """Append one message (embedded, indexed) in one transaction; ``(id, added)``;
     ``context``: setting ``context_parts``.
 
-    An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
-    makes this a no-op. ``meta``: a JSON object stored with it.
+    An empty ``external_id`` gets ``a<seq>`` (``a<seq>-N`` when a message was given that id);
+    a given one that is already stored makes this a no-op. ``meta``: a JSON object stored with it.
+
+    Any number of writers may add to one conversation at once, on either engine: each message
+    is stored once, under its own id. They take turns at :func:`lock_conversation` to number it.
     """
     ensure_bound(conn, embedder)
     key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
@@ -473,17 +479,40 @@ def add_message(
     before = stored_turn_before(conn, ns, message.conversation, message.session, None)
     triple = (message.speaker, message.text, message.attachments)
     vectors, parts = embed_messages(embedder, [triple], 8, before=[before], context=context)
+    load_language()
+    given = message.external_id
     with conn:
+        lock_conversation(conn, ns, message.conversation)
+        # A reembed may have swapped the store's vectors for another embedder's meanwhile.
+        db.check_embedder(conn, embedder.model_id, embedder.dim)
         source_id = add_source(conn, ns, message.conversation)
         message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
-        message.external_id = message.external_id or f"a{message.seq}"
-        new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
+        for n in itertools.count():
+            message.external_id = given or (f"a{message.seq}" if n == 0 else f"a{message.seq}-{n}")
+            new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
+            if new_id is not None or given:
+                break  # else a message was given this id (or an ingest stored one): the next
         if new_id is not None:
             insert_parts(conn, ns, new_id, parts[0])
-    if new_id is None:  # a concurrent writer stored the same id first
+    if new_id is None:  # a concurrent writer stored the same given id first
         found = one_row(conn.execute(q("message_find"), {**key, "external_id": message.external_id}))
         return found[0], False
     return new_id, True
+
+
+def lock_conversation(conn: apsw.Connection, ns: str, conversation: str) -> None:
+    """Make the writers of ``conversation`` take turns until this transaction ends, so that each
+    reads its next position (and its API source) after the one before it committed: one
+    write lock on SQLite, which the transaction holds already; an advisory lock on PostgreSQL."""
+    conn.execute(q("conversation_lock"), {"ns": ns, "conversation": conversation}).fetchall()
+
+
+def load_language() -> None:
+    """Load the language model before a write transaction (each message's language is found
+    as it is inserted): loading it inside kept every other writer waiting for the lock."""
+    from ..text.language import load
+
+    load()
 
 
 def said(
@@ -609,7 +638,10 @@ def correct_message(
     # before the write lock
     vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8, before=[before], context=context)
     correction: Correction | None = None
+    load_language()
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
+        lock_conversation(conn, ns, found[2])  # the correction's number: one writer at a time
+        db.check_embedder(conn, embedder.model_id, embedder.dim)
         found = conn.execute(q("message_current"), params).fetchone()
         if found is None:
             raise missing

@@ -551,6 +551,8 @@ def _configure(raw: Any) -> None:
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
+    # Without it, vectors would be read as text (connect() configures the connection again).
+    raw._localmem_vectors = row is not None
     try:
         raw.execute("SET TimeZone = 'UTC'")
         raw.execute("SET hnsw.iterative_scan = strict_order")
@@ -580,16 +582,29 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
         pool.check()
         conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
         _configure(conn.raw)
+    elif not getattr(conn.raw, "_localmem_vectors", False):
+        # Made while another process was creating the store (the vector type did not exist
+        # yet): its vectors came back as text, and an add failed after its commit (TypeError).
+        _configure(conn.raw)
     # After the migrations, which another process opening the store may hold for longer.
     conn.wait_for_locks()
     return conn
 
 
 def schema_version(conn: PgConnection) -> int:
-    if conn.run("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
+    # pg_class read by a query, not to_regclass(): that one answers from this session's catalog
+    # cache, which an advisory lock does not refresh, so a process that waited in migrate() for
+    # another one to make a new store still saw no meta table and made it again (DuplicateTable).
+    if conn.run(_META_EXISTS).fetchone() != (True,):
         return 0
     row = conn.run("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
     return int(row[0]) if row else 0
+
+
+_META_EXISTS = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n "
+    "ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND n.nspname = ANY (current_schemas(false)))"
+)
 
 
 def migrate(conn: PgConnection, url: str) -> list[str]:
