@@ -359,7 +359,8 @@ def _store_window(
             added = raced = 0  # counted once the transaction is in: a failed one adds nothing
             with conn:
                 for i, k in todo:
-                    message_id = _insert_message(conn, ns, source_id, window[i], vectors[k])
+                    checked = None if added else embedder  # still bound to it (a reembed)? once a batch
+                    message_id = _insert_message(conn, ns, source_id, window[i], vectors[k], embedder=checked)
                     if message_id is None:
                         raced += 1  # stored by a concurrent writer since we looked
                     else:
@@ -405,7 +406,11 @@ def _insert_message(
     vector,
     meta: dict[str, Any] | None = None,
     replaces: int | None = None,
+    embedder: Embedder | None = None,
 ) -> int | None:
+    """Store ``m`` and its ``vector``; its id, or ``None`` when its id is taken in its
+    conversation. With ``embedder``, the store must still be bound to it when the row is in
+    (a writer that a reembed's swap held up finds the new embedder there, and stores nothing)."""
     row = conn.execute(
         q("message_insert"),
         {
@@ -427,6 +432,10 @@ def _insert_message(
     ).fetchone()
     if row is None:
         return None
+    if embedder is not None:
+        # After the insert: on PostgreSQL it is what waits for a reembed's swap (its lock on
+        # messages); its next statement then reads what the swap committed.
+        db.check_embedder(conn, embedder.model_id, embedder.dim)
     conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
     return row[0]
 
@@ -483,13 +492,11 @@ def add_message(
     given = message.external_id
     with conn:
         lock_conversation(conn, ns, message.conversation)
-        # A reembed may have swapped the store's vectors for another embedder's meanwhile.
-        db.check_embedder(conn, embedder.model_id, embedder.dim)
         source_id = add_source(conn, ns, message.conversation)
         message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
         for n in itertools.count():
             message.external_id = given or (f"a{message.seq}" if n == 0 else f"a{message.seq}-{n}")
-            new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
+            new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta, embedder=embedder)
             if new_id is not None or given:
                 break  # else a message was given this id (or an ingest stored one): the next
         if new_id is not None:
@@ -641,7 +648,6 @@ def correct_message(
     load_language()
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
         lock_conversation(conn, ns, found[2])  # the correction's number: one writer at a time
-        db.check_embedder(conn, embedder.model_id, embedder.dim)
         found = conn.execute(q("message_current"), params).fetchone()
         if found is None:
             raise missing
@@ -665,7 +671,14 @@ def correct_message(
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role, "corrects": f"m:{current}"},
         )
         new_id = _insert_message(
-            conn, ns, source_id, message, vectors[0], meta=json.loads(meta) if meta else None, replaces=current
+            conn,
+            ns,
+            source_id,
+            message,
+            vectors[0],
+            meta=json.loads(meta) if meta else None,
+            replaces=current,
+            embedder=embedder,
         )
         assert new_id is not None  # the id was free inside this transaction
         insert_parts(conn, ns, new_id, parts[0])
