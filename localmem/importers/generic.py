@@ -83,7 +83,7 @@ def locomo(doc: Any, reader: Reader) -> Groups:
         where = f"sample {si + 1}"
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
             raise reader.fail("a LoCoMo sample needs a 'conversation' object", where)
-        sample_id = str(sample.get("sample_id") or f"sample-{si + 1}")
+        sample_id = reader.name(str(sample.get("sample_id") or f"sample-{si + 1}"))
         if any(ns == sample_id for ns, _ in groups):
             raise reader.fail(f"sample_id '{sample_id}' appears twice", where)
         conv = sample["conversation"]

@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..config import DEFAULTS
 from ..errors import InputError, InvalidTextError
@@ -123,6 +123,27 @@ def has_surrogates(text: str) -> bool:
 def without_surrogates(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD, the replacement character."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+def without_nuls(value: Any) -> tuple[Any, int]:
+    """``value`` (text, or JSON data: lists, objects, their keys too) with every NUL character
+    (U+0000) taken out, and how many there were: the one rule for NUL in what is imported.
+
+    PostgreSQL text cannot hold a NUL (nor jsonb its escape), and SQLite's C string functions end
+    text at one; no chat app types it. Recursive: for values whose depth the JSON reader bounded."""
+    if isinstance(value, str):
+        return (value.replace("\x00", ""), value.count("\x00")) if "\x00" in value else (value, 0)
+    if isinstance(value, list):
+        done = [without_nuls(v) for v in value]
+        return [v for v, _ in done], sum(n for _, n in done)
+    if isinstance(value, dict):
+        out, total = {}, 0
+        for key, item in value.items():
+            new_key, a = without_nuls(key)
+            out[new_key], b = without_nuls(item)
+            total += a + b
+        return out, total
+    return value, 0
 
 
 def check_storable(what: str, text: str | None) -> None:
