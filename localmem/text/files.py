@@ -146,6 +146,32 @@ def without_nuls(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+def check_namespace(name: object, what: str = "the namespace") -> str:
+    """``name`` when it can name a namespace, on every engine and interface, else a one-line
+    :class:`~localmem.errors.ConfigError`: non-empty, kept exactly as given (so white space at
+    either end is refused, not trimmed: ``grant r "  bob  "`` would otherwise grant ``bob`` while
+    a Memory of ``"  bob  "`` writes elsewhere), no NUL or lone surrogate, and at most
+    :data:`~localmem.config.MAX_NAMESPACE_CHARS` characters."""
+    from ..config import MAX_NAMESPACE_CHARS
+    from ..errors import ConfigError
+
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{what} must be a non-empty name")
+    check_storable(what, name)
+    if len(name) > MAX_NAMESPACE_CHARS:
+        raise ConfigError(
+            f"{what} has {len(name):,} characters, over the limit of {MAX_NAMESPACE_CHARS}", "choose a shorter name"
+        )
+    if "\x00" in name:
+        raise ConfigError(f"{what} holds a NUL character (U+0000), which no name may hold", "remove it")
+    if name != name.strip():
+        raise ConfigError(
+            f"{what} {name!r} begins or ends with white space (namespaces are kept exactly as given)",
+            f"did you mean {name.strip()!r}?",
+        )
+    return name
+
+
 def check_storable(what: str, text: str | None) -> None:
     """Refuse text that cannot be stored, a lone surrogate (:class:`~localmem.errors.InvalidTextError`
     naming ``what``: "the speaker", "the namespace"…); ``None`` passes."""
