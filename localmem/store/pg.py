@@ -592,19 +592,10 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
 
 
 def schema_version(conn: PgConnection) -> int:
-    # pg_class read by a query, not to_regclass(): that one answers from this session's catalog
-    # cache, which an advisory lock does not refresh, so a process that waited in migrate() for
-    # another one to make a new store still saw no meta table and made it again (DuplicateTable).
-    if conn.run(_META_EXISTS).fetchone() != (True,):
+    if conn.run("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
         return 0
     row = conn.run("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
     return int(row[0]) if row else 0
-
-
-_META_EXISTS = (
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class AS c JOIN pg_catalog.pg_namespace AS n "
-    "ON n.oid = c.relnamespace WHERE c.relname = 'meta' AND n.nspname = ANY (current_schemas(false)))"
-)
 
 
 def migrate(conn: PgConnection, url: str) -> list[str]:

@@ -10,6 +10,7 @@ tables twice, or read vectors as text and failed after committing an add.)"""
 from __future__ import annotations
 
 import multiprocessing as mp
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from tests.helpers import open_memory
 WRITERS = 8
 ADDS = 100
 UNNAMED = 25  # per writer, adds without an id (the store names them a<seq>)
+OPENERS = 8
 BUSY_MS = 60_000  # the test is about what is stored, not about waiting on a loaded machine
 
 
@@ -137,19 +139,20 @@ def _opener(location: str, worker: int, barrier: Any, out: Any) -> None:
         with open_memory(
             location, namespace="shared", embedder=HashEmbedder(), config=Config(busy_timeout_ms=BUSY_MS)
         ) as mem:
-            done = [mem.add(f"opener{worker}", f"opened {i}", id=f"o{worker}-{i}").added for i in range(10)]
+            # a conversation each: what is tried here is the opening, not one conversation's turns
+            done = [mem.add(f"opener{worker}", f"opened {i}", conversation=f"c{worker}").added for i in range(10)]
         out.put((worker, done))
     except BaseException as exc:
         out.put((worker, f"{type(exc).__name__}: {exc}"))
         raise
 
 
-@pytest.mark.slow  # spawns six processes
+@pytest.mark.slow  # spawns eight processes
 @pytest.mark.not_on_postgres("its processes open the store itself (the PostgreSQL case runs on the test server)")
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_processes_opening_a_new_store_together_all_add_whole(engine, tmp_path, request):
-    """Six processes open one new store at once (its schema made by one of them, the others
-    waiting) and add 10 messages each: no error, 60 messages, each once."""
+    """Eight processes open one new store at once (its schema made by one of them, the others
+    waiting) and add 10 messages each: no error, 80 messages, each once."""
     if engine == "postgres":
         pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
         server = request.getfixturevalue("postgres_server")
@@ -161,8 +164,8 @@ def test_processes_opening_a_new_store_together_all_add_whole(engine, tmp_path, 
     else:
         location = str(tmp_path / "new.db")
     ctx = mp.get_context("spawn")
-    out, barrier = ctx.Queue(), ctx.Barrier(6)
-    procs = [ctx.Process(target=_opener, args=(location, w, barrier, out)) for w in range(6)]
+    out, barrier = ctx.Queue(), ctx.Barrier(OPENERS)
+    procs = [ctx.Process(target=_opener, args=(location, w, barrier, out)) for w in range(OPENERS)]
     for p in procs:
         p.start()
     try:
@@ -172,6 +175,58 @@ def test_processes_opening_a_new_store_together_all_add_whole(engine, tmp_path, 
             p.join(timeout=60)
             if p.is_alive():
                 p.kill()
-    assert reports == {w: [True] * 10 for w in range(6)}, reports
+    assert reports == {w: [True] * 10 for w in range(OPENERS)}, reports
     with open_memory(location, namespace="shared", embedder=HashEmbedder()) as mem:
-        assert mem.stats().messages == 60
+        assert mem.stats().messages == OPENERS * 10
+
+
+def _empty_database(request: pytest.FixtureRequest) -> str:
+    """The URL of a new, empty database on the test server (not from the migrated template)."""
+    pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
+    server = request.getfixturevalue("postgres_server")
+    name = f"empty_{abs(hash(request.node.nodeid)) % 10**9}"
+    server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    server.admin(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        from localmem.store import pg
+
+        pg.close_pools()
+        server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    request.addfinalizer(drop)
+    return server.url(name)
+
+
+@pytest.mark.own_keys  # a PostgreSQL database of its own
+def test_a_connection_made_before_the_schema_reads_vectors_after_it(request):
+    """A pooled connection made while the database was still empty (another process was making
+    the schema, pgvector with it) serves a Memory opened after: its vectors are read as vectors
+    (they came back as text, and an add failed with TypeError after its commit, so a retry
+    stored the message twice)."""
+    import os
+    import subprocess
+    import sys
+
+    from localmem.store import pg
+
+    url = _empty_database(request)
+    pool, raw = pg._getconn(url, 30)  # configured now, when no vector type exists
+    pool.putconn(raw)
+    repo = Path(__file__).resolve().parents[2]
+    made = subprocess.run(  # another process makes the store
+        [sys.executable, "-c", "import sys; from localmem.store import pg; pg.connect(sys.argv[1]).close()", url],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    with open_memory(url, namespace="a", embedder=HashEmbedder(), key=None) as mem:
+        assert mem.conn.raw is raw  # the connection made before the schema
+        for i in range(12):
+            assert mem.add("Ana", f"message {i} about the harbour").added
+        assert mem.extraction.segment_without_llm() >= 1  # reads the stored vectors back
+        assert mem.stats().messages == 12
+        assert mem.search("harbour", channels=["vector"])
