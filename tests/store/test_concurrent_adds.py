@@ -136,9 +136,9 @@ def _opener(location: str, worker: int, barrier: Any, out: Any) -> None:
     """Opens the store as the others do (all at once), adds 10 messages; reports them."""
     try:
         barrier.wait(timeout=300)
-        with open_memory(
-            location, namespace="shared", embedder=HashEmbedder(), config=Config(busy_timeout_ms=BUSY_MS)
-        ) as mem:
+        # the default busy timeout: the language model loaded inside each first add's write
+        # transaction (2 s on a busy machine) made the last of them wait past it
+        with open_memory(location, namespace="shared", embedder=HashEmbedder()) as mem:
             # a conversation each: what is tried here is the opening, not one conversation's turns
             done = [mem.add(f"opener{worker}", f"opened {i}", conversation=f"c{worker}").added for i in range(10)]
         out.put((worker, done))
