@@ -175,9 +175,8 @@ class Reader:
         Every importer ends here, so this is where NUL characters leave every field of every
         message (:meth:`without_nuls`), on either engine, before anything is embedded."""
         seen: dict[tuple[str, str], int] = {}
-        for m in messages:
-            self.without_nuls(m)
-        messages = [m for m in messages if m.text.strip() or m.attachments]  # was only NULs
+        emptied = {id(m) for m in messages if self.without_nuls(m) and not m.text.strip() and not m.attachments}
+        messages = [m for m in messages if id(m) not in emptied]  # its text was only NULs
         for i, m in enumerate(messages):
             if m.attachments and not m.text.strip():
                 m.text = media_note(m.attachments)
@@ -190,9 +189,10 @@ class Reader:
             seen[key] = i
         return messages
 
-    def without_nuls(self, m: MessageIn) -> None:
+    def without_nuls(self, m: MessageIn) -> bool:
         """Take the NUL characters out of every field of ``m`` (its text, names, ids, time,
-        attachments and raw record), counted for the notes (:func:`without_nuls`)."""
+        attachments and raw record), counted for the notes (:func:`without_nuls`); whether
+        there were any."""
         found = {"raw": 0, "fields": 0}  # the raw record mostly repeats the fields: counted once
         for name in _MESSAGE_FIELDS:
             value = getattr(m, name)
@@ -205,9 +205,11 @@ class Reader:
             value, n = without_nuls(value)
             setattr(m, name, value)
             found["raw" if name == "raw" else "fields"] += n
-        if found["raw"] or found["fields"]:
-            self.nuls += found["fields"] or found["raw"]
-            self.nuls_at.append(f"message '{m.external_id}' of '{m.conversation}'")
+        if not (found["raw"] or found["fields"]):
+            return False
+        self.nuls += found["fields"] or found["raw"]
+        self.nuls_at.append(f"message '{m.external_id}' of '{m.conversation}'")
+        return True
 
     def name(self, value: str) -> str:
         """A name read from the input that is not a message's field (a LoCoMo sample's namespace),

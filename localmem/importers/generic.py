@@ -233,7 +233,7 @@ def transcript(text: str, reader: Reader) -> list[MessageIn]:
             prev.raw = f"{prev.raw}\n{line}"
         else:
             raise reader.fail("expected 'Speaker: text' or a timestamp line", where)
-    return messages
+    return reader.unique(messages)
 
 
 _TIME_OF_DAY = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?\s*$", re.I)
