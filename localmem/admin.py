@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Sequence
 from .config import Config, Key, as_key
 from .errors import LocalmemError
 from .serial import one_at_a_time
+from .text.files import check_namespace
 
 if TYPE_CHECKING:
     from .models.factory import Models
@@ -107,9 +108,9 @@ class Admin:
                 "grant is for a PostgreSQL store (--db postgresql://...): a file store's namespaces are not "
                 "enforced per user; give each user a file of their own"
             )
-        names = [n.strip() for n in namespaces if isinstance(n, str) and n.strip()]
-        if not names:
+        if not namespaces:
             raise LocalmemError("grant needs at least one namespace")
+        names = [check_namespace(n) for n in namespaces]  # exactly as given: "  bob  " is refused
         from .store import pg
 
         conn = self._store.conn

@@ -31,6 +31,9 @@ from .redact import redact
 APP_NAME = "localmem"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_CONVERSATION = "default"  # of a message added without one
+# The longest namespace name: a name, kept in every row and in the indexes beside other names (a
+# PostgreSQL index entry holds at most 2,704 bytes: a 2.7 KB name failed there as a server fault).
+MAX_NAMESPACE_CHARS = 200
 
 # -- every list of choices, once (the CLI's choices, the API's checks and the docs read these) --
 EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, facts, entities

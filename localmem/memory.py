@@ -21,7 +21,7 @@ from .errors import LocalmemError, StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models, for_store
 from .serial import one_at_a_time
-from .text.files import check_storable
+from .text.files import check_namespace, check_storable
 from .types import AddedMessage
 
 if TYPE_CHECKING:
@@ -89,9 +89,7 @@ class Memory:
         cfg = config or Config()
         cfg = replace(cfg, db_path=cast(Path, as_location(path))) if path is not None else cfg
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
-        if not cfg.namespace or not cfg.namespace.strip():
-            raise LocalmemError("the namespace must be a non-empty name")
-        check_storable("the namespace", cfg.namespace)
+        check_namespace(cfg.namespace)
         self.path, self.namespace = cfg.resolved_db_path(), cfg.namespace
         in_memory = str(self.path) == ":memory:"
         if not create and not in_memory and not self.path.exists():
@@ -187,7 +185,8 @@ class Memory:
         extract = check_choice("--extract", extract or self.config.extract, EXTRACT_MODES)
         options = pipeline.ExtractOptions.from_config(self.config, consolidate=consolidate, workers=workers)
         reading = formats.Options.from_config(self.config, date_order=date_order)
-        check_storable("the namespace", namespace)
+        if namespace is not None:
+            check_namespace(namespace)
         check_storable("the conversation name", conversation)
         parsed = formats.parse(Path(path), None, format, conversation, options=reading)
         if source_name is not None:

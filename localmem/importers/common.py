@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import DEFAULTS, MAX_JSON_DEPTH, NOTE_SPLIT_CHARS
 from ..errors import InputError
-from ..text.files import SURROGATE_ESCAPE, without_surrogates
+from ..text.files import SURROGATE_ESCAPE, without_nuls, without_surrogates
 from ..text.times import parse_timestamp
 
 
@@ -31,6 +31,9 @@ class MessageIn:
     attachments: list[dict[str, Any]] | None = None
     raw: Any = None
 
+
+# The fields of a MessageIn that NUL characters are taken out of (all but its position).
+_MESSAGE_FIELDS = ("conversation", "session", "external_id", "speaker", "text", "role", "sent_at", "attachments", "raw")
 
 Groups = list[tuple[str | None, list[MessageIn]]]  # (namespace or None: the caller's, messages)
 
@@ -75,7 +78,7 @@ class Reader:
     alone), ``conversation`` the caller's name for inputs that carry none, ``modified`` its
     modification time (ISO) when known. ``notes`` collects what the report should say;
     ``repaired`` counts the lone surrogates replaced (:meth:`loads`), ``repaired_at`` where;
-    ``nuls`` the NUL characters taken out of message text (:meth:`text`), ``nuls_at`` where."""
+    ``nuls`` the NUL characters taken out of messages (:meth:`without_nuls`), ``nuls_at`` where."""
 
     path: Path
     options: Options = field(default_factory=Options)
@@ -130,7 +133,7 @@ class Reader:
             at = ", ".join(self.nuls_at[:3]) + (" and more" if len(self.nuls_at) > 3 else "")
             self.note(
                 f"{self.nuls} NUL character(s) (U+0000: a byte no chat app types; text cut by a C "
-                f"program ends at one) removed from message text in {at}"
+                f"program ends at one) removed from {at}"
             )
         if self.repaired:
             at = ", ".join(self.repaired_at[:3]) + (" and more" if len(self.repaired_at) > 3 else "")
@@ -150,10 +153,6 @@ class Reader:
             value = "\n".join(parts)
         if not isinstance(value, str):
             raise self.fail(f"message text must be a string, got {shape(value)}", where)
-        if "\x00" in value:  # stored, it would cut the text short for SQLite's C string functions
-            self.nuls += value.count("\x00")
-            self.nuls_at.append(where)
-            value = value.replace("\x00", "")
         if len(value) > self.options.max_chars:
             raise self.fail(
                 f"message text has {len(value):,} characters, over the limit of {self.options.max_chars:,}; "
@@ -171,8 +170,13 @@ class Reader:
 
     def unique(self, messages: list[MessageIn]) -> list[MessageIn]:
         """``messages``, after checking that no id appears twice in a conversation; a message
-        that is only media (no text) says what it was (:func:`media_note`)."""
+        that is only media (no text) says what it was (:func:`media_note`).
+
+        Every importer ends here, so this is where NUL characters leave every field of every
+        message (:meth:`without_nuls`), on either engine, before anything is embedded."""
         seen: dict[tuple[str, str], int] = {}
+        emptied = {id(m) for m in messages if self.without_nuls(m) and not m.text.strip() and not m.attachments}
+        messages = [m for m in messages if id(m) not in emptied]  # its text was only NULs
         for i, m in enumerate(messages):
             if m.attachments and not m.text.strip():
                 m.text = media_note(m.attachments)
@@ -184,6 +188,37 @@ class Reader:
                 )
             seen[key] = i
         return messages
+
+    def without_nuls(self, m: MessageIn) -> bool:
+        """Take the NUL characters out of every field of ``m`` (its text, names, ids, time,
+        attachments and raw record), counted for the notes (:func:`without_nuls`); whether
+        there were any."""
+        found = {"raw": 0, "fields": 0}  # the raw record mostly repeats the fields: counted once
+        for name in _MESSAGE_FIELDS:
+            value = getattr(m, name)
+            if name in ("raw", "attachments") and value is not None:
+                # most records hold none: one C-speed look before a walk (JSON escapes a NUL as \u0000)
+                if "\\u0000" not in json.dumps(value, ensure_ascii=False):
+                    continue
+            elif not (isinstance(value, str) and "\x00" in value):
+                continue
+            value, n = without_nuls(value)
+            setattr(m, name, value)
+            found["raw" if name == "raw" else "fields"] += n
+        if not (found["raw"] or found["fields"]):
+            return False
+        self.nuls += found["fields"] or found["raw"]
+        self.nuls_at.append(f"message '{m.external_id}' of '{m.conversation}'")
+        return True
+
+    def name(self, value: str) -> str:
+        """A name read from the input that is not a message's field (a LoCoMo sample's namespace),
+        without NUL characters, as :meth:`without_nuls` does for messages."""
+        clean, n = without_nuls(value)
+        if n:
+            self.nuls += n
+            self.nuls_at.append(f"the name '{clean}'")
+        return clean
 
     def note(self, text: str) -> None:
         if text not in self.notes:

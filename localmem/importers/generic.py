@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from ..config import MAX_NAMESPACE_CHARS
 from ..text.times import in_zone, looks_like_timestamp, parse_timestamp
 from .common import Groups, MessageIn, Probe, Reader, lines, shape
 
@@ -83,7 +84,11 @@ def locomo(doc: Any, reader: Reader) -> Groups:
         where = f"sample {si + 1}"
         if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
             raise reader.fail("a LoCoMo sample needs a 'conversation' object", where)
-        sample_id = str(sample.get("sample_id") or f"sample-{si + 1}")
+        sample_id = reader.name(str(sample.get("sample_id") or f"sample-{si + 1}"))
+        if len(sample_id) > MAX_NAMESPACE_CHARS:  # its namespace's name
+            raise reader.fail(
+                f"sample_id has {len(sample_id):,} characters, over the limit of {MAX_NAMESPACE_CHARS}", where
+            )
         if any(ns == sample_id for ns, _ in groups):
             raise reader.fail(f"sample_id '{sample_id}' appears twice", where)
         conv = sample["conversation"]
@@ -228,7 +233,7 @@ def transcript(text: str, reader: Reader) -> list[MessageIn]:
             prev.raw = f"{prev.raw}\n{line}"
         else:
             raise reader.fail("expected 'Speaker: text' or a timestamp line", where)
-    return messages
+    return reader.unique(messages)
 
 
 _TIME_OF_DAY = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}))?\s*([ap]\.?m\.?)?\s*$", re.I)

@@ -10,6 +10,7 @@ for the inserts.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -349,6 +350,8 @@ def _store_window(
     )
     embed_seconds = time.perf_counter() - t0 if fresh else 0.0
     embedded = {i: k for k, i in enumerate(fresh)}
+    if fresh:
+        load_language()
     for start in range(0, len(window), batch):
         todo = [(i, embedded[i]) for i in range(start, min(start + batch, len(window))) if i in embedded]
         if todo:
@@ -356,7 +359,8 @@ def _store_window(
             added = raced = 0  # counted once the transaction is in: a failed one adds nothing
             with conn:
                 for i, k in todo:
-                    message_id = _insert_message(conn, ns, source_id, window[i], vectors[k])
+                    checked = None if added else embedder  # still bound to it (a reembed)? once a batch
+                    message_id = _insert_message(conn, ns, source_id, window[i], vectors[k], embedder=checked)
                     if message_id is None:
                         raced += 1  # stored by a concurrent writer since we looked
                     else:
@@ -402,7 +406,11 @@ def _insert_message(
     vector,
     meta: dict[str, Any] | None = None,
     replaces: int | None = None,
+    embedder: Embedder | None = None,
 ) -> int | None:
+    """Store ``m`` and its ``vector``; its id, or ``None`` when its id is taken in its
+    conversation. With ``embedder``, the store must still be bound to it when the row is in
+    (a writer that a reembed's swap held up finds the new embedder there, and stores nothing)."""
     row = conn.execute(
         q("message_insert"),
         {
@@ -424,6 +432,10 @@ def _insert_message(
     ).fetchone()
     if row is None:
         return None
+    if embedder is not None:
+        # After the insert: on PostgreSQL it is what waits for a reembed's swap (its lock on
+        # messages); its next statement then reads what the swap committed.
+        db.check_embedder(conn, embedder.model_id, embedder.dim)
     conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
     return row[0]
 
@@ -461,8 +473,11 @@ def add_message(
     """Append one message (embedded, indexed) in one transaction; ``(id, added)``;
     ``context``: setting ``context_parts``.
 
-    An empty ``external_id`` gets ``a<seq>``; a given one that is already stored
-    makes this a no-op. ``meta``: a JSON object stored with it.
+    An empty ``external_id`` gets ``a<seq>`` (``a<seq>-N`` when a message was given that id);
+    a given one that is already stored makes this a no-op. ``meta``: a JSON object stored with it.
+
+    Any number of writers may add to one conversation at once, on either engine: each message
+    is stored once, under its own id. They take turns at :func:`lock_conversation` to number it.
     """
     ensure_bound(conn, embedder)
     key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
@@ -473,17 +488,38 @@ def add_message(
     before = stored_turn_before(conn, ns, message.conversation, message.session, None)
     triple = (message.speaker, message.text, message.attachments)
     vectors, parts = embed_messages(embedder, [triple], 8, before=[before], context=context)
+    load_language()
+    given = message.external_id
     with conn:
+        lock_conversation(conn, ns, message.conversation)
         source_id = add_source(conn, ns, message.conversation)
         message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
-        message.external_id = message.external_id or f"a{message.seq}"
-        new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta)
+        for n in itertools.count():
+            message.external_id = given or (f"a{message.seq}" if n == 0 else f"a{message.seq}-{n}")
+            new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta, embedder=embedder)
+            if new_id is not None or given:
+                break  # else a message was given this id (or an ingest stored one): the next
         if new_id is not None:
             insert_parts(conn, ns, new_id, parts[0])
-    if new_id is None:  # a concurrent writer stored the same id first
+    if new_id is None:  # a concurrent writer stored the same given id first
         found = one_row(conn.execute(q("message_find"), {**key, "external_id": message.external_id}))
         return found[0], False
     return new_id, True
+
+
+def lock_conversation(conn: apsw.Connection, ns: str, conversation: str) -> None:
+    """Make the writers of ``conversation`` take turns until this transaction ends, so that each
+    reads its next position (and its API source) after the one before it committed: one
+    write lock on SQLite, which the transaction holds already; an advisory lock on PostgreSQL."""
+    conn.execute(q("conversation_lock"), {"ns": ns, "conversation": conversation}).fetchall()
+
+
+def load_language() -> None:
+    """Load the language model before a write transaction (each message's language is found
+    as it is inserted): loading it inside kept every other writer waiting for the lock."""
+    from ..text.language import load
+
+    load()
 
 
 def said(
@@ -609,7 +645,9 @@ def correct_message(
     # before the write lock
     vectors, parts = embed_messages(embedder, [(found[6], text, None)], 8, before=[before], context=context)
     correction: Correction | None = None
+    load_language()
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
+        lock_conversation(conn, ns, found[2])  # the correction's number: one writer at a time
         found = conn.execute(q("message_current"), params).fetchone()
         if found is None:
             raise missing
@@ -633,7 +671,14 @@ def correct_message(
             raw={"speaker": speaker, "text": text, "time": sent_at, "role": role, "corrects": f"m:{current}"},
         )
         new_id = _insert_message(
-            conn, ns, source_id, message, vectors[0], meta=json.loads(meta) if meta else None, replaces=current
+            conn,
+            ns,
+            source_id,
+            message,
+            vectors[0],
+            meta=json.loads(meta) if meta else None,
+            replaces=current,
+            embedder=embedder,
         )
         assert new_id is not None  # the id was free inside this transaction
         insert_parts(conn, ns, new_id, parts[0])

@@ -76,6 +76,9 @@ def sources(conn: apsw.Connection, ns: str) -> list[Source]:
 
 # Messages (or units) embedded between two commits of a reembed's staged work: what a kill loses.
 REEMBED_CHUNK = 256
+# Passes of a reembed over the messages that arrived while it embedded the ones before, before
+# it takes the write lock for the swap (and embeds what is still left inside it).
+REEMBED_PASSES = 4
 
 
 def reembed(
@@ -93,27 +96,45 @@ def reembed(
     ``reembed_staging`` (with meta ``reembed_target``: the embedder and setting it was made for),
     so a reembed stopped half-way (Ctrl-C, a kill, a power cut) and run again with the same
     embedder embeds only what is left; ``progress(done, total)`` counts the texts embedded,
-    starting from what was staged. ``context``: setting ``context_parts``."""
+    starting from what was staged. ``context``: setting ``context_parts``.
+
+    Other processes may go on adding (and forgetting) while it runs: what they add is embedded
+    too, in passes over what arrived meanwhile, the last inside the swap's transaction, which
+    writers wait for (an add that embedded with the old embedder and commits after the swap
+    is refused: :class:`~localmem.errors.EmbedderMismatchError`)."""
     import numpy as np  # lazily: stats and doctor need no numpy
 
     from ..models.embedding import embed_stored  # lazily: a search needs neither
     from .vectors import store_vectors
 
-    messages = all_rows(conn.execute(q("messages_for_reembed")))
-    units = all_rows(conn.execute(q("units_for_reembed")))
+    def read() -> tuple[list, list]:
+        return all_rows(conn.execute(q("messages_for_reembed"))), all_rows(conn.execute(q("units_for_reembed")))
 
     def texts(row: tuple) -> int:  # the message, its sentence parts, and its context part
         return 1 + len(sentence_spans(row[3])) + bool(row[3] and framing(turn_text(*row[5:8]), context))
 
-    parts = sum(texts(row) - 1 for row in messages)
-    total = len(messages) + parts + len(units)
+    def staged_ids() -> set[tuple[str, int]]:
+        return {(kind, int(row_id)) for kind, row_id in conn.execute(q("reembed_staged_ids"))}
+
+    messages, units = read()
+    total, counted = 0, set()
+
+    def count(rows_m: list, rows_u: list) -> None:  # the texts to embed, each row once
+        nonlocal total
+        for kind, rows in (("m", rows_m), ("u", rows_u)):
+            for row in rows:
+                if (kind, row[0]) not in counted:
+                    counted.add((kind, row[0]))
+                    total += texts(row) if kind == "m" else 1
+
+    count(messages, units)
     target = f"{embedder.model_id}|{embedder.dim}|{context}"
     with conn:
         conn.execute(q("reembed_staging_create"))
         if db.get_meta(conn, "reembed_target") != target:  # another embedder's work: start over
             conn.execute(q("reembed_staging_clear"))
             db.set_meta(conn, "reembed_target", target)
-    staged = {(kind, int(row_id)) for kind, row_id in conn.execute(q("reembed_staged_ids"))}
+    staged = staged_ids()
     done = sum(texts(row) for row in messages if ("m", row[0]) in staged)
     done += sum(1 for row in units if ("u", row[0]) in staged)
 
@@ -121,35 +142,60 @@ def reembed(
         nonlocal done
         done += n
         if progress:
-            progress(done, total)
+            progress(done, max(total, done))
+
+    def stage(todo_m: list, todo_u: list) -> None:
+        for at in range(0, len(todo_m), chunk):
+            rows = todo_m[at : at + chunk]
+            vecs, its_parts, _ = embed_stored(embedder, rows, [], batch, step, context)
+            with conn:
+                for row, vec, pieces in zip(rows, vecs, its_parts):
+                    conn.execute(q("reembed_stage"), {"kind": "m", "id": row[0], "data": _staged(vec, pieces)})
+        for at in range(0, len(todo_u), chunk):
+            rows = todo_u[at : at + chunk]
+            _, _, vecs = embed_stored(embedder, [], rows, batch, step, context)
+            with conn:
+                for row, vec in zip(rows, vecs):
+                    conn.execute(q("reembed_stage"), {"kind": "u", "id": row[0], "data": _staged(vec, [])})
 
     if progress:
         progress(done, total)
-    todo_m = [row for row in messages if ("m", row[0]) not in staged]
-    todo_u = [row for row in units if ("u", row[0]) not in staged]
-    for at in range(0, len(todo_m), chunk):
-        rows = todo_m[at : at + chunk]
-        vecs, its_parts, _ = embed_stored(embedder, rows, [], batch, step, context)
-        with conn:
-            for row, vec, pieces in zip(rows, vecs, its_parts):
-                conn.execute(q("reembed_stage"), {"kind": "m", "id": row[0], "data": _staged(vec, pieces)})
-    for at in range(0, len(todo_u), chunk):
-        rows = todo_u[at : at + chunk]
-        _, _, vecs = embed_stored(embedder, [], rows, batch, step, context)
-        with conn:
-            for row, vec in zip(rows, vecs):
-                conn.execute(q("reembed_stage"), {"kind": "u", "id": row[0], "data": _staged(vec, [])})
-    loaded = {(kind, int(row_id)): _unstaged(data) for kind, row_id, data in conn.execute(q("reembed_staged"))}
-    m_vecs = np.array([loaded[("m", row[0])][0] for row in messages], dtype=np.float32).reshape(-1, embedder.dim)
-    m_parts = [loaded[("m", row[0])][1] for row in messages]
-    u_vecs = np.array([loaded[("u", row[0])][0] for row in units], dtype=np.float32).reshape(-1, embedder.dim)
+    # Stage what is not staged, then what arrived meanwhile (other processes keep adding while
+    # this runs: a message added then had no vector afterwards), until a pass finds little new.
+    for _ in range(REEMBED_PASSES):
+        todo_m = [row for row in messages if ("m", row[0]) not in staged]
+        todo_u = [row for row in units if ("u", row[0]) not in staged]
+        if not todo_m and not todo_u:
+            break
+        stage(todo_m, todo_u)
+        messages, units = read()
+        staged = staged_ids()
+        count(messages, units)
     with conn:
+        # Writers wait from here to the swap (SQLite: this transaction holds the write lock;
+        # PostgreSQL: the tables are locked against writes), so the rows read now are all there
+        # are; the few that came since the last pass are embedded here.
+        conn.execute(q("reembed_lock")).fetchall()
+        messages, units = read()
+        staged = staged_ids()
+        late_m = [row for row in messages if ("m", row[0]) not in staged]
+        late_u = [row for row in units if ("u", row[0]) not in staged]
+        loaded = {(kind, int(row_id)): _unstaged(data) for kind, row_id, data in conn.execute(q("reembed_staged"))}
+        if late_m or late_u:
+            count(late_m, late_u)
+            vecs, its_parts, u_late = embed_stored(embedder, late_m, late_u, batch, step, context)
+            loaded.update({("m", row[0]): (vec, pieces) for row, vec, pieces in zip(late_m, vecs, its_parts)})
+            loaded.update({("u", row[0]): (vec, []) for row, vec in zip(late_u, u_late)})
+        m_vecs = np.array([loaded[("m", row[0])][0] for row in messages], dtype=np.float32).reshape(-1, embedder.dim)
+        m_parts = [loaded[("m", row[0])][1] for row in messages]
+        u_vecs = np.array([loaded[("u", row[0])][0] for row in units], dtype=np.float32).reshape(-1, embedder.dim)
         db.unbind_embedder(conn)
         conn.execute(q("parts_delete_all"))
         db.bind_embedder(conn, embedder.model_id, embedder.dim)
         store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
         conn.execute(q("reembed_staging_drop"))
         conn.execute(q("meta_delete"), {"key": "reembed_target"})
+    parts = sum(texts(row) - 1 for row in messages)
     return ReembedReport(
         embedder=embedder.model_id,
         dim=embedder.dim,

@@ -556,6 +556,8 @@ def _configure(raw: Any) -> None:
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
+    # Without it, vectors would be read as text (connect() configures the connection again).
+    raw._localmem_vectors = row is not None
     try:
         raw.execute("SET TimeZone = 'UTC'")
         raw.execute("SET hnsw.iterative_scan = strict_order")
@@ -583,6 +585,10 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
         conn.close()
         pool.check()
         conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
+        _configure(conn.raw)
+    elif not getattr(conn.raw, "_localmem_vectors", False):
+        # Made while another process was creating the store (the vector type did not exist
+        # yet): its vectors came back as text, and an add failed after its commit (TypeError).
         _configure(conn.raw)
     # After the migrations, which another process opening the store may hold for longer.
     conn.wait_for_locks()

@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..config import DEFAULTS
 from ..errors import InputError, InvalidTextError
@@ -123,6 +123,53 @@ def has_surrogates(text: str) -> bool:
 def without_surrogates(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD, the replacement character."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+def without_nuls(value: Any) -> tuple[Any, int]:
+    """``value`` (text, or JSON data: lists, objects, their keys too) with every NUL character
+    (U+0000) taken out, and how many there were: the one rule for NUL in what is imported.
+
+    PostgreSQL text cannot hold a NUL (nor jsonb its escape), and SQLite's C string functions end
+    text at one; no chat app types it. Recursive: for values whose depth the JSON reader bounded."""
+    if isinstance(value, str):
+        return (value.replace("\x00", ""), value.count("\x00")) if "\x00" in value else (value, 0)
+    if isinstance(value, list):
+        done = [without_nuls(v) for v in value]
+        return [v for v, _ in done], sum(n for _, n in done)
+    if isinstance(value, dict):
+        out, total = {}, 0
+        for key, item in value.items():
+            new_key, a = without_nuls(key)
+            out[new_key], b = without_nuls(item)
+            total += a + b
+        return out, total
+    return value, 0
+
+
+def check_namespace(name: object, what: str = "the namespace") -> str:
+    """``name`` when it can name a namespace, on every engine and interface, else a one-line
+    :class:`~localmem.errors.ConfigError`: non-empty, kept exactly as given (so white space at
+    either end is refused, not trimmed: ``grant r "  bob  "`` would otherwise grant ``bob`` while
+    a Memory of ``"  bob  "`` writes elsewhere), no NUL or lone surrogate, and at most
+    :data:`~localmem.config.MAX_NAMESPACE_CHARS` characters."""
+    from ..config import MAX_NAMESPACE_CHARS
+    from ..errors import ConfigError
+
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{what} must be a non-empty name")
+    check_storable(what, name)
+    if len(name) > MAX_NAMESPACE_CHARS:
+        raise ConfigError(
+            f"{what} has {len(name):,} characters, over the limit of {MAX_NAMESPACE_CHARS}", "choose a shorter name"
+        )
+    if "\x00" in name:
+        raise ConfigError(f"{what} holds a NUL character (U+0000), which no name may hold", "remove it")
+    if name != name.strip():
+        raise ConfigError(
+            f"{what} {name!r} begins or ends with white space (namespaces are kept exactly as given)",
+            f"did you mean {name.strip()!r}?",
+        )
+    return name
 
 
 def check_storable(what: str, text: str | None) -> None:

@@ -53,3 +53,10 @@ SELECT m.id, m.source_id, m.conversation, m.session, m.seq, m.external_id, m.spe
        m.sent_at, m.meta
 FROM chain JOIN messages AS m ON m.id = chain.id
 ORDER BY chain.depth DESC, m.id DESC LIMIT 1;
+
+-- name: conversation_lock
+-- Held by a writer that numbers a conversation's next message (Memory.add, correct) until its
+-- transaction ends. On SQLite the IMMEDIATE transaction already holds the store's one write
+-- lock, so this only reads its parameters; PostgreSQL takes an advisory lock on the
+-- conversation (sql/postgres/queries/ingest.sql).
+SELECT :ns IS NOT NULL AND :conversation IS NOT NULL;

@@ -291,3 +291,8 @@ SELECT kind, id, data FROM reembed_staging;
 
 -- name: reembed_staging_drop
 DROP TABLE IF EXISTS reembed_staging;
+
+-- name: reembed_lock
+-- Taken by a reembed's swap transaction: on SQLite its IMMEDIATE transaction already holds the
+-- store's one write lock (PostgreSQL: sql/postgres/queries/vectors.sql).
+SELECT 'reembed_lock';

@@ -95,7 +95,9 @@ def test_nul_characters_in_a_jsonl_message_are_removed_and_counted(tmp_path):
     ]
     report, texts = ingest_file(tmp_path, "chat.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     assert sorted(texts) == ["clean", "nulinside"]
-    assert any(note.startswith("2 NUL character(s)") and "line 1" in note for note in report.notes), report.notes
+    assert any(note.startswith("2 NUL character(s)") and "message '1' of 'c'" in note for note in report.notes), (
+        report.notes
+    )
 
 
 def export_of(tmp_path: Path, text: str) -> Path:

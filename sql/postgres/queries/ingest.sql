@@ -6,3 +6,10 @@ JOIN messages AS m
   ON m.ns = :ns
  AND m.conversation = k.value ->> 0
  AND m.external_id = k.value ->> 1;
+
+-- name: conversation_lock
+-- Writers of one conversation wait for each other until their transactions end: each reads the
+-- conversation's next position, and its API source, only after the one before it committed
+-- (READ COMMITTED: two adds at once read the same position, and the second lost its message to
+-- the first's id). Two conversations that hash alike only wait for each other.
+SELECT pg_advisory_xact_lock(hashtext(:ns), hashtext(:conversation));

@@ -160,3 +160,8 @@ CREATE TABLE IF NOT EXISTS reembed_staging (
 -- name: reembed_stage
 INSERT INTO reembed_staging (kind, id, data) VALUES (:kind, :id, :data)
 ON CONFLICT (kind, id) DO UPDATE SET data = excluded.data;
+
+-- name: reembed_lock
+-- A reembed's swap: no message or unit is added (or forgotten) between its last read of them
+-- and its commit; writers wait for it (lock_timeout: the busy timeout), readers do not.
+LOCK TABLE messages, units IN SHARE MODE;
