@@ -528,6 +528,16 @@ class Config:
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
+    # Measured on the assistant set's dev half and LoCoMo: docs/timeq.md.
+    ask_tally: bool = setting(
+        True,
+        "Counts and sums ('how many', 'how much in total') and the value now or before ('where do I "
+        "work now?') are worked out by code from a list the model makes of the evidence.",
+    )
+    ask_tally_tokens: int = setting(
+        400,
+        "Evidence tokens for a count or sum question, one message per session first (0: as ask_max_tokens).",
+    )
     ask_rules_off: str | None = setting(
         None,
         "Rules of the answer stage turned off, by name, comma-separated (docs/answering.md): "

@@ -54,15 +54,19 @@ class AnswerOptions:
     ``dates``: the relative times in messages are followed by the dates they mean
     (:func:`times.with_dates`), and the answer's own relative times are given as dates (the
     rule ``absolute_dates``). ``user_name``: shown instead of the user's speaker label in a
-    user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``)."""
+    user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``).
+    ``tally``: counts, sums and the values now and before are worked out by code from the
+    model's listing (``ask_tally``, :mod:`.tally`)."""
 
     dates: bool = False
     user_name: str | None = None
     rules_off: frozenset[str] = frozenset()
+    tally: bool = True
 
     @classmethod
     def from_config(cls, config: Config) -> "AnswerOptions":
         return cls(
+            tally=config.ask_tally,
             dates=config.ask_dates,
             user_name=config.user_name,
             rules_off=frozenset(config.rules_off()),
@@ -97,6 +101,9 @@ def answer(
         return out
     names, who = _who(speakers, options.user_name)
     lines = [evidence_line(h, options.dates, names) for h in evidence]
+    if asked.kind is not None and options.tally and _tallied(ctx, lines, day, who):
+        out.citations = renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
+        return out
     ctx.messages = prompt.render(asked.text, lines, day, who, dated=asked.dates is not None, language=asked.language)
     result = _call(llm, ctx.messages, on_text, out)
     if not result.ok:
@@ -108,6 +115,45 @@ def answer(
         out.answer, out.supports = prompt.REFUSAL, []
     out.citations = renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
     return out
+
+
+# The rules that still read an answer composed by code (:mod:`.tally`): it cites what it
+# counted, and what it rests on must exist. The others read a model's free answer.
+TALLY_RULES = ("no_citation",)
+
+
+def _tallied(ctx: rules.Context, lines: Sequence[str], day: str | None, who: tuple[str, str] | None) -> bool:
+    """Answer a question of one of the kinds code works out (count, sum, current, before) from
+    the model's listing (:mod:`.tally`); whether it was (``False``: nothing was listed, the
+    usual answer call follows)."""
+    from ..prompts import tally as listing
+    from . import tally
+
+    asked, out = ctx.question, ctx.out
+    kind = asked.kind or ""
+    started = time.perf_counter()
+    progress.stage(progress.ANSWER)
+    messages = listing.render(
+        tally.system(kind), asked.text, lines, day, prompt.who_line(who), prompt.language_hint(asked.language)
+    )
+    result, data = tally.call(ctx.llm, messages, kind)
+    seconds = round(time.perf_counter() - started, 3)
+    out.timings["tally"] = seconds
+    out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
+    out.calls = result.calls
+    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, who[0] if who else None)
+    if worked is None:  # nothing listed, or nothing to work out: the usual answer call
+        out.details["tally"] = {"kind": kind, "listed": data, "error": result.error, "answered_by": "model"}
+        return False
+    ctx.messages = messages
+    out.answer, out.supports, out.confidence = worked.answer, worked.supports, None
+    out.refused, out.refusal = False, None
+    out.details["tally"] = {**worked.details, "prompt_version": listing.VERSION}
+    out.timings["answer"] = seconds
+    rules.run([r for r in rules.AFTER if r.name in TALLY_RULES], ctx)
+    if out.refused:
+        out.answer, out.supports = prompt.REFUSAL, []
+    return True
 
 
 def _who(speakers: Names | None, user_name: str | None) -> tuple[Mapping[str, str] | None, tuple[str, str] | None]:

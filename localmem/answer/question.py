@@ -41,6 +41,76 @@ _ASKS_WORDS = re.compile(
 )
 
 
+# What a question asks that code answers better than the model (:func:`kind`): how many things
+# there are or were ("count"), how much they add up to ("sum"), the value something has now
+# ("current"), or the one it had before that ("before"). Read in every language the answer stage
+# supports: English, German, Spanish, French, Portuguese, Chinese and Japanese.
+COUNT, SUM, CURRENT, BEFORE = "count", "sum", "current", "before"
+KINDS = (COUNT, SUM, CURRENT, BEFORE)
+
+_COUNT = re.compile(
+    r"\bhow (?:many|often)\b|\bnumber of times\b"
+    r"|\bwie (?:viele|oft)\b|\bwie viel mal\b|\banzahl der\b"
+    r"|\bcu[áa]nt[oa]s\b|\bcon qu[ée] frecuencia\b"
+    r"|\bcombien (?:de |d['’])|\bà quelle fréquence\b"
+    r"|\bquant[oa]s\b|\bcom que frequ[êe]ncia\b"
+    r"|多少(?:个|次|本|辆|只|家|位|件|条|部)|几(?:个|次|本|辆|只|家|位|件|条|部|回)"
+    r"|いくつ|何(?:回|個|冊|台|匹|人|度|軒|本|件)",
+    re.I,
+)
+_SUM = re.compile(
+    r"\bhow much\b.*\b(?:total|altogether|in all|all together|combined|overall)\b"
+    r"|\bhow much (?:have|had|did) (?:i|we|\w+) (?:spend|spent|pay|paid|raise|raised|save|saved|donate|donated)\b"
+    r"|\b(?:what|how much) (?:is|was|'s)? ?the (?:total|sum|combined)\b|\bwhat'?s the total\b|\bin total\b"
+    r"|\bwie viel\b.*\b(?:insgesamt|zusammen|gesamt|ausgegeben)\b"
+    r"|\bcu[áa]nto\b.*\b(?:en total|en conjunto|gastad\w*|gast[ée])\b"
+    r"|\bcombien\b.*\b(?:au total|en tout|dépensé)\b"
+    r"|\bquanto\b.*\b(?:no total|ao todo|gastei|gastamos|gasto)\b"
+    r"|总共|一共|合计|总计|合計|全部で",
+    re.I,
+)
+# "How much more rent do I pay now?", "how many more": a difference, not a count (the model's).
+_DIFFERENCE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer|longer|further|bigger|smaller)\b", re.I)
+_NOW = re.compile(
+    r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|any ?more|still)\b"
+    r"|\b(?:jetzt|derzeit|aktuell|zurzeit|momentan|inzwischen|heutzutage)\b"
+    r"|\b(?:ahora|actualmente|hoy en d[íi]a|en este momento|todav[íi]a|a[úu]n)\b"
+    r"|\b(?:maintenant|actuellement|en ce moment|de nos jours)\b"
+    r"|\b(?:agora|atualmente|hoje em dia|no momento|ainda)\b"
+    r"|现在|目前|如今|现时|今は|いまは|現在|今の|最近の",
+    re.I,
+)
+_BEFORE = re.compile(
+    r"\bbefore (?:my|our|the|his|her|their) (?:current|present|new|latest|last)\b|\bbefore (?:that|this|then)\b"
+    r"|\bprevious(?:ly)?\b|\bused to\b|\bformer(?:ly)?\b"
+    r"|\b(?:vorher|davor|früher|vorherige\w*|ehemalige\w*)\b"
+    r"|\bvor (?:meine[mnr]?|unsere[mnr]?)(?: \w+)? (?:jetzig|aktuell|derzeitig|neu)\w*"
+    r"|\bantes de (?:mi|mis|nuestr[oa]s?)(?: \w+)? (?:actual|nuev)\w*|\b(?:anteriormente|sol[íi]a)\b"
+    r"|\bavant (?:mon|ma|mes|notre)(?: \w+)? (?:actuel|nouv)\w*|\b(?:auparavant|précédent\w*|ancien(?:ne)?)\b"
+    r"|\bantes d[oa] (?:meu|minha)(?: \w+)? (?:atual|nov)\w*|\b(?:anterior|costumava)\b"
+    r"|之前|以前|原来|前の|元の",
+    re.I,
+)
+
+
+def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
+    """Which of :data:`KINDS` ``text`` asks, by rules (``None``: none of them, or a date
+    question, which :mod:`localmem.answer.dates` counts): "how much … in total" is a sum,
+    "how many" or "how often" a count, a question about the present ("now", "these days", in
+    every supported language) "current", one about the value before it "before"."""
+    if dates is not None or _DIFFERENCE.search(text):
+        return None
+    if _SUM.search(text):
+        return SUM
+    if _COUNT.search(text):
+        return COUNT
+    if _BEFORE.search(text):
+        return BEFORE
+    if _NOW.search(text):
+        return CURRENT
+    return None
+
+
 @dataclass(frozen=True)
 class Question:
     """A question as the answer stage reads it (:meth:`parse`).
@@ -49,7 +119,7 @@ class Question:
     of its content words; ``dates``: the date question the rules count
     (:func:`localmem.answer.dates.classify`), if any; ``asks_image``: it asks about a photo
     or picture; ``asks_words``: it asks what someone said, suggested or told;
-    ``language``: ISO 639-1 code, or "und"."""
+    ``language``: ISO 639-1 code, or "und"; ``kind``: what code answers (:func:`kind`), if any."""
 
     text: str
     language: str
@@ -58,20 +128,23 @@ class Question:
     dates: date_rules.DateQuestion | None
     asks_image: bool
     asks_words: bool
+    kind: str | None = None
 
     @classmethod
     def parse(cls, text: str, speakers: Names, language: str | None = None) -> "Question":
         """Read ``text`` once, with the conversation's ``speakers`` (``language``: when known)."""
         language = language or detect(text)
         english = language in (*ENGLISH, UNDETERMINED)  # an undetermined one may be English
+        dates = date_rules.classify(text, language)
         return cls(
             text=text,
             language=language,
             person=person_asked(text, speakers, english),
             words=frozenset(stem(w) for w in content_words(text)),
-            dates=date_rules.classify(text) if english else None,
+            dates=dates,
             asks_image=english and bool(_ASKS_IMAGE.search(text)),
             asks_words=english and bool(_ASKS_WORDS.search(text)),
+            kind=kind(text, dates),
         )
 
 
