@@ -152,7 +152,7 @@ def ask_in_mode(
         )
     if params.filters is not None:
         raise LocalmemError(
-            "filters (since, until, speaker, conversation, meta) work with ask's fast mode",
+            "filters (since, until, as_of, speaker, conversation, meta) work with ask's fast mode",
             "use --mode fast, or leave the filters out",
         )
     return ask_agentic(
