@@ -69,6 +69,10 @@ _SUM = re.compile(
     r"|总共|一共|合计|总计|合計|全部で",
     re.I,
 )
+# "How long has she had her current friends?": a duration, not a value (the model's).
+_HOW_LONG = re.compile(
+    r"\bhow long\b|\bwie lange\b|\bcu[áa]nto tiempo\b|\bdepuis combien\b|\bh[áa] quanto tempo\b", re.I
+)
 # "How much more rent do I pay now?", "how many more": a difference, not a count (the model's).
 _DIFFERENCE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer|longer|further|bigger|smaller)\b", re.I)
 _NOW = re.compile(
@@ -82,7 +86,7 @@ _NOW = re.compile(
 )
 _BEFORE = re.compile(
     r"\bbefore (?:my|our|the|his|her|their) (?:current|present|new|latest|last)\b|\bbefore (?:that|this|then)\b"
-    r"|\bprevious(?:ly)?\b|\bused to\b|\bformer(?:ly)?\b"
+    r"|\bprevious(?:ly)?\b|\bformer(?:ly)?\b"
     r"|\b(?:vorher|davor|früher|vorherige\w*|ehemalige\w*)\b"
     r"|\bvor (?:meine[mnr]?|unsere[mnr]?)(?: \w+)? (?:jetzig|aktuell|derzeitig|neu)\w*"
     r"|\bantes de (?:mi|mis|nuestr[oa]s?)(?: \w+)? (?:actual|nuev)\w*|\b(?:anteriormente|sol[íi]a)\b"
@@ -98,7 +102,7 @@ def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
     question, which :mod:`localmem.answer.dates` counts): "how much … in total" is a sum,
     "how many" or "how often" a count, a question about the present ("now", "these days", in
     every supported language) "current", one about the value before it "before"."""
-    if dates is not None or _DIFFERENCE.search(text):
+    if dates is not None or _DIFFERENCE.search(text) or _HOW_LONG.search(text):
         return None
     if _SUM.search(text):
         return SUM
