@@ -8,6 +8,7 @@ from localmem.answer.evidence import session_diverse
 from localmem.answer.question import BEFORE, COUNT, CURRENT, SUM, Question
 from localmem.answer.tally import amount, same_thing, work_out
 from localmem.config import Config
+from localmem.mcp_results import ask_out
 from localmem.prompts import tally as listing
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
@@ -190,6 +191,11 @@ def test_ask_counts_with_code_over_every_session_and_cites_what_it_counted(tmp_p
     assert {c.external_id for c in result.citations} >= {"s1", "s3", "s4"} or len(result.citations) >= 3
     assert result.details["tally"]["count"] == 2 and result.details["tally"]["prompt_version"] == listing.VERSION
     assert len(llm.calls) == 1 and "tally" in result.timings
+    # The MCP ask tool and the JSON say what was counted.
+    worked = ask_out(result).worked_out
+    assert worked is not None and worked["count"] == 2
+    assert [(t["what"], t["status"]) for t in worked["things"]][-1] == ("Carrera hybrid", "gone")
+    assert result.to_dict()["details"]["tally"]["things"][0]["what"] == "Dawes Galaxy"
 
 
 def test_ask_falls_back_to_the_answer_call_when_nothing_is_listed(tmp_path):
