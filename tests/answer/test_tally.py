@@ -217,3 +217,24 @@ def test_ask_tally_off_leaves_every_question_to_the_answer_call(tmp_path):
             mem.add(speaker, text, time=when, role=speaker, conversation=session)
         mem.ask("Where do I work now?")
     assert len(llm.calls) == 1 and "not in memory" in llm.calls[0][0]["content"]
+
+
+def test_a_corrected_value_is_not_the_current_one(tmp_path):
+    def responder(messages):
+        # The model lists the replaced message's value too (it is in the evidence, marked).
+        return {
+            "values": [
+                {"n": _n(messages, "Harrow"), "value": "Harrow & Pike Consulting"},
+                {"n": _n(messages, "Severn Trent"), "value": "Severn Trent"},
+                {"n": _n(messages, "Severn Rail Partners"), "value": "Severn Rail Partners"},
+            ]
+        }
+
+    llm = ScriptedLLM(responder=responder)
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("user", "I work at Harrow & Pike Consulting.", time="2024-02-06T21:00:00", role="user")
+        wrong = mem.add("user", "Started at Severn Trent today, new job.", time="2024-04-15T08:00:00", role="user")
+        mem.correct(f"m:{wrong.id}", "Started at Severn Rail Partners today, new job.")
+        result = mem.ask("Where do I work now?")
+    assert result.answer.startswith("Severn Rail Partners (since 15 April 2024; before that Harrow & Pike")
+    assert "Severn Trent" not in result.answer
