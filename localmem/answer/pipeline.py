@@ -222,7 +222,10 @@ def ask(
             if db.has_vectors(conn)
             else None
         )
-        hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens)
+        # A count reads one thing a session: each long message as its best sentence alone, so
+        # more sessions fit the budget (evals/timeq_recall.py).
+        tight = asked.kind in (COUNT, SUM) and options.answer.tally
+        hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
     picked = None
     if options.pick and hits:
         from .pick import pick
