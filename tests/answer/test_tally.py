@@ -238,3 +238,14 @@ def test_a_corrected_value_is_not_the_current_one(tmp_path):
         result = mem.ask("Where do I work now?")
     assert result.answer.startswith("Severn Rail Partners (since 15 April 2024; before that Harrow & Pike")
     assert "Severn Trent" not in result.answer
+
+
+def test_a_count_reads_a_long_message_as_its_best_sentence_alone():
+    from localmem.answer.excerpts import excerpted
+
+    body = "We went to Cardiff. I rode the Chew Valley 200 audax on Sunday. It rained. Then we had tea."
+    hit = _hit(1, "2024-08-13T07:45:00", body, "s11")
+    starts = [body.index(s) for s in ("We went", "I rode", "It rained", "Then we")]
+    parts = [(s, s + 5, score) for s, score in zip(starts, (0.1, 0.9, 0.2, 0.1))]
+    assert excerpted(hit, parts).said == "We went to Cardiff. I rode the Chew Valley 200 audax on Sunday. It rained. …"
+    assert excerpted(hit, parts, 0, 1).said == "… I rode the Chew Valley 200 audax on Sunday. …"
