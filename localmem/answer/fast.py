@@ -141,7 +141,13 @@ def _tallied(ctx: rules.Context, lines: Sequence[str], day: str | None, who: tup
     out.timings["tally"] = seconds
     out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
     out.calls = result.calls
-    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, who[0] if who else None)
+    until = None
+    if kind == "at":
+        from ..retrieval.query_time import parse_query_time
+
+        named = parse_query_time(asked.text, ctx.today or dt.date.today())
+        until = named.end if named is not None else None
+    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, who[0] if who else None, until)
     if worked is None:  # nothing listed, or nothing to work out: the usual answer call
         out.details["tally"] = {"kind": kind, "listed": data, "error": result.error, "answered_by": "model"}
         return False

@@ -10,6 +10,7 @@ language's question still finds the speaker it names.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -45,8 +46,8 @@ _ASKS_WORDS = re.compile(
 # there are or were ("count"), how much they add up to ("sum"), the value something has now
 # ("current"), or the one it had before that ("before"). Read in every language the answer stage
 # supports: English, German, Spanish, French, Portuguese, Chinese and Japanese.
-COUNT, SUM, CURRENT, BEFORE = "count", "sum", "current", "before"
-KINDS = (COUNT, SUM, CURRENT, BEFORE)
+COUNT, SUM, CURRENT, BEFORE, AT = "count", "sum", "current", "before", "at"
+KINDS = (COUNT, SUM, CURRENT, BEFORE, AT)
 
 _COUNT = re.compile(
     r"\bhow (?:many|often)\b|\bnumber of times\b"
@@ -84,6 +85,13 @@ _NOW = re.compile(
     r"|现在|目前|如今|现时|今は|いまは|現在|今の|最近の",
     re.I,
 )
+# "Where did I live in March?", "What car did I drive in 2023?": the value then (``AT``), when the
+# question also names a time (:func:`localmem.retrieval.query_time.parse_query_time`).
+_STATE_THEN = re.compile(
+    r"\b(?:where|what|which|who)\b.*\b(?:did|was|were) (?:i|we|my|our)\b.*"
+    r"\b(?:live|living|work|working|job|drive|driving|car|home|flat|house|city|partner|title|team|school)\b",
+    re.I,
+)
 _BEFORE = re.compile(
     r"\bbefore (?:my|our|the|his|her|their) (?:current|present|new|latest|last)\b|\bbefore (?:that|this|then)\b"
     r"|\bprevious(?:ly)?\b|\bformer(?:ly)?\b"
@@ -97,11 +105,18 @@ _BEFORE = re.compile(
 )
 
 
+def _names_time(text: str) -> bool:
+    from ..retrieval.query_time import parse_query_time
+
+    return parse_query_time(text, dt.date.today()) is not None
+
+
 def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
     """Which of :data:`KINDS` ``text`` asks, by rules (``None``: none of them, or a date
     question, which :mod:`localmem.answer.dates` counts): "how much … in total" is a sum,
     "how many" or "how often" a count, a question about the present ("now", "these days", in
-    every supported language) "current", one about the value before it "before"."""
+    every supported language) "current", one about the value before it "before", a first-person
+    question about where one lived or worked (and the like) at a time it names "at"."""
     if dates is not None or _DIFFERENCE.search(text) or _HOW_LONG.search(text):
         return None
     if _SUM.search(text):
@@ -110,6 +125,8 @@ def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
         return COUNT
     if _BEFORE.search(text):
         return BEFORE
+    if _STATE_THEN.search(text) and _names_time(text):
+        return AT
     if _NOW.search(text):
         return CURRENT
     return None

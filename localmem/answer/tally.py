@@ -17,7 +17,8 @@ lists, and code:
   message a correction replaced (``correct``) is left out, and in a user's chat with an
   assistant the user's own words outrank the assistant's restatement of them. The answer is the
   latest value with the day it was first said and the one before it ("Leipzig (since 4 March
-  2023; before that Lisbon)"), or, for "before", the value before the latest.
+  2023; before that Lisbon)"), or, for "before", the value before the latest; for "at" ("where
+  did I live in March?"), the latest value said by the end of the time the question names.
 
 When the model lists nothing the question is answered by the usual answer call instead (the
 caller's fallback), so a question wrongly routed here costs one listing call more, not a
@@ -26,6 +27,7 @@ wrong answer. How it is worked out is kept in :attr:`Answer.details` ("tally").
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -35,7 +37,7 @@ from ..prompts import tally as prompt
 from ..text.times import day_text
 from ..text.words import content_words, stem
 from ..types import Hit
-from .question import BEFORE, COUNT, CURRENT, SUM
+from .question import AT, BEFORE, COUNT, CURRENT, SUM
 
 # The few words an answer composed here says, in the languages the answer stage supports.
 _WORDS = {
@@ -120,14 +122,26 @@ class Worked:
 
 
 def work_out(
-    kind: str, data: dict[str, Any], evidence: Sequence[Hit], language: str, user: str | None
+    kind: str,
+    data: dict[str, Any],
+    evidence: Sequence[Hit],
+    language: str,
+    user: str | None,
+    until: dt.date | None = None,
 ) -> Worked | None:
     """The answer to a question of ``kind`` from the model's listing ``data`` over
     ``evidence`` (as numbered in the prompt); ``user``: the user's speaker label in a chat
-    with an assistant. ``None``: nothing was listed (the caller answers as usual)."""
+    with an assistant; ``until``: for "at", the last day of the time the question names.
+    ``None``: nothing was listed (the caller answers as usual)."""
     if kind in (COUNT, SUM):
         return _tally(kind, _entries(data, "entries", evidence), language)
-    return _latest(kind, _entries(data, "values", evidence), language, user)
+    entries = _entries(data, "values", evidence)
+    if kind == AT:
+        if until is None:
+            return None
+        # The value then: what had been said by the end of the time asked about.
+        entries = [e for e in entries if e.hit.day is not None and e.hit.day <= until]
+    return _latest(kind, entries, language, user)
 
 
 # -- count and sum ------------------------------------------------------------------------
@@ -246,6 +260,8 @@ def _latest(kind: str, entries: list[Entry], language: str, user: str | None) ->
         text = f"{before[-1].what} ({say['until']} {_when(latest[0].hit)}; {say['then']} {latest[0].what})"
         return Worked(text, sorted({e.n for e in before} | {latest[0].n}), details)
     value = latest[-1].what  # as said most recently
+    if kind == AT:
+        return Worked(f"{value} ({_when(latest[-1].hit)})", sorted({e.n for e in latest}), details)
     if not earlier:
         return Worked(value, sorted({e.n for e in latest}), details)
     previous = earlier[-1]
@@ -253,4 +269,4 @@ def _latest(kind: str, entries: list[Entry], language: str, user: str | None) ->
     return Worked(text, sorted({latest[0].n, latest[-1].n, previous[-1].n}), details)
 
 
-KINDS_ANSWERED = (COUNT, SUM, CURRENT, BEFORE)
+KINDS_ANSWERED = (COUNT, SUM, CURRENT, BEFORE, AT)

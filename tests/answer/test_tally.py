@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from localmem.answer.evidence import session_diverse
-from localmem.answer.question import BEFORE, COUNT, CURRENT, SUM, Question
+from localmem.answer.question import AT, BEFORE, COUNT, CURRENT, SUM, Question
 from localmem.answer.tally import amount, same_thing, work_out
 from localmem.config import Config
 from localmem.mcp_results import ask_out
@@ -249,3 +249,24 @@ def test_a_count_reads_a_long_message_as_its_best_sentence_alone():
     parts = [(s, s + 5, score) for s, score in zip(starts, (0.1, 0.9, 0.2, 0.1))]
     assert excerpted(hit, parts).said == "We went to Cardiff. I rode the Chew Valley 200 audax on Sunday. It rained. …"
     assert excerpted(hit, parts, 0, 1).said == "… I rode the Chew Valley 200 audax on Sunday. …"
+
+
+def test_the_value_at_a_time_the_question_names_is_the_latest_said_by_then(tmp_path):
+    assert Question.parse("Where did I live in March 2024?", {}).kind == AT
+    assert Question.parse("Where did Caroline go in March?", {}).kind is None  # not a state of "I"
+
+    def responder(messages):
+        lines = _items(messages)
+        wanted = {"Lisbon": "Lisbon", "Leipzig": "Leipzig"}
+        return {
+            "values": [{"n": i, "value": v} for i, line in enumerate(lines, 1) for k, v in wanted.items() if k in line]
+        }
+
+    llm = ScriptedLLM(responder=responder)
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("user", "I live in Lisbon, near the river.", time="2024-01-10T09:00:00", role="user")
+        mem.add("user", "We moved to Leipzig yesterday!", time="2024-04-12T09:00:00", role="user")
+        then = mem.ask("Where did I live in March 2024?")
+        now = mem.ask("Where do I live now?")
+    assert then.answer == "Lisbon (10 January 2024)" and then.details["tally"]["kind"] == AT
+    assert now.answer == "Leipzig (since 12 April 2024; before that Lisbon)"
