@@ -142,11 +142,15 @@ def _tallied(ctx: rules.Context, lines: Sequence[str], day: str | None, who: tup
     out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
     out.calls = result.calls
     until = None
-    if kind == "at":
+    if kind in ("at", "count", "sum"):
         from ..retrieval.query_time import parse_query_time
 
-        named = parse_query_time(asked.text, ctx.today or dt.date.today())
-        until = named.end if named is not None else None
+        today = ctx.today or dt.date.today()
+        named = parse_query_time(asked.text, today)
+        # "at": the value then; a count of a time that has ended ("how many bikes did I own in
+        # April?"): what had been said by its end. "This year" has not ended: no bound.
+        if named is not None and (kind == "at" or named.end < today):
+            until = named.end
     worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, who[0] if who else None, until)
     if worked is None:  # nothing listed, or nothing to work out: the usual answer call
         out.details["tally"] = {"kind": kind, "listed": data, "error": result.error, "answered_by": "model"}

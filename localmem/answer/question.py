@@ -88,10 +88,18 @@ _NOW = re.compile(
 # "Where did I live in March?", "What car did I drive in 2023?": the value then (``AT``), when the
 # question also names a time (:func:`localmem.retrieval.query_time.parse_query_time`).
 _STATE_THEN = re.compile(
-    r"\b(?:where|what|which|who)\b.*\b(?:did|was|were) (?:i|we|my|our)\b.*"
-    r"\b(?:live|living|work|working|job|drive|driving|car|home|flat|house|city|partner|title|team|school)\b",
+    r"\b(?:where|what|which|who|how much)\b.*\b(?:did|was|were) (?:i|we|my|our)\b.*"
+    r"\b(?:live|living|work|working|job|drive|driving|car|home|flat|house|city|partner|title|team|school|"
+    r"rent|paying|pay|salary|own|owned)\b"
+    r"|\b(?:d[óo]nde|qu[ée]|cu[áa]l|cu[áa]nto)\b.*\b(?:viv[íi]a|trabajaba|ten[íi]a|conduc[íi]a|pagaba)\b"
+    r"|\b(?:wo|was|welche\w*|wie viel)\b.*\b(?:wohnte|arbeitete|hatte|fuhr|zahlte) ich\b"
+    r"|\b(?:où|quel\w*|combien)\b.*\b(?:habitais|travaillais|avais|conduisais|payais)\b"
+    r"|\b(?:onde|qual|que|quanto)\b.*\b(?:morava|trabalhava|tinha|dirigia|pagava)\b",
     re.I,
 )
+# "What was my best time before the Leeds Half?", "how much was my rent before the increase?":
+# the value before a change the question names.
+_WAS_BEFORE = re.compile(r"\b(?:what|which|where|how much) (?:was|were|did) (?:my|our|i|we)\b.*\bbefore\b", re.I)
 _BEFORE = re.compile(
     r"\bbefore (?:my|our|the|his|her|their) (?:current|present|new|latest|last)\b|\bbefore (?:that|this|then)\b"
     r"|\bprevious(?:ly)?\b|\bformer(?:ly)?\b"
@@ -123,7 +131,7 @@ def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
         return SUM
     if _COUNT.search(text):
         return COUNT
-    if _BEFORE.search(text):
+    if _BEFORE.search(text) or _WAS_BEFORE.search(text):
         return BEFORE
     if _STATE_THEN.search(text) and _names_time(text):
         return AT

@@ -131,10 +131,14 @@ def work_out(
 ) -> Worked | None:
     """The answer to a question of ``kind`` from the model's listing ``data`` over
     ``evidence`` (as numbered in the prompt); ``user``: the user's speaker label in a chat
-    with an assistant; ``until``: for "at", the last day of the time the question names.
+    with an assistant; ``until``: the last day of the time the question names, for "at" and
+    for a count or sum of a time that has ended.
     ``None``: nothing was listed (the caller answers as usual)."""
     if kind in (COUNT, SUM):
-        return _tally(kind, _entries(data, "entries", evidence), language)
+        listed = _entries(data, "entries", evidence)
+        if until is not None:  # a count as of a time that has ended: what had been said by then
+            listed = [e for e in listed if e.hit.day is not None and e.hit.day <= until]
+        return _tally(kind, listed, language)
     entries = _entries(data, "values", evidence)
     if kind == AT:
         if until is None:

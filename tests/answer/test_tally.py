@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from localmem.answer.evidence import session_diverse
@@ -270,3 +272,27 @@ def test_the_value_at_a_time_the_question_names_is_the_latest_said_by_then(tmp_p
         now = mem.ask("Where do I live now?")
     assert then.answer == "Lisbon (10 January 2024)" and then.details["tally"]["kind"] == AT
     assert now.answer == "Leipzig (since 12 April 2024; before that Lisbon)"
+
+
+def test_a_count_of_a_time_that_has_ended_counts_what_was_said_by_its_end():
+    evidence = [
+        _hit(1, "2024-01-07T20:00:00", "Trek FX and a Brompton", "s1"),
+        _hit(2, "2024-05-03T20:00:00", "sold the Brompton", "s2"),
+        _hit(3, "2024-06-01T20:00:00", "new Ribble e-bike", "s3"),
+    ]
+    listed = {
+        "entries": [
+            {"n": 1, "what": "Trek FX", "amount": "", "status": "counts"},
+            {"n": 1, "what": "Brompton", "amount": "", "status": "counts"},
+            {"n": 2, "what": "Brompton", "amount": "", "status": "gone"},
+            {"n": 3, "what": "Ribble e-bike", "amount": "", "status": "counts"},
+        ]
+    }
+    april = work_out(COUNT, listed, evidence, "en", None, until=dt.date(2024, 4, 30))
+    now = work_out(COUNT, listed, evidence, "en", None)
+    assert april is not None and april.answer.startswith("2: Trek FX (7 January 2024), Brompton (7 January 2024)")
+    assert now is not None and now.answer.startswith("2: Trek FX (7 January 2024), Ribble e-bike (1 June 2024)")
+    assert Question.parse("How many bikes did I own in April 2024?", {}).kind == COUNT
+    assert Question.parse("What was my half-marathon PB before the Leeds Half?", {}).kind == BEFORE
+    assert Question.parse("How much was I paying in rent in June 2024?", {}).kind == AT
+    assert Question.parse("¿Qué coche tenía en abril de 2024?", {}).kind == AT
