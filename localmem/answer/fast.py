@@ -151,7 +151,10 @@ def _tallied(ctx: rules.Context, lines: Sequence[str], day: str | None, who: tup
         # April?"): what had been said by its end. "This year" has not ended: no bound.
         if named is not None and (kind == "at" or named.end < today):
             until = named.end
-    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, who[0] if who else None, until)
+    # The user's own speaker label (not the name shown for it): whose words outrank a restatement.
+    chat = isinstance(ctx.speakers, Speakers) and ctx.speakers.chat
+    user = ctx.speakers.user if chat else None  # type: ignore[union-attr]
+    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, user, until)
     if worked is None:  # nothing listed, or nothing to work out: the usual answer call
         out.details["tally"] = {"kind": kind, "listed": data, "error": result.error, "answered_by": "model"}
         return False
