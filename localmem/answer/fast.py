@@ -55,18 +55,18 @@ class AnswerOptions:
     (:func:`times.with_dates`), and the answer's own relative times are given as dates (the
     rule ``absolute_dates``). ``user_name``: shown instead of the user's speaker label in a
     user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``).
-    ``tally``: counts, sums and the values now and before are worked out by code from the
-    model's listing (``ask_tally``, :mod:`.tally`)."""
+    ``tally``: the kinds of question (count, sum, current, before, at) worked out by code from
+    the model's listing (``ask_tally``, :mod:`.tally`)."""
 
     dates: bool = False
     user_name: str | None = None
     rules_off: frozenset[str] = frozenset()
-    tally: bool = True
+    tally: frozenset[str] = frozenset({"sum"})
 
     @classmethod
     def from_config(cls, config: Config) -> "AnswerOptions":
         return cls(
-            tally=config.ask_tally,
+            tally=frozenset(k.strip() for k in config.ask_tally.split(",") if k.strip() not in ("", "none")),
             dates=config.ask_dates,
             user_name=config.user_name,
             rules_off=frozenset(config.rules_off()),
@@ -101,7 +101,7 @@ def answer(
         return out
     names, who = _who(speakers, options.user_name)
     lines = [evidence_line(h, options.dates, names) for h in evidence]
-    if asked.kind is not None and options.tally and _tallied(ctx, lines, day, who):
+    if asked.kind is not None and asked.kind in options.tally and _tallied(ctx, lines, day, who):
         out.citations = renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
         return out
     ctx.messages = prompt.render(asked.text, lines, day, who, dated=asked.dates is not None, language=asked.language)

@@ -224,7 +224,7 @@ def ask(
         )
         # A count reads one thing a session: each long message as its best sentence alone, so
         # more sessions fit the budget (evals/timeq_recall.py).
-        tight = asked.kind in (COUNT, SUM) and options.answer.tally
+        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
     picked = None
     if options.pick and hits:
@@ -234,7 +234,7 @@ def ask(
         picked = pick(llm, question, hits, options.pick)
         hits = picked.hits
     budget = max_tokens or options.max_tokens
-    if asked.kind in (COUNT, SUM) and options.answer.tally:
+    if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
         # A count rests on messages spread over sessions: each session's best first, more room.
         hits = session_diverse(hits)
         budget = max_tokens or options.tally_tokens or budget

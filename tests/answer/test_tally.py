@@ -9,7 +9,8 @@ import pytest
 from localmem.answer.evidence import session_diverse
 from localmem.answer.question import AT, BEFORE, COUNT, CURRENT, SUM, Question
 from localmem.answer.tally import amount, same_thing, work_out
-from localmem.config import Config
+from localmem.config import Config, settings
+from localmem.errors import ConfigError
 from localmem.mcp_results import ask_out
 from localmem.prompts import tally as listing
 from localmem.types import Hit, HitSource
@@ -35,8 +36,12 @@ CHAT = [
 ]
 
 
+# Every kind on: by default only sums are worked out by code (docs/timeq.md).
+ALL = Config(ask_tally="count,sum,current,before,at")
+
+
 def _memory(tmp_path, llm):
-    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm)
+    mem = open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm, config=ALL)
     for speaker, text, when, session in CHAT:
         mem.add(speaker, text, time=when, role=speaker, conversation=session)
     return mem
@@ -212,7 +217,7 @@ def test_ask_falls_back_to_the_answer_call_when_nothing_is_listed(tmp_path):
 def test_ask_tally_off_leaves_every_question_to_the_answer_call(tmp_path):
     llm = ScriptedLLM(responder=lambda m: {"answer": "Severn Rail Partners", "supports": [1], "confidence": 0.9})
     mem = open_memory(
-        tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm, config=Config(ask_tally=False)
+        tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm, config=Config(ask_tally="none")
     )
     with mem:
         for speaker, text, when, session in CHAT:
@@ -233,7 +238,7 @@ def test_a_corrected_value_is_not_the_current_one(tmp_path):
         }
 
     llm = ScriptedLLM(responder=responder)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm, config=ALL) as mem:
         mem.add("user", "I work at Harrow & Pike Consulting.", time="2024-02-06T21:00:00", role="user")
         wrong = mem.add("user", "Started at Severn Trent today, new job.", time="2024-04-15T08:00:00", role="user")
         mem.correct(f"m:{wrong.id}", "Started at Severn Rail Partners today, new job.")
@@ -265,7 +270,7 @@ def test_the_value_at_a_time_the_question_names_is_the_latest_said_by_then(tmp_p
         }
 
     llm = ScriptedLLM(responder=responder)
-    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm, config=ALL) as mem:
         mem.add("user", "I live in Lisbon, near the river.", time="2024-01-10T09:00:00", role="user")
         mem.add("user", "We moved to Leipzig yesterday!", time="2024-04-12T09:00:00", role="user")
         then = mem.ask("Where did I live in March 2024?")
@@ -296,3 +301,21 @@ def test_a_count_of_a_time_that_has_ended_counts_what_was_said_by_its_end():
     assert Question.parse("What was my half-marathon PB before the Leeds Half?", {}).kind == BEFORE
     assert Question.parse("How much was I paying in rent in June 2024?", {}).kind == AT
     assert Question.parse("¿Qué coche tenía en abril de 2024?", {}).kind == AT
+
+
+def test_by_default_only_sums_are_worked_out_by_code(tmp_path):
+    assert Config().ask_tally == "sum"
+    with pytest.raises(ConfigError, match="no question kind median"):
+        settings()["ask_tally"].parse("count,median")
+    replies = [
+        {"answer": "Severn Rail Partners", "supports": [1], "confidence": 0.9},
+        {"entries": [{"n": 1, "what": "ABUS D-lock", "amount": "£95", "status": "counts"}]},
+    ]
+    llm = ScriptedLLM(replies=replies)
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        for speaker, text, when, session in CHAT:
+            mem.add(speaker, text, time=when, role=speaker, conversation=session)
+        now = mem.ask("Where do I work now?")
+        spent = mem.ask("How much have I spent altogether on the lock?")
+    assert "not in memory" in llm.calls[0][0]["content"] and now.answer == "Severn Rail Partners"
+    assert llm.calls[1][0]["content"] == listing.COUNT_SYSTEM and spent.answer.startswith("£95")

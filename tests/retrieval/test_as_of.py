@@ -9,6 +9,7 @@ import json
 import pytest
 
 from localmem.cli import cli
+from localmem.config import Config
 from localmem.errors import LocalmemError
 from localmem.retrieval.filters import as_of_bound
 from tests.fakes import HashEmbedder, ScriptedLLM
@@ -22,7 +23,8 @@ MOVES = [
 
 
 def _memory(path, llm=None):
-    mem = open_memory(path, namespace="t", embedder=HashEmbedder(), llm=llm or ScriptedLLM())
+    config = Config(ask_tally="current")  # the current value is read from the model's listing
+    mem = open_memory(path, namespace="t", embedder=HashEmbedder(), llm=llm or ScriptedLLM(), config=config)
     for speaker, text, when in MOVES:
         mem.add(speaker, text, time=when)
     return mem
@@ -55,7 +57,7 @@ def test_as_of_takes_the_earlier_of_itself_and_until_and_says_what_is_wrong():
 
 
 def test_the_cli_searches_and_asks_as_of_a_date(tmp_path, use_models):
-    llm = ScriptedLLM(responder=lambda m: {"values": [{"n": 1, "value": "Lisbon"}]})
+    llm = ScriptedLLM(responder=lambda m: {"answer": "Lisbon", "supports": [1], "confidence": 0.9})
     use_models(embedder=HashEmbedder(), llm=llm)
     db = tmp_path / "m.db"
     _memory(db).close()
