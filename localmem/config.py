@@ -537,10 +537,10 @@ class Config:
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
-    # Only sums by default: on the assistant dev half the listing path got counts and current
-    # values wrong that the answer call got right (docs/timeq.md).
+    # Off by default: on the assistant dev half the listing got counts and current values wrong
+    # that the answer call got right, and a sum took 7-10 times a plain ask (docs/timeq.md).
     ask_tally: str = setting(
-        "sum",
+        "none",
         "The kinds of question worked out by code from a list the model makes of the evidence, "
         "comma-separated: " + ", ".join(TALLY_KINDS) + " ('none': every question goes to the answer call).",
         check=_kind_names,

@@ -61,7 +61,7 @@ class AnswerOptions:
     dates: bool = False
     user_name: str | None = None
     rules_off: frozenset[str] = frozenset()
-    tally: frozenset[str] = frozenset({"sum"})
+    tally: frozenset[str] = frozenset()
 
     @classmethod
     def from_config(cls, config: Config) -> "AnswerOptions":

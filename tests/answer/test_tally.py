@@ -303,19 +303,20 @@ def test_a_count_of_a_time_that_has_ended_counts_what_was_said_by_its_end():
     assert Question.parse("¿Qué coche tenía en abril de 2024?", {}).kind == AT
 
 
-def test_by_default_only_sums_are_worked_out_by_code(tmp_path):
-    assert Config().ask_tally == "sum"
+def test_by_default_no_kind_is_worked_out_by_code_and_a_kind_turned_on_is(tmp_path):
+    assert Config().ask_tally == "none"
     with pytest.raises(ConfigError, match="no question kind median"):
         settings()["ask_tally"].parse("count,median")
     replies = [
-        {"answer": "Severn Rail Partners", "supports": [1], "confidence": 0.9},
+        {"answer": "£215", "supports": [1], "confidence": 0.9},
         {"entries": [{"n": 1, "what": "ABUS D-lock", "amount": "£95", "status": "counts"}]},
     ]
     llm = ScriptedLLM(replies=replies)
     with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
         for speaker, text, when, session in CHAT:
             mem.add(speaker, text, time=when, role=speaker, conversation=session)
-        now = mem.ask("Where do I work now?")
+        plain = mem.ask("How much have I spent altogether on the lock?")
+        mem.config = Config(ask_tally="sum")
         spent = mem.ask("How much have I spent altogether on the lock?")
-    assert "not in memory" in llm.calls[0][0]["content"] and now.answer == "Severn Rail Partners"
+    assert "not in memory" in llm.calls[0][0]["content"] and plain.answer == "£215"
     assert llm.calls[1][0]["content"] == listing.COUNT_SYSTEM and spent.answer.startswith("£95")
