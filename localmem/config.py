@@ -538,7 +538,7 @@ class Config:
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
     # Off by default: on the assistant dev half the listing got counts and current values wrong
-    # that the answer call got right, and a sum took 7-10 times a plain ask (docs/timeq.md).
+    # that the answer call got right, and a sum took about 14 times a plain ask (docs/timeq.md).
     ask_tally: str = setting(
         "none",
         "The kinds of question worked out by code from a list the model makes of the evidence, "
