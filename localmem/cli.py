@@ -767,6 +767,11 @@ def _filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
         [
             click.option("--since", help="Only what was said at or after this date or time."),
             click.option("--until", help="Only what was said until this date (all of it) or time."),
+            click.option(
+                "--as-of",
+                "as_of",
+                help="What was known then: only what was said until this date or time, and 'now' is that day.",
+            ),
             click.option("--speaker", help="Only what this speaker said (any case)."),
             click.option("--conversation", "in_conversation", help="Only this conversation."),
             click.option(
@@ -783,9 +788,15 @@ def _filter_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _filters(
-    since: str | None, until: str | None, speaker: str | None, in_conversation: str | None, meta: tuple[str, ...]
+    since: str | None,
+    until: str | None,
+    speaker: str | None,
+    in_conversation: str | None,
+    meta: tuple[str, ...],
+    as_of: str | None = None,
 ) -> dict[str, Any]:
-    return {"since": since, "until": until, "speaker": speaker, "conversation": in_conversation, "meta": _meta(meta)}
+    out = {"since": since, "until": until, "speaker": speaker, "conversation": in_conversation, "meta": _meta(meta)}
+    return {**out, "as_of": as_of} if as_of is not None else out
 
 
 def _format_hit(rank: int, hit: Any) -> str:
@@ -894,6 +905,7 @@ def search(
     queries_file: Path | None,
     since: str | None,
     until: str | None,
+    as_of: str | None,
     speaker: str | None,
     in_conversation: str | None,
     meta: tuple[str, ...],
@@ -904,7 +916,7 @@ def search(
 
     Every hit has its id (m:ID a message, u:ID a unit) for 'show', 'forget' and 'correct'."""
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    filters = _filters(since, until, speaker, in_conversation, meta)
+    filters = _filters(since, until, speaker, in_conversation, meta, as_of)
     mem = state.memory("read")
     if queries_file is not None:
         queries = _read_queries(queries_file)
@@ -984,6 +996,7 @@ def ask(
     local: bool,
     since: str | None,
     until: str | None,
+    as_of: str | None,
     speaker: str | None,
     in_conversation: str | None,
     meta: tuple[str, ...],
@@ -998,7 +1011,7 @@ def ask(
 
         state.config = replace(state.config, user_name=user_name.strip() or None)
     chosen = [c.strip() for c in channels.split(",") if c.strip()] if channels else None
-    filters = _filters(since, until, speaker, in_conversation, meta)
+    filters = _filters(since, until, speaker, in_conversation, meta, as_of)
     if max_tokens is not None and max_tokens < 1:
         raise click.BadParameter("must be at least 1", param_hint="--max-tokens")
     if questions_file is None and (not question or not question.strip()):

@@ -40,6 +40,8 @@ EXTRACT_MODES = ("none", "llm")  # "none": raw messages only; "llm": episodes, f
 # Stage 6 (predict–calibrate knowledge): "off", "fast" (one call per episode) or "full" (two).
 CONSOLIDATE_MODES = ("off", "fast", "full")
 ASK_MODES = ("fast", "agentic")
+# The kinds of question localmem.answer.tally works out (localmem.answer.question.KINDS).
+TALLY_KINDS = ("count", "sum", "current", "before", "at")
 ASK_EVIDENCE = ("messages", "units")  # what fast-mode answers read (setting ask_evidence)
 # The rules of the answer stage, in the order they run (localmem.answer.rules; docs/answering.md):
 # any of them can be turned off by name (setting ask_rules_off).
@@ -384,6 +386,13 @@ def _server_url(value: str) -> str:
     return url
 
 
+def _kind_names(value: str) -> str:  # kinds separated by commas, each one of TALLY_KINDS, or "none"
+    unknown = [n for n in _names_in(value) if n not in (*TALLY_KINDS, "none")]
+    if unknown:
+        raise ValueError(f"no question kind {', '.join(unknown)}; the kinds: {', '.join(TALLY_KINDS)}, or none")
+    return value
+
+
 def _rule_names(value: str) -> str:  # names separated by commas, each one of ANSWER_RULES
     unknown = [n for n in _names_in(value) if n not in ANSWER_RULES]
     if unknown:
@@ -527,6 +536,18 @@ class Config:
         "The local LLM reads this many of the best candidates (at most 25) and those it picks as "
         "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
         check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
+    )
+    # Off by default: on the assistant dev half the listing got counts and current values wrong
+    # that the answer call got right, and a sum took about 14 times a plain ask (docs/timeq.md).
+    ask_tally: str = setting(
+        "none",
+        "The kinds of question worked out by code from a list the model makes of the evidence, "
+        "comma-separated: " + ", ".join(TALLY_KINDS) + " ('none': every question goes to the answer call).",
+        check=_kind_names,
+    )
+    ask_tally_tokens: int = setting(
+        400,
+        "Evidence tokens for a count or sum question, one message per session first (0: as ask_max_tokens).",
     )
     ask_rules_off: str | None = setting(
         None,

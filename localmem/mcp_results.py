@@ -66,6 +66,11 @@ class AskOut(BaseModel):
     confidence: float | None
     citations: list[Citation]
     seconds: float
+    worked_out: dict[str, Any] | None = Field(
+        default=None,
+        description="a count, sum or current value worked out by code: what was counted (things, with "
+        "status and day) or the values in time order, and the arithmetic",
+    )
 
 
 class Appearance(BaseModel):
@@ -169,7 +174,16 @@ def ask_out(result: Any) -> AskOut:
             for c in result.citations
         ],
         seconds=result.timings.get("total", 0.0),
+        worked_out=_worked_out(result.details.get("tally")),
     )
+
+
+def _worked_out(tally: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the answer stage counted or read (:mod:`localmem.answer.tally`), without the raw listing."""
+    if not tally or tally.get("answered_by") == "model":
+        return None
+    keep = ("kind", "things", "values", "count", "total", "arithmetic")
+    return {k: tally[k] for k in keep if k in tally}
 
 
 def profile_out(prof: Any, owner: Sequence[str] = ()) -> ProfileOut:

@@ -231,9 +231,13 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
             str | None, Field(description="Only what was said on or after this date (YYYY-MM-DD).")
         ] = None,
         until: Annotated[str | None, Field(description="Only what was said on or before this date.")] = None,
+        as_of: Annotated[
+            str | None, Field(description="What was known then: only what was said by this date (YYYY-MM-DD).")
+        ] = None,
     ) -> Annotated[CallToolResult, res.SearchOut]:
         # A date filter not given is not passed (Memory.search treats None as no bound anyway).
-        filters = {name: value for name, value in (("since", since), ("until", until)) if value is not None}
+        given = (("since", since), ("until", until), ("as_of", as_of))
+        filters = {name: value for name, value in given if value is not None}
         hits = await calls(mem.search, query, k=k, max_tokens=DEFAULT_SEARCH_MAX_TOKENS, **filters)
         out = res.SearchOut(query=query, hits=[res.hit_out(h) for h in hits])
         return _result(res.search_text(out), out)
@@ -257,6 +261,13 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
                 "Default: the latest stored message's date."
             ),
         ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="Answer with what was known then (YYYY-MM-DD): only what was said by this date; "
+                "relative questions count from it."
+            ),
+        ] = None,
         ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it
     ) -> Annotated[CallToolResult, res.AskOut]:
         progress = _Progress(ctx)
@@ -265,7 +276,8 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
             await progress.send("searching memory")
             tasks.start_soon(progress.heartbeat)
             try:
-                answer = await calls(mem.ask, question, now=now, on_text=progress.on_text)
+                known = {"as_of": as_of} if as_of is not None else {}
+                answer = await calls(mem.ask, question, now=now, on_text=progress.on_text, **known)
             except Exception as exc:  # raised below, outside the task group (which would wrap it)
                 failure = exc
             tasks.cancel_scope.cancel()

@@ -370,6 +370,8 @@ class Memory:
         defaults to ``config.ask_candidates``), then one LLM call over the best hits that fit
         ``max_tokens`` (default ``config.ask_max_tokens``), given to the model in time order.
         ``now``: the date relative questions count from (default: the latest message time).
+        ``as_of`` (a date or time): answer with what was known then: only what was said up to
+        it is searched, and "now" is that day ("where did I live?" as of 2024-03-01).
 
         ``agentic`` (REMem-I + MRAgent): at most ``steps`` tool calls chosen by the model
         (semantic and lexical retrieval with time filters, episode context, entity → tag →
@@ -383,10 +385,12 @@ class Memory:
         """
         from . import progress
         from .answer import pipeline
+        from .retrieval.filters import as_of_bound
 
         started, options = time.perf_counter(), pipeline.AskOptions.from_config(self.config)
         question = pipeline.question_text(question, mode, steps)  # the mode and steps first
-        today = pipeline.today(self.conn, self.namespace, now)
+        known = as_of_bound(None, args.get("as_of"))[1]  # asked as of a day: "today" is that day
+        today = pipeline.today(self.conn, self.namespace, now if now is not None or known is None else known)
         with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
             return pipeline.ask_in_mode(
                 self.conn,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..text import sentences
+from ..text.time_words import to_english
 from ..text.times import count_between, day_text, find_time_phrases, parse_timestamp
 from ..text.words import content_words, stem
 from ..types import Hit
@@ -96,9 +97,104 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
-def classify(question: str) -> DateQuestion | None:
-    """The date question ``question`` asks, or ``None`` when it is not one these rules count."""
-    for kind, pattern in _PATTERNS:
+# The same questions in the other languages the answer stage supports: (kind, pattern), each with
+# the unit word (``unit``) and the events (``a``, ``b``) as groups; :data:`_UNITS` says the unit.
+_DAYS = {
+    "de": r"(?P<unit>tage?n?|wochen?|monate?n?|jahre?n?)",
+    "es": r"(?P<unit>d[íi]as?|semanas?|mes(?:es)?|años?)",
+    "fr": r"(?P<unit>jours?|semaines?|mois|ans|années?)",
+    "pt": r"(?P<unit>dias?|semanas?|m[êe]s(?:es)?|anos?)",
+}
+_UNITS = {
+    "tag": "days", "woche": "weeks", "monat": "months", "jahr": "years",
+    "dia": "days", "día": "days", "semana": "weeks", "mes": "months", "año": "years",
+    "jour": "days", "semaine": "weeks", "mois": "months", "an": "years", "année": "years",
+    "mês": "months", "ano": "years",
+    "天": "days", "周": "weeks", "星期": "weeks", "个月": "months", "月": "months", "年": "years",
+    "日": "days", "週間": "weeks", "か月": "months", "ヶ月": "months",
+}  # fmt: skip
+_OTHER_PATTERNS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
+    "de": [
+        ("age", re.compile(r"\bwie alt (?:war|bin|waren) \w+,? als (?P<a>.+)", re.I)),
+        (
+            "order",
+            re.compile(r"\bwas (?:war|kam|passierte) (?:zuerst|früher)[\s:,-]*(?P<a>.+?),? oder (?P<b>.+)", re.I),
+        ),
+        ("between", re.compile(rf"\bwie viele {_DAYS['de']} (?:\w+ )?zwischen (?P<a>.+?) und (?P<b>.+)", re.I)),
+        (
+            "between",
+            re.compile(
+                rf"\bwie viele {_DAYS['de']} nach (?P<a>.+?) (?:habe|hat|haben|bin|ist|sind|war) (?P<b>.+)", re.I
+            ),
+        ),
+        (
+            "ago",
+            re.compile(rf"\bvor wie vielen {_DAYS['de']} (?:habe|hat|haben|bin|ist|sind|war|wurde) (?P<a>.+)", re.I),
+        ),
+        ("ago", re.compile(r"\bwie lange ist es her,? (?:dass|seit) (?P<a>.+)", re.I)),
+    ],
+    "es": [
+        ("age", re.compile(r"\bcu[áa]ntos años ten[íi]a(?: yo| \w+)? cuando (?P<a>.+)", re.I)),
+        (
+            "order",
+            re.compile(r"\bqu[ée] (?:pas[óo]|fue|ocurri[óo]|hice) primero[\s:,-]*(?P<a>.+?),? o (?P<b>.+)", re.I),
+        ),
+        ("between", re.compile(rf"\bcu[áa]nt[oa]s {_DAYS['es']} (?:\w+ )?entre (?P<a>.+?) y (?P<b>.+)", re.I)),
+        ("between", re.compile(rf"\bcu[áa]nt[oa]s {_DAYS['es']} despu[ée]s de (?P<a>.+?),? (?P<b>.+)", re.I)),
+        ("ago", re.compile(rf"\bhace cu[áa]nt[oa]s {_DAYS['es']} (?:que )?(?P<a>.+)", re.I)),
+    ],
+    "fr": [
+        ("age", re.compile(r"\bquel âge (?:avais|avait|ai)[- ]?\w* quand (?P<a>.+)", re.I)),
+        (
+            "order",
+            re.compile(
+                r"\bqu['’]est-ce qui (?:est arrivé|s['’]est passé|est venu) en premier[\s:,-]*(?P<a>.+?),? ou (?P<b>.+)",
+                re.I,
+            ),
+        ),
+        (
+            "between",
+            re.compile(
+                rf"\bcombien de {_DAYS['fr']} (?:se sont écoulés |y a-t-il |)?entre (?P<a>.+?) et (?P<b>.+)", re.I
+            ),
+        ),
+        ("between", re.compile(rf"\bcombien de {_DAYS['fr']} après (?P<a>.+?),? (?P<b>.+)", re.I)),
+        ("ago", re.compile(rf"\bil y a combien de {_DAYS['fr']} (?:que )?(?P<a>.+)", re.I)),
+    ],
+    "pt": [
+        ("age", re.compile(r"\bquantos anos (?:eu )?tinha(?: eu)? quando (?P<a>.+)", re.I)),
+        ("order", re.compile(r"\bo que (?:aconteceu|veio|foi) primeiro[\s:,-]*(?P<a>.+?),? ou (?P<b>.+)", re.I)),
+        ("between", re.compile(rf"\bquant[oa]s {_DAYS['pt']} (?:\w+ )?entre (?P<a>.+?) e (?P<b>.+)", re.I)),
+        ("between", re.compile(rf"\bquant[oa]s {_DAYS['pt']} depois d[eoa] (?P<a>.+?),? (?P<b>.+)", re.I)),
+        ("ago", re.compile(rf"\bh[áa] quant[oa]s {_DAYS['pt']} (?:que )?(?P<a>.+)", re.I)),
+    ],
+    "zh": [
+        (
+            "between",
+            re.compile(r"(?P<a>.+?)和(?P<b>.+?)之间(?:相隔|隔了|差了)?(?:多少|几)(?P<unit>天|周|星期|个月|年)"),
+        ),
+        ("ago", re.compile(r"(?P<a>.+?)是(?:多少|几)(?P<unit>天|周|星期|个月|年)前")),
+        ("order", re.compile(r"(?P<a>.+?)和(?P<b>.+?)(?:哪个|哪一个)(?:先|更早)")),
+    ],
+    "ja": [
+        ("between", re.compile(r"(?P<a>.+?)から(?P<b>.+?)まで(?:は)?何(?P<unit>日|週間|か月|ヶ月|年)")),
+        ("ago", re.compile(r"(?P<a>.+?)(?:のは|は)何(?P<unit>日|週間|か月|ヶ月|年)前")),
+        ("order", re.compile(r"(?P<a>.+?)と(?P<b>.+?)(?:の)?(?:どちら|どっち)が(?:先|早)")),
+    ],
+}
+
+
+# The languages whose date questions are read besides English.
+LANGUAGES = tuple(_OTHER_PATTERNS)
+
+
+def classify(question: str, language: str = "en") -> DateQuestion | None:
+    """The date question ``question`` asks, or ``None`` when it is not one these rules count.
+    ``language``: the question's (ISO 639-1; "und" is read as English); English patterns are
+    tried for English and undetermined questions, the language's own for German, Spanish,
+    French, Portuguese, Chinese and Japanese."""
+    patterns = _OTHER_PATTERNS.get(language) or (_PATTERNS if language in ("en", "und") else [])
+    for kind, pattern in patterns:
         found = pattern.search(question)
         if found:
             groups = found.groupdict()
@@ -111,6 +207,11 @@ def _unit(word: str | None) -> str | None:
     if not word:
         return None
     word = word.lower()
+    for stem_, unit in _UNITS.items():  # another language's unit word, singular or plural
+        if word == stem_ or (
+            word.startswith(stem_) and len(stem_) > 1 and word[len(stem_) :] in ("s", "e", "en", "n", "es")
+        ):
+            return unit
     return word if word.endswith("s") else word + "s"
 
 
@@ -118,17 +219,19 @@ def _clean(phrase: str) -> str:
     return phrase.strip(" ?.!,:;\"'")
 
 
-def events_of(hits: Sequence[Hit]) -> list[Event]:
+def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
     """Every dated sentence of ``hits``: for each sentence, the day a dated phrase in it names
     (read against the day the message was said), else the start of the week, month or year one
-    names ("ten years ago", "last June"), else the day it was said."""
+    names ("ten years ago", "last June"), else the day it was said. Not ``english``: the time
+    words of the other supported languages are read too ("gestern", "la semana pasada")."""
     out: list[Event] = []
     for hit in hits:
         said = hit.day
         if said is None:
             continue
         for sentence in sentences.split(hit.text):
-            spans = [span for _phrase, span in find_time_phrases(sentence, said)]
+            read = sentence if english else to_english(sentence)
+            spans = [span for _phrase, span in find_time_phrases(read, said)]
             span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
             out.append(
                 Event(
@@ -174,20 +277,25 @@ def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
 
 
 def work_out(
-    question: DateQuestion, evidence: Sequence[Hit], now: dt.date | None, others: Sequence[Hit] = ()
+    question: DateQuestion,
+    evidence: Sequence[Hit],
+    now: dt.date | None,
+    others: Sequence[Hit] = (),
+    english: bool = True,
 ) -> Worked | None:
     """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
     on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
     sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
-    saw): the model often cites one of the two events a question names."""
-    events = events_of(evidence)
+    saw): the model often cites one of the two events a question names. ``english``: as in
+    :func:`events_of`."""
+    events = events_of(evidence, english)
     spare: list[Event] | None = None  # read only when an event is not among the cited items
     taken: set[int] = set()
     matched: list[Event] = []
     for phrase in question.events:
         index = _match(phrase, events, taken)
         if index is None:
-            spare = events_of(others) if spare is None else spare
+            spare = events_of(others, english) if spare is None else spare
             index = _match(phrase, spare, set())
             if index is None:
                 return None

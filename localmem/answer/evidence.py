@@ -133,3 +133,18 @@ def fit_context(hits: Sequence[Hit], n_ctx: int, count: Callable[[str], int], qu
         used += tokens
         start = index
     return ordered[start:]
+
+
+def session_diverse(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` with each session's best first: the best hit of every session in rank order,
+    then every session's second best, and so on. A count ("how many …") rests on messages spread
+    over sessions, and a budget filled in rank order holds the few best of one or two of them
+    (issue 51: the things to count were told in three or more sessions)."""
+    rounds: dict[tuple[str, str], int] = {}
+    keyed = []
+    for index, hit in enumerate(hits):
+        source = hit.sources[0] if hit.sources else None
+        session = (source.conversation, source.session) if source else ("", hit.id)
+        rounds[session] = rounds.get(session, -1) + 1
+        keyed.append((rounds[session], index, hit))
+    return [hit for _round, _index, hit in sorted(keyed, key=lambda k: (k[0], k[1]))]

@@ -33,8 +33,11 @@ def shorten(
     query_vec: np.ndarray | None,
     count: Callable[[str], int],
     long_tokens: int,
+    neighbours: int = NEIGHBOURS,
+    matches: int = MAX_MATCHES,
 ) -> list[Hit]:
-    """``hits`` with each long message replaced by its excerpt (see the module docstring)."""
+    """``hits`` with each long message replaced by its excerpt (see the module docstring):
+    its ``matches`` best sentences, each with ``neighbours`` sentences on each side."""
     if query_vec is None:
         return list(hits)
     long = {int(h.id[2:]): h for h in hits if h.kind == "message" and count(h.text) > long_tokens}
@@ -49,17 +52,19 @@ def shorten(
     for hit in hits:
         message_id = int(hit.id[2:]) if hit.kind == "message" else None
         if message_id in long and parts.get(message_id):
-            hit = excerpted(hit, parts[message_id])
+            hit = excerpted(hit, parts[message_id], neighbours, matches)
         out.append(hit)
     return out
 
 
-def excerpted(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> Hit:
+def excerpted(
+    hit: Hit, parts: Sequence[tuple[int, int, float]], neighbours: int = NEIGHBOURS, matches: int = MAX_MATCHES
+) -> Hit:
     """A message hit shown as its excerpt (:func:`excerpt`): what it said cut to the excerpt,
     its captions kept while the excerpt reaches them (they follow its last sentence)."""
     if hit.said is None:
         return hit
-    shown = _excerpt(hit.words, parts)
+    shown = _excerpt(hit.words, parts, neighbours, matches)
     if shown is None:
         return hit
     said, captions = shown, []
@@ -78,13 +83,15 @@ def excerpt(hit: Hit, parts: Sequence[tuple[int, int, float]]) -> str:
     return excerpted(hit, parts).text
 
 
-def _excerpt(body: str, parts: Sequence[tuple[int, int, float]]) -> str | None:
+def _excerpt(
+    body: str, parts: Sequence[tuple[int, int, float]], neighbours: int = NEIGHBOURS, matches: int = MAX_MATCHES
+) -> str | None:
     """The excerpt of ``body`` (what a message shows after its speaker); ``None``: keep it whole."""
     spans = sentence_spans(body)
     if len(spans) < 2:
         return None
     best = max(score for _s, _e, score in parts)
-    chosen = sorted(parts, key=lambda p: -p[2])[:MAX_MATCHES]
+    chosen = sorted(parts, key=lambda p: -p[2])[:matches]
     keep: set[int] = set()
     for start, _end, score in chosen:
         if score < best - CLOSE:
@@ -92,7 +99,7 @@ def _excerpt(body: str, parts: Sequence[tuple[int, int, float]]) -> str | None:
         index = next((i for i, (s, e) in enumerate(spans) if s <= start < e), None)
         if index is None:
             continue
-        keep.update(range(max(0, index - NEIGHBOURS), min(len(spans), index + NEIGHBOURS + 1)))
+        keep.update(range(max(0, index - neighbours), min(len(spans), index + neighbours + 1)))
     if not keep:
         return None
     pieces, previous = [], None

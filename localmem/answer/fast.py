@@ -54,15 +54,19 @@ class AnswerOptions:
     ``dates``: the relative times in messages are followed by the dates they mean
     (:func:`times.with_dates`), and the answer's own relative times are given as dates (the
     rule ``absolute_dates``). ``user_name``: shown instead of the user's speaker label in a
-    user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``)."""
+    user–assistant chat. ``rules_off``: the rules turned off by name (``ask_rules_off``).
+    ``tally``: the kinds of question (count, sum, current, before, at) worked out by code from
+    the model's listing (``ask_tally``, :mod:`.tally`)."""
 
     dates: bool = False
     user_name: str | None = None
     rules_off: frozenset[str] = frozenset()
+    tally: frozenset[str] = frozenset()
 
     @classmethod
     def from_config(cls, config: Config) -> "AnswerOptions":
         return cls(
+            tally=frozenset(k.strip() for k in config.ask_tally.split(",") if k.strip() not in ("", "none")),
             dates=config.ask_dates,
             user_name=config.user_name,
             rules_off=frozenset(config.rules_off()),
@@ -97,6 +101,9 @@ def answer(
         return out
     names, who = _who(speakers, options.user_name)
     lines = [evidence_line(h, options.dates, names) for h in evidence]
+    if asked.kind is not None and asked.kind in options.tally and _tallied(ctx, lines, day, who):
+        out.citations = renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
+        return out
     ctx.messages = prompt.render(asked.text, lines, day, who, dated=asked.dates is not None, language=asked.language)
     result = _call(llm, ctx.messages, on_text, out)
     if not result.ok:
@@ -108,6 +115,58 @@ def answer(
         out.answer, out.supports = prompt.REFUSAL, []
     out.citations = renamed(citations(conn, [evidence[n - 1] for n in out.supports]), names)
     return out
+
+
+# The rules that still read an answer composed by code (:mod:`.tally`): it cites what it
+# counted, and what it rests on must exist. The others read a model's free answer.
+TALLY_RULES = ("no_citation",)
+
+
+def _tallied(ctx: rules.Context, lines: Sequence[str], day: str | None, who: tuple[str, str] | None) -> bool:
+    """Answer a question of one of the kinds code works out (count, sum, current, before) from
+    the model's listing (:mod:`.tally`); whether it was (``False``: nothing was listed, the
+    usual answer call follows)."""
+    from ..prompts import tally as listing
+    from . import tally
+
+    asked, out = ctx.question, ctx.out
+    kind = asked.kind or ""
+    started = time.perf_counter()
+    progress.stage(progress.ANSWER)
+    messages = listing.render(
+        tally.system(kind), asked.text, lines, day, prompt.who_line(who), prompt.language_hint(asked.language)
+    )
+    result, data = tally.call(ctx.llm, messages, kind)
+    seconds = round(time.perf_counter() - started, 3)
+    out.timings["tally"] = seconds
+    out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
+    out.calls = result.calls
+    until = None
+    if kind in ("at", "count", "sum"):
+        from ..retrieval.query_time import parse_query_time
+
+        today = ctx.today or dt.date.today()
+        named = parse_query_time(asked.text, today)
+        # "at": the value then; a count of a time that has ended ("how many bikes did I own in
+        # April?"): what had been said by its end. "This year" has not ended: no bound.
+        if named is not None and (kind == "at" or named.end < today):
+            until = named.end
+    # The user's own speaker label (not the name shown for it): whose words outrank a restatement.
+    chat = isinstance(ctx.speakers, Speakers) and ctx.speakers.chat
+    user = ctx.speakers.user if chat else None  # type: ignore[union-attr]
+    worked = tally.work_out(kind, data or {}, ctx.evidence, asked.language, user, until)
+    if worked is None:  # nothing listed, or nothing to work out: the usual answer call
+        out.details["tally"] = {"kind": kind, "listed": data, "error": result.error, "answered_by": "model"}
+        return False
+    ctx.messages = messages
+    out.answer, out.supports, out.confidence = worked.answer, worked.supports, None
+    out.refused, out.refusal = False, None
+    out.details["tally"] = {**worked.details, "prompt_version": listing.VERSION}
+    out.timings["answer"] = seconds
+    rules.run([r for r in rules.AFTER if r.name in TALLY_RULES], ctx)
+    if out.refused:
+        out.answer, out.supports = prompt.REFUSAL, []
+    return True
 
 
 def _who(speakers: Names | None, user_name: str | None) -> tuple[Mapping[str, str] | None, tuple[str, str] | None]:

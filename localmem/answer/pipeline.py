@@ -50,7 +50,8 @@ class AskOptions:
     the hits about the person asked about; ``long_tokens`` (``ask_long_tokens``): messages
     longer than this are shown as their matching sentences (0: whole); ``pick``
     (``ask_pick``): the LLM picks from this many candidates before the budget (0: off); ``check``
-    (``ask_check``): the checks of who a question and its answer are about; ``n_ctx``: the
+    (``ask_check``): the checks of who a question and its answer are about; ``tally_tokens``
+    (``ask_tally_tokens``): evidence tokens of a count or sum question; ``n_ctx``: the
     model's context window (what :func:`answer_from` fits evidence to); ``answer``: how the
     answer is written and checked; ``search``: what the search takes from the config."""
 
@@ -61,6 +62,7 @@ class AskOptions:
     long_tokens: int
     check: bool
     pick: int
+    tally_tokens: int
     n_ctx: int
     user_name: str | None
     answer: AnswerOptions
@@ -76,6 +78,7 @@ class AskOptions:
             long_tokens=config.ask_long_tokens,
             check=config.ask_check,
             pick=config.ask_pick,
+            tally_tokens=config.ask_tally_tokens,
             n_ctx=config.n_ctx,
             user_name=config.user_name,
             answer=AnswerOptions.from_config(config),
@@ -149,7 +152,7 @@ def ask_in_mode(
         )
     if params.filters is not None:
         raise LocalmemError(
-            "filters (since, until, speaker, conversation, meta) work with ask's fast mode",
+            "filters (since, until, as_of, speaker, conversation, meta) work with ask's fast mode",
             "use --mode fast, or leave the filters out",
         )
     return ask_agentic(
@@ -191,8 +194,8 @@ def ask(
     from ..store import db
     from . import checks
     from . import fast as answer_mod
-    from .evidence import as_messages
-    from .question import Question
+    from .evidence import as_messages, session_diverse
+    from .question import COUNT, SUM, Question
 
     started = time.perf_counter() if started is None else started
     progress.stage(progress.SEARCH)
@@ -219,7 +222,10 @@ def ask(
             if db.has_vectors(conn)
             else None
         )
-        hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens)
+        # A count reads one thing a session: each long message as its best sentence alone, so
+        # more sessions fit the budget (evals/timeq_recall.py).
+        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
+        hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
     picked = None
     if options.pick and hits:
         from .pick import pick
@@ -227,7 +233,12 @@ def ask(
         progress.stage(progress.SEARCH, "the model picks the evidence")
         picked = pick(llm, question, hits, options.pick)
         hits = picked.hits
-    hits = fit_budget(hits, max_tokens or options.max_tokens, count)
+    budget = max_tokens or options.max_tokens
+    if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
+        # A count rests on messages spread over sessions: each session's best first, more room.
+        hits = session_diverse(hits)
+        budget = max_tokens or options.tally_tokens or budget
+    hits = fit_budget(hits, budget, count)
     result = answer_mod.answer(
         conn,
         llm if hits else None,

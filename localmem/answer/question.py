@@ -10,6 +10,7 @@ language's question still finds the speaker it names.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -42,6 +43,104 @@ _ASKS_WORDS = re.compile(
 )
 
 
+# What a question asks that code answers better than the model (:func:`kind`): how many things
+# there are or were ("count"), how much they add up to ("sum"), the value something has now
+# ("current"), or the one it had before that ("before"). Read in every language the answer stage
+# supports: English, German, Spanish, French, Portuguese, Chinese and Japanese.
+COUNT, SUM, CURRENT, BEFORE, AT = "count", "sum", "current", "before", "at"
+KINDS = (COUNT, SUM, CURRENT, BEFORE, AT)
+
+_COUNT = re.compile(
+    r"\bhow (?:many|often)\b|\bnumber of times\b"
+    r"|\bwie (?:viele|oft)\b|\bwie viel mal\b|\banzahl der\b"
+    r"|\bcu[áa]nt[oa]s\b|\bcon qu[ée] frecuencia\b"
+    r"|\bcombien (?:de |d['’])|\bà quelle fréquence\b"
+    r"|\bquant[oa]s\b|\bcom que frequ[êe]ncia\b"
+    r"|多少(?:个|次|本|辆|只|家|位|件|条|部)|几(?:个|次|本|辆|只|家|位|件|条|部|回)"
+    r"|いくつ|何(?:回|個|冊|台|匹|人|度|軒|本|件)",
+    re.I,
+)
+_SUM = re.compile(
+    r"\bhow much\b.*\b(?:total|altogether|in all|all together|combined|overall)\b"
+    r"|\bhow much (?:have|had|did) (?:i|we|\w+) (?:spend|spent|pay|paid|raise|raised|save|saved|donate|donated)\b"
+    r"|\b(?:what|how much) (?:is|was|'s)? ?the (?:total|sum|combined)\b|\bwhat'?s the total\b|\bin total\b"
+    r"|\bwie viel\b.*\b(?:insgesamt|zusammen|gesamt|ausgegeben)\b"
+    r"|\bcu[áa]nto\b.*\b(?:en total|en conjunto|gastad\w*|gast[ée])\b"
+    r"|\bcombien\b.*\b(?:au total|en tout|dépensé)\b"
+    r"|\bquanto\b.*\b(?:no total|ao todo|gastei|gastamos|gasto)\b"
+    r"|总共|一共|合计|总计|合計|全部で",
+    re.I,
+)
+# "How long has she had her current friends?": a duration, not a value (the model's).
+_HOW_LONG = re.compile(
+    r"\bhow long\b|\bwie lange\b|\bcu[áa]nto tiempo\b|\bdepuis combien\b|\bh[áa] quanto tempo\b", re.I
+)
+# "How much more rent do I pay now?", "how many more": a difference, not a count (the model's).
+_DIFFERENCE = re.compile(r"\bhow (?:much|many) (?:more|less|fewer|longer|further|bigger|smaller)\b", re.I)
+_NOW = re.compile(
+    r"\b(?:now|currently|current|these days|nowadays|at the moment|at present|any ?more|still)\b"
+    r"|\b(?:jetzt|derzeit|aktuell|zurzeit|momentan|inzwischen|heutzutage)\b"
+    r"|\b(?:ahora|actualmente|hoy en d[íi]a|en este momento|todav[íi]a|a[úu]n)\b"
+    r"|\b(?:maintenant|actuellement|en ce moment|de nos jours)\b"
+    r"|\b(?:agora|atualmente|hoje em dia|no momento|ainda)\b"
+    r"|现在|目前|如今|现时|今は|いまは|現在|今の|最近の",
+    re.I,
+)
+# "Where did I live in March?", "What car did I drive in 2023?": the value then (``AT``), when the
+# question also names a time (:func:`localmem.retrieval.query_time.parse_query_time`).
+_STATE_THEN = re.compile(
+    r"\b(?:where|what|which|who|how much)\b.*\b(?:did|was|were) (?:i|we|my|our)\b.*"
+    r"\b(?:live|living|work|working|job|drive|driving|car|home|flat|house|city|partner|title|team|school|"
+    r"rent|paying|pay|salary|own|owned)\b"
+    r"|\b(?:d[óo]nde|qu[ée]|cu[áa]l|cu[áa]nto)\b.*\b(?:viv[íi]a|trabajaba|ten[íi]a|conduc[íi]a|pagaba)\b"
+    r"|\b(?:wo|was|welche\w*|wie viel)\b.*\b(?:wohnte|arbeitete|hatte|fuhr|zahlte) ich\b"
+    r"|\b(?:où|quel\w*|combien)\b.*\b(?:habitais|travaillais|avais|conduisais|payais)\b"
+    r"|\b(?:onde|qual|que|quanto)\b.*\b(?:morava|trabalhava|tinha|dirigia|pagava)\b",
+    re.I,
+)
+# "What was my best time before the Leeds Half?", "how much was my rent before the increase?":
+# the value before a change the question names.
+_WAS_BEFORE = re.compile(r"\b(?:what|which|where|how much) (?:was|were|did) (?:my|our|i|we)\b.*\bbefore\b", re.I)
+_BEFORE = re.compile(
+    r"\bbefore (?:my|our|the|his|her|their) (?:current|present|new|latest|last)\b|\bbefore (?:that|this|then)\b"
+    r"|\bprevious(?:ly)?\b|\bformer(?:ly)?\b"
+    r"|\b(?:vorher|davor|früher|vorherige\w*|ehemalige\w*)\b"
+    r"|\bvor (?:meine[mnr]?|unsere[mnr]?)(?: \w+)? (?:jetzig|aktuell|derzeitig|neu)\w*"
+    r"|\bantes de (?:mi|mis|nuestr[oa]s?)(?: \w+)? (?:actual|nuev)\w*|\b(?:anteriormente|sol[íi]a)\b"
+    r"|\bavant (?:mon|ma|mes|notre)(?: \w+)? (?:actuel|nouv)\w*|\b(?:auparavant|précédent\w*|ancien(?:ne)?)\b"
+    r"|\bantes d[oa] (?:meu|minha)(?: \w+)? (?:atual|nov)\w*|\b(?:anterior|costumava)\b"
+    r"|之前|以前|原来|前の|元の",
+    re.I,
+)
+
+
+def _names_time(text: str) -> bool:
+    from ..retrieval.query_time import parse_query_time
+
+    return parse_query_time(text, dt.date.today()) is not None
+
+
+def kind(text: str, dates: date_rules.DateQuestion | None = None) -> str | None:
+    """Which of :data:`KINDS` ``text`` asks, by rules (``None``: none of them, or a date
+    question, which :mod:`localmem.answer.dates` counts): "how much … in total" is a sum,
+    "how many" or "how often" a count, a question about the present ("now", "these days", in
+    every supported language) "current", one about the value before it "before", a first-person
+    question about where one lived or worked (and the like) at a time it names "at"."""
+    if dates is not None or _DIFFERENCE.search(text) or _HOW_LONG.search(text):
+        return None
+    if _SUM.search(text):
+        return SUM
+    if _COUNT.search(text):
+        return COUNT
+    if _BEFORE.search(text) or _WAS_BEFORE.search(text):
+        return BEFORE
+    if _STATE_THEN.search(text) and _names_time(text):
+        return AT
+    if _NOW.search(text):
+        return CURRENT
+    return None
+
+
 @dataclass(frozen=True)
 class Question:
     """A question as the answer stage reads it (:meth:`parse`).
@@ -50,7 +149,7 @@ class Question:
     of its content words; ``dates``: the date question the rules count
     (:func:`localmem.answer.dates.classify`), if any; ``asks_image``: it asks about a photo
     or picture; ``asks_words``: it asks what someone said, suggested or told;
-    ``language``: ISO 639-1 code, or "und"."""
+    ``language``: ISO 639-1 code, or "und"; ``kind``: what code answers (:func:`kind`), if any."""
 
     text: str
     language: str
@@ -59,20 +158,23 @@ class Question:
     dates: date_rules.DateQuestion | None
     asks_image: bool
     asks_words: bool
+    kind: str | None = None
 
     @classmethod
     def parse(cls, text: str, speakers: Names, language: str | None = None) -> "Question":
         """Read ``text`` once, with the conversation's ``speakers`` (``language``: when known)."""
         language = language or detect(text)
         english = language in (*ENGLISH, UNDETERMINED)  # an undetermined one may be English
+        dates = date_rules.classify(text, language)
         return cls(
             text=text,
             language=language,
             person=person_asked(text, speakers, english, language),
             words=frozenset(stem(w) for w in content_words(text)),
-            dates=date_rules.classify(text) if english else None,
+            dates=dates,
             asks_image=english and bool(_ASKS_IMAGE.search(text)),
             asks_words=english and bool(_ASKS_WORDS.search(text)),
+            kind=kind(text, dates),
         )
 
 

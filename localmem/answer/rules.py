@@ -203,7 +203,8 @@ def date_arithmetic(ctx: Context) -> Verdict:
     if asked is None:
         return PASS
     uncited = [h for n, h in enumerate(ctx.evidence, 1) if n not in out.supports]
-    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited)
+    english = ctx.question.language in (*ENGLISH, UNDETERMINED)
+    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited, english)
     if worked is None:
         return PASS
     # The model picked the events; the rules count. An event found outside what was cited is cited too.
@@ -260,7 +261,7 @@ AFTER = (
     Rule("no_citation", ANY, no_citation, "An answer citing none of the evidence is refused."),
     Rule(
         "date_arithmetic",
-        ENGLISH,
+        (*ENGLISH, *date_rules.LANGUAGES),
         date_arithmetic,
         "A date question (how long ago, between, which first, how old) is counted from the cited days.",
     ),

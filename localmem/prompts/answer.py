@@ -97,6 +97,18 @@ def language_hint(language: str | None) -> str:
     return f' (Answer in {name}, the language of the question; a refusal stays "{REFUSAL}".)' if name else ""
 
 
+def who_line(chat: tuple[str, str] | None) -> str:
+    """Who "I" and "you" are in a question about a chat between a user and an assistant
+    (``chat``: their names), as a line of the prompt; "" otherwise."""
+    if chat is None:
+        return ""
+    user, assistant = (item_text(name) for name in chat)
+    return (
+        f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
+        f'"you" means {assistant}, the assistant.\n'
+    )
+
+
 def render(
     question: str,
     items: Sequence[str],
@@ -113,12 +125,7 @@ def render(
     numbered = "\n".join(f"[{i}] {line}" for i, line in enumerate(items, 1)) or "(no items)"
     head = f"Today is {today}.\n" if today else ""
     hint = (f" {DATES_HINT}" if dated else "") + language_hint(language)
-    if chat is not None:
-        user, assistant = (item_text(name) for name in chat)
-        head += (
-            f'{user} is the user asking: "I", "me", "my" and "we" in the question mean {user}; '
-            f'"you" means {assistant}, the assistant.\n'
-        )
+    head += who_line(chat)
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"{head}Memory items (oldest first):\n{numbered}\nQuestion: {question}{hint}"},

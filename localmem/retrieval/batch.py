@@ -47,7 +47,8 @@ class SearchArgs(TypedDict, total=False):
     Filters: only messages said ``since`` .. ``until`` (inclusive; a date, a time, or text
     either parses), by ``speaker``, in ``conversation``, whose metadata holds every pair of
     ``meta``; and the units resting only on such messages
-    (:mod:`localmem.retrieval.filters`)."""
+    (:mod:`localmem.retrieval.filters`). ``as_of``: what was known then: only what was said up to
+    that date or time (an ``until`` no later than it), and relative times counted from it."""
 
     k: int
     budget: int | None
@@ -57,6 +58,7 @@ class SearchArgs(TypedDict, total=False):
     recipe: "SearchParams | None"
     since: Any
     until: Any
+    as_of: Any
     speaker: str | None
     conversation: str | None
     meta: Mapping[str, Any] | None
@@ -69,11 +71,14 @@ def checked_params(
     ``configured`` (:meth:`~localmem.retrieval.search.SearchParams.from_config`), checked
     (:func:`search_params`, then the filters of :func:`~localmem.retrieval.filters.make_filters`),
     counting relative times from ``now``."""
-    from .filters import make_filters
+    from .filters import as_of_bound, make_filters
 
     unknown = set(args) - set(SearchArgs.__annotations__)
     if unknown:
         raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
+    until, known = as_of_bound(args.get("until"), args.get("as_of"))
+    if known is not None and now is None:
+        now = known
     params = search_params(
         configured,
         args.get("k", DEFAULT_K),
@@ -86,7 +91,7 @@ def checked_params(
     )
     filters = make_filters(
         since=args.get("since"),
-        until=args.get("until"),
+        until=until,
         speaker=args.get("speaker"),
         conversation=args.get("conversation"),
         meta=args.get("meta"),

@@ -129,6 +129,21 @@ def make_filters(
     return filters or None
 
 
+def as_of_bound(until: Any, as_of: Any) -> tuple[Any, dt.date | None]:
+    """The ``until`` a search ``as_of`` a date or time keeps (the earlier of the two), and the
+    day relative times count from then; ``(until, None)`` without ``as_of``. What was known
+    then is what had been said by then (a correction keeps the time of what it corrects)."""
+    from ..text.times import day_or_time
+
+    if as_of is None:
+        return until, None
+    known = day_or_time(as_of, "--as-of")
+    if known is None:
+        return until, None
+    end = day_or_time(until, "--until")
+    return (known if end is None or known < end else until), dt.date.fromisoformat(known[:10])
+
+
 def check_meta(meta: Mapping[str, Any], what: str = "metadata") -> tuple[tuple[str, Any], ...]:
     """``meta`` as sorted pairs, checked: keys are non-empty names without double quotes,
     values are text, numbers, true/false or null."""

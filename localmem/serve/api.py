@@ -127,7 +127,7 @@ def guarded(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
 async def search(request: Request, lanes: Lanes) -> Response:
     p = request.query_params
     query = _text(dict(p), "q")
-    filters = {name: p[name] for name in ("since", "until", "speaker", "conversation") if p.get(name)}
+    filters = {name: p[name] for name in ("since", "until", "as_of", "speaker", "conversation") if p.get(name)}
     k = _int(p.get("k"), "k", DEFAULT_K, 1, MAX_K)
     hits = await lanes.reader(lanes.reader.memory.search, query, k=k, **filters)
     return ok({"query": query, "hits": hits})
@@ -172,6 +172,8 @@ def ask_options(data: dict[str, Any]) -> dict[str, Any]:
         options["channels"] = channels
     for name in ("since", "until", "speaker", "conversation"):
         options[name] = _text(data, name, required=False)
+    if data.get("as_of") is not None:  # only when given: Memory.ask's other callers leave it out
+        options["as_of"] = _text(data, "as_of", required=False)
     meta = data.get("meta")
     if meta is not None:
         if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
@@ -505,6 +507,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             ("k", "integer", False, f"How many hits (1 to {MAX_K})."),
             ("since", "string", False, "Only what was said on or after this date."),
             ("until", "string", False, "Only what was said on or before this date."),
+            ("as_of", "string", False, "What was known then: only what was said by this date, 'now' that day."),
             ("speaker", "string", False, "Only this speaker."),
             ("conversation", "string", False, "Only this conversation."),
         ),
@@ -530,6 +533,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                 "channels": {"type": "array", "items": {"type": "string"}},
                 "since": {"type": "string"},
                 "until": {"type": "string"},
+                "as_of": {"type": "string", "description": "answer with what was known then (a date)"},
                 "speaker": {"type": "string"},
                 "conversation": {"type": "string"},
                 "meta": {"type": "object", "additionalProperties": {"type": "string"}},

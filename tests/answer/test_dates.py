@@ -138,3 +138,62 @@ def test_an_event_said_to_the_year_is_counted_in_years_and_shown_as_said():
 def test_nothing_matching_means_no_worked_answer():
     hits = [_hit(1, "2024-06-30T20:00:00", "user: I like tea.")]
     assert work_out(classify("How many days after the wedding did we move?"), hits, None) is None
+
+
+@pytest.mark.parametrize(
+    "question, language, kind, unit, events",
+    [
+        (
+            "Wie viele Tage lagen zwischen dem Umzug und dem neuen Job?",
+            "de",
+            "between",
+            "days",
+            ("dem Umzug", "dem neuen Job"),
+        ),
+        ("¿Cuántos días pasaron entre la mudanza y la boda?", "es", "between", "days", ("la mudanza", "la boda")),
+        (
+            "Combien de semaines entre le déménagement et le mariage ?",
+            "fr",
+            "between",
+            "weeks",
+            ("le déménagement", "le mariage"),
+        ),
+        ("Há quantos dias comecei o novo trabalho?", "pt", "ago", "days", ("comecei o novo trabalho",)),
+        ("Was war zuerst: die Hochzeit oder der Umzug?", "de", "order", None, ("die Hochzeit", "der Umzug")),
+        ("Wie alt war ich, als ich nach Berlin zog?", "de", "age", None, ("ich nach Berlin zog",)),
+        ("搬家和婚礼之间相隔多少天？", "zh", "between", "days", ("搬家", "婚礼")),
+        ("引っ越しから結婚式まで何日？", "ja", "between", "days", ("引っ越し", "結婚式")),
+        ("Wo arbeite ich jetzt?", "de", None, None, None),
+        # An English pattern does not read another language's question, nor the other way round.
+        ("How many days between the move and the wedding?", "de", None, None, None),
+    ],
+)
+def test_classify_reads_date_questions_in_the_supported_languages(question, language, kind, unit, events):
+    found = classify(question, language)
+    if kind is None:
+        assert found is None
+    else:
+        assert found == DateQuestion(kind, unit, events)
+
+
+def test_a_german_date_question_is_counted_from_german_time_words():
+    asked = classify("Wie viele Tage lagen zwischen dem Umzug nach Leipzig und dem ersten Arbeitstag?", "de")
+    assert asked is not None
+    evidence = [
+        _hit(1, "2024-03-12T09:00:00", "Wir sind gestern nach Leipzig umgezogen, der Umzug war anstrengend."),
+        _hit(2, "2024-04-15T18:00:00", "Heute war mein erster Arbeitstag bei Siemens!"),
+    ]
+    worked = work_out(asked, evidence, dt.date(2024, 5, 1), english=False)
+    assert worked is not None and worked.answer.startswith("35 days (11 March 2024 to 15 April 2024)")
+
+
+def test_ask_counts_a_german_date_question_by_rule_not_by_the_model(tmp_path):
+    from tests.fakes import HashEmbedder, ScriptedLLM
+    from tests.helpers import open_memory
+
+    llm = ScriptedLLM(responder=lambda m: {"answer": "etwa einen Monat", "supports": [1, 2], "confidence": 0.8})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("Lena", "Wir sind gestern nach Leipzig umgezogen, der Umzug war anstrengend.", time="2024-03-12T09:00")
+        mem.add("Lena", "Heute war mein erster Arbeitstag bei Siemens, nach dem Umzug!", time="2024-04-15T18:00")
+        result = mem.ask("Wie viele Tage lagen zwischen dem Umzug nach Leipzig und dem ersten Arbeitstag?")
+    assert result.answer.startswith("35 days") and result.details["dates"]["model_answer"] == "etwa einen Monat"

@@ -166,6 +166,9 @@ async def _flow(client, progress: list | None = None) -> None:
     if SEARCH_HAS_FILTERS:
         early = await client.call_tool("search", {"query": "Lisbon", "until": "2024-03-02"})
         assert [h["id"] for h in early.structured_content["hits"]] == [mid]
+    # as_of: what was known on 2 March (Sam's message of the 3rd was not said yet)
+    known = await client.call_tool("search", {"query": "Lisbon", "as_of": "2024-03-02"})
+    assert [h["id"] for h in known.structured_content["hits"]] == [mid]
 
     async def on_progress(value, total, message):
         progress.append((value, message))

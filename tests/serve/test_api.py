@@ -40,6 +40,19 @@ def ndjson(response) -> list[dict]:
 # -- the API -----------------------------------------------------------------------------------
 
 
+def test_search_and_ask_as_of_a_date_read_only_what_was_known_then(served):
+    with client(served) as http:
+        known = http.get("/api/search", params={"q": "Pepper the cat", "k": 10, "as_of": "2024-03-31"}).json()
+        assert known["hits"] and all(h["time"] < "2024-04" for h in known["hits"])
+        later = http.get("/api/search", params={"q": "Pepper the cat", "k": 10, "as_of": "2024-04-30"}).json()
+        assert any("Pepper" in h["text"] for h in later["hits"])
+        bad = http.get("/api/search", params={"q": "Pepper", "as_of": "soon"})
+        assert bad.status_code == 400 and "--as-of" in bad.json()["error"]
+        asked = http.post("/api/ask", json={"question": "Who adopted a cat?", "as_of": "2024-03-31", "stream": False})
+        assert asked.status_code == 200 and asked.json()["today"] == "31 March 2024"
+        assert all(h["time"] < "2024-04" for h in asked.json()["evidence"])
+
+
 def test_search_show_context_timeline_and_views(served):
     with client(served) as http:
         r = http.get("/api/search", params={"q": "Where did Ann move?", "k": 3})
