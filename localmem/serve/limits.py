@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .calls import ReportedError
-from .security import ASGIApp, Receive, Scope, Send, _refuse
+from .security import ASGIApp, Receive, Scope, Send, refuse
 
 MAX_BODY = 8 * 2**20  # a JSON call or a form: a message of max_message_chars escaped as JSON fits
 MULTIPART_ROOM = 2**20  # the multipart framing and the small fields beside the file
@@ -134,13 +134,13 @@ class BodyLimitMiddleware:
         length = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), None)
         if length is not None:
             if not length.strip().isdigit():
-                await _refuse(
+                await refuse(
                     send, path, 400, "usage", "the Content-Length header is not a number", "send a valid request"
                 )
                 return
             if int(length) > limit:
                 error = BodyTooLarge(limit).to_dict()
-                await _refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
+                await refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
                 return
         seen = 0
         over = False
@@ -170,7 +170,7 @@ class BodyLimitMiddleware:
             if started:
                 raise
             error = exc.to_dict()
-            await _refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
+            await refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
 
 
 def _open_files() -> int:

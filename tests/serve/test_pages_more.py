@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from localmem.serve.pages import period_title, report_html
+from localmem.serve.pages.browse import period_title
+from localmem.serve.pages.curate import report_html
 from tests.helpers import open_memory
 from tests.serve.server import STORY, seed, spawn
 
