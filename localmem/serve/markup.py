@@ -95,7 +95,8 @@ def source_name(kind: str, uri: str) -> str:
 def refused_html(status: int, message: str, hint: str) -> str:
     """The page for a request the server refuses (no token, another site, an unknown host):
     what happened and how to get in, styled, with nothing private on it (the stylesheet and
-    the icon are public)."""
+    the icon are public). The status is said in words, as on the other error pages; programs
+    find it in ``data-status``."""
     if status == 401:
         title = "This page needs the link localmem printed"
         how = (
@@ -119,7 +120,7 @@ def refused_html(status: int, message: str, hint: str) -> str:
 </head><body class="refused">
 <header><span class="brand"><img src="/static/favicon.svg" alt="" width="18" height="18"> localmem</span></header>
 <main id="main"><h1>{e(title)}</h1>
-<div class="error" role="alert"><p>{e(message)}.</p><p class="code">HTTP {status}</p></div>
+<div class="error" role="alert" data-status="{status}"><p>{e(message)}.</p></div>
 {how}
 <p class="note">Everything localmem holds stays on this machine; this page is all it shows without the secret.</p>
 </main></body></html>"""

@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 
 from ...config import FORMATS
-from ...errors import NotFoundError
+from ...errors import LocalmemError, NotFoundError
 from .. import api
-from ..calls import Lanes, ReportedError
+from ..calls import Lanes, ReportedError, error_dict, error_status, usage_error
 from ..markup import e, plural, ref_link, source_name, url
 from ..params import json_body, whole_number
 from .errors import error_page
@@ -20,7 +20,6 @@ from .layout import csrf_action, layout
 
 
 async def curate(request: Request, lanes: Lanes) -> Response:
-
     options = "".join(f'<option value="{e(f)}">{e(f)}</option>' for f in FORMATS)
     body = f"""
 <section aria-labelledby="imp"><h2 id="imp">Import an export</h2>
@@ -203,6 +202,49 @@ async def imported(request: Request, lanes: Lanes) -> Response:
 
 
 async def report_fragment(request: Request, lanes: Lanes) -> Response:
-    """For the page's script: an import report (posted back as JSON) rendered as HTML."""
-    data = await json_body(request)
+    """For the page's script: an import report (posted back as JSON) rendered as HTML. What is
+    not a report gets one line the script can show in its place (400), not a whole page."""
+    try:
+        data = await json_body(request)
+        check_report(data)
+    except LocalmemError as exc:
+        error = error_dict(exc)
+        line = f'<p class="error" role="alert" data-code="{e(error["code"])}">{e(error["error"])}.</p>'
+        return HTMLResponse(line, status_code=error_status(error))
     return HTMLResponse(report_html(data))
+
+
+# What :func:`report_html` reads of a report, and of each of its sources and files left out.
+REPORT_FIELDS = {"added": int, "format": str, "seconds": (int, float)}
+REPORT_OPTIONAL = {"file": str, "path": str, "skipped": int, "conflicts": int, "sources": list, "not_read": list,
+                   "notes": list}  # fmt: skip
+SOURCE_FIELDS = {"name": str, "format": str, "messages": int, "added": int}
+LEFT_OUT_FIELDS = {"path": str, "why": str}
+
+
+def check_report(report: dict[str, Any]) -> None:
+    """Raise a usage error naming the first field of ``report`` that an import's report (the
+    ``report`` event of ``/api/ingest``) would not have: missing, or of another kind."""
+
+    def check(data: Any, fields: dict[str, Any], where: str, required: bool = True) -> None:
+        if not isinstance(data, dict):
+            raise usage_error(f"{where} is not an object", NOT_A_REPORT)
+        for name, kind in fields.items():
+            value = data.get(name)
+            if value is None and not required:
+                continue
+            if value is None or isinstance(value, bool) or not isinstance(value, kind):
+                said = "is missing" if value is None else "is of the wrong kind"
+                raise usage_error(f"'{name}' of {where} {said}", NOT_A_REPORT)
+
+    check(report, REPORT_FIELDS, "the report")
+    check(report, REPORT_OPTIONAL, "the report", required=False)
+    for i, source in enumerate(report.get("sources") or []):
+        check(source, SOURCE_FIELDS, f"the report's source {i + 1}")
+    for i, left in enumerate(report.get("not_read") or []):
+        check(left, LEFT_OUT_FIELDS, f"the report's file left out {i + 1}")
+    if not all(isinstance(note, str) for note in report.get("notes") or []):
+        raise usage_error("the report's notes are not all text", NOT_A_REPORT)
+
+
+NOT_A_REPORT = "post the report /api/ingest answered, unchanged"

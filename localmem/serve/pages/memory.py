@@ -16,7 +16,6 @@ from .pieces import CONTEXT_AROUND, thread_rows, window_html
 
 
 async def memory_page(request: Request, lanes: Lanes) -> Response:
-
     item = request.path_params["item"]
     found = await lanes.reader(lanes.reader.memory.browse.get, item)
     word = "message" if found["kind"] == "message" else KIND_WORDS.get(found["kind"], "memory")
