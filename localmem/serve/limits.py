@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..config import DEFAULTS
 from .calls import ReportedError
 from .security import ASGIApp, Receive, Scope, Send, refuse
 
@@ -55,12 +56,12 @@ TIMED_OUT = (
 
 @dataclass(frozen=True)
 class Limits:
-    """The bounds of one server run (from the settings)."""
+    """The bounds of one server run (:meth:`of` a config; by default, the settings' defaults)."""
 
-    max_connections: int = 128
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_upload: int = 512 * 2**20 + MULTIPART_ROOM
+    max_connections: int = DEFAULTS.serve_max_connections
+    header_timeout: float = DEFAULTS.serve_header_timeout
+    body_timeout: float = DEFAULTS.serve_body_timeout
+    max_upload: int = DEFAULTS.max_input_bytes + MULTIPART_ROOM
     max_body: int = MAX_BODY
     untrusted_body_timeout: float = UNTRUSTED_BODY_SECONDS
 
