@@ -1,7 +1,7 @@
 """The web page, rendered by the server: every page works without JavaScript, and everything
-taken from the store (or from the request) goes through :func:`e` (``html.escape``) on its way
-into the HTML, so a stored ``<script>`` is shown as text. ``static/app.js`` only adds progress
-(ask, import), the timeline's keyboard and pointer interaction, and shortcuts.
+taken from the store (or from the request) goes through :func:`..markup.e` (``html.escape``) on
+its way into the HTML, so a stored ``<script>`` is shown as text. ``static/app.js`` only adds
+progress (ask, import), the timeline's keyboard and pointer interaction, and shortcuts.
 
 The pages, by room: :mod:`.search` (search & ask), :mod:`.browse` (a conversation, the timeline,
 a period), :mod:`.people`, :mod:`.memory` (one memory), :mod:`.overview` (the conversations and

@@ -22,8 +22,6 @@ PAGE_HINTS = {
     "no_store": 'The store has no such namespace: the <a href="/settings">Settings</a> page says which one is open.',
     "store_locked": "Another program is writing to the store: try again in a moment.",
 }
-
-
 PAGE_TITLES = {"not_found": "Not found", "store_locked": "Busy"}
 
 
@@ -44,7 +42,6 @@ def error_page(request: Request, exc: BaseException, title: str = "") -> HTMLRes
 
 def page_not_found(request: Request) -> HTMLResponse:
     """A page for an address the server has no page at."""
-
     return error_page(request, NotFoundError(f"there is no page at {request.url.path}"))
 
 

@@ -14,6 +14,7 @@ NAV = (("/", "Search & ask", "s"), ("/overview", "Overview", "o"), ("/conversati
 
 
 def layout(request: Request, title: str, body: str, active: str = "") -> HTMLResponse:
+    """The page ``title`` with ``body`` in the frame; ``active``: the menu entry it is under."""
     guard = request.app.state.guard
     mem = request.app.state.lanes.reader.memory
     links = "".join(

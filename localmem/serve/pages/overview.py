@@ -16,11 +16,7 @@ from ..markup import day, e, person_link, plural, source_name, span, url
 from .layout import layout
 
 PEOPLE_SHOWN = 4  # names on a conversation's line; the rest are counted
-
-
 CONVERSATIONS_SHOWN = 2000  # at most on the conversations page
-
-
 UNIT_WORDS = {"fact": ("fact", "facts"), "gist": ("gist", "gists"), "knowledge": ("piece of knowledge",
               "pieces of knowledge")}  # fmt: skip
 
