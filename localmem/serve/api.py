@@ -25,6 +25,10 @@ from .. import __version__, progress
 from ..config import ASK_MODES, DEFAULT_K, FORMATS
 from ..errors import LocalmemError
 from .calls import Lanes, as_json, error_dict, error_status, usage_error
+from .params import json_body as _json_body
+from .params import required_text as _need
+from .params import text_field as _text
+from .params import whole_number as _int
 from .security import MAX_NONCE, hello_proof
 
 log = logging.getLogger("localmem.serve")
@@ -63,48 +67,6 @@ def failed(exc: BaseException) -> JSONResponse:
     if error["code"] == "unexpected":
         log.exception("unexpected error", exc_info=exc)
     return JSONResponse(error, status_code=error_status(error))
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    try:
-        data = json.loads(await request.body() or b"{}")
-    except RecursionError:
-        raise usage_error("the request body is JSON nested too deeply") from None
-    except ValueError as exc:  # not JSON, not UTF-8, a number of more than 4,300 digits
-        raise usage_error(f"the request body is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise usage_error("the request body must be a JSON object")
-    return data
-
-
-def _need(data: dict[str, Any], name: str) -> str:
-    """The text field ``name`` of ``data``, which must be given."""
-    value = _text(data, name)
-    assert value is not None  # _text raised when it is missing
-    return value
-
-
-def _text(data: dict[str, Any], name: str, required: bool = True) -> str | None:
-    value = data.get(name)
-    if value is None or value == "":
-        if required:
-            raise usage_error(f"'{name}' is required")
-        return None
-    if not isinstance(value, str):
-        raise usage_error(f"'{name}' must be text")
-    return value
-
-
-def _int(value: Any, name: str, default: int, low: int, high: int) -> int:
-    if value is None or value == "":
-        return default
-    try:
-        number = int(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: 1e400 in JSON is infinity
-        raise usage_error(f"'{name}' must be a whole number") from None
-    if not low <= number <= high:
-        raise usage_error(f"'{name}' must be from {low} to {high}")
-    return number
 
 
 def guarded(fn: Handler) -> Callable[[Request], Awaitable[Response]]:

@@ -38,6 +38,7 @@ from ..redact import redact
 from . import api, discovery, pages
 from .calls import Lanes, error_dict
 from .limits import BodyLimitMiddleware, Limits, server_options
+from .pages.errors import page_not_found
 from .security import Guard, GuardMiddleware
 
 log = logging.getLogger("localmem.serve")
@@ -89,7 +90,7 @@ async def not_found(request: Request, exc: Exception) -> Response:
         return JSONResponse(error, status_code=404)
     if path.startswith(("/static/", "/mcp")):
         return PlainTextResponse("Not Found", status_code=404)
-    return pages.page_not_found(request)
+    return page_not_found(request)
 
 
 def open_reader(writer: Memory) -> Memory:

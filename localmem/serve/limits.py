@@ -32,8 +32,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ..config import DEFAULTS
 from .calls import ReportedError
-from .security import ASGIApp, Receive, Scope, Send, _refuse
+from .security import ASGIApp, Receive, Scope, Send, refuse
 
 MAX_BODY = 8 * 2**20  # a JSON call or a form: a message of max_message_chars escaped as JSON fits
 MULTIPART_ROOM = 2**20  # the multipart framing and the small fields beside the file
@@ -55,12 +56,12 @@ TIMED_OUT = (
 
 @dataclass(frozen=True)
 class Limits:
-    """The bounds of one server run (from the settings)."""
+    """The bounds of one server run (:meth:`of` a config; by default, the settings' defaults)."""
 
-    max_connections: int = 128
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_upload: int = 512 * 2**20 + MULTIPART_ROOM
+    max_connections: int = DEFAULTS.serve_max_connections
+    header_timeout: float = DEFAULTS.serve_header_timeout
+    body_timeout: float = DEFAULTS.serve_body_timeout
+    max_upload: int = DEFAULTS.max_input_bytes + MULTIPART_ROOM
     max_body: int = MAX_BODY
     untrusted_body_timeout: float = UNTRUSTED_BODY_SECONDS
 
@@ -134,13 +135,13 @@ class BodyLimitMiddleware:
         length = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), None)
         if length is not None:
             if not length.strip().isdigit():
-                await _refuse(
+                await refuse(
                     send, path, 400, "usage", "the Content-Length header is not a number", "send a valid request"
                 )
                 return
             if int(length) > limit:
                 error = BodyTooLarge(limit).to_dict()
-                await _refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
+                await refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
                 return
         seen = 0
         over = False
@@ -170,7 +171,7 @@ class BodyLimitMiddleware:
             if started:
                 raise
             error = exc.to_dict()
-            await _refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
+            await refuse(send, path, 413, "too_large", error["error"], error["hint"] or "")
 
 
 def _open_files() -> int:

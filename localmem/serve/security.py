@@ -40,6 +40,8 @@ from http.cookies import SimpleCookie
 from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qsl, quote, urlencode
 
+from .markup import refused_html
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -193,7 +195,7 @@ class GuardMiddleware:
         refusal = self._refusal(scope, path, headers, host)
         if refusal is not None:
             status, code, message, hint = refusal
-            await _refuse(send, path, status, code, message, hint)
+            await refuse(send, path, status, code, message, hint)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if "token" in query and scope["method"] in SAFE_METHODS and not _is_api(path):
@@ -254,13 +256,13 @@ class GuardMiddleware:
         return None
 
 
-async def _refuse(send: Send, path: str, status: int, code: str, message: str, hint: str) -> None:
+async def refuse(send: Send, path: str, status: int, code: str, message: str, hint: str) -> None:
+    """Answer a request this server refuses, before any route runs, and close its connection:
+    the CLI's JSON error for the API and MCP, else a page (:func:`.markup.refused_html`)."""
     if _is_api(path):
         body = json.dumps({"error": message, "code": code, "hint": hint, "exit_code": 2}).encode()
         await _respond(send, status, body, [(b"content-type", b"application/json")])
     else:
-        from .pages import refused_html  # the page's look (pages imports what imports this module)
-
         text = refused_html(status, message, hint)
         await _respond(send, status, text.encode(), [(b"content-type", b"text/html; charset=utf-8")])
 

@@ -192,6 +192,7 @@ def test_a_page_without_the_token_is_refused(browser, served):
     page = _page(browser, server.base, outside)
     response = page.goto("/")
     assert response.status == 401 and "needs the link" in page.locator("h1").inner_text()
+    assert "401" not in page.locator("main").inner_text()  # said in words, as the 404 page does
     assert "Oslo" not in page.content()
     assert page.goto("/memory/m:1").status == 401
     assert page.goto("/?token=not-the-token").status == 401

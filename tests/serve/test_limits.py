@@ -111,3 +111,12 @@ def test_logs_never_hold_a_token_or_a_search():
     record = logging.LogRecord("mcp", logging.DEBUG, __file__, 1, "call with s3cret", (), None)
     Redacted(["s3cret"]).filter(record)
     assert record.getMessage() == "call with [hidden]"
+
+
+def test_the_default_limits_are_the_settings_defaults():
+    """One declaration: the limits a server gets with no setting changed, and those built
+    without a config (bench, tests), are the same (config.py declares them)."""
+    from localmem.config import Config
+
+    assert Limits() == Limits.of(Config())
+    assert Limits.of(Config(serve_max_connections=7, serve_header_timeout=1.5)).max_connections == 7

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from html import unescape
 
 import pytest
 
-from localmem.serve.pages import period_title, report_html
+from localmem.serve.pages.browse import period_title
+from localmem.serve.pages.curate import report_html
 from tests.helpers import open_memory
 from tests.serve.server import STORY, seed, spawn
 
@@ -194,3 +196,60 @@ def test_with_preload_off_the_page_says_the_first_question_loads_it(tmp_path):
         assert "The model is loaded by the first question" in text and "loading in the background" not in text
     finally:
         server.stop()
+
+
+def test_a_malformed_report_posted_back_is_a_400_line_not_a_500(served):
+    """/curate/report renders the report the page's script posts back: what is not one gets one
+    line naming what is wrong (the script shows it in place of the report), never a 500."""
+    server, _ = served
+    real = {"file": "chat.txt", "format": "whatsapp", "added": 3, "seconds": 0.1, "sources": [], "not_read": []}
+    source = {"name": "chat.txt", "format": "whatsapp", "messages": 3, "added": 3}
+    bad = {
+        "no 'added'": ({"format": "whatsapp", "seconds": 0.1}, "'added' of the report is missing"),
+        "an empty object": ({}, "'added' of the report is missing"),
+        "added as text": ({**real, "added": "3"}, "'added' of the report is of the wrong kind"),
+        "a source of a number": ({**real, "sources": [1]}, "the report's source 1 is not an object"),
+        "a source without counts": (
+            {**real, "sources": [{"name": "a.txt", "format": "text"}]},
+            "'messages' of the report's source 1 is missing",
+        ),
+        "a file left out without why": (
+            {**real, "not_read": [{"path": "a.bin"}]},
+            "'why' of the report's file left out 1 is missing",
+        ),
+        "notes of numbers": ({**real, "notes": [1]}, "the report's notes are not all text"),
+    }
+    with client(server) as c:
+        for name, (body, said) in bad.items():
+            r = c.post("/curate/report", json=body)
+            assert r.status_code == 400, (name, r.status_code, r.text[:300])
+            assert r.text.count("\n") == 0 and "<nav" not in r.text and "<html" not in r.text, name
+            assert unescape(visible(r.text)) == said + ".", (name, r.text)
+        not_json = c.post("/curate/report", content=b"{", headers={"content-type": "application/json"})
+        assert not_json.status_code == 400 and visible(not_json.text).startswith("the request body is not JSON")
+        ok = c.post("/curate/report", json={**real, "sources": [source], "notes": ["kept as attachments"]})
+        assert ok.status_code == 200 and "Stored 3 new messages" in visible(ok.text)
+        # The report /api/ingest answers, posted back unchanged, as the page's script does.
+        upload = {"file": ("chat.jsonl", b'{"speaker": "Dee", "text": "Tulips in April", "time": "2024-04-02"}\n')}
+        events = [json.loads(line) for line in c.post("/api/ingest", files=upload).text.splitlines() if line]
+        report = next(e["report"] for e in events if e["event"] == "report")
+        back = c.post("/curate/report", json=report)
+        assert back.status_code == 200 and "Stored 1 new message" in visible(back.text)
+
+
+def test_a_refused_page_says_its_status_in_words_not_a_code(served):
+    """Without the token (401) or from another site (403), the page says what happened and how
+    to get in, as the 404 page does; the status is for programs (data-status), not shown."""
+    server, _ = served
+    with httpx.Client(base_url=server.base, timeout=30) as anyone:
+        page = anyone.get("/")
+        assert page.status_code == 401
+        text = visible(page.text)
+        assert "This page needs the link localmem printed" in text and "this needs the token" in text
+        assert "HTTP" not in text and "401" not in text, text
+        assert 'data-status="401"' in page.text
+    with client(server) as c:
+        elsewhere = c.get("/", headers={"origin": "http://evil.example"})
+        assert elsewhere.status_code == 403
+        text = visible(elsewhere.text)
+        assert "requests from another site are refused" in text and "HTTP" not in text and "403" not in text

@@ -5,42 +5,20 @@ was not. Every number is counted by the store; the page only puts words around i
 
 from __future__ import annotations
 
-from pathlib import PurePath
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import svg
-from .calls import Lanes, as_json
-from .pages import day, e, layout, person_link, plural, span, url
+from .. import svg
+from ..calls import Lanes, as_json
+from ..markup import day, e, person_link, plural, source_name, span, url
+from .layout import layout
 
-KINDS = {
-    "chatgpt": "ChatGPT export",
-    "claude": "Claude export",
-    "whatsapp": "WhatsApp export",
-    "slack": "Slack export",
-    "discord": "Discord export",
-    "notes": "notes",
-    "jsonl": "JSONL",
-    "chat": "chat JSON",
-    "text": "text transcript",
-    "locomo": "LoCoMo JSON",
-}
 PEOPLE_SHOWN = 4  # names on a conversation's line; the rest are counted
 CONVERSATIONS_SHOWN = 2000  # at most on the conversations page
 UNIT_WORDS = {"fact": ("fact", "facts"), "gist": ("gist", "gists"), "knowledge": ("piece of knowledge",
               "pieces of knowledge")}  # fmt: skip
-
-
-def source_name(kind: str, uri: str) -> str:
-    """What a source is called on the page: the file's name and what it is ("WhatsApp Chat with
-    Book club.txt, a WhatsApp export"), never the absolute path it was read from."""
-    name = PurePath(uri.removeprefix("file://")).name if uri else ""
-    what = KINDS.get(kind, kind)
-    if not name:
-        return f"messages added one by one ({what})" if what else "messages added one by one"
-    return f"{name} ({what})" if what else name
 
 
 def people_line(people: list[dict[str, Any]]) -> str:
