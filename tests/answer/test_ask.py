@@ -209,7 +209,7 @@ def test_cli_ask_prints_the_answer_and_its_citations(tmp_path, use_models):
     result = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?"])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "Adoption agencies"
-    assert "[m:3] default/D2:1 Caroline, 2023-05-25 10:00: I am researching" in result.stdout
+    assert "[m:3 Caroline, 2023-05-25 10:00, in “default”]: I am researching" in result.stdout
     assert "llama" not in result.output
     as_json = runner().invoke(cli, ["--db", str(db), "ask", "What did Caroline research?", "--json"])
     data = json.loads(as_json.stdout)

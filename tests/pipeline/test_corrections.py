@@ -196,13 +196,13 @@ def test_show_prints_a_message_or_a_unit(mem, use_models):
     out = runner().invoke(cli, [*base, "show", "m:1"])
     assert out.exit_code == 0, out.output
     assert out.stdout.splitlines()[:5] == [
-        "m:1 [message] chat/p1 2024-03-02T18:05:00",
+        "m:1 Priya, 2024-03-02 18:05, in “chat” (a message)",
         "  Priya: I moved to Berlin for the new job at the design studio.",
         "  meta: app=phone",
-        "  replaced by m:4",
-        "  source 1 (api): add:chat",
+        "  replaced by the correction m:4",
+        "  from source 1, the messages added to “chat”",
     ]
-    assert f"  in u:{gist} [gist] Priya moved for a job" in out.stdout
+    assert f"    u:{gist}, the gist “Priya moved for a job”" in out.stdout
     unit = json.loads(runner().invoke(cli, [*base, "show", f"u:{gist}", "--json"]).stdout)
     assert unit["id"] == f"u:{gist}" and [s["id"] for s in unit["sources"]] == ["m:1"]
     for bad, message in (("m:99", "no message m:99 in namespace 'me'"), ("12", "not a memory id: '12'")):
