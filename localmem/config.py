@@ -497,12 +497,6 @@ class Config:
         "llama.cpp's fused attention: faster prefill on CPU, but greedy answers then depend on "
         "what the prompt cache held.",
     )
-    llm_lookup: int = setting(
-        0,
-        "Prompt-lookup decoding with the in-process model: after each generated token, up to this "
-        "many tokens that followed it in the prompt are checked in one batch and kept where the "
-        "model agrees (answers copy words from their evidence); 0: off.",
-    )
     # The evidence budget is most of an answer's time (prefill); measured in docs/decisions.md.
     ask_candidates: int = setting(30, "Hits an answer's search returns before the evidence budget is applied.")
     ask_max_tokens: int = setting(200, "Evidence tokens given to the model.", flags=("--max-tokens",))

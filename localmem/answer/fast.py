@@ -197,8 +197,6 @@ def _call(
     out.timings["prompt_eval"] = round(result.prompt_seconds, 3)
     out.timings["generation"] = round(result.seconds - result.prompt_seconds, 3)
     out.tokens = {"prompt": result.prompt_tokens, "reused": result.reused, "completion": result.completion_tokens}
-    if result.drafted:  # prompt-lookup decoding (llm_lookup)
-        out.tokens.update(drafted=result.drafted, kept=result.kept)
     out.calls = result.calls
     return result
 

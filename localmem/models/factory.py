@@ -145,7 +145,6 @@ def _llama(config: Config) -> "LLM":
         n_threads=config.n_threads,
         n_gpu_layers=config.n_gpu_layers,
         flash_attn=config.flash_attn,
-        lookup=config.llm_lookup,
         chat_format=config.chat_format or found.chat_format,
         lock=cache / "llm.lock",
         state_dir=cache / "llm-state",

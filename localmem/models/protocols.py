@@ -34,8 +34,6 @@ class Completion:
     seconds: float = 0.0
     reused: int = 0  # of the prompt tokens, those taken from the model's cache (not evaluated)
     prompt_seconds: float = 0.0  # of ``seconds``, evaluating the prompt (0: the backend does not say)
-    drafted: int = 0  # prompt-lookup draft tokens evaluated (0: no lookup)
-    kept: int = 0  # of the drafted, those the model chose (generation steps saved)
 
 
 @dataclass

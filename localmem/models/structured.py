@@ -28,8 +28,6 @@ class Structured:
     seconds: float = 0.0
     reused: int = 0  # prompt tokens taken from the model's cache
     prompt_seconds: float = 0.0
-    drafted: int = 0  # prompt-lookup draft tokens (Completion.drafted)
-    kept: int = 0
 
     @property
     def ok(self) -> bool:
@@ -59,8 +57,6 @@ def complete_structured(
         result.seconds += done.seconds
         result.reused += done.reused
         result.prompt_seconds += done.prompt_seconds
-        result.drafted += done.drafted
-        result.kept += done.kept
         result.raw.append(done.text)
         try:
             value = json.loads(done.text)

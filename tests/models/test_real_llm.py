@@ -100,46 +100,6 @@ def test_checked_greedy_decoding_matches_llama_cpp_python_full_grammar_sampling(
         assert fast.prompt_tokens == slow["usage"]["prompt_tokens"]
 
 
-def test_prompt_lookup_gives_schema_valid_json_and_keeps_drafts_the_model_agrees_with(tiny_llm):
-    """Drafts copied from the prompt are checked in one batch and kept where the model's
-    greedy choice agrees. The text is not asserted equal to token-at-a-time decoding: a batch's
-    logits differ from one token's in the last bits (on this 135M model by up to ~0.3 at the
-    same position, measured), so a near-tie may go the other way, as with jump-forward."""
-    from localmem.models.structured import validate
-    from localmem.prompts import answer, extract
-
-    calls = [
-        (
-            answer.render(
-                "What did Ann say about Oslo?",
-                ["8 May 2023 - Ann: I moved to Oslo yesterday, the city of fjords and ferries."],
-                "9 May 2023",
-            ),
-            answer.SCHEMA,
-            answer.MAX_TOKENS,
-        ),
-        (
-            extract.render(["Ann: I moved to Oslo yesterday.", "Bob: Nice! Why Oslo?"], "8 May 2023"),
-            extract.SCHEMA,
-            200,
-        ),
-    ]
-    kept = 0
-    for messages, schema, cap in calls:
-        tiny_llm.lookup = 8
-        try:
-            done = tiny_llm.complete_json(messages, schema, cap)
-        finally:
-            tiny_llm.lookup = 0
-        assert 0 <= done.kept <= done.drafted
-        if done.completion_tokens < cap:  # the junk model may run out of room inside a string
-            assert validate(json.loads(done.text), schema) == []
-        kept += done.kept
-    assert kept > 0  # the replies copy the prompt's words: some drafts are the model's own choice
-    plain = tiny_llm.complete_json(*calls[0][:2], calls[0][2])
-    assert plain.drafted == 0 and plain.kept == 0  # off by default
-
-
 def test_jump_forward_decoding_gives_whole_json_with_the_schemas_keys_in_order(tiny_llm):
     """With jump-forward on (the default), the fixed keys are evaluated, not generated: the
     reply is still JSON the grammar accepts, with every key in the schema's order."""

@@ -81,7 +81,6 @@ class LlamaLLM:
         seed: int = 0,
         flash_attn: bool = False,
         jump_forward: bool = True,
-        lookup: int = DEFAULTS.llm_lookup,
         lock: Path | None = None,
         fast: bool | None = None,
         state_dir: Path | None = None,
@@ -93,7 +92,6 @@ class LlamaLLM:
         self.n_gpu_layers = n_gpu_layers
         self.flash_attn = flash_attn
         self.jump_forward = jump_forward  # evaluate the text a JSON schema fixes in batches
-        self.lookup = lookup  # prompt-lookup draft length (llama_private.decode); 0: none
         self.lock = lock  # a lock file shared by every localmem process on the machine (machine_turn)
         self.chat_format = chat_format
         self.seed = seed
@@ -178,7 +176,6 @@ class LlamaLLM:
                     max_tokens,
                     on_text,
                     schema if self.jump_forward else None,
-                    lookup=self.lookup,
                 )
             else:
                 tokens = self._prompt_tokens(messages)
@@ -195,8 +192,6 @@ class LlamaLLM:
             seconds=time.perf_counter() - started,
             reused=len(tokens) - evaluated,
             prompt_seconds=prompt_seconds,
-            drafted=done.drafted,
-            kept=done.kept,
         )
 
     def warm(self, messages: Sequence[Message]) -> float:

@@ -65,9 +65,6 @@ _NEEDED = (
     "llama_token_data_array",
 )
 
-# Prompt lookup matches the last 1 to this many generated tokens in the prompt.
-LOOKUP_NGRAM = 3
-
 log = logging.getLogger("localmem.llm")
 _warned = False
 
@@ -105,57 +102,18 @@ def last_logits(llama: Any) -> np.ndarray:
     return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
 
 
-def draft(context: Sequence[int], max_ngram: int, length: int) -> list[int]:
-    """Prompt lookup: the (at most ``length``) tokens that followed the latest earlier
-    occurrence of ``context``'s last ``n`` tokens, for ``n`` from ``max_ngram`` down to 1
-    (the longest match wins). An answer copies words from its evidence, so what followed
-    them there is a good guess of what comes next; ``[]`` when nothing matches."""
-    for n in range(min(max_ngram, len(context) - 1), 0, -1):
-        tail = list(context[-n:])
-        first = tail[0]
-        for start in range(len(context) - n - 1, -1, -1):
-            if context[start] == first and list(context[start : start + n]) == tail:
-                return list(context[start + n : start + n + length])
-    return []
-
-
-def _eval_rows(llama: Any, tokens: Sequence[int]) -> np.ndarray:
-    """Evaluate ``tokens`` after what ``llama`` holds, as one batch, keeping every row of
-    logits (``Llama.eval`` keeps only the last): row ``i`` predicts the token after ``tokens[i]``."""
-    n_past, n_vocab = llama.n_tokens, llama.n_vocab()
-    llama._ctx.kv_cache_seq_rm(-1, n_past, -1)
-    llama._batch.set_batch(batch=tokens, n_past=n_past, logits_all=True)
-    llama._ctx.decode(llama._batch)
-    llama.input_ids[n_past : n_past + len(tokens)] = tokens
-    llama.n_tokens = n_past + len(tokens)
-    rows = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(len(tokens), n_vocab))
-    return rows.copy()
-
-
-def _rewind(llama: Any, n_tokens: int) -> None:
-    """Forget what ``llama`` evaluated after its first ``n_tokens`` (rejected draft tokens)."""
-    llama._ctx.kv_cache_seq_rm(-1, n_tokens, -1)
-    llama.n_tokens = n_tokens
-
-
 def decode(
     llama: Any,
     grammar: Any,
     max_tokens: int,
     on_text: Callable[[str], None] | None = None,
     schema: dict[str, Any] | None = None,
-    lookup: int = 0,
 ) -> Decoded:
     """Greedy tokens under ``grammar`` (a ``LlamaGrammar``) after the prompt ``llama`` has
     just evaluated, until an end-of-generation token, ``max_tokens`` or a full context.
     ``on_text`` receives the text as it is generated (UTF-8 split across tokens is held back).
     ``schema``: the JSON schema the grammar came from; the text it fixes is evaluated in
-    batches instead of generated (:mod:`.json_jump`), and decoding ends when the JSON closes.
-    ``lookup``: prompt-lookup decoding with drafts of up to this many tokens (:func:`draft`):
-    each generated token is evaluated together with the tokens that followed it in the
-    prompt, and every draft token the model would have chosen itself is kept, so one batch
-    can stand for several steps. The kept tokens are the greedy ones; only the floating-point
-    sums of a batch may differ in the last bits from one token at a time."""
+    batches instead of generated (:mod:`.json_jump`), and decoding ends when the JSON closes."""
     import llama_cpp
 
     from .json_jump import JsonJump
@@ -183,9 +141,6 @@ def decode(
     out: list[int] = []
     full_checks = 0
     forced_count = 0
-    drafted = kept = 0
-    context: list[int] = [int(t) for t in llama.input_ids[: llama.n_tokens]] if lookup else []
-    pending: np.ndarray | None = None  # the next token's logits when a draft batch left them
 
     def emit(token: int) -> None:
         out.append(token)
@@ -214,8 +169,6 @@ def decode(
         """Keep a generated token; whether the JSON is now whole."""
         llama_cpp.llama_sampler_accept(sampler, token)
         emit(token)
-        if lookup:
-            context.append(token)
         if jump is None:
             return False
         jump.feed(llama.detokenize([token]).decode("utf-8", errors="replace"))
@@ -239,8 +192,6 @@ def decode(
                     llama_cpp.llama_sampler_accept(sampler, token)
                     emit(token)
                     batch.append(token)
-                    if lookup:
-                        context.append(token)
                 if jump is not None:
                     jump.feed(text)
                     forced_count += len(batch)
@@ -249,46 +200,16 @@ def decode(
                 if jump is not None and jump.complete:
                     break
                 continue
-            if pending is not None:
-                logits, pending = pending, None
-            else:
-                logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,))
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(n_vocab,))
             token = choose(logits)
             if token is None or llama_cpp.llama_vocab_is_eog(vocab, token):
                 break  # nothing is allowed (the grammar is exhausted), or the model ended
             if take(token):
                 break  # the JSON is whole: nothing the grammar allows after it matters
-            size = min(lookup, max_tokens - len(out), llama.n_ctx() - llama.n_tokens - 1)
-            fixed_next = jump is not None and bool(jump.forced())
-            guess = draft(context, LOOKUP_NGRAM, size) if size > 0 and not fixed_next else []
-            if not guess:
-                llama.eval([token])
-                continue
-            start = llama.n_tokens
-            rows = _eval_rows(llama, [token, *guess])
-            drafted += len(guess)
-            accepted, done = 0, False
-            for i, guessed in enumerate(guess):
-                if jump is not None and jump.forced():
-                    break  # fixed text next: evaluated as the path without drafts evaluates it
-                if choose(rows[i]) != guessed or llama_cpp.llama_vocab_is_eog(vocab, guessed):
-                    pending = rows[i]  # the model's own next token is read from these logits
-                    break
-                accepted += 1
-                if take(guessed):
-                    done = True
-                    break
-            else:
-                pending = rows[len(guess)]
-            kept += accepted
-            _rewind(llama, start + 1 + accepted)
-            if done:
-                break
-            if jump is not None and jump.forced():
-                pending = None  # the fixed text is evaluated next, and its batch gives the logits
+            llama.eval([token])
     finally:
         llama_cpp.llama_sampler_free(sampler)
-    return Decoded(tokens=out, full_checks=full_checks, forced=forced_count, drafted=drafted, kept=kept)
+    return Decoded(tokens=out, full_checks=full_checks, forced=forced_count)
 
 
 @dataclass

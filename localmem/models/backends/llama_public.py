@@ -24,8 +24,6 @@ class Decoded:
     forced: int = 0  # tokens the schema fixed, evaluated in batches rather than generated
     prefilled: int = 0  # prompt tokens evaluated (the rest were reused from the cache)
     prompt_seconds: float = 0.0  # until the first token (the prompt's evaluation, and one step)
-    drafted: int = 0  # prompt-lookup draft tokens evaluated (llama_private.decode's lookup)
-    kept: int = 0  # of which the model chose, each one a step saved
 
 
 def reused(llama: Any, tokens: Sequence[int]) -> int:
