@@ -3,8 +3,7 @@
 Fast mode (REMem-S), :func:`ask`: one search; the units found replaced by the messages they
 rest on (``ask_evidence = messages``); the hits focused on the person asked about
 (``ask_focus``); long messages shortened to their matching sentences (``ask_long_tokens``);
-when ``ask_pick`` is on, those the LLM picks among the first candidates put first
-(:mod:`localmem.answer.pick`); the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
+the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
 (:func:`localmem.answer.fast.answer`). Nothing found means a refusal without loading the LLM.
 Agentic mode, :func:`ask_agentic`: the tool loop of :mod:`localmem.answer.agentic`.
 :func:`answer_from` answers from evidence the caller chose.
@@ -48,9 +47,7 @@ class AskOptions:
     (``ask_max_tokens``): evidence tokens given to the model; ``evidence`` (``ask_evidence``):
     "messages" puts the messages a unit rests on in its place; ``focus`` (``ask_focus``): keep
     the hits about the person asked about; ``long_tokens`` (``ask_long_tokens``): messages
-    longer than this are shown as their matching sentences (0: whole); ``pick``
-    (``ask_pick``): the LLM picks from this many candidates before the budget (0: off); ``check``
-    (``ask_check``): the checks of who a question and its answer are about; ``tally_tokens``
+    longer than this are shown as their matching sentences (0: whole); ``tally_tokens``
     (``ask_tally_tokens``): evidence tokens of a count or sum question; ``n_ctx``: the
     model's context window (what :func:`answer_from` fits evidence to); ``answer``: how the
     answer is written and checked; ``search``: what the search takes from the config."""
@@ -60,8 +57,6 @@ class AskOptions:
     evidence: str
     focus: bool
     long_tokens: int
-    check: bool
-    pick: int
     tally_tokens: int
     n_ctx: int
     user_name: str | None
@@ -76,8 +71,6 @@ class AskOptions:
             evidence=config.ask_evidence,
             focus=config.ask_focus,
             long_tokens=config.ask_long_tokens,
-            check=config.ask_check,
-            pick=config.ask_pick,
             tally_tokens=config.ask_tally_tokens,
             n_ctx=config.n_ctx,
             user_name=config.user_name,
@@ -226,13 +219,6 @@ def ask(
         # more sessions fit the budget (evals/timeq_recall.py).
         tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
-    picked = None
-    if options.pick and hits:
-        from .pick import pick
-
-        progress.stage(progress.SEARCH, "the model picks the evidence")
-        picked = pick(llm, question, hits, options.pick)
-        hits = picked.hits
     budget = max_tokens or options.max_tokens
     if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
         # A count rests on messages spread over sessions: each session's best first, more room.
@@ -247,13 +233,10 @@ def ask(
         options.answer,
         today,
         on_text=on_text,
-        speakers=speakers if options.check else {},
+        speakers=speakers,
         pool=pool,
     )
     result.timings["search"] = round(searched, 3)
-    if picked is not None and picked.report:
-        result.details["pick"] = picked.report
-        result.timings["pick"] = round(picked.seconds, 3)
     # Loading the model counts apart (it happens once a process, while counting tokens or answering).
     result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
@@ -276,12 +259,14 @@ def answer_from(
     from ..retrieval.speakers import speakers as speakers_of
     from . import fast as answer_mod
     from .evidence import fit_context
+    from .question import Question
 
     started = time.perf_counter()
     llm = models.llm if evidence else None
     kept = fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
-    speakers = speakers_of(conn, namespace, options.user_name) if options.check else {}
-    result = answer_mod.answer(conn, llm, question, kept, options.answer, today, on_text=on_text, speakers=speakers)
+    speakers = speakers_of(conn, namespace, options.user_name)
+    asked = Question.parse(question, speakers)
+    result = answer_mod.answer(conn, llm, asked, kept, options.answer, today, on_text=on_text, speakers=speakers)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
 

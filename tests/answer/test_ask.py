@@ -399,7 +399,6 @@ def test_focus_can_be_turned_off(tmp_path):
         mem.ask("What did Caroline do?")
     assert [len(_items(call)) for call in llm.calls] == [2, 3]
     assert Config.load({}, env={"LOCALMEM_ASK_FOCUS": "off"}, config_file=tmp_path / "none.toml").ask_focus is False
-    assert Config.load({}, env={"LOCALMEM_ASK_CHECK": "0"}, config_file=tmp_path / "none.toml").ask_check is False
     with pytest.raises(LocalmemError, match="true or false"):
         Config.load({}, env={"LOCALMEM_ASK_FOCUS": "maybe"}, config_file=tmp_path / "none.toml")
 
