@@ -14,6 +14,7 @@ models come from a :class:`~localmem.models.factory.Models`, loaded on first use
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import dataclass
@@ -103,6 +104,52 @@ def today(conn: "apsw.Connection", namespace: str, now: dt.date | str | None) ->
     except ValueError as exc:
         raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
     return day or latest_time(conn, namespace)
+
+
+def ask_question(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    config: Config,
+    question: str,
+    search: "SearchArgs",
+    *,
+    mode: str,
+    now: dt.date | str | None,
+    steps: int,
+    max_tokens: int | None = None,
+    trace: Callable[[Any], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    on_progress: Callable[[str, str], None] | None = None,
+    names: "SpeakerNames | None" = None,
+) -> "Answer":
+    """What :meth:`Memory.ask <localmem.Memory.ask>` does: ``question`` checked (with ``mode``
+    and ``steps`` first), the day relative times count from (``now``; asked ``as_of`` a day,
+    that day; else the latest message's), then :func:`ask_in_mode`, telling ``on_progress``
+    each stage as it starts (:func:`localmem.progress.reporting`)."""
+    from ..retrieval.filters import as_of_bound
+
+    started, options = time.perf_counter(), AskOptions.from_config(config)
+    question = question_text(question, mode, steps)
+    known = as_of_bound(None, search.get("as_of"))[1]  # asked as of a day: "today" is that day
+    day = today(conn, namespace, now if now is not None or known is None else known)
+    with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
+        return ask_in_mode(
+            conn,
+            namespace,
+            models,
+            question,
+            search,
+            day,
+            options,
+            mode=mode,
+            steps=steps,
+            max_tokens=max_tokens,
+            trace=trace,
+            on_text=on_text,
+            started=started,
+            names=names,
+        )
 
 
 def ask_in_mode(
@@ -247,26 +294,28 @@ def answer_from(
     conn: "apsw.Connection",
     namespace: str,
     models: "Models",
+    config: Config,
     question: str,
     evidence: Sequence["Hit"],
-    today: dt.date,
-    options: AskOptions,
+    now: dt.date | str | None,
     *,
     on_text: Callable[[str], None] | None = None,
 ) -> "Answer":
-    """Answer ``question`` from exactly ``evidence`` (no search, no focus); evidence that
+    """Answer ``question`` (checked here) from exactly ``evidence`` (no search, no focus),
+    counting relative times from ``now`` (default: the latest message's day); evidence that
     does not fit the model's context window is left out, oldest first."""
     from ..retrieval.speakers import speakers as speakers_of
     from . import fast as answer_mod
     from .evidence import fit_context
     from .question import Question
 
-    started = time.perf_counter()
+    started, options = time.perf_counter(), AskOptions.from_config(config)
+    question, day = question_text(question), today(conn, namespace, now)
     llm = models.llm if evidence else None
     kept = fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
     speakers = speakers_of(conn, namespace, options.user_name)
     asked = Question.parse(question, speakers)
-    result = answer_mod.answer(conn, llm, asked, kept, options.answer, today, on_text=on_text, speakers=speakers)
+    result = answer_mod.answer(conn, llm, asked, kept, options.answer, day, on_text=on_text, speakers=speakers)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
 
