@@ -12,9 +12,7 @@ share of a question's gold ids among the top-k hits' sources), so one run gives 
 Budgets are counted by the embedder's tokenizer (the LLM is never loaded), so the evidence
 that fits can differ slightly from what the bundled LLM's own tokenizer lets in.
 
-``--pick N`` turns ``ask_pick`` on: the real LLM (as configured) runs the pick step, one
-forward pass a question, while the answer is still recorded, not generated; budgets are still
-counted by the embedder's tokenizer, so both arms fit evidence alike. ``--every N`` asks only
+``--every N`` asks only
 every Nth question of each conversation (as ``localmem eval locomo --every``: by the
 question's place in the file); search recall is measured on the same questions.
 
@@ -23,22 +21,20 @@ already ingested is not ingested again)::
 
     python evals/locomo_prompt_recall.py ../shared/data/locomo/locomo-dev.json \
         ../shared/data/locomo/locomo-dev-more.json [--conversations conv-26,...] [--json out.json] \
-        [--params '{"session_weight": 0.1}'] [--every 3] [--pick 20]
+        [--params '{"session_weight": 0.1}'] [--every 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 from localmem import Memory
 from localmem.config import Config
-from localmem.models.protocols import Chooser, Chosen, Completion
+from localmem.models.protocols import Completion
 from localmem.retrieval.search import SearchParams
 from localmem_bench.retrieval import eval_db_path, parse_evidence
 
@@ -57,17 +53,6 @@ class PromptRecorder:
     def complete_json(self, messages: Any, schema: Any, max_tokens: int, on_text: Any = None) -> Completion:
         self.calls.append([dict(m) for m in messages])
         return Completion(text=json.dumps({"answer": "not in memory", "supports": [], "confidence": 0.9}))
-
-
-class PickingRecorder(PromptRecorder):
-    """A recorder whose pick step (``choose``) is the real LLM's: the answer is not generated."""
-
-    def __init__(self, llm: Chooser) -> None:
-        super().__init__()
-        self.llm = llm
-
-    def choose(self, messages: Any, labels: Any) -> Chosen:
-        return self.llm.choose(messages, labels)
 
 
 def questions(path: Path, wanted: set[str] | None, every: int = 1) -> dict[str, list[dict[str, Any]]]:
@@ -95,11 +80,10 @@ def measure(
     config: Config,
     recipe: SearchParams | None = None,
     every: int = 1,
-    picker: Chooser | None = None,
 ) -> list[dict[str, Any]]:
     """One row per question: search recall@k and whether gold evidence reached the prompt
     (``recipe``: the search parameters both use; default: the default search; ``every``: only
-    every Nth question; ``picker``: the LLM that runs the pick step when ``ask_pick`` is on)."""
+    every Nth question)."""
     db = eval_db_path(config)
     rows: list[dict[str, Any]] = []
     with Memory(db, config=config) as mem:
@@ -108,7 +92,7 @@ def measure(
             mem.ingest(path, format="locomo")
     for path in files:
         for sid, items in questions(path, wanted, every).items():
-            recorder = PickingRecorder(picker) if picker is not None else PromptRecorder()
+            recorder = PromptRecorder()
             with Memory(db, namespace=sid, config=config, embedder=embedder, llm=recorder) as mem:
                 searched = list(mem.search_many([i["question"] for i in items], k=max(KS), recipe=recipe))
                 for item, hits in zip(items, searched):
@@ -130,51 +114,9 @@ def measure(
                             "prompt_share": sum(g in shown for g in gold) / len(gold),
                             "refusal": result.refusal,
                             "items": len(result.evidence),
-                            **_picked(result, gold),
                         }
                     )
-                    if picker is not None:  # a long run: say how far it is
-                        print(sid, len(rows), rows[-1].get("pick_seconds"), file=sys.stderr, flush=True)
     return rows
-
-
-def _picked(result: Any, gold: set[str] | list[str]) -> dict[str, Any]:
-    """What the pick step did for one question (nothing when it did not run)."""
-    report = result.details.get("pick")
-    if not report:
-        return {}
-    by_id = {h.id: h for h in result.evidence}
-    top = report["picked"][:1]
-    return {
-        "pick_seconds": result.timings.get("pick"),
-        "pick_prompt_tokens": report["prompt_tokens"],
-        "pick_prefilled": report["prefilled"],
-        "pick_mass": report["mass"],
-        "picked": len(report["picked"]),
-        # the model's first pick is a gold message (it is always in the evidence: it goes first)
-        "pick_top_gold": bool(top) and top[0] in by_id and any(s.external_id in gold for s in by_id[top[0]].sources),
-    }
-
-
-def timing(rows: list[dict[str, Any]]) -> str:
-    """p50/p90 of the pick step's seconds and prompt tokens (rows where it ran)."""
-    ran = [r for r in rows if r.get("pick_seconds") is not None]
-    if not ran:
-        return ""
-
-    def p(values: list[float], q: int) -> float:
-        return statistics.quantiles(values, n=10, method="inclusive")[q // 10 - 1] if len(values) > 1 else values[0]
-
-    secs = [float(r["pick_seconds"]) for r in ran]
-    toks = [float(r["pick_prompt_tokens"]) for r in ran]
-    fresh = [float(r["pick_prefilled"]) for r in ran]
-    top = sum(bool(r["pick_top_gold"]) for r in ran) / len(ran)
-    return (
-        f"pick: {len(ran)} questions; seconds p50 {p(secs, 50):.2f} p90 {p(secs, 90):.2f}; prompt tokens "
-        f"p50 {p(toks, 50):.0f} p90 {p(toks, 90):.0f} (evaluated p50 {p(fresh, 50):.0f}); "
-        f"picked per question mean {statistics.mean(r['picked'] for r in ran):.2f}; "
-        f"first pick is gold {100 * top:.1f}%"
-    )
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -204,21 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every question's row here")
     parser.add_argument("--params", help="SearchParams fields to change, as JSON: '{\"session_weight\": 0.1}'")
     parser.add_argument("--every", type=int, default=1, help="ask only every Nth question of each conversation")
-    parser.add_argument("--pick", type=int, default=0, help="ask_pick: the real LLM picks among this many candidates")
     args = parser.parse_args(argv)
     wanted = set(args.conversations.split(",")) if args.conversations else None
     recipe = SearchParams(**json.loads(args.params)) if args.params else None
     config = Config.load()
-    picker = None
-    if args.pick:
-        from localmem.models.factory import create
-
-        config = dataclasses.replace(config, ask_pick=args.pick)
-        picker = create("llm", config)
-    rows = measure(args.files, wanted, config, recipe, args.every, picker)
+    rows = measure(args.files, wanted, config, recipe, args.every)
     print(table(rows))
-    if picker is not None:
-        print(timing(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0

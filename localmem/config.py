@@ -509,11 +509,6 @@ class Config:
     ask_focus: bool = setting(
         True, "A question about one speaker is answered from what they said and what is said of them."
     )
-    ask_check: bool = setting(
-        True,
-        "Refuse a question about one speaker that only someone else's messages answer, and an "
-        "answer whose words come from someone else's messages.",
-    )
     ask_dates: bool = setting(
         True,
         "A relative time in a message the model reads is followed by the date it means ('yesterday [7 May 2023]').",
@@ -523,13 +518,6 @@ class Config:
         25,
         "A message longer than this (tokens) is given to the model as its sentences that match "
         "the question, with their neighbours; 0 shows every message whole.",
-    )
-    # Off: one pick is a prompt evaluation of about 20 lines, seconds on 2 cores (docs/recall.md).
-    ask_pick: int = setting(
-        0,
-        "The local LLM reads this many of the best candidates (at most 25) and those it picks as "
-        "answering the question go first into the evidence (one forward pass, nothing generated); 0: off.",
-        check=_between(0, 25),  # prompts.pick.LABELS: 25 one-token letters
     )
     # Off by default: on the assistant dev half the listing got counts and current values wrong
     # that the answer call got right, and a sum took about 14 times a plain ask (docs/timeq.md).

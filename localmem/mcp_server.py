@@ -163,17 +163,8 @@ async def _stdout_is_stderr(_server: MCPServer) -> AsyncIterator[dict[str, Any]]
     yield {}
 
 
-def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
-    """An MCP server whose tools call ``mem`` (bound to its store and namespace); ``stdio``: to be
-    served over stdio (keeps Python's stdout off the wire)."""
-    server = _Server(
-        MCP_SERVER_NAME,
-        title="localmem",
-        version=__version__,
-        instructions=INSTRUCTIONS.format(namespace=mem.namespace),
-        lifespan=_stdout_is_stderr if stdio else None,
-    )
-    calls = _Calls()
+def _remember_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``remember``: store one message (:meth:`Memory.add`)."""
     limit = mem.config.max_message_chars
 
     @server.tool(
@@ -214,6 +205,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         )
         return _result(res.remember_text(out), out)
 
+
+def _search_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``search``: search memory (:meth:`Memory.search`), with its date filters."""
+
     @server.tool(
         description=(
             "Search long-term memory for what was said before (fast, no language model). Use it before "
@@ -241,6 +236,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         hits = await calls(mem.search, query, k=k, max_tokens=DEFAULT_SEARCH_MAX_TOKENS, **filters)
         out = res.SearchOut(query=query, hits=[res.hit_out(h) for h in hits])
         return _result(res.search_text(out), out)
+
+
+def _ask_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``ask``: answer a question (:meth:`Memory.ask`), with progress notifications while the model works."""
 
     @server.tool(
         description=(
@@ -286,6 +285,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         out = res.ask_out(answer)
         return _result(res.ask_text(out), out)
 
+
+def _profile_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``profile``: what memory knows of a person (:meth:`Memory.profile`); "me": the store's owner."""
+
     @server.tool(
         description=(
             "What memory knows about one person: the episodes they appear in, in time order, and lasting "
@@ -314,6 +317,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         out = res.profile_out(await calls(mem.profile, name), owner)
         return _result(res.profile_text(out), out)
 
+
+def _recent_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``recent``: the latest messages (:meth:`Memory.recent`)."""
+
     @server.tool(
         description=(
             "The latest messages stored, oldest first. Use it to pick up where the last "
@@ -327,6 +334,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
     ) -> Annotated[CallToolResult, res.RecentOut]:
         out = res.RecentOut(messages=[res.hit_out(h) for h in await calls(mem.recent, n)])
         return _result(res.recent_text(out), out)
+
+
+def _forget_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``forget``: delete one message or one source (:meth:`Memory.forget`)."""
 
     @server.tool(
         description=(
@@ -346,6 +357,10 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         out = res.ForgetOut.model_validate(deleted.to_dict())
         return _result(res.forget_text(out), out)
 
+
+def _stats_tool(server: MCPServer, mem: Memory, calls: _Calls) -> None:
+    """The tool ``stats``: what the memory holds (:meth:`Memory.stats`)."""
+
     @server.tool(
         description=(
             "How much this memory holds: messages, conversations, sessions, sources, built units "
@@ -358,6 +373,32 @@ def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
         out = res.StatsOut.model_validate((await calls(mem.stats)).to_dict())
         return _result(res.stats_text(out), out)
 
+
+# Each tool is added by its own function, in the order the server lists them.
+TOOLS: tuple[Callable[[MCPServer, Memory, _Calls], None], ...] = (
+    _remember_tool,
+    _search_tool,
+    _ask_tool,
+    _profile_tool,
+    _recent_tool,
+    _forget_tool,
+    _stats_tool,
+)
+
+
+def build_server(mem: Memory, *, stdio: bool = False) -> MCPServer:
+    """An MCP server whose tools (:data:`TOOLS`) call ``mem`` (bound to its store and namespace);
+    ``stdio``: to be served over stdio (keeps Python's stdout off the wire)."""
+    server = _Server(
+        MCP_SERVER_NAME,
+        title="localmem",
+        version=__version__,
+        instructions=INSTRUCTIONS.format(namespace=mem.namespace),
+        lifespan=_stdout_is_stderr if stdio else None,
+    )
+    calls = _Calls()
+    for add_tool in TOOLS:
+        add_tool(server, mem, calls)
     return server
 
 

@@ -7,21 +7,19 @@ imported when a method first needs them, so opening a store or importing localme
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 from .admin import Admin
 from .browse import Browse
-from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, EXTRACT_MODES, Config, Key, as_key, as_location, check_choice
-from .errors import LocalmemError, StoreNotFoundError
+from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, DEFAULTS, Config, Key, as_key, as_location
+from .errors import StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models, for_store
 from .serial import one_at_a_time
-from .text.files import check_namespace, check_storable
+from .text.files import check_namespace
 from .types import AddedMessage
 
 if TYPE_CHECKING:
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
 
     from .answer.profile import Profile
     from .models.protocols import LLM, Embedder, Reranker
+    from .pipeline.importing import ImportArgs
     from .pipeline.ingest import IngestReport
     from .retrieval.batch import SearchArgs
     from .retrieval.search import SearchParams
@@ -91,10 +90,9 @@ class Memory:
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         check_namespace(cfg.namespace)
         self.path, self.namespace = cfg.resolved_db_path(), cfg.namespace
-        in_memory = str(self.path) == ":memory:"
-        if not create and not in_memory and not self.path.exists():
+        self.created = str(self.path) != ":memory:" and not self.path.exists()
+        if self.created and not create:
             raise StoreNotFoundError(self.path)
-        self.created = not in_memory and not self.path.exists()
         self._store: Handle = Handle(self.path, cfg.busy_timeout_ms, as_key(key) if key is not None else cfg.key())
         if models is None and embedder is None:  # the store's own embedder, unless one is chosen
             cfg = for_store(cfg, db.get_meta(self._store.conn, "embed_model_id"))
@@ -151,20 +149,7 @@ class Memory:
         return Memory(config=self.config, models=self.models, key=self._store.key)
 
     # -- storing messages ----------------------------------------------------------
-    def ingest(
-        self,
-        path: str | Path,
-        *,
-        format: str | None = None,
-        conversation: str | None = None,
-        namespace: str | None = None,
-        extract: str | None = None,
-        consolidate: str | None = None,
-        date_order: str | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        workers: int | None = None,
-        source_name: str | None = None,
-    ) -> "IngestReport":
+    def ingest(self, path: str | Path, *, namespace: str | None = None, **args: Unpack["ImportArgs"]) -> "IngestReport":
         """Ingest a file, a folder or .zip of them (every file it recognises; the others are
         listed in the report's ``not_read``), or ``"-"`` for standard input, in a format of
         docs/formats.md (ChatGPT, Claude.ai, WhatsApp, Slack, Discord, notes, LoCoMo…),
@@ -179,60 +164,11 @@ class Memory:
         ``llm_workers``). ``source_name``: the name to store the input under instead of its
         path (a copy's original name: what the web page's upload was called).
         """
-        from .importers import formats
-        from .pipeline import ingest, pipeline
+        from .pipeline import importing
 
-        extract = check_choice("--extract", extract or self.config.extract, EXTRACT_MODES)
-        options = pipeline.ExtractOptions.from_config(self.config, consolidate=consolidate, workers=workers)
-        reading = formats.Options.from_config(self.config, date_order=date_order)
-        if namespace is not None:
-            check_namespace(namespace)
-        check_storable("the conversation name", conversation)
-        parsed = formats.parse(Path(path), None, format, conversation, options=reading)
-        if source_name is not None:
-            formats.rename(parsed, source_name)
-        _ = self.embedder.dim  # load the models before anything is written
-        llm = self.llm if extract == "llm" else None
-        _ = llm.model_id if llm is not None else None
-        report = ingest.store_parsed(
-            self.conn,
-            self.embedder,
-            parsed,
-            ingest.IngestOptions.from_config(self.config),
-            namespace=namespace or self.namespace,
-            force_namespace=namespace is not None,
-            progress=ingest.counting(progress, parsed.message_count),
+        return importing.ingest_input(
+            self.conn, self.models, self.config, self.namespace, path, self._locked, into=namespace, **args
         )
-        report = pipeline.process_ingested(self.conn, self.embedder, llm, report, options, self._locked, progress)
-        report.advice += self._suggest_owner(parsed, namespace)
-        chosen = self.config.origin("embed_backend") != "default" or self.config.embed_model is not None
-        advice = ingest.language_advice(self.conn, self.embedder.model_id, chosen)
-        if advice:
-            report.advice.append(advice)
-        return report
-
-    def _suggest_owner(self, parsed: Any, namespace: str | None) -> list[str]:
-        """Keep as suggestions the owner's names an import tells (:mod:`localmem.importers.owner`),
-        per namespace it went to; what was suggested, in words for the report."""
-        from .importers import owner as owner_import
-        from .store import owner as owner_store
-
-        by_ns: dict[str, list[tuple[str, list[Any]]]] = {}
-        for source in parsed.sources:
-            for group_ns, messages in source.groups:
-                target = namespace or group_ns or self.namespace
-                by_ns.setdefault(target, []).append((source.format, messages))
-        said = []
-        for ns, sources in by_ns.items():
-            suggestions = owner_import.suggest(sources)
-            new = set(owner_store.suggest(self.conn, ns, [s.name for s in suggestions]))
-            for s in suggestions:
-                if s.name in new:
-                    said.append(
-                        f"owner: {s.name!r} is taken to be you in namespace {ns!r} ({s.why}); "
-                        "confirm with 'localmem owner confirm' or set with 'localmem owner set NAME'"
-                    )
-        return said
 
     # -- the owner ("I") ---------------------------------------------------------------
     def owner(self) -> "results.Owner":
@@ -283,29 +219,25 @@ class Memory:
         ``extract="llm"`` an episode this message closes is extracted here, or by the background
         thread (:meth:`Extraction.in_background <localmem.extraction.Extraction.in_background>`).
         """
-        from .pipeline import ingest
+        from .pipeline import importing
 
-        max_chars = self.config.max_message_chars
-        message, stored_meta = ingest.new_message(speaker, text, time, role, conversation, id, meta, max_chars)
-        context = self.config.context_parts
-        message_id, added = ingest.add_message(self.conn, self.embedder, self.namespace, message, stored_meta, context)
-        if added:
+        added = importing.add_message(
+            self.conn, self.models, self.config, self.namespace, speaker, text, time, role, conversation, id, meta
+        )
+        if added.added:
             self.extraction.after_add()
-        return AddedMessage(message_id, message.external_id, message.conversation, added)
+        return added
 
     def correct(self, item: str, text: str) -> AddedMessage:
         """Store ``text`` as a new message replacing message ``item`` (``m:ID``; when it was
         corrected before, its newest correction is the one replaced). The old message stays,
         marked replaced; search and ask show the correction first. The correction takes the
         old message's place: speaker, role, time, conversation, metadata and source."""
-        from .pipeline import ingest
+        from .pipeline import importing
 
-        max_chars = self.config.max_message_chars
-        done = ingest.correct_message(
-            self.conn, self.embedder, self.namespace, item, text, max_chars, self.config.context_parts
-        )
+        done = importing.correct_message(self.conn, self.models, self.config, self.namespace, item, text)
         self.extraction.after_add()
-        return AddedMessage(done.id, done.external_id, done.conversation, True, done.replaces)
+        return done
 
     # -- search ------------------------------------------------------------------
     def search(self, query: str, *, max_tokens: int | None = None, **args: Unpack["SearchArgs"]) -> list["Hit"]:
@@ -345,8 +277,6 @@ class Memory:
         """The ``n`` latest messages of this namespace, oldest first."""
         from .retrieval.hits import latest_messages
 
-        if not isinstance(n, int) or n < 1:
-            raise LocalmemError("recent() needs n of at least 1")
         return latest_messages(self.conn, self.namespace, n)
 
     # -- answers -----------------------------------------------------------------
@@ -383,31 +313,24 @@ class Memory:
         "assemble" the model from its packages, once a machine; "load" it; "search" memory;
         "answer"), for a caller that shows what a first, slow answer is waiting for.
         """
-        from . import progress
         from .answer import pipeline
-        from .retrieval.filters import as_of_bound
 
-        started, options = time.perf_counter(), pipeline.AskOptions.from_config(self.config)
-        question = pipeline.question_text(question, mode, steps)  # the mode and steps first
-        known = as_of_bound(None, args.get("as_of"))[1]  # asked as of a day: "today" is that day
-        today = pipeline.today(self.conn, self.namespace, now if now is not None or known is None else known)
-        with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
-            return pipeline.ask_in_mode(
-                self.conn,
-                self.namespace,
-                self.models,
-                question,
-                args,
-                today,
-                options,
-                mode=mode,
-                steps=steps,
-                max_tokens=max_tokens,
-                trace=trace,
-                on_text=on_text,
-                started=started,
-                names=self._names,
-            )
+        return pipeline.ask_question(
+            self.conn,
+            self.namespace,
+            self.models,
+            self.config,
+            question,
+            args,
+            mode=mode,
+            now=now,
+            steps=steps,
+            max_tokens=max_tokens,
+            trace=trace,
+            on_text=on_text,
+            on_progress=on_progress,
+            names=self._names,
+        )
 
     def answer(
         self,
@@ -422,10 +345,8 @@ class Memory:
         does not fit the model's context window is left out, oldest first."""
         from .answer import pipeline
 
-        question, today = pipeline.question_text(question), pipeline.today(self.conn, self.namespace, now)
-        options = pipeline.AskOptions.from_config(self.config)
         return pipeline.answer_from(
-            self.conn, self.namespace, self.models, question, evidence, today, options, on_text=on_text
+            self.conn, self.namespace, self.models, self.config, question, evidence, now, on_text=on_text
         )
 
     def profile(self, name: str, *, namespace: str | None = None, summary: bool = False) -> "Profile":
@@ -436,8 +357,7 @@ class Memory:
         with the person and rewritten only when what it rests on has changed."""
         from .answer import profile as profile_mod
 
-        prof = profile_mod.profile(self.conn, namespace or self.namespace, name)
-        return profile_mod.with_summary(self.conn, self.models, prof) if summary else prof
+        return profile_mod.profile(self.conn, namespace or self.namespace, name, self.models if summary else None)
 
     # -- the namespace ---------------------------------------------------------------
     def stats(self) -> "results.Stats":
@@ -445,9 +365,9 @@ class Memory:
         it has done (``background_extraction``: builds, episodes, failures, the last error)."""
         from .store import manage
 
-        data = manage.stats(self.conn, self.namespace, self.path)
-        data.background_extraction = self.extraction.status()
-        return data
+        return replace(
+            manage.stats(self.conn, self.namespace, self.path), background_extraction=self.extraction.status()
+        )
 
     def namespaces(self) -> list["results.NamespaceSummary"]:
         """The namespaces in the store, with their counts."""
@@ -458,7 +378,6 @@ class Memory:
     def require_namespace(self) -> None:
         """Raise :class:`~localmem.errors.UnknownNamespaceError`, listing the namespaces there
         are, unless the store holds this one (a new store's default namespace is fine)."""
-        from .config import DEFAULTS
         from .store import manage
 
         manage.require_namespace(self.conn, self.namespace, DEFAULTS.namespace, self.path)

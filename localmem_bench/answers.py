@@ -45,7 +45,7 @@ from localmem.text.files import read_input
 from localmem.text.words import porter_stemmer
 
 from . import retrieval as evaluate
-from .baselines import SYSTEMS, plain
+from .baselines import SYSTEMS, plain, someone_else_checked
 
 
 @dataclass
@@ -164,7 +164,8 @@ def locomo_answers(
         "limit": limit,
         "every": every,
         "ask_focus": config.ask_focus,
-        "ask_check": config.ask_check,
+        "ask_check": someone_else_checked(config),
+        "ask_rules_off": config.ask_rules_off,
         "ask_dates": config.ask_dates,
         "questions": len(items),
         "seconds": round(time.perf_counter() - started, 1),

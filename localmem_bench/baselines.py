@@ -66,6 +66,16 @@ SYSTEMS = {
 assert tuple(SYSTEMS) == EVAL_SYSTEMS, "the systems the CLI offers are these"
 
 
+# The answer rules that check who a question and its answer are about (the someone-else check).
+WHO_RULES = ("asks_about_someone_else", "someone_else")
+
+
 def plain(config: Config) -> Config:
     """``config`` without the answer-side filters (focus, someone-else check, dates)."""
-    return replace(config, ask_focus=False, ask_check=False, ask_dates=False)
+    off = ",".join(dict.fromkeys([*config.rules_off(), *WHO_RULES]))
+    return replace(config, ask_focus=False, ask_rules_off=off, ask_dates=False)
+
+
+def someone_else_checked(config: Config) -> bool:
+    """Whether ``config`` runs the someone-else check (neither of :data:`WHO_RULES` is off)."""
+    return not set(WHO_RULES) & set(config.rules_off())

@@ -45,7 +45,7 @@ from localmem.text.times import parse_timestamp
 
 from . import retrieval as evaluate
 from .answers import f1_score, normalise, tokens
-from .baselines import SYSTEMS, plain
+from .baselines import SYSTEMS, plain, someone_else_checked
 
 _NUMBERS = {
     w: str(i)
@@ -178,7 +178,8 @@ def longmemeval_answers(
         "localmem_version": evaluate._version(),
         "created_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         "ask_focus": config.ask_focus,
-        "ask_check": config.ask_check,
+        "ask_check": someone_else_checked(config),
+        "ask_rules_off": config.ask_rules_off,
         "ask_dates": config.ask_dates,
         "questions": len(items),
         "seconds": round(time.perf_counter() - started, 1),

@@ -50,10 +50,8 @@ class ScriptedLLM:
     ``calls`` records every message list it received, so tests can assert on prompts.
     """
 
-    def __init__(self, replies=None, responder=None, model_id: str = "scripted-llm", judge=None, choose=None) -> None:
+    def __init__(self, replies=None, responder=None, model_id: str = "scripted-llm", judge=None) -> None:
         self.model_id = model_id
-        self.choose_fn = choose  # (messages, labels) -> P per label; None: every label alike, half the mass
-        self.chosen: list[list[dict]] = []
         self.replies = list(replies or [])
         self.responder = responder
         self.judge_fn = judge  # prompts -> list of P(yes); None: every answer is yes (0.99)
@@ -68,15 +66,6 @@ class ScriptedLLM:
         p_yes = self.judge_fn(prompts) if self.judge_fn else [0.99] * len(prompts)
         tokens = sum(len(m["content"].split()) for p in prompts for m in p)
         return Judged(p_yes=list(p_yes), prompt_tokens=tokens, prefilled=tokens)
-
-    def choose(self, messages, labels):
-        from localmem.models.protocols import Chosen
-
-        messages = [dict(m) for m in messages]
-        self.chosen.append(messages)
-        p = self.choose_fn(messages, list(labels)) if self.choose_fn else [0.5 / len(labels)] * len(labels)
-        tokens = sum(len(m["content"].split()) for m in messages)
-        return Chosen(p=list(p), prompt_tokens=tokens, prefilled=tokens)
 
     def complete_json(self, messages, schema, max_tokens, on_text=None):
         import json

@@ -357,3 +357,15 @@ def no_network(loopback: bool = False) -> Iterator[list[str]]:
         socket.socket = real_socket  # type: ignore[misc]
         socket.getaddrinfo = real_getaddrinfo  # type: ignore[assignment]
         socket.create_connection = real_create_connection  # type: ignore[assignment]
+
+
+def read_first(check: Any) -> Any:
+    """``check`` (a function of :mod:`localmem.answer.checks` whose first argument is a parsed
+    question and last the speakers) called with the question as text: read as ``ask`` reads
+    it, once, with those speakers."""
+    from localmem.answer.question import Question
+
+    def call(question: str, *args: Any) -> Any:
+        return check(Question.parse(question, args[-1]), *args)
+
+    return call

@@ -29,6 +29,7 @@ from ..text.names import normalise
 from ..types import Answer, Hit, Names
 from . import fast as answer_mod
 from .evidence import evidence_line, format_date
+from .question import Question
 
 RESULTS_PER_STEP = 6
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -116,7 +117,7 @@ def run(
     out = answer_mod.answer(
         tools.conn,
         llm if kept else None,
-        question,
+        Question.parse(question, tools.speakers),
         kept,
         answer_mod.AnswerOptions(dates=dates),
         today,

@@ -18,10 +18,6 @@ from ..types import Citation, Hit, Names, Speakers
 from .question import Question
 
 
-def _asked(question: Question | str, speakers: Names) -> Question:
-    return question if isinstance(question, Question) else Question.parse(question, speakers)
-
-
 def _names(text: str, names: Sequence[str]) -> bool:
     return any(re.search(rf"\b{re.escape(n)}\b", text, re.I) for n in names if n)
 
@@ -107,7 +103,7 @@ def said_by_or_about(speaker: str, text: str, who: str, names: Sequence[str]) ->
     return (same and not only_asks(text)) or names_not_only_addressing(text, names)
 
 
-def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
+def focus(question: Question, hits: Sequence[Hit], speakers: Names) -> list[Hit]:
     """When ``question`` asks about one speaker of the conversation, the hits by or about
     them; otherwise ``hits`` as they are.
 
@@ -115,7 +111,6 @@ def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> lis
     about one person with what another did: a small model given the other's words answers
     with them (docs/decisions.md#who-checks).
     """
-    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return list(hits)
@@ -129,7 +124,7 @@ def focus(question: Question | str, hits: Sequence[Hit], speakers: Names) -> lis
 
 
 def about_someone_else(
-    question: Question | str, reply: str, pool: Sequence[Hit], cited: Sequence[Citation], speakers: Names
+    question: Question, reply: str, pool: Sequence[Hit], cited: Sequence[Citation], speakers: Names
 ) -> bool:
     """True when ``question`` asks about one speaker and the reply rests on someone else:
     the messages whose words best match the reply's own words (those not in the question)
@@ -141,7 +136,6 @@ def about_someone_else(
 
     (A small model answers "What did Caroline realize after her race?" with Melanie's race.)
     """
-    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return False
@@ -170,7 +164,7 @@ def _not_dates(words: set[str]) -> set[str]:
     return {w for w in words if w not in _DATE_WORDS and not _YEAR.fullmatch(w)}
 
 
-def asks_about_someone_else(question: Question | str, pool: Sequence[Hit], speakers: Names) -> bool:
+def asks_about_someone_else(question: Question, pool: Sequence[Hit], speakers: Names) -> bool:
     """True when ``question`` asks about one speaker something only someone else's messages
     tell: the messages whose words best match the question's own (its words other than
     names and question words) are none of them by or about that speaker.
@@ -185,7 +179,6 @@ def asks_about_someone_else(question: Question | str, pool: Sequence[Hit], speak
     news (:func:`_tells_of`), unless the question asks what someone said. What it refuses, and
     its measured effect: docs/decisions.md#who-checks, docs/answering.md.
     """
-    question = _asked(question, speakers)
     who = question.person
     if who is None:
         return False
@@ -346,7 +339,7 @@ def _all_names(speakers: Names) -> set[str]:
     return {stem(n.lower()) for names in speakers.values() for n in names}
 
 
-def from_image_descriptions(question: Question | str, reply: str, evidence: Sequence[Hit], speakers: Names) -> bool:
+def from_image_descriptions(question: Question, reply: str, evidence: Sequence[Hit], speakers: Names) -> bool:
     """True when most of the reply's own words (those not in the question, nor a speaker's
     name) are found in the captions of images shared in ``evidence`` and in nothing said
     there: more of them only in captions than in what was said. The answer then rests on
@@ -355,7 +348,6 @@ def from_image_descriptions(question: Question | str, reply: str, evidence: Sequ
 
     (Captions are a captioning model's: docs/decisions.md#image-description.)
     """
-    question = _asked(question, speakers)
     if question.asks_image:
         return False
     words = {stem(w) for w in content_words(reply)} - question.words - _all_names(speakers)

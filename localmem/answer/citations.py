@@ -38,7 +38,7 @@ def renamed(found: list[Citation], names: Mapping[str, str] | None) -> list[Cita
     return found
 
 
-def stating(question: Question | str, text: str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
+def stating(question: Question, text: str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
     """The items (1-based) an answer ``text`` rests on, with the message that states it: when
     a message of the evidence holds more of the answer's own words (those not in the question)
     than any cited item, and at least half of them, it is cited too. Of several such messages,
@@ -48,7 +48,6 @@ def stating(question: Question | str, text: str, evidence: Sequence[Hit], suppor
     own (a date, "Yes"), or whose words neither the cited items nor at least half of another
     message hold, is left to :func:`naming`.
     """
-    question = question if isinstance(question, Question) else Question.parse(question, {})
     words = stems(text) - question.words
     if not words:
         return naming(question, evidence, supports)
@@ -69,7 +68,7 @@ def stating(question: Question | str, text: str, evidence: Sequence[Hit], suppor
     return sorted({*supports, evidence.index(top) + 1})
 
 
-def naming(question: Question | str, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
+def naming(question: Question, evidence: Sequence[Hit], supports: Sequence[int]) -> list[int]:
     """The items (1-based) an answer that no message states in its words (a date, "Yes") rests
     on: when a message said the same day as a cited item names more of the question's words
     than every cited item, and at least two, it is cited too (the one naming most; then the
@@ -79,7 +78,7 @@ def naming(question: Question | str, evidence: Sequence[Hit], supports: Sequence
     teamed up with a local artist"). Another day's message is not: its date is not the
     answer's. Nor is a question: it names the asked words and states nothing.
     """
-    words = (question if isinstance(question, Question) else Question.parse(question, {})).words
+    words = question.words
     cited_days = {h.day for h in (evidence[n - 1] for n in supports) if h.day}
     if not words or not cited_days:
         return list(supports)

@@ -76,7 +76,7 @@ class AnswerOptions:
 def answer(
     conn: apsw.Connection,
     llm: LLM | None,
-    question: str | Question,
+    question: Question,
     hits: Sequence[Hit],
     options: AnswerOptions,
     today: dt.date | None,
@@ -89,7 +89,7 @@ def answer(
     rules run before and after it (:mod:`.rules`; ``speakers``, the conversation's, and ``pool``,
     what the search found besides, are theirs). No evidence: a refusal without the model.
     ``on_text`` receives the answer as the model writes it (a repaired reply is not streamed)."""
-    asked = question if isinstance(question, Question) else Question.parse(question, speakers or {})
+    asked = question
     evidence = in_time_order(hits)
     day = format_date(today.isoformat()) if today else None
     out = Answer(asked.text, prompt.REFUSAL, True, None, [], evidence, [], today=day, refusal=Refusal.NO_EVIDENCE)

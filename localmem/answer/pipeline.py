@@ -3,8 +3,7 @@
 Fast mode (REMem-S), :func:`ask`: one search; the units found replaced by the messages they
 rest on (``ask_evidence = messages``); the hits focused on the person asked about
 (``ask_focus``); long messages shortened to their matching sentences (``ask_long_tokens``);
-when ``ask_pick`` is on, those the LLM picks among the first candidates put first
-(:mod:`localmem.answer.pick`); the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
+the hits that fit the evidence budget (``ask_max_tokens``); then one answer call
 (:func:`localmem.answer.fast.answer`). Nothing found means a refusal without loading the LLM.
 Agentic mode, :func:`ask_agentic`: the tool loop of :mod:`localmem.answer.agentic`.
 :func:`answer_from` answers from evidence the caller chose.
@@ -15,6 +14,7 @@ models come from a :class:`~localmem.models.factory.Models`, loaded on first use
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from dataclasses import dataclass
@@ -48,9 +48,7 @@ class AskOptions:
     (``ask_max_tokens``): evidence tokens given to the model; ``evidence`` (``ask_evidence``):
     "messages" puts the messages a unit rests on in its place; ``focus`` (``ask_focus``): keep
     the hits about the person asked about; ``long_tokens`` (``ask_long_tokens``): messages
-    longer than this are shown as their matching sentences (0: whole); ``pick``
-    (``ask_pick``): the LLM picks from this many candidates before the budget (0: off); ``check``
-    (``ask_check``): the checks of who a question and its answer are about; ``tally_tokens``
+    longer than this are shown as their matching sentences (0: whole); ``tally_tokens``
     (``ask_tally_tokens``): evidence tokens of a count or sum question; ``n_ctx``: the
     model's context window (what :func:`answer_from` fits evidence to); ``answer``: how the
     answer is written and checked; ``search``: what the search takes from the config."""
@@ -60,8 +58,6 @@ class AskOptions:
     evidence: str
     focus: bool
     long_tokens: int
-    check: bool
-    pick: int
     tally_tokens: int
     n_ctx: int
     user_name: str | None
@@ -76,8 +72,6 @@ class AskOptions:
             evidence=config.ask_evidence,
             focus=config.ask_focus,
             long_tokens=config.ask_long_tokens,
-            check=config.ask_check,
-            pick=config.ask_pick,
             tally_tokens=config.ask_tally_tokens,
             n_ctx=config.n_ctx,
             user_name=config.user_name,
@@ -110,6 +104,52 @@ def today(conn: "apsw.Connection", namespace: str, now: dt.date | str | None) ->
     except ValueError as exc:
         raise LocalmemError(f"--now must be a date like 2023-05-08, got {now!r}") from exc
     return day or latest_time(conn, namespace)
+
+
+def ask_question(
+    conn: "apsw.Connection",
+    namespace: str,
+    models: "Models",
+    config: Config,
+    question: str,
+    search: "SearchArgs",
+    *,
+    mode: str,
+    now: dt.date | str | None,
+    steps: int,
+    max_tokens: int | None = None,
+    trace: Callable[[Any], None] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    on_progress: Callable[[str, str], None] | None = None,
+    names: "SpeakerNames | None" = None,
+) -> "Answer":
+    """What :meth:`Memory.ask <localmem.Memory.ask>` does: ``question`` checked (with ``mode``
+    and ``steps`` first), the day relative times count from (``now``; asked ``as_of`` a day,
+    that day; else the latest message's), then :func:`ask_in_mode`, telling ``on_progress``
+    each stage as it starts (:func:`localmem.progress.reporting`)."""
+    from ..retrieval.filters import as_of_bound
+
+    started, options = time.perf_counter(), AskOptions.from_config(config)
+    question = question_text(question, mode, steps)
+    known = as_of_bound(None, search.get("as_of"))[1]  # asked as of a day: "today" is that day
+    day = today(conn, namespace, now if now is not None or known is None else known)
+    with progress.reporting(on_progress) if on_progress is not None else contextlib.nullcontext():
+        return ask_in_mode(
+            conn,
+            namespace,
+            models,
+            question,
+            search,
+            day,
+            options,
+            mode=mode,
+            steps=steps,
+            max_tokens=max_tokens,
+            trace=trace,
+            on_text=on_text,
+            started=started,
+            names=names,
+        )
 
 
 def ask_in_mode(
@@ -226,13 +266,6 @@ def ask(
         # more sessions fit the budget (evals/timeq_recall.py).
         tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
-    picked = None
-    if options.pick and hits:
-        from .pick import pick
-
-        progress.stage(progress.SEARCH, "the model picks the evidence")
-        picked = pick(llm, question, hits, options.pick)
-        hits = picked.hits
     budget = max_tokens or options.max_tokens
     if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
         # A count rests on messages spread over sessions: each session's best first, more room.
@@ -247,13 +280,10 @@ def ask(
         options.answer,
         today,
         on_text=on_text,
-        speakers=speakers if options.check else {},
+        speakers=speakers,
         pool=pool,
     )
     result.timings["search"] = round(searched, 3)
-    if picked is not None and picked.report:
-        result.details["pick"] = picked.report
-        result.timings["pick"] = round(picked.seconds, 3)
     # Loading the model counts apart (it happens once a process, while counting tokens or answering).
     result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
@@ -264,24 +294,28 @@ def answer_from(
     conn: "apsw.Connection",
     namespace: str,
     models: "Models",
+    config: Config,
     question: str,
     evidence: Sequence["Hit"],
-    today: dt.date,
-    options: AskOptions,
+    now: dt.date | str | None,
     *,
     on_text: Callable[[str], None] | None = None,
 ) -> "Answer":
-    """Answer ``question`` from exactly ``evidence`` (no search, no focus); evidence that
+    """Answer ``question`` (checked here) from exactly ``evidence`` (no search, no focus),
+    counting relative times from ``now`` (default: the latest message's day); evidence that
     does not fit the model's context window is left out, oldest first."""
     from ..retrieval.speakers import speakers as speakers_of
     from . import fast as answer_mod
     from .evidence import fit_context
+    from .question import Question
 
-    started = time.perf_counter()
+    started, options = time.perf_counter(), AskOptions.from_config(config)
+    question, day = question_text(question), today(conn, namespace, now)
     llm = models.llm if evidence else None
     kept = fit_context(list(evidence), options.n_ctx, models.counter()[0], question)
-    speakers = speakers_of(conn, namespace, options.user_name) if options.check else {}
-    result = answer_mod.answer(conn, llm, question, kept, options.answer, today, on_text=on_text, speakers=speakers)
+    speakers = speakers_of(conn, namespace, options.user_name)
+    asked = Question.parse(question, speakers)
+    result = answer_mod.answer(conn, llm, asked, kept, options.answer, day, on_text=on_text, speakers=speakers)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
 

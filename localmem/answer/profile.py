@@ -74,8 +74,9 @@ class Profile:
         return out
 
 
-def profile(conn: apsw.Connection, ns: str, name: str) -> Profile:
-    """The profile of the entity ``name`` names in ``ns`` (alias-aware)."""
+def profile(conn: apsw.Connection, ns: str, name: str, models: "Models | None" = None) -> Profile:
+    """The profile of the entity ``name`` names in ``ns`` (alias-aware); given the ``models``,
+    with its summary (:func:`with_summary`)."""
     rows = all_rows(conn.execute(q("profile_entity"), {"ns": ns, "norm": normalise(name)}))
     if not rows:
         people = [r[0] for r in conn.execute(q("profile_people"), {"ns": ns, "limit": 8})]
@@ -109,7 +110,8 @@ def profile(conn: apsw.Connection, ns: str, name: str) -> Profile:
     for aspect in knowledge:  # current first; each group oldest first (the query's order)
         knowledge[aspect].sort(key=lambda s: not s.current)
     summary, summary_at, _basis = _stored_summary(conn, entity_id)
-    return Profile(shown, entity_id, kind, aliases, episodes, dict(sorted(knowledge.items())), summary, summary_at)
+    prof = Profile(shown, entity_id, kind, aliases, episodes, dict(sorted(knowledge.items())), summary, summary_at)
+    return with_summary(conn, models, prof) if models is not None else prof
 
 
 def _stored_summary(conn: apsw.Connection, entity_id: int) -> tuple[str | None, str | None, str | None]:

@@ -5,8 +5,6 @@ capability, a ``runtime_checkable`` Protocol tested with ``isinstance``:
 
 - :class:`Judge`: yes/no questions answered with P(yes), nothing generated (fact
   verification, ``--rerank llm``);
-- :class:`Chooser`: the probabilities of a few labels as the reply's first token, one forward
-  pass, nothing generated (``ask_pick``);
 - :class:`TokenCounter`: the model's own token count of a text (evidence budgets);
 - :class:`SpeedMeter`: prefill and generation speed on this machine (``bench llm``);
 - :class:`ThreadSafe`: calls may come from several threads at once (a model server), so
@@ -43,13 +41,6 @@ class Judged:
     prefilled: int = 0  # of those, the tokens evaluated (the rest was a reused prefix)
 
 
-@dataclass
-class Chosen:
-    p: list[float]  # per label, its probability as the next token (of the whole vocabulary)
-    prompt_tokens: int = 0
-    prefilled: int = 0  # of those, the tokens evaluated (the rest was a reused prefix)
-
-
 class LLM(Protocol):
     """A chat model that can be constrained to a JSON schema."""
 
@@ -74,17 +65,6 @@ class Judge(Protocol):
     def judge(self, prompts: Sequence[Sequence[Message]]) -> Judged:
         """P(yes) for each chat prompt that ends in a yes/no question. Backends reuse the
         evaluated prefix that consecutive prompts share, so callers order them to share it."""
-        ...
-
-
-@runtime_checkable
-class Chooser(Protocol):
-    """An optional LLM capability: which of a few labels the model would reply with first."""
-
-    def choose(self, messages: Sequence[Message], labels: Sequence[str]) -> Chosen:
-        """The probability of each of ``labels`` (each one token, as the reply's first) after the
-        chat prompt ``messages``, from one forward pass; nothing is generated. The system
-        message is the reused prefix, as for every call."""
         ...
 
 

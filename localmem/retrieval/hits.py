@@ -11,6 +11,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 import apsw
 
+from ..errors import LocalmemError
 from ..store.queries import q
 from ..types import Hit, HitSource
 
@@ -118,7 +119,9 @@ def corrections(conn: apsw.Connection, message_ids: Sequence[int]) -> dict[int, 
 
 
 def latest_messages(conn: apsw.Connection, ns: str, n: int) -> list[Hit]:
-    """The ``n`` latest messages of namespace ``ns`` as hits, oldest first."""
+    """The ``n`` latest messages of namespace ``ns`` as hits, oldest first (``n`` at least 1)."""
+    if not isinstance(n, int) or n < 1:
+        raise LocalmemError("recent() needs n of at least 1")
     ids = [row[0] for row in conn.execute(q("namespace_messages_latest"), {"ns": ns, "n": n})]
     found = hydrate(conn, [("m", mid) for mid in ids])
     return [found[("m", mid)] for mid in reversed(ids) if ("m", mid) in found]

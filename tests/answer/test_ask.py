@@ -245,8 +245,11 @@ def test_the_answer_streams_as_it_is_generated(tmp_path):
 
 
 def test_an_answer_about_one_speaker_resting_only_on_another_is_refused(tmp_path):
-    from localmem.answer.checks import about_someone_else
+    from localmem.answer import checks
     from localmem.types import Citation
+    from tests.helpers import read_first
+
+    about_someone_else = read_first(checks.about_someone_else)
 
     def pick(word):
         def respond(messages):
@@ -285,7 +288,10 @@ SPEAKERS = {"Caroline": ["Caroline"], "Melanie": ["Melanie", "Mel"]}
 
 
 def test_a_question_about_one_speaker_reads_what_they_said_and_what_is_said_of_them():
-    from localmem.answer.checks import focus
+    from localmem.answer import checks
+    from tests.helpers import read_first
+
+    focus = read_first(checks.focus)
 
     hits = [
         _message("a", "Melanie", "I ran a charity race last Saturday."),
@@ -302,7 +308,10 @@ def test_a_question_about_one_speaker_reads_what_they_said_and_what_is_said_of_t
 
 
 def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else():
-    from localmem.answer.checks import about_someone_else
+    from localmem.answer import checks
+    from tests.helpers import read_first
+
+    about_someone_else = read_first(checks.about_someone_else)
 
     pool = [
         _message("a", "Melanie", "I've been running farther to de-stress, it's great for my headspace."),
@@ -320,7 +329,11 @@ def test_an_answer_whose_words_come_from_another_speaker_is_about_someone_else()
 
 
 def test_a_name_after_an_opening_interjection_only_addresses_the_listener():
-    from localmem.answer.checks import about_someone_else, names_not_only_addressing
+    from localmem.answer import checks
+    from localmem.answer.checks import names_not_only_addressing
+    from tests.helpers import read_first
+
+    about_someone_else = read_first(checks.about_someone_else)
 
     news = _message("a", "Caroline", "Woohoo Melanie! I passed the adoption agency interviews last Friday!")
     # Caroline's own news, told to Melanie: an answer from it is not about Melanie.
@@ -345,7 +358,12 @@ def test_a_name_after_an_opening_interjection_only_addresses_the_listener():
 
 
 def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
-    from localmem.answer.checks import about_someone_else, focus, only_asks
+    from localmem.answer import checks
+    from localmem.answer.checks import only_asks
+    from tests.helpers import read_first
+
+    about_someone_else = read_first(checks.about_someone_else)
+    focus = read_first(checks.focus)
 
     assert only_asks("Tom! That's huge. Are you moving to Berlin then?")
     assert only_asks("Wow! What got you into running?")
@@ -365,7 +383,12 @@ def test_a_message_that_only_asks_the_listener_is_not_about_its_writer():
 
 
 def test_an_answer_from_what_its_writer_told_the_listener_is_about_the_listener():
-    from localmem.answer.checks import about_someone_else, focus, tells_listener
+    from localmem.answer import checks
+    from localmem.answer.checks import tells_listener
+    from tests.helpers import read_first
+
+    about_someone_else = read_first(checks.about_someone_else)
+    focus = read_first(checks.focus)
 
     congrats = _message(
         "a", "Caroline", "Congrats, Mel! That's awesome news about the fashion internship. So stoked for you."
@@ -399,7 +422,6 @@ def test_focus_can_be_turned_off(tmp_path):
         mem.ask("What did Caroline do?")
     assert [len(_items(call)) for call in llm.calls] == [2, 3]
     assert Config.load({}, env={"LOCALMEM_ASK_FOCUS": "off"}, config_file=tmp_path / "none.toml").ask_focus is False
-    assert Config.load({}, env={"LOCALMEM_ASK_CHECK": "0"}, config_file=tmp_path / "none.toml").ask_check is False
     with pytest.raises(LocalmemError, match="true or false"):
         Config.load({}, env={"LOCALMEM_ASK_FOCUS": "maybe"}, config_file=tmp_path / "none.toml")
 
@@ -501,7 +523,10 @@ def test_a_question_about_one_speaker_that_only_another_answers_is_refused_witho
 
 
 def test_asks_about_someone_else_reads_questions_to_the_listener_as_about_them():
-    from localmem.answer.checks import asks_about_someone_else
+    from localmem.answer import checks
+    from tests.helpers import read_first
+
+    asks_about_someone_else = read_first(checks.asks_about_someone_else)
 
     pool = [
         _message("a", "Caroline", "Wow! How long have you been married?"),

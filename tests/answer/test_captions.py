@@ -7,12 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from localmem.answer.checks import from_image_descriptions
+from localmem.answer import checks
 from localmem.prompts import answer as answer_prompt
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
-from tests.helpers import open_memory
+from tests.helpers import open_memory, read_first
 
+from_image_descriptions = read_first(checks.from_image_descriptions)
 CELEBRATION = "a photo of a group of people sitting at a table"
 CHAT = [
     {

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from localmem.answer.citations import stating
+from localmem.answer import citations
+from localmem.answer.question import Question
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import SAMPLE_CHAT, open_memory
+
+
+def stating(question: str, text: str, evidence, supports) -> list[int]:
+    """:func:`citations.stating` of ``question`` read without speakers (the words it asks)."""
+    return citations.stating(Question.parse(question, {}), text, evidence, supports)
 
 
 def _items(messages) -> list[str]:

@@ -3,10 +3,12 @@ answer, while questions about John, and Tim's own news, are answered."""
 
 from __future__ import annotations
 
-from localmem.answer.checks import asks_about_someone_else
+from localmem.answer import checks
 from localmem.types import Hit, HitSource
 from tests.fakes import HashEmbedder, ScriptedLLM
-from tests.helpers import open_memory
+from tests.helpers import open_memory, read_first
+
+asks_about_someone_else = read_first(checks.asks_about_someone_else)
 
 SPEAKERS = {"Tim": ["Tim"], "John": ["John"]}
 

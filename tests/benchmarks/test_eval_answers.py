@@ -122,6 +122,7 @@ def test_a_baseline_runs_plain_unless_given_the_ask_filters(tmp_path: Path):
     plain, cat, prompt = run("raw-hybrid")
     # No focus on Ben (Ana's messages are shown) and no someone-else check: the answer stands.
     assert (plain["ask_focus"], plain["ask_check"]) == (False, False) and not cat["refused"]
+    assert plain["ask_rules_off"] == "asks_about_someone_else,someone_else"  # the check, by its rules
     assert (
         prompt is not None and "Ana: A beagle" in prompt and "focus on the person asked off" in render_markdown(plain)
     )

@@ -355,33 +355,3 @@ def test_a_saved_prefix_state_belongs_to_the_build_that_evaluated_it(tiny_llm, t
     same = fresh()
     same.complete_json(messages, answer.SCHEMA, answer.MAX_TOKENS)
     assert same._prefixes.loaded == 1
-
-
-@pytest.mark.slow
-def test_choose_reads_the_labels_next_token_probabilities_past_the_restored_prefix(tiny_llm):
-    """ask_pick's one forward pass: a probability per label (of the whole vocabulary), the
-    system instructions restored for the next question, the same figures on the public path."""
-    from localmem.models.backends.llama import LlamaLLM
-    from localmem.prompts import pick, relevance
-
-    lines = ["8 May 2023 - Ann: I moved to Oslo yesterday.", "9 May 2023 - Bob: I like chess.", "Ann: Tea, please."]
-    labels = pick.LABELS[: len(lines)]
-    first = tiny_llm.choose(pick.render("Where did Ann move?", lines), labels)
-    assert len(first.p) == 3 and all(0.0 <= p <= 1.0 for p in first.p) and 0.0 < sum(first.p) <= 1.0 + 1e-6
-    restored = tiny_llm._prefixes.restored
-    tiny_llm.judge([relevance.render("Where did Ann move?", lines[0])])  # another prefix in between
-    second = tiny_llm.choose(pick.render("What does Bob like?", lines), labels)
-    system = tiny_llm.count_tokens(pick.SYSTEM)
-    assert second.prompt_tokens > system and second.prefilled <= second.prompt_tokens - system
-    assert tiny_llm._prefixes.restored > restored  # (the judge may have restored its own prefix too)
-    again = tiny_llm.choose(pick.render("Where did Ann move?", lines), labels)
-    assert max(abs(a - b) for a, b in zip(again.p, first.p)) < 1e-3
-    public = LlamaLLM(
-        tiny_llm.path, tiny_llm.model_id, n_ctx=2048, n_threads=1, chat_format=tiny_llm.chat_format, fast=False
-    )
-    slow = public.choose(pick.render("Where did Ann move?", lines), labels)
-    assert public.fast is False and max(abs(a - b) for a, b in zip(slow.p, first.p)) < 1e-3
-    with pytest.raises(ValueError, match="not one"):
-        tiny_llm.choose(pick.render("q?", lines[:1]), ["ABCDEFGHQXZ"])
-    with pytest.raises(ValueError, match="share a token"):
-        tiny_llm.choose(pick.render("q?", lines[:2]), ["A", "A"])

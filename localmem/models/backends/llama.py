@@ -24,7 +24,7 @@ from ... import progress
 from ...config import DEFAULTS
 from ...errors import MissingDependencyError, ModelNotFoundError
 from ...files import private_dir
-from ..protocols import Chosen, Completion, Judged, Message
+from ..protocols import Completion, Judged, Message
 from . import library, llama_private, llama_public
 from .llama_private import PrefixCache
 
@@ -351,23 +351,6 @@ class LlamaLLM:
             out.p_yes.append(float(1.0 / (1.0 + np.exp(-float(margin)))))
         return out
 
-    def choose(self, messages: Sequence[Message], labels: Sequence[str]) -> Chosen:
-        """The probability of each label as the reply's first token after ``messages`` (its
-        bare token and its token after a space, added): one forward pass, past the restored
-        system prefix. ``ValueError`` for a label that is not one token, or two that share one."""
-        with self._turn:
-            llama = self._model()
-            tokens_of = [self._label_tokens(label) for label in labels]
-            seen = [t for ts in tokens_of for t in ts]
-            if len(seen) != len(set(seen)):
-                raise ValueError(f"labels share a token: {', '.join(labels)}")
-            before = self.prefilled
-            tokens, logits = self._next_logits(llama, messages)
-            logits = np.asarray(logits, dtype=np.float64)
-            log_total = np.logaddexp.reduce(logits)
-            p = [float(np.exp(np.logaddexp.reduce(logits[ts]) - log_total)) for ts in tokens_of]
-            return Chosen(p=p, prompt_tokens=len(tokens), prefilled=self.prefilled - before)
-
     def _next_logits(self, llama: Any, messages: Sequence[Message]) -> tuple[list[int], Any]:
         """Prefill ``messages`` (past what the context already holds) and read the logits of
         the token after them: the prompt's tokens, and those logits."""
@@ -378,17 +361,6 @@ class LlamaLLM:
             tokens = self._prompt_tokens(messages)
             self.prefilled += len(tokens) - llama_public.reused(llama, tokens)
             return tokens, llama_public.last_logits(llama, tokens)
-
-    def _label_tokens(self, label: str) -> list[int]:
-        """The tokens ``label`` is as a reply's first token: bare, and after a space."""
-        llama = self._model()
-        out = []
-        for text in (label, f" {label}"):
-            found = llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-            if len(found) != 1:
-                raise ValueError(f"the label {text!r} is {len(found)} tokens for {self.model_id}, not one")
-            out.append(found[0])
-        return sorted(set(out))
 
     def _answer_tokens(self) -> tuple[list[int], list[int]]:
         llama = self._model()
