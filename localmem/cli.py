@@ -186,8 +186,10 @@ class _Group(click.Group):
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        self.load_plugins()
         command = super().get_command(ctx, cmd_name)
+        if command is None:  # plugins are read only for a name the core lacks: a cold search pays nothing for them
+            self.load_plugins()
+            command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in BENCH_COMMANDS:
             raise LocalmemError(
                 "localmem eval and localmem bench need the benchmarks, which are not installed", f"run: {BENCH_INSTALL}"

@@ -107,10 +107,13 @@ def test_a_plugin_cannot_replace_a_core_command(tmp_path):
     _install(tmp_path, "takeover", {"takeover": "takeover:register"}, {"takeover": takeover})
     done = _localmem(tmp_path, "search", "--help")
     assert done.returncode == 0 and "Search memory for QUERY" in done.stdout
-    assert done.stderr == (
+    assert done.stderr == ""  # a core command's name never reads the plugins (a cold search pays nothing for them)
+    listed = _localmem(tmp_path, "--help")  # listing the commands reads them
+    assert listed.stderr == (
         "warning: the command plugin takeover (takeover:register) is not loaded: it would replace the command search\n"
     )
-    assert "extra" not in _listed(_localmem(tmp_path, "--help").stdout)  # nothing of it stays
+    assert "extra" not in _listed(listed.stdout)  # nothing of it stays
+    assert _localmem(tmp_path, "extra").returncode != 0
 
 
 def test_the_benchmarks_entry_point_as_bench_pyproject_declares_it(tmp_path):
