@@ -142,7 +142,7 @@ def test_every_page(browser, tmp_path):
         ids = page.locator("#ask-live .msg").evaluate_all("els => els.map(el => el.id)")
         assert len(ids) == len(set(ids)) and page.locator("#ask-live .msg.cited").count() == 3
         assert "flat" in [m.lower() for m in page.locator("#ask-live mark").all_inner_texts()]
-        assert page.locator("#ask-live .confidence").inner_text() == "The model is sure of this answer."
+        assert page.locator("#ask-live .confidence").inner_text().startswith("The model rates this answer")
         assert page.locator("#ask-live .stages").count() == 0
         assert "Answered in" in page.locator("#ask-live").inner_text()
         page.screenshot(path=str(folder / "ask.png"), full_page=True)

@@ -131,6 +131,8 @@ def test_every_page_shows_words_where_ids_are(tmp_path):
         parser = Visible()
         parser.feed(html)
         text = " ".join("".join(parser.text).split())
+        if path == "/settings":  # the settings say where the store and the models' packages are, on purpose
+            text = text.replace(sys.prefix, "PREFIX")  # a venv inside the checkout (CI's) holds the repo's path
         found = problems(text, secrets if path != "/settings" else secrets[:1] + secrets[2:])
         if found:
             bad[path] = found

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from ...text import labels
 from ...types import caption_text
 from ..markup import day, e, ref_link, ref_text, url, when
 
@@ -33,29 +34,10 @@ def marked(text: str, words: Sequence[str] = ()) -> str:
     return "".join(out) + e(text[at:])
 
 
-# What found a hit, in words ("why this hit"): the search channels, then what moved it.
-CHANNEL_WORDS = {
-    "bm25": "its words",
-    "vector": "its meaning",
-    "temporal": "the time asked about",
-    "graph": "memories linked to a match",
-    "entity": "the people and things named",
-}
-
-
 def why(hit: dict[str, Any]) -> str:
-    """Why a search found ``hit``, in a few words: which channels found it (and its place in
-    each), and whether it is here as the reply to a question that matched."""
-    channels = hit.get("channels") or {}
-    found = [f"{CHANNEL_WORDS[c]} (#{channels[c]['rank']})" for c in CHANNEL_WORDS if c in channels]
-    parts = ["found by " + " and ".join(found)] if found else []
-    if "question" in channels:
-        parts.append(f"raised as the reply to a question that matched (#{channels['question']['rank']})")
-    if "neighbour" in channels:
-        parts.append(f"brought in as the turn next to a match (#{channels['neighbour']['rank']})")
-    if "rerank" in channels:
-        parts.append(f"reordered by the reranker (#{channels['rerank']['rank']})")
-    return "; ".join(parts)
+    """Why a search found ``hit``, in a few words (:func:`localmem.text.labels.why`: the
+    channels that found it, without their internal ranks)."""
+    return labels.why(hit.get("channels") or {})
 
 
 def hit_html(hit: dict[str, Any], words: Sequence[str] = (), explain: bool = False) -> str:

@@ -12,6 +12,7 @@ from starlette.responses import Response, StreamingResponse
 
 from ...errors import LocalmemError
 from ...store.queries import q
+from ...text import labels
 from .. import api
 from ..calls import Lanes, as_json
 from ..markup import day, e, plural, url
@@ -19,17 +20,6 @@ from .layout import layout
 from .pieces import CONTEXT_AROUND, hit_html, terms, thread_rows
 
 SEARCH_K = 10  # hits on the search page
-
-
-def confidence_words(confidence: float) -> str:
-    """How sure the model said it was, in words (the number is its own estimate, not a measure)."""
-    if confidence >= 0.85:
-        return "The model is sure of this answer"
-    if confidence >= 0.6:
-        return "The model is fairly sure of this answer"
-    if confidence >= 0.35:
-        return "The model is not very sure of this answer"
-    return "The model is unsure of this answer: check the messages below"
 
 
 def merged_windows(answer: dict[str, Any], windows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -93,7 +83,7 @@ def answer_html(answer: dict[str, Any], windows: dict[str, dict[str, Any]], word
     if answer.get("confidence") is not None:
         parts.append(
             f'<p class="confidence" title="the model\'s own estimate: {answer["confidence"]:.2f}">'
-            f"{e(confidence_words(answer['confidence']))}.</p>"
+            f"{e(labels.confidence(answer['confidence']))}</p>"
         )
     groups = merged_windows(answer, windows)
     where = f" in {plural(len(groups), 'conversation')}" if len(groups) > 1 else ""
