@@ -50,7 +50,11 @@ SPACELESS = frozenset({"zh", "ja", "th"})
 MIN_LETTERS = 6
 MIN_CONFIDENCE = 0.3
 
-_STRIP = re.compile(r"https?://\S+|www\.\S+|[@#]\w+|\S+@\S+\.\w+|[\d_]+")
+_STRIP = re.compile(r"https?://\S+|www\.\S+|[@#]\w+|[\d_]+")
+# An address is looked for only in a word that holds an "@" and is no longer than an address may
+# be: the pattern run over a whole text tried every start of a long word (200,000 letters: 90 s).
+_EMAIL = re.compile(r"\S+@\S+\.\w+")
+_EMAIL_MAX = 320
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
@@ -82,10 +86,17 @@ def load() -> None:
     _model()
 
 
+def _without_addresses(text: str) -> str:
+    """``text`` with its e-mail addresses blanked, in time linear in its length."""
+    if "@" not in text:
+        return text
+    return " ".join(_EMAIL.sub(" ", word) if "@" in word and len(word) <= _EMAIL_MAX else word for word in text.split())
+
+
 def detect(text: str) -> str:
     """The ISO 639-1 code of ``text``'s language ("en", "de", "zh", ...), or ``"und"`` when the
     text is too short or the guess too unsure to say."""
-    text = _STRIP.sub(" ", text or "")
+    text = _STRIP.sub(" ", _without_addresses(text or ""))
     letters = len(_LETTER.findall(text))
     if letters == 0:
         return UNDETERMINED
