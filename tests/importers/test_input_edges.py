@@ -128,7 +128,7 @@ def test_cli_with_the_real_embedder_stores_every_message_and_says_what_it_repair
     err = assert_one_line_error(
         runner().invoke(cli, ["--db", str(db), "forget", "--namespace", "\udcff", "--yes"]), code=2
     )
-    assert "not valid UTF-8" in err
+    assert "the namespace is not valid Unicode" in err and "not UTF-8" in err
 
 
 def test_cli_asks_with_a_query_holding_a_lone_surrogate(tmp_path, use_models):
