@@ -98,7 +98,8 @@ def test_the_german_placeholder_is_not_stored_or_found(tmp_path):
         found = mem.search("Medien ausgeschlossen", k=10, channels=["bm25"])
         assert not any("ausgeschlossen" in hit.text for hit in found)
         kept = mem.search("Media Markt Sonntag", k=3, channels=["bm25"])
-        assert kept and "<Media Markt hat am Sonntag zu>" in kept[0].text
+        # kept and found (the next turn, indexed with it as its context, may rank beside it)
+        assert any("<Media Markt hat am Sonntag zu>" in hit.text for hit in kept)
 
 
 @pytest.mark.parametrize(

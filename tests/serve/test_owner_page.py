@@ -1,12 +1,16 @@
-"""The people page and the HTTP API say who the store's owner is (issue 51), the page escaped as
+"""The people page and the HTTP API say who the store's owner is, the page escaped as
 every stored name is."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.fakes import HashEmbedder
 from tests.helpers import open_memory
 from tests.serve.server import STORY, seed, spawn
 from tests.serve.test_api import client
+
+pytestmark = [pytest.mark.plain_only, pytest.mark.slow]  # spawns serve on a store file
 
 
 def test_the_people_page_says_the_owner(tmp_path):

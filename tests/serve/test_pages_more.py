@@ -20,7 +20,7 @@ from tests.serve.server import STORY, seed, spawn
 
 httpx = pytest.importorskip("httpx2")
 pytest.importorskip("starlette", reason="pip install 'localmem[mcp]' to test localmem serve")
-pytestmark = [pytest.mark.plain_only]
+pytestmark = [pytest.mark.plain_only, pytest.mark.slow]  # each test spawns serve on a store file
 
 
 def visible(html: str) -> str:
