@@ -423,6 +423,19 @@ def setup_logging(log_file: Path | None, debug: bool = False) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _claim_stdout() -> Any:
+    """The protocol's stream on a private duplicate of file descriptor 1, which points at stderr
+    from now on for the rest of the process (and so does Python's stdout). The SDK's own claim
+    hands fd 1 back when serving ends, and a background build still running then (a model's C
+    code writes to fd 1) reached the client before :func:`serve` could point it away again."""
+    import io
+
+    sys.stdout.flush()
+    wire = io.TextIOWrapper(open(os.dup(1), "wb", closefd=True), encoding="utf-8", newline="\n", write_through=True)
+    _stdout_to_stderr()
+    return wire
+
+
 def _stdout_to_stderr() -> None:
     """Point file descriptor 1, and Python's stdout, at stderr for the rest of the process."""
     os.dup2(2, 1)
@@ -480,14 +493,18 @@ async def _run_stdio(server: MCPServer) -> None:
     its timeout."""
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
-        lowlevel = server._lowlevel_server  # what run_stdio_async runs (mcp 2.x)
-        replies: Any = _RepliesToUndecodable(read_stream, write_stream)  # duck-types the SDK's ReadStream
-        await lowlevel.run(
-            replies,
-            write_stream,
-            lowlevel.create_initialization_options(),
-        )
+    wire = _claim_stdout()
+    try:
+        async with stdio_server(stdout=anyio.wrap_file(wire)) as (read_stream, write_stream):
+            lowlevel = server._lowlevel_server  # what run_stdio_async runs (mcp 2.x)
+            replies: Any = _RepliesToUndecodable(read_stream, write_stream)  # duck-types the SDK's ReadStream
+            await lowlevel.run(
+                replies,
+                write_stream,
+                lowlevel.create_initialization_options(),
+            )
+    finally:
+        wire.close()  # the client reads the end of the protocol here, whatever the process does next
 
 
 class _RepliesToUndecodable:

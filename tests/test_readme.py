@@ -101,8 +101,7 @@ def test_the_python_snippet_runs(tmp_path):
     work, env = _clone(tmp_path)
     env.update(
         PYTHONPATH=os.pathsep.join([str(PLUGIN), str(REPO)]),
-        LOCALMEM_EMBED_BACKEND="test-fake",
-        LOCALMEM_LLM_BACKEND="test-fake",
+        LOCALMEM_TEST_DEFAULTS="1",  # Memory(path) takes the default backends: scripted ones stand in
     )
     done = subprocess.run(
         [sys.executable, "-c", python], cwd=work, env=env, capture_output=True, text=True, timeout=300

@@ -456,7 +456,8 @@ _POOLS_LOCK = threading.Lock()
 _MAX_POOLS = 8
 
 
-def _pool(url: str) -> Any:
+def _driver() -> tuple[Any, Any]:
+    """psycopg and psycopg_pool, or one line saying which extra brings them."""
     try:
         import psycopg
         import psycopg_pool
@@ -464,6 +465,11 @@ def _pool(url: str) -> Any:
         raise LocalmemError(
             "a postgresql:// store needs psycopg 3 and its pool: pip install 'localmem[postgres]'"
         ) from None
+    return psycopg, psycopg_pool
+
+
+def _pool(url: str) -> Any:
+    psycopg, psycopg_pool = _driver()
     with _POOLS_LOCK:
         if url not in _POOLS:
             _close_idle_pools(_MAX_POOLS - 1)
@@ -500,8 +506,7 @@ def _getconn(url: str, timeout_s: float) -> tuple[Any, Any]:
     between finding it and asking it (:func:`_close_idle_pools`) is opened again. When it
     cannot connect, :class:`pgconnect.ConnectError` says why (:mod:`.pgconnect`); a pool that
     never connected is then closed, so that it stops trying in the background."""
-    import psycopg_pool
-
+    _, psycopg_pool = _driver()
     for attempt in (1, 2):
         pool = _pool(url)
         try:
@@ -571,7 +576,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if the role may, else it must exist)."""
     try:
         pool, raw = _getconn(url, timeout_s)
-    except pgconnect.ConnectError:
+    except LocalmemError:  # the server's reason (pgconnect.ConnectError), or the missing driver
         raise
     except Exception as exc:
         raise pgconnect.failure(url, exc, timeout_s) from exc

@@ -12,6 +12,9 @@ LOCALMEM_EMBED_BACKEND / LOCALMEM_LLM_BACKEND=test-fake), the way tests/conftest
 - LOCALMEM_TEST_SUPPORTS=1,2: the evidence items the answer cites (default: the first).
 - LOCALMEM_TEST_WARM=PATH: the LLM can be warmed (serve preloads it in the background), and
   loading it takes until PATH exists: warming waits for it, and so does every answer.
+- LOCALMEM_TEST_DEFAULTS=1: the scripted models also stand in for the default backends ("onnx",
+  "llama"), for code that builds a ``Memory`` with the defaults and reads no LOCALMEM_ setting
+  (the README's Python snippet).
 """
 
 import os
@@ -77,3 +80,6 @@ def _embedder(config):
 
 register("llm", "test-fake", _llm)
 register("embedder", "test-fake", _embedder)
+if os.environ.get("LOCALMEM_TEST_DEFAULTS"):
+    register("llm", "llama", _llm)
+    register("embedder", "onnx", _embedder)
