@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import DEFAULTS, MAX_JSON_DEPTH, NOTE_SPLIT_CHARS
 from ..errors import InputError
-from ..text.files import SURROGATE_ESCAPE, without_nuls, without_surrogates
+from ..text.files import SURROGATE_ESCAPE, each_string, without_nuls, without_surrogates
 from ..text.times import parse_timestamp
 
 
@@ -294,20 +294,12 @@ def deeper_than(value: Any, limit: int) -> bool:
 def _without_surrogates(value: Any) -> tuple[Any, int]:
     """``value`` with lone surrogates in its strings (keys too) replaced, and how many strings
     held one. Recursive: only called on values :func:`deeper_than` has bounded."""
-    if isinstance(value, str):
-        fixed = without_surrogates(value)
-        return fixed, int(fixed != value)
-    if isinstance(value, list):
-        done = [_without_surrogates(v) for v in value]
-        return [v for v, _ in done], sum(n for _, n in done)
-    if isinstance(value, dict):
-        out, total = {}, 0
-        for key, item in value.items():
-            new_key, a = _without_surrogates(key)
-            out[new_key], b = _without_surrogates(item)
-            total += a + b
-        return out, total
-    return value, 0
+
+    def fix(text: str) -> tuple[str, int]:
+        fixed = without_surrogates(text)
+        return fixed, int(fixed != text)
+
+    return each_string(value, fix)
 
 
 def lines(text: str) -> list[str]:

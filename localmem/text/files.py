@@ -7,7 +7,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
 from ..config import DEFAULTS
 from ..errors import InputError, InvalidTextError
@@ -131,16 +131,22 @@ def without_nuls(value: Any) -> tuple[Any, int]:
 
     PostgreSQL text cannot hold a NUL (nor jsonb its escape), and SQLite's C string functions end
     text at one; no chat app types it. Recursive: for values whose depth the JSON reader bounded."""
+    return each_string(value, lambda s: (s.replace("\x00", ""), s.count("\x00")) if "\x00" in s else (s, 0))
+
+
+def each_string(value: Any, fix: Callable[[str], tuple[str, int]]) -> tuple[Any, int]:
+    """``value`` with ``fix`` applied to every string in it (dict keys too), and the sum of the
+    counts ``fix`` returned. Recursive: only for values whose depth the JSON reader bounded."""
     if isinstance(value, str):
-        return (value.replace("\x00", ""), value.count("\x00")) if "\x00" in value else (value, 0)
+        return fix(value)
     if isinstance(value, list):
-        done = [without_nuls(v) for v in value]
+        done = [each_string(v, fix) for v in value]
         return [v for v, _ in done], sum(n for _, n in done)
     if isinstance(value, dict):
         out, total = {}, 0
         for key, item in value.items():
-            new_key, a = without_nuls(key)
-            out[new_key], b = without_nuls(item)
+            new_key, a = each_string(key, fix)
+            out[new_key], b = each_string(item, fix)
             total += a + b
         return out, total
     return value, 0
