@@ -3,9 +3,9 @@
 Everything above the store calls ``conn.execute(q(name), params)``, opens write transactions
 with ``with conn:`` and reads snapshots with :func:`db.reading`. :class:`PgConnection` does the
 same on PostgreSQL (psycopg 3, connections from a pool): it finds which named query it was
-given by its SQLite text and runs that query's PostgreSQL version, from
-``sql/postgres/queries/*.sql`` where the dialects differ, else the SQLite text with its
-``:name`` parameters rewritten for psycopg. So no caller learns which engine it has.
+given by its SQLite text and runs that query's PostgreSQL text (``sql/shared/queries`` where it
+is portable, else ``sql/postgres/queries``; store/queries.py), its ``:name`` placeholders
+written as psycopg's once when the files are read. So no caller learns which engine it has.
 
 What differs by engine (see docs/postgres.md):
 
@@ -33,56 +33,18 @@ from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
 from ..redact import redact
 from . import pgconnect
-from .queries import _all_queries, read_named, sql_dir
+from .queries import _all_queries, engine_queries, read_migrations
 
 __all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
 
-_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
-_MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 # An apsw named parameter outside quotes (not a PostgreSQL cast "::"): ":name".
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-# The SQLite schema version whose data model sql/postgres/migrations holds, table for table: what
-# a PostgreSQL store reports as its schema (an export's header carries it; restore compares it).
-SQLITE_SCHEMA_MIRRORED = 15
+# The line by which each PostgreSQL migration names the SQLite migration whose data model the
+# store holds, table for table, once it has run (tests/store/test_named_queries.py checks them).
+_LEVEL = re.compile(r"^-- Level with SQLite migration (\d{4})\.", re.M)
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
-
-
-# Rewrites that make most SQLite queries PostgreSQL: a JSON array of ids (the shared queries'
-# `json_each(:ids)`, read as `value`) becomes localmem_ids() (bigint `value`); SQLite's
-# two-argument max/min are greatest/least; REAL is double precision; char() is chr();
-# group_concat is string_agg.
-_ID_ARRAYS = ("ids", "among", "context", "entities", "messages", "sources", "units")
-_REWRITES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"json_each\(:(" + "|".join(_ID_ARRAYS) + r")\)"), r"localmem_ids(:\1)"),
-    (re.compile(r"json_array_length\(:(\w+)\)"), r"jsonb_array_length(CAST(:\1 AS jsonb))"),
-    (re.compile(r"\(SELECT id FROM next_ids WHERE name = '(\w+)'\)"), r"localmem_next_id('\1')"),
-    (re.compile(r"\bmax\(1,"), "greatest(1,"),
-    (re.compile(r"AS REAL\)", re.I), "AS double precision)"),
-    (re.compile(r"\bchar\((\d+)\)"), r"chr(\1)"),
-    (re.compile(r"CROSS JOIN (\w+ AS \w+)(\s+ON)"), r"JOIN \1\2"),
-    # SQLite's group_concat(x, 'sep') of a column is string_agg (any order, as in SQLite).
-    (re.compile(r"\bgroup_concat\(([\w.]+),\s*('[^']*')\)", re.I), r"string_agg(CAST(\1 AS text), \2)"),
-    # A message's language (SQLite's localmem_lang, a Python function): PgConnection.execute
-    # computes it from the :text parameter and passes it as :lang.
-    (re.compile(r"localmem_lang\(:text\)"), ":lang"),
-]
-_OR_IGNORE = re.compile(r"^\s*INSERT OR IGNORE INTO", re.I)
-
-
-def _dialect(sql: str) -> str:
-    """The PostgreSQL form of a shared (SQLite) query that has no override."""
-    for pattern, repl in _REWRITES:
-        sql = pattern.sub(repl, sql)
-    if _OR_IGNORE.match(sql) and ";" not in sql.rstrip().rstrip(";"):
-        body = sql.rstrip().rstrip(";")
-        returning = ""
-        at = body.upper().rfind("RETURNING")
-        if at != -1:
-            body, returning = body[:at], " " + body[at:]
-        sql = _OR_IGNORE.sub("INSERT INTO", body, count=1) + " ON CONFLICT DO NOTHING" + returning
-    return sql
 
 
 def _to_psycopg(sql: str) -> str:
@@ -98,22 +60,11 @@ def _to_psycopg(sql: str) -> str:
     return "".join(out)
 
 
-def _read_named(folder: str) -> dict[str, str]:
-    return read_named(sql_dir() / "postgres" / folder)
-
-
 @lru_cache(maxsize=1)
 def _pg_queries() -> dict[str, str]:
-    """Every named query in its PostgreSQL form: the override where there is one, else the
-    SQLite text with its parameters rewritten."""
-    overrides = _read_named("queries")
-    unknown = set(overrides) - set(_all_queries())
-    if unknown:
-        raise LocalmemError(f"sql/postgres/queries: no SQLite query of the name(s) {', '.join(sorted(unknown))}")
-    return {
-        name: _to_psycopg(_dialect(overrides[name] if name in overrides else text))
-        for name, text in _all_queries().items()
-    }
+    """Every named query's PostgreSQL text (``sql/shared`` or ``sql/postgres``), with psycopg's
+    placeholders: converted once, here."""
+    return {name: _to_psycopg(text) for name, text in engine_queries("postgres").items()}
 
 
 @lru_cache(maxsize=1)
@@ -131,22 +82,38 @@ def pg_query(name: str) -> str:
 
 @lru_cache(maxsize=256)
 def _translate(sql: str) -> str:
+    """The PostgreSQL text of a named query given by its SQLite text (the callers that still
+    pass ``q(name)``); other SQL (this store's own, already PostgreSQL) with its placeholders
+    converted, nothing else."""
     name = _by_sqlite_text().get(sql.strip())
-    # SQL that is no named query (a caller's own): the same rewrites as the shared queries get.
-    return pg_query(name) if name is not None else _to_psycopg(_dialect(sql))
+    return pg_query(name) if name is not None else _to_psycopg(sql)
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
     """``(version, filename, sql)`` of the PostgreSQL schema's migrations, in order."""
-    found = []
-    for path in sorted((sql_dir() / "postgres" / "migrations").glob("*.sql")):
-        match = _MIGRATION.match(path.name)
-        if not match:
-            raise LocalmemError(f"{path}: migration files are named NNNN_name.sql")
-        found.append((int(match.group(1)), path.name, path.read_text(encoding="utf-8")))
-    if [v for v, _, _ in found] != list(range(1, len(found) + 1)):
-        raise LocalmemError("sql/postgres/migrations are not numbered 1..n without gaps")
-    return found
+    return read_migrations("postgres")
+
+
+def sqlite_levels() -> list[tuple[int, int | None]]:
+    """``(PostgreSQL migration, SQLite migration)``: the SQLite schema version whose data model
+    each PostgreSQL migration brings the store level with (its ``-- Level with SQLite migration
+    NNNN.`` line; None where the line is missing)."""
+    levels = []
+    for version, _name, sql in pg_migrations():
+        match = _LEVEL.search(sql)
+        levels.append((version, int(match.group(1)) if match else None))
+    return levels
+
+
+def _mirrored() -> int:
+    levels = [level for _, level in sqlite_levels() if level is not None]
+    return max(levels, default=0)
+
+
+# The SQLite schema version whose data model sql/postgres/migrations holds: what a PostgreSQL
+# store reports as its schema (an export's header carries it; restore compares it). Derived
+# from the migrations' own lines, never set by hand.
+SQLITE_SCHEMA_MIRRORED = _mirrored()
 
 
 # The overrides that return nothing on PostgreSQL ("SELECT ... WHERE false": the SQLite store's

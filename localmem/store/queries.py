@@ -1,9 +1,27 @@
-"""Named SQL, loaded from the ``.sql`` files in ``sql/``.
+"""Named SQL and migrations, per engine, loaded from the ``.sql`` files in ``sql/``.
 
-``sql/queries/*.sql`` hold blocks introduced by ``-- name: <name>``; ``q(name)``
-returns a block's text. ``sql/migrations/NNNN_*.sql`` are the schema migrations.
-In a wheel the folder is ``localmem/sql``; in a source checkout or editable
-install it is the repository's top-level ``sql/``.
+Layout (the same room file names on both engines)::
+
+    sql/shared/queries/<room>.sql     portable text: runs as it is on SQLite and on PostgreSQL
+    sql/sqlite/queries/<room>.sql     SQLite's text of a query whose text differs by engine
+    sql/postgres/queries/<room>.sql   PostgreSQL's text of the same names
+    sql/sqlite/migrations/NNNN_*.sql  the SQLite schema (``PRAGMA user_version``)
+    sql/postgres/migrations/NNNN_*.sql  the PostgreSQL schema (``meta.pg_schema_version``)
+
+A query file holds blocks introduced by ``-- name: <name>``; a block's text runs up to its last
+SQL line (comment lines after it introduce the next block). Invariants, checked when the files
+are first read (a :class:`LocalmemError` naming the file and line otherwise): a name is defined
+once per engine; it is either shared or defined for both engines, never shared and
+engine-specific at once; a name defined for one engine is defined for the other. So every
+named query has a text for every engine, and no SQL is rewritten while it runs.
+
+Parameters are ``:name`` in every file. The PostgreSQL loader (``store/pg.py``) turns them into
+psycopg's ``%(name)s`` once, when the files are read: a change of placeholder syntax, not of
+SQL.
+
+``q(name)`` returns a query's SQLite text (``pg.pg_query(name)`` its PostgreSQL one). In a wheel
+the folder is ``localmem/sql``; in a source checkout or editable install it is the repository's
+top-level ``sql/``.
 """
 
 from __future__ import annotations
@@ -12,11 +30,26 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from ..errors import LocalmemError, QueryNotFoundError
 
+Engine = Literal["sqlite", "postgres"]
+ENGINES: tuple[Engine, ...] = ("sqlite", "postgres")
+
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+class Located(NamedTuple):
+    """A named query's text and where it is defined."""
+
+    text: str
+    path: Path
+    line: int
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
 def sql_dir() -> Path:
@@ -29,36 +62,102 @@ def sql_dir() -> Path:
     raise LocalmemError("localmem's sql/ folder is missing from the installation", "reinstall localmem")
 
 
-def read_named(folder: Path) -> dict[str, str]:
+def _block_text(lines: list[str]) -> str:
+    """A block's SQL: without the comment lines after its last SQL line (the next block's)."""
+    end = len(lines)
+    while end and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("--")):
+        end -= 1
+    return "\n".join(lines[:end]).strip()
+
+
+def _read_file(path: Path, queries: dict[str, Located]) -> None:
+    """Add the named queries of the file ``path`` to ``queries``."""
+    blocks: list[tuple[str, int, list[str]]] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        match = _NAME.match(line)
+        if match:
+            blocks.append((match.group(1), lineno, []))
+        elif blocks:
+            blocks[-1][2].append(line)
+        elif line.strip() and not line.lstrip().startswith("--"):
+            raise LocalmemError(f"{path}:{lineno}: SQL before the first '-- name:' line")
+    for name, lineno, lines in blocks:
+        if name in queries:
+            raise LocalmemError(f"{path}:{lineno}: query '{name}' defined twice (first at {queries[name].where()})")
+        text = _block_text(lines)
+        if not text:
+            raise LocalmemError(f"{path}:{lineno}: query '{name}' has no SQL")
+        queries[name] = Located(text, path, lineno)
+
+
+def read_located(folder: Path) -> dict[str, Located]:
     """The named queries (``-- name: x``, then its SQL) of every ``*.sql`` file in ``folder``."""
-    queries: dict[str, str] = {}
+    queries: dict[str, Located] = {}
     for path in sorted(folder.glob("*.sql")):
-        name: str | None = None
-        lines: list[str] = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            match = _NAME.match(line)
-            if match:
-                if name:
-                    queries[name] = "\n".join(lines).strip()
-                name, lines = match.group(1), []
-                if name in queries:
-                    raise LocalmemError(f"{path}:{lineno}: query '{name}' defined twice")
-            elif name:
-                lines.append(line)
-            elif line.strip() and not line.lstrip().startswith("--"):
-                raise LocalmemError(f"{path}:{lineno}: SQL before the first '-- name:' line")
-        if name:
-            queries[name] = "\n".join(lines).strip()
+        _read_file(path, queries)
     return queries
 
 
+def read_named(folder: Path) -> dict[str, str]:
+    """The named queries of every ``*.sql`` file in ``folder``, name to text."""
+    return {name: found.text for name, found in read_located(folder).items()}
+
+
 @lru_cache(maxsize=1)
+def _layout() -> tuple[dict[str, Located], dict[Engine, dict[str, Located]]]:
+    """The shared queries and each engine's own, checked against each other."""
+    root = sql_dir()
+    shared = read_located(root / "shared" / "queries")
+    own: dict[Engine, dict[str, Located]] = {e: read_located(root / e / "queries") for e in ENGINES}
+    for engine in ENGINES:
+        other = ENGINES[1 - ENGINES.index(engine)]
+        for name, found in own[engine].items():
+            if name in shared:
+                raise LocalmemError(
+                    f"{found.where()}: query '{name}' is shared ({shared[name].where()}) and {engine}'s at once",
+                    "keep one: the shared text, or a text in both sql/sqlite/queries and sql/postgres/queries",
+                )
+            if name not in own[other]:
+                raise LocalmemError(
+                    f"{found.where()}: query '{name}' has a {engine} text but none for {other}",
+                    f"add it to sql/{other}/queries/{found.path.name}, or move it to sql/shared/queries if portable",
+                )
+            if own[other][name].path.name != found.path.name:
+                raise LocalmemError(
+                    f"{found.where()}: query '{name}' is in {other}'s {own[other][name].path.name}",
+                    "an engine's text goes in the room file of the same name on both engines",
+                )
+    return shared, own
+
+
+@lru_cache(maxsize=2)
+def engine_queries(engine: Engine) -> dict[str, str]:
+    """Every named query's text on ``engine`` (parameters as ``:name``)."""
+    shared, own = _layout()
+    return {name: found.text for name, found in {**shared, **own[engine]}.items()}
+
+
+def query_room(name: str) -> str:
+    """The room (file stem) that defines ``name``."""
+    shared, own = _layout()
+    found = shared.get(name) or own["sqlite"].get(name)
+    if found is None:
+        raise QueryNotFoundError(name)
+    return found.path.stem
+
+
+def is_shared(name: str) -> bool:
+    """Whether ``name`` has one text for both engines."""
+    return name in _layout()[0]
+
+
 def _all_queries() -> dict[str, str]:
-    return read_named(sql_dir() / "queries")
+    """The SQLite text of every named query."""
+    return engine_queries("sqlite")
 
 
 def q(name: str) -> str:
-    """The text of the named query ``name``."""
+    """The SQLite text of the named query ``name``."""
     try:
         return _all_queries()[name]
     except KeyError:
@@ -69,15 +168,21 @@ def query_names() -> list[str]:
     return sorted(_all_queries())
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """``(version, filename, sql)`` for every migration, in order."""
+def read_migrations(engine: Engine) -> list[tuple[int, str, str]]:
+    """``(version, filename, sql)`` for every migration of ``engine``, in order."""
+    folder = sql_dir() / engine / "migrations"
     found = []
-    for path in sorted((sql_dir() / "migrations").glob("*.sql")):
+    for path in sorted(folder.glob("*.sql")):
         match = _MIGRATION.match(path.name)
         if not match:
             raise LocalmemError(f"{path}: migration files are named NNNN_name.sql")
         found.append((int(match.group(1)), path.name, path.read_text(encoding="utf-8")))
     versions = [v for v, _, _ in found]
     if versions != list(range(1, len(found) + 1)):
-        raise LocalmemError(f"migrations are not numbered 1..n without gaps: {versions}")
+        raise LocalmemError(f"{folder}: migrations are not numbered 1..n without gaps: {versions}")
     return found
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """``(version, filename, sql)`` for every SQLite migration, in order."""
+    return read_migrations("sqlite")

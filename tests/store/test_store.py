@@ -141,7 +141,7 @@ def populated(mem):
 
 def test_fresh_store_schema(mem):
     conn = mem.conn
-    n_migrations = len(list((sql_dir() / "migrations").glob("*.sql")))
+    n_migrations = len(list((sql_dir() / "sqlite" / "migrations").glob("*.sql")))
     assert n_migrations >= 1
     assert conn.pragma("user_version") == n_migrations == db.latest_version()
     assert conn.pragma("journal_mode") == "wal"

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0012.
 -- localmem's schema on PostgreSQL: the SQLite schema as of its migration 0012, table for table
 -- and column for column (an export from either engine imports into the other unchanged).
 -- Differences, each for a reason:

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0012.
 -- Many users in one database: a role bound to namespaces reads and changes only their rows,
 -- enforced by PostgreSQL (row-level security), whatever SQL the client sends. The store's owner
 -- (who ran the migrations) is not subject to the policies, as PostgreSQL's table owners are not;

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0013.
 -- Full text in any language (issue 45; SQLite migration 0013). Each message's language is stored
 -- (an ISO 639-1 code, 'und' when too short to tell, NULL for messages stored before): the
 -- application computes it (store/pg.py passes localmem.text.language.detect of the text as the

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0013.
 -- BM25's statistics and postings kept as rows change, as FTS5 keeps them (issue 46: search at
 -- 10,000 messages took 0.25 s, most of it counting them at query time over the whole index).
 --

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0013.
 -- Full text tokenized and stemmed as FTS5's 'porter unicode61 remove_diacritics 2' does it on
 -- the SQLite store (issue 46: the same ranking on both engines). Until now the English index
 -- used snowball English (Porter's later "Porter2": "generously" -> "generous", FTS5 "gener")

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0013.
 -- The fold of BM25's statistics (migration 0004) now drops the lexemes no row holds any more.
 --
 -- Its DELETE of the lexemes whose count reached 0 was the main statement of the one that

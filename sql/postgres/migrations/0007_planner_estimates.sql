@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0013.
 -- The planner's guess of how many ids a JSON array holds (issue 46: search latency). A
 -- set-returning function is guessed at 1,000 rows unless it says otherwise, and with 1,000 ids
 -- to look up the planner reads the whole messages table into a hash instead of looking each id

@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0014.
 -- A namespace role (migration 0002) got round row-level security (issue 50, findings 1, 2, 5):
 --
 -- 1. The SECURITY DEFINER functions ran with the search_path of the migration's session

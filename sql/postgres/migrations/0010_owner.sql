@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0015.
 -- As SQLite migration 0015 (the owner's names per namespace), under the namespace policy of
 -- migration 0002: a namespace role reads and sets only its own namespaces' owner.
 CREATE TABLE owner_names (

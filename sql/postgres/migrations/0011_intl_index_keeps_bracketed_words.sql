@@ -1,3 +1,4 @@
+-- Level with SQLite migration 0015.
 -- The non-English index read "<Media Markt hat am Sonntag zu>" as one XML tag and "&amp;" as an
 -- entity, and PostgreSQL's parser drops both: the words inside were never indexed, where FTS5's
 -- unicode61 on the SQLite store indexes them like any other. '<', '>' and '&' are made spaces

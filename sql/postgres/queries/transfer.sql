@@ -1,6 +1,7 @@
 -- Export and import on PostgreSQL: the same records as the SQLite store's (json_build_object
 -- in place of json_object; its text is made compact by the connection, store/pg.py), vectors
 -- as the hex of little-endian float32, as SQLite's hex() of a vec0 blob gives them.
+
 -- name: export_sources
 SELECT json_build_object('type', 'source', 'id', id, 'ns', ns, 'kind', kind, 'uri', uri,
                    'sha256', sha256, 'status', status, 'created_at', created_at,
@@ -76,7 +77,7 @@ FROM vec_units WHERE ns = :ns ORDER BY id;
 
 -- name: import_source
 INSERT INTO sources (id, ns, kind, uri, sha256, status, created_at, finished_at)
-VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'sources')),
+VALUES (coalesce(:id, localmem_next_id('sources')),
         CAST(:row AS jsonb) ->> 'ns', CAST(:row AS jsonb) ->> 'kind', CAST(:row AS jsonb) ->> 'uri', CAST(:row AS jsonb) ->> 'sha256',
         CAST(:row AS jsonb) ->> 'status', CAST(:row AS jsonb) ->> 'created_at', CAST(:row AS jsonb) ->> 'finished_at')
 RETURNING id;
@@ -85,7 +86,7 @@ RETURNING id;
 -- :lang: the text's language, computed by the application (store/pg.py) as localmem_lang does.
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
                       text, sent_at, attachments, raw, meta, replaces, lang)
-VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'messages')),
+VALUES (coalesce(:id, localmem_next_id('messages')),
         CAST(:row AS jsonb) ->> 'ns', :source_id, CAST(:row AS jsonb) ->> 'conversation', CAST(:row AS jsonb) ->> 'session',
         (CAST(:row AS jsonb) ->> 'seq')::bigint, CAST(:row AS jsonb) ->> 'external_id', CAST(:row AS jsonb) ->> 'speaker', CAST(:row AS jsonb) ->> 'role',
         CAST(:row AS jsonb) ->> 'text', CAST(:row AS jsonb) ->> 'sent_at', CAST(:row AS jsonb) ->> 'attachments', CAST(:row AS jsonb) ->> 'raw',
@@ -96,7 +97,7 @@ RETURNING id;
 INSERT INTO units (id, ns, kind, conversation, episode_id, title, text, subject, predicate, object,
                    aspect, occurred_start, occurred_end, time_precision, mentioned_at, stage,
                    prompt_version, model_id, content_hash, data, created_at)
-VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'units')),
+VALUES (coalesce(:id, localmem_next_id('units')),
         CAST(:row AS jsonb) ->> 'ns', CAST(:row AS jsonb) ->> 'kind', CAST(:row AS jsonb) ->> 'conversation', :episode_id,
         CAST(:row AS jsonb) ->> 'title', CAST(:row AS jsonb) ->> 'text', CAST(:row AS jsonb) ->> 'subject', CAST(:row AS jsonb) ->> 'predicate',
         CAST(:row AS jsonb) ->> 'object', CAST(:row AS jsonb) ->> 'aspect', CAST(:row AS jsonb) ->> 'occurred_start', CAST(:row AS jsonb) ->> 'occurred_end',
@@ -110,7 +111,7 @@ INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
 
 -- name: import_entity
 INSERT INTO entities (id, ns, name, norm_name, type, summary, summary_at, data, created_at)
-VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'entities')),
+VALUES (coalesce(:id, localmem_next_id('entities')),
         CAST(:row AS jsonb) ->> 'ns', CAST(:row AS jsonb) ->> 'name', CAST(:row AS jsonb) ->> 'norm_name', CAST(:row AS jsonb) ->> 'entity_type',
         CAST(:row AS jsonb) ->> 'summary', CAST(:row AS jsonb) ->> 'summary_at', CAST(:row AS jsonb) ->> 'data', CAST(:row AS jsonb) ->> 'created_at')
 RETURNING id;
@@ -151,3 +152,21 @@ ON CONFLICT (id) DO UPDATE SET embedding = excluded.embedding;
 -- name: ids_take
 INSERT INTO id_marks (name, ns, high) VALUES (:name, :ns, :high)
 ON CONFLICT (name, ns) DO UPDATE SET high = excluded.high WHERE excluded.high > id_marks.high;
+
+-- name: messages_without_vectors
+-- As messages_for_reembed: each with the turn before it in its session; in id order (their
+-- parts take ids in this order: a restore gives them the ids they had when first stored).
+SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
+FROM localmem_ids(:ids) AS j
+JOIN messages AS m ON m.id = j.value
+LEFT JOIN messages AS p ON p.id = (
+    SELECT b.id FROM messages AS b
+    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
+    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
+ORDER BY m.id;
+
+-- name: units_without_vectors
+SELECT u.id, u.ns, u.kind, coalesce(u.title || '. ', '') || u.text, u.occurred_start
+FROM localmem_ids(:ids) AS j JOIN units AS u ON u.id = j.value
+WHERE u.text != ''
+ORDER BY u.id;

@@ -1,4 +1,6 @@
--- Search channels beyond vector and BM25: graph, temporal, entity/cue (TEMPR, MRAgent).
+-- The channels queries whose text differs by engine, as SQLite runs them;
+-- each name is also in sql/postgres/queries/channels.sql (PostgreSQL). The portable ones are in
+-- sql/shared/queries/channels.sql.
 
 -- name: graph_walk
 -- Spreading activation, best-first: the queue is ordered by activation (SQLite processes a
@@ -34,18 +36,6 @@ SELECT w.node, max(w.act) AS activation
 FROM walk AS w JOIN units AS u ON u.id = w.node AND u.text != ''
 GROUP BY w.node ORDER BY activation DESC, w.node LIMIT :budget;
 
--- name: units_in_range
--- Units whose time overlaps [:start, :end] (dates as ISO text), most recent first.
-SELECT id FROM units
-WHERE ns = :ns AND text != '' AND occurred_start IS NOT NULL
-  AND occurred_start <= :end || 'T99' AND coalesce(occurred_end, occurred_start) >= :start
-ORDER BY occurred_start DESC LIMIT :limit;
-
--- name: messages_in_range
-SELECT id FROM messages
-WHERE ns = :ns AND sent_at IS NOT NULL AND sent_at >= :start AND sent_at <= :end || 'T99'
-ORDER BY sent_at DESC LIMIT :limit;
-
 -- name: temporal_neighbours
 -- Temporal links touching the units of :ids (JSON array): (from in :ids, to, weight).
 SELECT l.src_id, l.dst_id, l.weight FROM links AS l
@@ -78,15 +68,6 @@ JOIN mentions AS m ON m.entity_id = CAST(w.key AS INTEGER)
                             ORDER BY r.unit_id DESC LIMIT 1 OFFSET :per_entity - 1), 0)
 JOIN units AS u ON u.id = m.unit_id AND u.text != ''
 GROUP BY m.unit_id ORDER BY score DESC, m.unit_id DESC LIMIT :limit;
-
--- name: latest_message_time
-SELECT max(sent_at) FROM messages WHERE ns = :ns;
-
--- name: episode_members
--- Everything an episode holds: itself, its derived units and its messages, as [kind, id].
-SELECT 'u', :id
-UNION ALL SELECT 'u', id FROM units WHERE episode_id = :id
-UNION ALL SELECT 'm', message_id FROM unit_sources WHERE unit_id = :id;
 
 -- name: episode_fits
 -- Whether an episode mentions one of :entities (JSON array of ids; an empty array means any)

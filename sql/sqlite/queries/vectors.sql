@@ -1,3 +1,7 @@
+-- The vectors queries whose text differs by engine, as SQLite runs them;
+-- each name is also in sql/postgres/queries/vectors.sql (PostgreSQL). The portable ones are in
+-- sql/shared/queries/vectors.sql.
+
 -- name: vec_create
 -- The vector indexes, created when a store is bound to an embedder. {dim} is the
 -- embedder's dimension, an integer checked in db.py (DDL cannot bind parameters).
@@ -191,10 +195,6 @@ INSERT INTO vec_message_parts (rowid, embedding, ns) VALUES (:id, :embedding, :n
 INSERT OR REPLACE INTO vec_part_codes (id, ns, code, q8)
 SELECT :id, :ns, vec_quantize_binary(:embedding), localmem_int8(:embedding) WHERE length(:embedding) % 32 = 0;
 
--- name: parts_delete_all
--- Before re-embedding: every part is cut and embedded again.
-DELETE FROM message_parts;
-
 -- name: part_messages
 -- The message each part (ids: a JSON array) belongs to.
 SELECT p.id, p.message_id FROM json_each(:ids) AS j JOIN message_parts AS p ON p.id = j.value;
@@ -223,19 +223,6 @@ SELECT rowid AS id, embedding FROM vec_messages WHERE ns = :ns ORDER BY rowid;
 -- name: vec_units_export
 SELECT rowid AS id, embedding FROM vec_units WHERE ns = :ns ORDER BY rowid;
 
--- name: messages_for_reembed
--- Each message with the turn before it in its session (NULLs: none), for its context part: the
--- turn right before it in its conversation when that one is in the same session (one index seek
--- each; sessions are runs of a conversation: a search of the session back would read every
--- earlier message for the first turn of each session).
-SELECT m.id, m.ns, m.speaker, m.text, m.attachments, p.speaker, p.text, p.attachments
-FROM messages AS m
-LEFT JOIN messages AS p ON p.id = (
-    SELECT b.id FROM messages AS b
-    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
-ORDER BY m.id;
-
 -- name: message_before
 -- The turn before a message at :seq (NULL: after the last) of :conversation when it is in the
 -- message's session :session (as in messages_for_reembed); none for a message without a
@@ -246,25 +233,8 @@ SELECT speaker, text, attachments FROM (
     ORDER BY seq DESC, id DESC LIMIT 1)
 WHERE session = :session AND :session != '';
 
--- name: units_for_reembed
--- Episodes not extracted yet have no text and no vector.
-SELECT id, ns, kind, coalesce(title || '. ', '') || text AS text, occurred_start FROM units
-WHERE text != '' ORDER BY id;
-
 -- name: message_vector
 SELECT embedding FROM vec_messages WHERE rowid = :id;
-
--- name: messages_without_context
--- Messages that should have a context part (a turn before them in their session, some text;
--- with :questions 1, a turn that asks something) and have none: stored before migration 0012
--- (or under another context_parts), until `localmem reembed`.
-SELECT count(*) FROM messages AS m
-JOIN messages AS p ON p.id = (
-    SELECT b.id FROM messages AS b
-    WHERE b.ns = m.ns AND b.conversation = m.conversation AND b.seq < m.seq
-    ORDER BY b.seq DESC, b.id DESC LIMIT 1) AND p.session = m.session AND m.session != ''
-WHERE m.text != '' AND (:questions = 0 OR instr(p.text, '?') > 0)
-  AND NOT EXISTS (SELECT 1 FROM message_parts AS c WHERE c.message_id = m.id AND c.context = 1);
 
 -- name: reembed_staging_create
 -- What a reembed has embedded so far (store.manage.reembed): committed chunk by chunk, so that a
@@ -277,20 +247,8 @@ CREATE TABLE IF NOT EXISTS reembed_staging (
     PRIMARY KEY (kind, id)
 ) WITHOUT ROWID;
 
--- name: reembed_staging_clear
-DELETE FROM reembed_staging;
-
--- name: reembed_staged_ids
-SELECT kind, id FROM reembed_staging;
-
 -- name: reembed_stage
 INSERT OR REPLACE INTO reembed_staging (kind, id, data) VALUES (:kind, :id, :data);
-
--- name: reembed_staged
-SELECT kind, id, data FROM reembed_staging;
-
--- name: reembed_staging_drop
-DROP TABLE IF EXISTS reembed_staging;
 
 -- name: reembed_lock
 -- Taken by a reembed's swap transaction: on SQLite its IMMEDIATE transaction already holds the

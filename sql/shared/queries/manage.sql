@@ -1,8 +1,3 @@
--- name: stats_messages
-SELECT count(*), count(DISTINCT conversation), count(DISTINCT conversation || char(31) || session),
-       min(sent_at), max(sent_at)
-FROM messages WHERE ns = :ns;
-
 -- name: stats_units
 SELECT kind, count(*) FROM units WHERE ns = :ns GROUP BY kind ORDER BY kind;
 
@@ -26,12 +21,6 @@ ORDER BY n.ns;
 SELECT s.id, s.kind, s.uri, s.sha256, s.status, s.created_at, s.finished_at,
        (SELECT count(*) FROM messages AS m WHERE m.source_id = s.id)
 FROM sources AS s WHERE s.ns = :ns ORDER BY s.id;
-
--- name: stats_vector_rows
--- Vectors of :ns per index (what decides exact search or binary codes; see vector_index.py).
-SELECT (SELECT count(*) FROM vec_message_codes WHERE ns = :ns),
-       (SELECT count(*) FROM vec_unit_codes WHERE ns = :ns),
-       (SELECT count(*) FROM vec_part_codes WHERE ns = :ns);
 
 -- name: namespace_names
 SELECT ns FROM sources UNION SELECT ns FROM units UNION SELECT ns FROM entities ORDER BY 1;

@@ -4,9 +4,6 @@
 -- The owner's names in :ns, as set or suggested.
 SELECT name, origin FROM owner_names WHERE ns = :ns ORDER BY name;
 
--- name: owner_name_add
-INSERT OR IGNORE INTO owner_names (ns, name, origin) VALUES (:ns, :name, :origin);
-
 -- name: owner_clear
 DELETE FROM owner_names WHERE ns = :ns;
 
@@ -22,11 +19,3 @@ SELECT count(*) FROM messages WHERE ns = :ns AND role = 'user';
 -- The speakers of :ns without a role, with their messages and conversations, most first.
 SELECT speaker, count(*), count(DISTINCT conversation) FROM messages
 WHERE ns = :ns AND role IS NULL GROUP BY speaker ORDER BY count(*) DESC, speaker;
-
--- name: export_owner
-SELECT json_object('type', 'owner', 'ns', ns, 'name', name, 'origin', origin)
-FROM owner_names WHERE ns = :ns ORDER BY name;
-
--- name: import_owner
-INSERT OR IGNORE INTO owner_names (ns, name, origin)
-VALUES (:row ->> 'ns', :row ->> 'name', :row ->> 'origin');

@@ -1,3 +1,7 @@
+-- The search queries whose text differs by engine, as SQLite runs them;
+-- each name is also in sql/postgres/queries/search.sql (PostgreSQL). The portable ones are in
+-- sql/shared/queries/search.sql.
+
 -- name: fts_messages
 -- :match is a sanitised FTS5 expression (quoted terms joined by OR), never raw user text.
 -- Column weights: the previous turn (context) counts half as much as the message itself.
@@ -76,27 +80,6 @@ SELECT term, doc FROM messages_fts_vocab WHERE term IN (SELECT value FROM json_e
 
 -- name: units_terms_docs
 SELECT term, doc FROM units_fts_vocab WHERE term IN (SELECT value FROM json_each(:terms));
-
--- name: namespace_speakers
-SELECT DISTINCT speaker FROM messages WHERE ns = :ns;
-
--- name: namespace_speaker_roles
--- Who speaks as the user and as the assistant in :ns (a chat export), most messages first.
-SELECT speaker, role FROM messages WHERE ns = :ns AND role IN ('user', 'assistant')
-GROUP BY speaker, role ORDER BY count(*) DESC;
-
--- name: namespace_speaker_aliases
--- The aliases of each speaker of :ns that is a person entity by that name ("Mel" for "Melanie").
-SELECT DISTINCT s.speaker, a.alias
-FROM (SELECT DISTINCT speaker FROM messages WHERE ns = :ns) AS s
-JOIN entities AS e ON e.ns = :ns AND e.type = 'person' AND e.norm_name = lower(s.speaker)
-JOIN entity_aliases AS a ON a.entity_id = e.id
-WHERE length(a.alias) > 1
-ORDER BY s.speaker, a.alias;
-
--- name: namespace_messages_latest
--- The :n latest messages of :ns, newest first.
-SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC LIMIT :n;
 
 -- name: parts_with_codes
 -- The sentence parts of the messages :ids (a JSON array), with their int8 vectors (for excerpts).

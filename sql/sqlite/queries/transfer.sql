@@ -3,9 +3,6 @@
 -- ('m:12', 'u:45') wherever they appear (format version 2; version 1 used bare numbers). Import: each row arrives as :row (a JSON object);
 -- ids are passed separately (:id NULL means "assign a new one").
 
--- name: export_namespaces
-SELECT ns FROM sources UNION SELECT ns FROM units UNION SELECT ns FROM entities ORDER BY 1;
-
 -- name: export_sources
 SELECT json_object('type', 'source', 'id', id, 'ns', ns, 'kind', kind, 'uri', uri,
                    'sha256', sha256, 'status', status, 'created_at', created_at,
@@ -155,19 +152,6 @@ INSERT INTO vec_message_parts (rowid, embedding, ns) VALUES (:id, unhex(:row ->>
 INSERT OR REPLACE INTO vec_part_codes (id, ns, code)
 SELECT :id, :row ->> 'ns', vec_quantize_binary(unhex(:row ->> 'embedding'))
 WHERE length(unhex(:row ->> 'embedding')) % 32 = 0;
-
--- name: ids_in_use
--- Rows, or ids a forget freed (id_marks): a restore keeps the file's ids only when all are 0.
-SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM units), (SELECT count(*) FROM entities),
-       (SELECT count(*) FROM id_marks);
-
--- name: ids_taken
--- The highest id each table gave out in namespace :ns, deleted since or not (the export's header).
-SELECT 'sources', max(id) FROM sources WHERE ns = :ns
-UNION ALL SELECT 'messages', max(id) FROM messages WHERE ns = :ns
-UNION ALL SELECT 'units', max(id) FROM units WHERE ns = :ns
-UNION ALL SELECT 'entities', max(id) FROM entities WHERE ns = :ns
-UNION ALL SELECT name, high FROM id_marks WHERE ns = :ns;
 
 -- name: ids_take
 -- A restore that kept the file's ids: the ids its store gave out in namespace :ns stay taken here.
