@@ -1,99 +1,25 @@
--- Search on PostgreSQL. Full text is ranked by BM25 computed here as FTS5's bm25() computes it
--- (fts5_aux.c): k1 = 1.2, b = 0.75; idf = ln((N - n + 0.5) / (n + 0.5)), 1e-6 where not
--- positive; a term's frequency weighted per column, the document's length its token count in
--- every column; N, n and the mean length over the whole table; each phrase of the query (a
--- word; one stemmed twice counts twice) adds idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b *
--- len / avgdl)) in the query's order, in double precision, so the scores equal FTS5's to the
--- last bit and ties fall alike; negated as bm25() is, so that ORDER BY score takes the best
--- first. The statistics (fts_stats, fts_terms) and each
--- lexeme's postings with its weighted frequency (fts_postings) are kept by triggers as rows
--- change (migration 0004): a search reads its lexemes' rows by index and counts nothing.
--- :match is the sanitised expression of retrieval/search.py (quoted words joined by OR); its
--- words are split and stemmed by localmem_en_tsvector (FTS5's porter unicode61, migration
--- 0005) as the rows were.
+-- Search on PostgreSQL. Full text is ranked by BM25 as FTS5's bm25() ranks it, defined once in
+-- the function localmem_bm25 (migration 0012: the formula, its constants and the statistics it
+-- reads); the six full-text queries below name the table, the namespace, the sanitised
+-- expression (:match) and, for the _among ones, the ids (:among) it ranks.
 
 -- name: fts_messages
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+SELECT id, score FROM localmem_bm25('messages_fts', :ns, :match)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: fts_messages_intl
--- fts_messages over the messages not in English (migration 0003): the query's words as that
--- index holds them (not stemmed, Latin diacritics folded, CJK runs as bigrams).
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_intl_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+-- fts_messages over the messages not in English (migration 0003).
+SELECT id, score FROM localmem_bm25('messages_fts_intl', :ns, :match)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: messages_intl_any
 SELECT EXISTS (SELECT 1 FROM messages_fts_intl WHERE ns = :ns);
 
 -- name: fts_messages_intl_among
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_intl_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts_intl')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts_intl', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts_intl' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+SELECT id, score FROM localmem_bm25('messages_fts_intl', :ns, :match, :among)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: messages_intl_terms_docs
@@ -104,29 +30,8 @@ FROM (SELECT j.value, ARRAY(SELECT lexeme FROM unnest(to_tsvector('simple', loca
 LEFT JOIN LATERAL (SELECT sum(ndoc) AS ndoc FROM localmem_fts_docs('messages_fts_intl', t.lexemes)) AS d ON true;
 
 -- name: fts_units
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+SELECT id, score FROM localmem_bm25('units_fts', :ns, :match)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: messages_by_ids
@@ -206,57 +111,13 @@ HAVING count(*) = (SELECT count(*) FROM unit_sources AS c WHERE c.unit_id = us.u
 SELECT p.id FROM localmem_ids(:messages) AS j JOIN message_parts AS p ON p.message_id = j.value;
 
 -- name: fts_messages_among
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('messages_fts')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('messages_fts', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'messages_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+SELECT id, score FROM localmem_bm25('messages_fts', :ns, :match, :among)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: fts_units_among
-WITH phrases AS MATERIALIZED (
-    SELECT p.n, v.lexeme
-    FROM unnest(string_to_array(:match, '" OR "')) WITH ORDINALITY AS p(phrase, n)
-    CROSS JOIN LATERAL unnest(localmem_en_tsvector(p.phrase)) AS v
-),
-terms AS MATERIALIZED (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM phrases),
-stats AS MATERIALIZED (SELECT n_rows, avgdl FROM localmem_fts_size('units_fts')),
-idf AS MATERIALIZED (
-    SELECT d.lexeme, CASE WHEN x.idf <= 0 THEN 1e-6::float8 ELSE x.idf END AS idf
-    FROM terms AS t CROSS JOIN stats AS s CROSS JOIN LATERAL localmem_fts_docs('units_fts', t.lexemes) AS d
-    CROSS JOIN LATERAL (SELECT ln((s.n_rows - d.ndoc + 0.5) / (d.ndoc + 0.5)) AS idf) AS x
-),
-hits AS (
-    SELECT p.id, p.tokens, p.lexeme, p.tf::float8 AS tf
-    FROM terms AS t JOIN fts_postings AS p ON p.tbl = 'units_fts' AND p.lexeme = ANY (t.lexemes) AND p.ns = :ns
-    WHERE p.id IN (SELECT value FROM localmem_ids(:among))
-)
-SELECT h.id,
-       -sum(i.idf * ((h.tf * (1.2::float8 + 1.0::float8))
-                     / (h.tf + 1.2::float8 * (1.0::float8 - 0.75::float8 + 0.75::float8 * h.tokens / s.avgdl)))
-            ORDER BY ph.n) AS score
-FROM hits AS h JOIN phrases AS ph ON ph.lexeme = h.lexeme JOIN idf AS i ON i.lexeme = h.lexeme CROSS JOIN stats AS s
-GROUP BY h.id
-ORDER BY score, h.id
+SELECT id, score FROM localmem_bm25('units_fts', :ns, :match, :among)
+ORDER BY score, id
 LIMIT :k;
 
 -- name: messages_replaced
