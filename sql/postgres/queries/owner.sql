@@ -1,7 +1,7 @@
 -- The owner's names on PostgreSQL (export and import: json_build_object, jsonb).
 
 -- name: owner_name_add
-INSERT INTO owner_names (ns, name, origin) VALUES (:ns, :name, :origin) ON CONFLICT DO NOTHING
+INSERT INTO owner_names (ns, name, origin) VALUES (:ns, :name, :origin) ON CONFLICT DO NOTHING;
 
 -- name: export_owner
 SELECT json_build_object('type', 'owner', 'ns', ns, 'name', name, 'origin', origin)

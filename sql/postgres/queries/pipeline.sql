@@ -20,7 +20,7 @@ VALUES (localmem_next_id('units'),
 RETURNING id;
 
 -- name: unit_source_insert
-INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id) ON CONFLICT DO NOTHING
+INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id) ON CONFLICT DO NOTHING;
 
 -- name: unit_insert
 INSERT INTO units (id, ns, kind, conversation, episode_id, text, subject, predicate, object,
@@ -52,7 +52,7 @@ VALUES (localmem_next_id('entities'),
 RETURNING id;
 
 -- name: alias_insert
-INSERT INTO entity_aliases (entity_id, alias, norm_alias) VALUES (:entity_id, :alias, :norm_alias) ON CONFLICT DO NOTHING
+INSERT INTO entity_aliases (entity_id, alias, norm_alias) VALUES (:entity_id, :alias, :norm_alias) ON CONFLICT DO NOTHING;
 
 -- name: entity_cooccurrence
 -- For each candidate in :ids, in how many units it appears together with an entity of :context.
@@ -63,7 +63,7 @@ WHERE a.entity_id IN (SELECT value FROM localmem_ids(:ids))
 GROUP BY a.entity_id;
 
 -- name: mention_insert
-INSERT INTO mentions (unit_id, entity_id, role, tag) VALUES (:unit_id, :entity_id, :role, :tag) ON CONFLICT DO NOTHING
+INSERT INTO mentions (unit_id, entity_id, role, tag) VALUES (:unit_id, :entity_id, :role, :tag) ON CONFLICT DO NOTHING;
 
 -- name: link_insert
 INSERT INTO links (src_id, dst_id, type, weight, valid_at, created_at)
