@@ -272,7 +272,7 @@ def test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes(m
     with conn:
         a, b, c = _unit(conn, "a"), _unit(conn, "b"), _unit(conn, "c")
         rex = _entity(conn, "Rex", [a, b, c])
-        conn.execute("insert or ignore into mentions values (?, ?, 'mentioned', null)", (a, rex))  # exists
+        conn.execute(q("mention_insert"), {"unit_id": a, "entity_id": rex, "role": "mentioned", "tag": None})  # exists
         ann = _entity(conn, "Ann", [a])
     assert counts() == {rex: (3, 3), ann: (1, 1)}
     with conn:
