@@ -103,10 +103,24 @@ def read_named(folder: Path) -> dict[str, str]:
     return {name: found.text for name, found in read_located(folder).items()}
 
 
+def _refuse_old_layout(root: Path) -> None:
+    """A file written for the layout before engines had folders (another branch's) is named,
+    not silently left unread."""
+    for old in ("queries", "migrations"):
+        if (root / old).is_dir():
+            raise LocalmemError(
+                f"{root / old}: sql/{old} is the old layout",
+                f"move its files to sql/shared/{old} (portable) or to sql/sqlite/{old} and sql/postgres/{old}"
+                if old == "queries"
+                else "move them to sql/sqlite/migrations",
+            )
+
+
 @lru_cache(maxsize=1)
 def _layout() -> tuple[dict[str, Located], dict[Engine, dict[str, Located]]]:
     """The shared queries and each engine's own, checked against each other."""
     root = sql_dir()
+    _refuse_old_layout(root)
     shared = read_located(root / "shared" / "queries")
     own: dict[Engine, dict[str, Located]] = {e: read_located(root / e / "queries") for e in ENGINES}
     for engine in ENGINES:
@@ -170,6 +184,7 @@ def query_names() -> list[str]:
 
 def read_migrations(engine: Engine) -> list[tuple[int, str, str]]:
     """``(version, filename, sql)`` for every migration of ``engine``, in order."""
+    _refuse_old_layout(sql_dir())
     folder = sql_dir() / engine / "migrations"
     found = []
     for path in sorted(folder.glob("*.sql")):

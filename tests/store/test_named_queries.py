@@ -408,6 +408,16 @@ def test_a_name_defined_twice_is_refused(tmp_path, own_sql):
         q("one")
 
 
+def test_a_query_file_in_the_old_layout_is_refused(tmp_path, own_sql):
+    """A branch written before sql/ had engine folders adds sql/queries/x.sql: named, not lost."""
+    root = _tree(tmp_path, {"shared/queries/a.sql": "-- name: one\nSELECT 1;\n"})
+    (root / "queries").mkdir()
+    (root / "queries" / "x.sql").write_text("-- name: two\nSELECT 2;\n")
+    own_sql(root)
+    with pytest.raises(LocalmemError, match=r"sql/queries is the old layout"):
+        q("one")
+
+
 def test_a_blocks_text_ends_at_its_last_sql_line(tmp_path, own_sql):
     """Comment lines before a ``-- name:`` line are the next query's, not the text of the one above."""
     own_sql(
