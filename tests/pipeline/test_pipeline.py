@@ -547,26 +547,31 @@ def test_facts_about_a_speaker_come_from_their_own_messages():
     assert is_chatter("expressed", "Melanie expressed support for Caroline.")
 
 
+def _episode_texts(conn) -> list[str]:
+    """Each episode's messages, joined by '|' in order (portable SQL: it runs on both engines)."""
+    texts: dict[int, list[str]] = {}
+    for unit_id, text in conn.execute(
+        "select u.id, m.text from units u join unit_sources s on s.unit_id = u.id "
+        "join messages m on m.id = s.message_id where u.kind = 'episode' order by u.id, m.id"
+    ):
+        texts.setdefault(unit_id, []).append(text)
+    return ["|".join(t) for t in texts.values()]
+
+
 def test_streaming_without_an_llm_closes_episodes_as_a_batch_ingest_does(tmp_path):
     from localmem.importers.formats import parse, read_input
 
     path = _transcript(tmp_path)
     with open_memory(tmp_path / "batch.db", namespace="t", embedder=HashEmbedder()) as batch:
         batch.ingest(path)
-        batch_episodes = batch.conn.execute(
-            "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
-            "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id"
-        ).fetchall()
+        batch_episodes = _episode_texts(batch.conn)
     parsed = parse(path, read_input(path), None, None, 100_000)
     with open_memory(tmp_path / "stream.db", namespace="t", embedder=HashEmbedder()) as stream:
         for _ns, messages in parsed.groups:
             for m in messages:
                 stream.add(m.speaker, m.text, time=m.sent_at, conversation=m.conversation)
         stream.extraction.segment_without_llm()  # closes the open buffer, as the end of a batch does
-        stream_episodes = stream.conn.execute(
-            "select group_concat(m.text, '|') from units u join unit_sources s on s.unit_id = u.id "
-            "join messages m on m.id = s.message_id where u.kind = 'episode' group by u.id order by u.id"
-        ).fetchall()
+        stream_episodes = _episode_texts(stream.conn)
     assert stream_episodes == batch_episodes and len(batch_episodes) == 2
 
 
