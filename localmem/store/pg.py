@@ -11,7 +11,7 @@ What differs by engine (see docs/postgres.md):
 
 - full text: a ``tsvector`` per message and unit (PostgreSQL's snowball English stemmer, no
   stop words), ranked by BM25 computed in SQL from the table's statistics with FTS5's own
-  formula and constants (``fts_messages`` in ``sql/postgres/queries/search.sql``);
+  formula and constants, defined once (``localmem_bm25``, migration 0012);
 - vectors: pgvector ``vector(dim)`` columns with HNSW indexes (cosine), searched with
   iterative index scans filtered by namespace; the SQLite store's binary codes are not kept;
 - forget: rows are deleted, then the tables touched are vacuumed (``VACUUM FULL``, which writes
