@@ -236,7 +236,7 @@ class QueryNotFoundError(LocalmemError):
 
     def __init__(self, name: str) -> None:
         super().__init__(
-            f"no named SQL query '{name}' in localmem's sql/queries (a packaging bug)", "reinstall localmem"
+            f"no named SQL query '{name}' in localmem's sql/ folder (a packaging bug)", "reinstall localmem"
         )
 
 
