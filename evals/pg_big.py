@@ -299,7 +299,7 @@ def load_sqlite(mem: Memory, rows: Rows) -> dict[str, float]:
     conn.execute("PRAGMA cache_size = -2000000")
     blob = lambda v: np.asarray(v, dtype=np.float32).tobytes()  # noqa: E731 (models.embedding.to_blob)
     with conn:
-        source_id = conn.execute(q("source_insert"), {**_source_params(rows), "status": "loading"}).fetchone()
+        source_id = conn.run("source_insert", {**_source_params(rows), "status": "loading"}).fetchone()
         assert source_id == (1,), source_id
         conn.executemany(
             _with_id(q("message_insert"), "messages", "ns"),
@@ -322,7 +322,7 @@ def load_sqlite(mem: Memory, rows: Rows) -> dict[str, float]:
             (dict(zip(("id", "ns", "conversation", "start", "end", "data", "created_at"), e)) for e in rows.episodes),
         )
         conn.executemany(q("unit_source_insert"), ({"unit_id": u, "message_id": m} for u, m in rows.episode_messages))
-        conn.execute(q("source_finish"), {"id": 1, "finished_at": rows.source["finished_at"]})
+        conn.run("source_finish", {"id": 1, "finished_at": rows.source["finished_at"]})
     conn.execute(f"PRAGMA cache_size = {int(cache)}")
     return {"load": time.perf_counter() - t0}
 

@@ -19,11 +19,11 @@ from .errors import StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models, for_store
 from .serial import one_at_a_time
+from .store.engine import Store
 from .text.files import check_namespace
 from .types import AddedMessage
 
 if TYPE_CHECKING:
-    import apsw
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from .answer.profile import Profile
@@ -82,7 +82,6 @@ class Memory:
         key: str | Key | None = None,
     ) -> None:
         from .retrieval.batch import SpeakerNames
-        from .store import db
         from .store.handle import Handle
 
         cfg = config or Config()
@@ -95,7 +94,7 @@ class Memory:
             raise StoreNotFoundError(self.path)
         self._store: Handle = Handle(self.path, cfg.busy_timeout_ms, as_key(key) if key is not None else cfg.key())
         if models is None and embedder is None:  # the store's own embedder, unless one is chosen
-            cfg = for_store(cfg, db.get_meta(self._store.conn, "embed_model_id"))
+            cfg = for_store(cfg, self._store.conn.get_meta("embed_model_id"))
         self.config = cfg
         self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         self._lock = self._store.lock
@@ -106,7 +105,7 @@ class Memory:
 
     # -- lifecycle -------------------------------------------------------------
     @property
-    def conn(self) -> "apsw.Connection":
+    def conn(self) -> "Store":
         """The store's connection (for the stage functions and tests)."""
         return self._store.conn
 

@@ -96,7 +96,7 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     from localmem.store import handle, pg
 
     made: dict[str, str] = {}
-    real_connect = handle._connect
+    real_connect = handle.open_store
 
     def connect(path, busy_timeout_ms, key):
         if is_postgres(path):
@@ -111,7 +111,7 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
                 Path(spot).touch()
         return real_connect(made[spot], busy_timeout_ms, None)
 
-    monkeypatch.setattr(handle, "_connect", connect)
+    monkeypatch.setattr(handle, "open_store", connect)
     from tests import helpers
 
     monkeypatch.setattr(helpers, "POSTGRES_STORES", made)

@@ -90,7 +90,7 @@ def store_connect(path: Path | str, busy_timeout_ms: int = DEFAULTS.busy_timeout
     the run is encrypted; in a --stores=postgres run, the test database the path stands for."""
     from localmem.store import handle
 
-    return handle._connect(Path(path), busy_timeout_ms, key_for_tests())
+    return handle.open_store(Path(path), busy_timeout_ms, key_for_tests())
 
 
 def store_config(**kwargs: Any) -> "Config":
@@ -206,7 +206,7 @@ def table_counts(conn) -> dict[str, int]:
         "units_fts",
         "message_parts",
     ]
-    if db.has_vectors(conn):
+    if conn.has_vectors():
         tables += ["vec_messages", "vec_units", "vec_message_parts"]
         if not on_postgres(conn):  # PostgreSQL keeps no binary codes
             tables.append("vec_part_codes")
@@ -224,10 +224,10 @@ def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
         mem.admin.export(buf)
         return {
             "export": buf.getvalue(),
-            "meta": db.all_meta(mem.conn),
+            "meta": mem.conn.all_meta(),
             "counts": table_counts(mem.conn),
             "namespaces": [n.to_dict() for n in mem.namespaces()],
-            "schema": db.schema_version(mem.conn),
+            "schema": mem.conn.schema_version(),
         }
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from localmem.retrieval import channels
 from localmem.retrieval.query_time import Range
-from localmem.store.queries import q
 from tests.helpers import open_memory
 
 
@@ -29,7 +28,7 @@ def _link(conn, a, b, weight, kind="semantic"):
 
 def _unit_vector(conn, unit, vec):
     # the store's own query: the vector tables differ by engine (sqlite-vec, pgvector)
-    conn.execute(q("vec_unit_insert"), {"id": unit, "ns": "test", "kind": "gist", "embedding": vec.tobytes()})
+    conn.run("vec_unit_insert", {"id": unit, "ns": "test", "kind": "gist", "embedding": vec.tobytes()})
 
 
 def _entity(conn, name, units, tag=None):
