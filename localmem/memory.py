@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .admin import Admin
 from .browse import Browse
@@ -85,13 +85,13 @@ class Memory:
         from .store.handle import Handle
 
         cfg = config or Config()
-        cfg = replace(cfg, db_path=cast(Path, as_location(path))) if path is not None else cfg
+        cfg = replace(cfg, db_path=as_location(path)) if path is not None else cfg
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         check_namespace(cfg.namespace)
         self.path, self.namespace = cfg.resolved_db_path(), cfg.namespace
         self.created = str(self.path) != ":memory:" and not self.path.exists()
         if self.created and not create:
-            raise StoreNotFoundError(self.path)
+            raise StoreNotFoundError(str(self.path))
         self._store: Handle = Handle(self.path, cfg.busy_timeout_ms, as_key(key) if key is not None else cfg.key())
         if models is None and embedder is None:  # the store's own embedder, unless one is chosen
             cfg = for_store(cfg, self._store.conn.get_meta("embed_model_id"))

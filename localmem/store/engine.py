@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterable, Itera
 from ..errors import EmbedderMismatchError, LocalmemError
 
 if TYPE_CHECKING:
+    from ..config import Key, StoreLocation
     from .purge import Decide, Scrub
     from .results import KeyChange
 
@@ -259,11 +260,11 @@ class Store(ABC):
         return value
 
 
-def open_store(location: Any, busy_timeout_ms: int, key: Any = None) -> Store:
+def open_store(location: "StoreLocation", busy_timeout_ms: int, key: "Key | None" = None) -> Store:
     """The one place a store is opened: the implementation its location's kind names."""
-    from ..config import is_postgres
+    from ..config import StoreURL
 
-    if is_postgres(str(location)):
+    if isinstance(location, StoreURL):
         if key is not None:
             raise LocalmemError(
                 "a PostgreSQL store is not encrypted by localmem: encryption at rest is the server's "

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
+from ..config import StoreLocation
 from ..errors import LocalmemError, NotFoundError
 from ..text.times import day_or_time
 from .engine import Store
@@ -89,7 +89,9 @@ class Target(TypedDict, total=False):
     match: str | None
 
 
-def forget(conn: Store, path: Path, ns: str, *, dry_run: bool = False, **target: Unpack[Target]) -> ForgetResult:
+def forget(
+    conn: Store, path: StoreLocation, ns: str, *, dry_run: bool = False, **target: Unpack[Target]
+) -> ForgetResult:
     """Delete the one ``target`` (checked here) in namespace ``ns``, or the whole ``namespace``,
     from the store at ``path``; what went (or would go), and what scrubbing the file did.
 
@@ -131,7 +133,7 @@ def _checked(target: Target) -> Target:
     return target
 
 
-def _forget(conn: Store, path: Path, ns: str, target: Target, dry_run: bool) -> ForgetResult:
+def _forget(conn: Store, path: StoreLocation, ns: str, target: Target, dry_run: bool) -> ForgetResult:
     if dry_run:
         with conn.reading():
             return ForgetResult(**_decide(conn, ns, target)[0].report(dry_run=True))

@@ -5,10 +5,9 @@ store was opened with."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any, ContextManager
 
-from ..config import Key
+from ..config import Key, StoreLocation
 from ..errors import LocalmemError
 from .engine import Store, open_store
 
@@ -20,7 +19,7 @@ class Handle:
     :func:`~localmem.serial.one_at_a_time`); :meth:`locked` turns the store's low-level errors
     into :class:`~localmem.errors.LocalmemError` s. After :meth:`close`, :attr:`conn` raises."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int, key: Key | None) -> None:
+    def __init__(self, path: StoreLocation, busy_timeout_ms: int, key: Key | None) -> None:
         self.path, self.busy_timeout_ms, self.key = path, busy_timeout_ms, key
         self.lock = threading.RLock()
         store = open_store(path, busy_timeout_ms, key)

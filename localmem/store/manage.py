@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..config import DEFAULTS, EXACT_BELOW, Config
+from ..config import DEFAULTS, EXACT_BELOW, Config, StoreLocation
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..models.embedding import Parts
 
 
-def stats(conn: Store, ns: str, path: Path) -> Stats:
+def stats(conn: Store, ns: str, path: StoreLocation) -> Stats:
     messages, conversations, sessions, first, last = one_row(conn.run("stats_messages", {"ns": ns}))
     sources, unfinished, entities, links = one_row(conn.run("stats_other", {"ns": ns}))
     units: dict[str, int] = dict(all_rows(conn.run("stats_units", {"ns": ns})))  # kind -> count
@@ -233,7 +233,7 @@ def _context_parts(conn: Store, mode: str) -> str:
     return f"{missing} messages stored before context parts have none (search finds them less well): localmem reembed"
 
 
-def doctor(conn: Store, config: Config, path: Path) -> DoctorReport:
+def doctor(conn: Store, config: Config, path: StoreLocation) -> DoctorReport:
     """Versions, the engine's features and checks, and where each model resolves from."""
     facts = conn.doctor_facts()
     report: dict[str, Any] = {
@@ -299,10 +299,10 @@ def _models_report(report: dict[str, Any], conn: Store, config: Config) -> Docto
     return DoctorReport(**report)
 
 
-def require_namespace(conn: Store, ns: str, default: str, path: Path) -> None:
+def require_namespace(conn: Store, ns: str, default: str, path: StoreLocation) -> None:
     """Raise :class:`UnknownNamespaceError` (listing the ones there are) unless the store holds
     namespace ``ns``; an empty store's ``default`` namespace is fine (nothing stored yet)."""
     known = [row[0] for row in conn.run("namespace_names")]
     if ns in known or (ns == default and not known):
         return
-    raise UnknownNamespaceError(ns, known, path)
+    raise UnknownNamespaceError(ns, known, str(path))

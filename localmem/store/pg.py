@@ -29,7 +29,6 @@ import threading
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
 from ..redact import redact
 from . import pgconnect
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from .purge import Decide, Scrub
     from .results import KeyChange
 
-__all__ = ["PgStore", "connect", "is_postgres", "pg_query"]
+__all__ = ["PgStore", "connect", "pg_query"]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$")
 _MIGRATION = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
