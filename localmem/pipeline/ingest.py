@@ -27,6 +27,7 @@ from ..store.engine import Store, now_iso
 from ..store.rows import one_row, one_value
 from ..store.vectors import insert_parts
 from ..text.files import check_storable, without_surrogates
+from ..text.language import detect
 
 Progress = Callable[[int], None]
 # Messages embedded together, at least a transaction's worth. embed_batched sorts a call's texts
@@ -410,8 +411,11 @@ def _insert_message(
     conversation. With ``embedder``, the store must still be bound to it when the row is in
     (a writer that a reembed's swap held up finds the new embedder there, and stores nothing)."""
     row = conn.run(
-        "message_insert",
+        "message_insert_lang",
         {
+            # The message's language decides its full-text index (migration 0013): computed
+            # here, the same on both engines, and bound as a value.
+            "lang": detect(m.text),
             "ns": ns,
             "source_id": source_id,
             "conversation": m.conversation,

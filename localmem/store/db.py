@@ -360,9 +360,11 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
     # apsw types a scalar function as taking any number of values; numargs=1 registers these for one.
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
-    # Each message's language and its text as the non-English full-text index takes it
-    # (migration 0013; the model loads on the first message, not here).
+    # A message's language is computed in ingest and bound as :lang (message_insert_lang,
+    # import_message_lang); localmem_lang stays registered only while the two queries it
+    # replaced (message_insert, import_message) are still in sql/queries: nothing runs them.
     conn.create_scalar_function("localmem_lang", _lang, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
+    # A message's text as the non-English full-text index takes it (migration 0013's triggers).
     conn.create_scalar_function("localmem_fts_text", _fts_text, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
     conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)

@@ -224,19 +224,6 @@ _WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE"})
 _VECTOR_PARAMS = frozenset({"embedding"})
 
 
-def _language(params: dict[str, Any]) -> str | None:
-    """The language of the message a query stores (SQLite's ``localmem_lang``): of its
-    ``text``, or of the ``text`` of its JSON ``row`` (an import)."""
-    from ..text.language import detect
-
-    text = params.get("text")
-    if text is None and isinstance(params.get("row"), str):
-        import json
-
-        text = json.loads(params["row"]).get("text")
-    return detect(text) if isinstance(text, str) else None
-
-
 class PgStore(Store):
     """An open PostgreSQL store: one connection from the store's pool. :meth:`run` runs a named
     query's PostgreSQL text (:func:`pg_query`), ``with store:`` is a transaction (nested ones are
@@ -291,8 +278,6 @@ class PgStore(Store):
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
                 for k, v in params.items()
             }
-        if isinstance(params, dict) and "%(lang)s" in text and "lang" not in params:
-            params = {**params, "lang": _language(params)}
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):

@@ -30,6 +30,7 @@ from ..config import DEFAULTS
 from ..errors import EmbedderMismatchError, InputError, LocalmemError
 from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
+from ..text.language import detect
 from . import db
 from .engine import Store
 from .results import ExportReport, RestoreReport
@@ -351,9 +352,11 @@ def _restore_one(conn: Store, rec: dict[str, Any], ids: dict[str, dict[int, int]
         insert("source", "import_source")
     elif kind == "message":
         replaces = rec.get("replaces")
+        text = rec.get("text")
         insert(
             "message",
-            "import_message",
+            "import_message_lang",
+            lang=detect(text) if isinstance(text, str) else None,
             source_id=ref("source", "source_id"),
             replaces=ref("message", "replaces") if replaces is not None else None,
         )

@@ -226,10 +226,12 @@ def test_ddl_queries_run_on_a_scratch_store(tmp_path):
 
 
 def test_query_names_cover_the_code():
-    """Every q("name") the package calls exists."""
+    """Every named query the package runs (store.run("name"), q("name")) exists."""
     used = set()
     for path in (REPO / "localmem").rglob("*.py"):
-        used |= set(re.findall(r'\bq\(\s*"([a-z_0-9]+)"\s*\)', path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        used |= set(re.findall(r'\bq\(\s*"([a-z_0-9]+)"\s*\)', text))
+        used |= set(re.findall(r'\.run(?:_many)?\(\s*"([a-z_0-9]+)"', text))
     assert used and used <= set(query_names())
 
 
