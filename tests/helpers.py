@@ -160,8 +160,11 @@ def count(conn, sql: str, *args: Any) -> int:
 
 
 def on_postgres(conn) -> bool:
-    """Whether ``conn`` is a PostgreSQL store's (a --stores=postgres run, or a URL)."""
-    return getattr(conn, "engine", None) == "postgres"
+    """Whether ``conn`` is a PostgreSQL store (a --stores=postgres run, or a URL)."""
+    from localmem.store.engine import Store
+    from localmem.store.sqlite import SqliteStore
+
+    return isinstance(conn, Store) and not isinstance(conn, SqliteStore)
 
 
 def vec_id(conn) -> str:

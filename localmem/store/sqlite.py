@@ -65,14 +65,14 @@ class SqliteStore(Store):
 
     # -- statements and transactions ----------------------------------------------------------------
     def run(self, name: str, params: Params = None) -> Rows:
-        return self.raw.execute(q(name), params)  # pyright: ignore[reportArgumentType]
+        return self.raw.execute(q(name), _bindings(params))
 
     def run_many(self, name: str, rows: Iterable[Params]) -> None:
-        self.raw.executemany(q(name), rows)  # pyright: ignore[reportArgumentType]
+        self.raw.executemany(q(name), (_bindings(p) for p in rows))
 
     def execute(self, sql: str, params: Params = None) -> apsw.Cursor:
         """SQLite's own SQL, not a named query: for this store's helpers and for tests."""
-        return self.raw.execute(sql, params)  # pyright: ignore[reportArgumentType]
+        return self.raw.execute(sql, _bindings(params))
 
     def pragma(self, name: str, value: Any = None) -> Any:
         """SQLite's ``PRAGMA name`` (set to ``value`` when given)."""
@@ -180,3 +180,9 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _bindings(params: Params) -> Any:
+    """``params`` as apsw binds them (its stubs ask a dict or a sequence of SQLite values; a
+    named query's parameters are those, typed as the seam's ``Params``)."""
+    return params

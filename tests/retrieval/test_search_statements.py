@@ -15,7 +15,7 @@ import pytest
 from localmem.retrieval import channels
 from localmem.store.queries import query_names
 from tests.fakes import HashEmbedder
-from tests.helpers import SAMPLE_CHAT, open_memory
+from tests.helpers import SAMPLE_CHAT, on_postgres, open_memory
 
 # The statements a repeated hybrid search of the sample chat sends, by engine (measured: 10 on
 # PostgreSQL and 13 on SQLite, which also asks for the binary codes PostgreSQL does not keep;
@@ -30,7 +30,7 @@ def statements(conn) -> Iterator[list[str]]:
     """The names of the named queries ``conn`` sends to its store while inside (another
     statement by its text)."""
     sent: list[str] = []
-    if getattr(conn, "engine", None) == "postgres":
+    if on_postgres(conn):
         import psycopg
 
         from localmem.store import pg
@@ -80,7 +80,7 @@ def test_a_repeated_search_reads_its_messages_once_and_keeps_the_stores_facts(tm
             assert counted[fact] == 0, sent
         # an English store's index of other languages is empty: not asked
         assert counted["fts_messages_intl"] == counted["messages_intl_terms_docs"] == 0, sent
-        assert len(sent) <= MAX_STATEMENTS[getattr(mem.conn, "engine", "sqlite")], sent
+        assert len(sent) <= MAX_STATEMENTS["postgres" if on_postgres(mem.conn) else "sqlite"], sent
 
 
 def test_kept_facts_follow_writes_from_this_memory_and_from_another(tmp_path):

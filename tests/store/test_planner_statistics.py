@@ -10,14 +10,14 @@ import pytest
 from localmem.store import pg
 from localmem_bench.bench import generate_messages, write_jsonl
 from tests.fakes import HashEmbedder
-from tests.helpers import open_memory
+from tests.helpers import on_postgres, open_memory
 
 
 def test_a_bulk_ingest_gathers_the_planners_statistics(tmp_path):
     data = tmp_path / "messages.jsonl"
     write_jsonl(generate_messages(pg.BULK_MESSAGES), data)
     with open_memory(tmp_path / "bulk.db", namespace="bench", embedder=HashEmbedder()) as mem:
-        if getattr(mem.conn, "engine", None) != "postgres":
+        if not on_postgres(mem.conn):
             pytest.skip("SQLite plans these queries by their indexes alone: nothing to gather")
         raw = mem.conn.raw
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.fakes import HashEmbedder
-from tests.helpers import open_memory
+from tests.helpers import on_postgres, open_memory
 
 
 class Stopping(HashEmbedder):
@@ -29,7 +29,7 @@ class Stopping(HashEmbedder):
 
 
 def _vectors(mem) -> dict[int, tuple[float, ...]]:
-    if getattr(mem.conn, "engine", None) == "postgres":  # pgvector's column, in its text form
+    if on_postgres(mem.conn):  # pgvector's column, in its text form
         rows = mem.conn.execute("SELECT id, embedding::text FROM vec_messages")
         return {int(i): tuple(json.loads(v)) for i, v in rows}
     rows = mem.conn.execute("SELECT rowid, embedding FROM vec_messages")
@@ -37,7 +37,7 @@ def _vectors(mem) -> dict[int, tuple[float, ...]]:
 
 
 def _has_staging(mem) -> bool:
-    if getattr(mem.conn, "engine", None) == "postgres":
+    if on_postgres(mem.conn):
         return mem.conn.execute("SELECT to_regclass('reembed_staging')").fetchone()[0] is not None
     return mem.conn.execute("SELECT name FROM sqlite_master WHERE name = 'reembed_staging'").fetchone() is not None
 
