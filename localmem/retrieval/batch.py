@@ -186,7 +186,7 @@ def search_batch(
 ) -> Iterator[list["Hit"]]:
     """The hits of each of ``queries``, embedded together (nothing is embedded when the store
     has no vectors); ``names``: as in :func:`vector_texts`. Each search reads the store's
-    change state once (:func:`~localmem.store.db.same_state`: what it has read before is kept
+    change state once (:meth:`~localmem.store.engine.Store.same_state`: what it has read before is kept
     while the store is unchanged), the first with the embedding of the batch."""
     from ..store.owner import names as owner_names
     from . import search
