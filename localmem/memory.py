@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .admin import Admin
 from .browse import Browse
-from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, DEFAULTS, Config, Key, as_key, as_location
+from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, DEFAULTS, Config, Key, StoreURL, as_key, as_location
 from .errors import StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models, for_store
@@ -70,7 +70,7 @@ class Memory:
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        path: "str | Path | StoreURL | None" = None,
         namespace: str | None = None,
         *,
         config: Config | None = None,
@@ -106,7 +106,7 @@ class Memory:
     # -- lifecycle -------------------------------------------------------------
     @property
     def conn(self) -> "Store":
-        """The store's connection (for the stage functions and tests)."""
+        """The open store (a :class:`~localmem.store.engine.Store`: for the stage functions and tests)."""
         return self._store.conn
 
     def close(self) -> None:
