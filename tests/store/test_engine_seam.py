@@ -14,7 +14,7 @@ from localmem.config import StoreURL, as_location, describe
 from localmem.store.engine import Store
 from localmem.store.sqlite import SqliteStore
 from tests.fakes import HashEmbedder
-from tests.helpers import REPO, on_postgres
+from tests.helpers import REPO, key_for_tests, on_postgres, open_memory
 
 # The store's engine modules: the only ones that may know which engine they are.
 IMPLEMENTATIONS = {"localmem/store/engine.py", "localmem/store/sqlite.py", "localmem/store/pg.py"}
@@ -59,10 +59,11 @@ def test_postgres_type_ignores_are_gone():
 
 
 def test_a_file_store_is_a_sqlite_store(tmp_path):
-    with Memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
+    with open_memory(tmp_path / "m.db", embedder=HashEmbedder()) as mem:
         if on_postgres(mem.conn):  # a --stores=postgres run opens every path on the test server
             pytest.skip("a --stores=postgres run")
         assert type(mem.conn) is SqliteStore and isinstance(mem.conn, Store)
+        assert mem.conn.encrypted() == (key_for_tests() is not None)  # the encrypted tier's stores are
         assert mem.conn.run("meta_get", {"key": "embed_model_id"}).fetchone() is None
         with mem.conn:  # a write transaction, and a savepoint inside it
             with mem.conn.writing():
