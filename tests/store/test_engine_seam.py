@@ -63,7 +63,7 @@ def test_a_file_store_is_a_sqlite_store(tmp_path):
         if on_postgres(mem.conn):  # a --stores=postgres run opens every path on the test server
             pytest.skip("a --stores=postgres run")
         assert type(mem.conn) is SqliteStore and isinstance(mem.conn, Store)
-        assert mem.conn.encrypted() == (key_for_tests() is not None)  # the encrypted tier's stores are
+        assert mem.conn.encrypted() == (key_for_tests() is not None)  # keyed in the encrypted tier
         assert mem.conn.run("meta_get", {"key": "embed_model_id"}).fetchone() is None
         with mem.conn:  # a write transaction, and a savepoint inside it
             with mem.conn.writing():
