@@ -1,6 +1,6 @@
 """The PostgreSQL store: a connection with the small API the layers above use of an apsw one.
 
-Everything above the store calls ``conn.run(name, params)``, opens write transactions
+Everything above the store calls ``conn.execute(q(name), params)``, opens write transactions
 with ``with conn:`` and reads snapshots with :func:`db.reading`. :class:`PgConnection` does the
 same on PostgreSQL (psycopg 3, connections from a pool): it finds which named query it was
 given by its SQLite text and runs that query's PostgreSQL version, from
