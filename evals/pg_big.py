@@ -7,7 +7,7 @@ times the same queries on both, taking turns query by query as ``evals/pg_scale.
 
 The rows are computed in this process by the product's own code: the input is parsed by
 ``importers.formats.parse`` (as ``ingest`` reads a JSONL file), each message's language by
-``text.language.detect`` (``localmem_lang``), its vector and parts by
+``text.language.detect`` (as ingest does), its vector and parts by
 ``models.embedding.embed_messages`` with the turn before it as ``ingest._turn_before`` finds it,
 and the episodes that ``ingest(extract="none")`` closes by ``pipeline.segment.plan`` with the
 ``EmbeddingDetector`` over those vectors. Then:
@@ -114,7 +114,7 @@ def prepare(path: Path, embedder: Any, config: Any, ns: str = NAMESPACE, chunk: 
     from localmem.importers import formats
     from localmem.models.embedding import embed_messages, message_text
     from localmem.pipeline import segment
-    from localmem.store import db
+    from localmem.store.engine import now_iso
     from localmem.text.language import detect
 
     seconds: dict[str, float] = {}
@@ -210,7 +210,7 @@ def prepare(path: Path, embedder: Any, config: Any, ns: str = NAMESPACE, chunk: 
     detector = segment.EmbeddingDetector(lambda window: vectors[[w.id - 1 for w in window]])
     episodes: list[tuple] = []
     members: list[tuple] = []
-    created = db.now_iso()
+    created = now_iso()
     for conv in sorted(by_conv):
         pending = [
             segment.PendingMessage(
@@ -255,7 +255,6 @@ def _with_id(sql: str, table: str, first_column: str) -> str:
         out = sql.replace(f"({first_column},", f"(id, {first_column},", 1).replace(
             f"VALUES (:{first_column}", f"VALUES (:id, :{first_column}", 1
         )
-    out = out.replace("localmem_lang(:text)", ":lang")
     out = out.split("RETURNING")[0].rstrip()
     if ":id" not in out:
         raise RuntimeError(f"the named insert into {table} changed: the bench cannot give it ids")
@@ -299,30 +298,32 @@ def load_sqlite(mem: Memory, rows: Rows) -> dict[str, float]:
     conn.execute("PRAGMA cache_size = -2000000")
     blob = lambda v: np.asarray(v, dtype=np.float32).tobytes()  # noqa: E731 (models.embedding.to_blob)
     with conn:
-        source_id = conn.execute(q("source_insert"), {**_source_params(rows), "status": "loading"}).fetchone()
+        source_id = conn.run("source_insert", {**_source_params(rows), "status": "loading"}).fetchone()
         assert source_id == (1,), source_id
-        conn.executemany(
+        conn.raw.executemany(
             _with_id(q("message_insert"), "messages", "ns"),
             (dict(zip(_MESSAGE_KEYS, r)) for r in rows.messages),
         )
-        conn.executemany(
+        conn.raw.executemany(
             q("vec_message_insert"),
             ({"id": i + 1, "embedding": blob(v), "ns": rows.ns} for i, v in enumerate(rows.vectors)),
         )
-        conn.executemany(
+        conn.raw.executemany(
             _with_id(q("part_insert"), "message_parts", "message_id"),
             (dict(zip(("id", "message_id", "ns", "start", "end", "context"), p)) for p in rows.parts),
         )
-        conn.executemany(
+        conn.raw.executemany(
             q("vec_part_insert"),
             ({"id": p[0], "embedding": blob(v), "ns": rows.ns} for p, v in zip(rows.parts, rows.part_vectors)),
         )
-        conn.executemany(
+        conn.raw.executemany(
             _with_id(q("episode_insert"), "units", "ns"),
             (dict(zip(("id", "ns", "conversation", "start", "end", "data", "created_at"), e)) for e in rows.episodes),
         )
-        conn.executemany(q("unit_source_insert"), ({"unit_id": u, "message_id": m} for u, m in rows.episode_messages))
-        conn.execute(q("source_finish"), {"id": 1, "finished_at": rows.source["finished_at"]})
+        conn.raw.executemany(
+            q("unit_source_insert"), ({"unit_id": u, "message_id": m} for u, m in rows.episode_messages)
+        )
+        conn.run("source_finish", {"id": 1, "finished_at": rows.source["finished_at"]})
     conn.execute(f"PRAGMA cache_size = {int(cache)}")
     return {"load": time.perf_counter() - t0}
 
@@ -592,11 +593,12 @@ _PG_TABLES = {
 
 def dump(mem: Memory) -> dict[str, list[tuple]]:
     """The rows of every table ingest writes (times of writing left out), as this engine keeps them."""
-    postgres = getattr(mem.conn, "engine", None) == "postgres"
-    tables = {**_COMMON_TABLES, **(_PG_TABLES if postgres else _SQLITE_TABLES)}
-    if postgres:
-        return {name: [tuple(r) for r in mem.conn.raw.execute(sql)] for name, sql in tables.items()}  # type: ignore[attr-defined]
-    return {name: [tuple(r) for r in mem.conn.execute(sql)] for name, sql in tables.items()}
+    from localmem.store.sqlite import SqliteStore
+
+    store = mem.conn
+    tables = {**_COMMON_TABLES, **(_SQLITE_TABLES if isinstance(store, SqliteStore) else _PG_TABLES)}
+    # each engine's own connection (apsw, psycopg) runs its own dialect's text
+    return {name: [tuple(r) for r in store.raw.execute(sql)] for name, sql in tables.items()}  # type: ignore[attr-defined]
 
 
 def top_ids(mem: Memory, queries: Sequence[str], channels: Sequence[str] | None = None) -> list[list[str]]:

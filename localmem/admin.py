@@ -74,10 +74,9 @@ class Admin:
         """Compact the store: merge the full-text indexes, rewrite the file without its free
         pages (a store made before auto_vacuum is switched to incremental), and empty the WAL;
         sizes before and after."""
-        from .store import purge
         from .store.results import VacuumReport
 
-        return VacuumReport(**purge.vacuum(self._store.conn, self._store.path))
+        return VacuumReport(**self._store.conn.vacuum())
 
     def reembed(self, progress: Progress | None = None) -> "results.ReembedReport":
         """Re-embed every message and unit with the configured embedder;
@@ -103,26 +102,8 @@ class Admin:
         password (``localmem postgres start``'s socket is one). A role row-level security does
         not bind (a superuser, BYPASSRLS, the store's owner, a built-in ``pg_*`` role) is
         refused."""
-        if getattr(self._store.conn, "engine", None) != "postgres":
-            raise LocalmemError(
-                "grant is for a PostgreSQL store (--db postgresql://...): a file store's namespaces are not "
-                "enforced per user; give each user a file of their own"
-            )
-        if not namespaces:
-            raise LocalmemError("grant needs at least one namespace")
         names = [check_namespace(n) for n in namespaces]  # exactly as given: "  bob  " is refused
-        from .store import pg
-
-        conn = self._store.conn
-        pg.grant_namespace(conn, role, names, password)  # type: ignore[arg-type]
-        held = [r[0] for r in conn.run("SELECT ns FROM namespace_roles WHERE role = %(r)s ORDER BY ns", {"r": role})]  # type: ignore[attr-defined]
-        version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()  # type: ignore[attr-defined]
-        return {
-            "role": role,
-            "namespaces": held,
-            "may_vacuum": bool(version and int(version[0]) >= 170000),
-            "warnings": pg.trust_warnings(conn, role),  # type: ignore[arg-type]
-        }
+        return self._store.conn.grant(role, names, password)
 
     @property
     def encrypted(self) -> bool:
@@ -159,6 +140,6 @@ class Admin:
             raise LocalmemError("an in-memory store cannot be encrypted or decrypted")
         if new is not None:
             cipher.require_cipher("encrypting a store")
-        report = cipher.change_key(self._store.conn, self._store.path, self._store.key, new, progress)
+        report = self._store.conn.change_key(self._store.key, new, progress)
         self._store.reopen(new)
         return report

@@ -32,8 +32,9 @@ from .config import (
     RERANK_MODES,
     Config,
     Setting,
+    StoreURL,
     as_location,
-    is_postgres,
+    describe,
     settings,
 )
 from .errors import ConfigError, InvalidTextError, LocalmemError, MissingDependencyError
@@ -77,8 +78,9 @@ class _StoreLocation(click.Path):
     become '/', and the URL a file name in the current directory)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if is_postgres(str(value)) and not isinstance(value, Path):
-            return as_location(str(value))
+        found = as_location(value if isinstance(value, Path) else str(value))
+        if isinstance(found, StoreURL):
+            return found
         return super().convert(value, param, ctx)
 
 
@@ -374,7 +376,7 @@ class _State:
         except LocalmemError:
             empty = False
         mem.close()
-        if empty:
+        if empty and isinstance(mem.path, Path):
             for leftover in (mem.path, Path(f"{mem.path}-wal"), Path(f"{mem.path}-shm")):
                 leftover.unlink(missing_ok=True)
         elif mem.created:
@@ -1199,7 +1201,7 @@ def _echo_stats(data: dict[str, Any]) -> None:
     """``Stats.to_dict()`` (and its ``source_list``) as sentences."""
     from .text import labels
 
-    store = "PostgreSQL database" if is_postgres(data["db_path"]) else "file"
+    store = describe(data["db_path"])
     click.echo(
         f"namespace {labels.quote(data['namespace'])} in {data['db_path']} ({store} of "
         f"{labels.size(data['db_bytes'])}, {'encrypted' if data['encrypted'] else 'not encrypted'}, "

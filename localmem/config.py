@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, cast
+from typing import Any, Callable, Mapping, Union
 
 from .errors import ConfigError, LocalmemError
 from .redact import redact
@@ -165,47 +165,68 @@ def home_dir() -> Path | None:
 
 
 # -- where a store lives: a file path (SQLite) or a postgresql:// URL (PostgreSQL) --------------
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+_URL_SCHEMES = ("postgresql://", "postgres://")
 
 
-def is_postgres(target: object) -> bool:
-    """True for a ``postgresql://`` (or ``postgres://``) URL."""
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+@dataclass(frozen=True)
+class StoreURL:
+    """A server store's connection URL (libpq's URI syntax: ``postgresql://`` or ``postgres://``).
 
+    A store's location is this or a :class:`~pathlib.Path` (:data:`StoreLocation`); ``str()`` of
+    it is the URL as given (password included: for connecting, never for showing; :meth:`redacted`
+    is for showing)."""
 
-class PostgresURL(str):
-    """A PostgreSQL store's connection URL (libpq's URI syntax), standing where a path stands."""
+    url: str
+
+    def __str__(self) -> str:
+        return self.url
 
     @property
     def name(self) -> str:
-        return self.rsplit("/", 1)[-1].split("?", 1)[0] or "postgres"
+        """The database's name (the URL's last path segment)."""
+        return self.url.rsplit("/", 1)[-1].split("?", 1)[0] or "postgres"
 
-    @property
-    def stem(self) -> str:
-        return self.name
+    def describe(self) -> str:
+        """What kind of store this is, in words."""
+        return "PostgreSQL database"
 
     def exists(self) -> bool:
         """A server is asked when the store opens; as a location it always 'exists'."""
         return True
 
-    def is_dir(self) -> bool:
-        return False
-
-    def expanduser(self) -> "PostgresURL":
-        return self
-
     def redacted(self) -> str:
         """The URL without its password, for messages and listings (:func:`~localmem.redact.redact`)."""
-        return redact(self)
+        return redact(self.url)
+
+    def identity(self) -> tuple[str, int, int]:
+        """The store as messages name it, 0, and a number made from the URL without its password
+        (one database, named by one URL): what a file's path, device and inode are to a file."""
+        import hashlib
+
+        from .redact import HIDDEN
+
+        shown = self.redacted()
+        # Keyed as before redact() said "user:***@": the same database with or without a
+        # password in its URL is one store.
+        key = shown.replace(f":{HIDDEN}@", "@", 1)
+        return shown, 0, int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
 
 
-def as_location(target: str | Path) -> Path | PostgresURL:
-    """``target`` as a store location: a :class:`PostgresURL` for a URL, else a path."""
-    if isinstance(target, PostgresURL):
+StoreLocation = Union[Path, StoreURL]
+"""Where a store is: its file, or its server's URL."""
+
+
+def as_location(target: "str | Path | StoreURL") -> StoreLocation:
+    """``target`` as a store location: a :class:`StoreURL` for a URL given as text, else a path."""
+    if isinstance(target, (StoreURL, Path)):
         return target
-    if is_postgres(str(target)) and not isinstance(target, Path):
-        return PostgresURL(str(target))
-    return Path(target)
+    return StoreURL(target) if target.startswith(_URL_SCHEMES) else Path(target)
+
+
+def describe(location: StoreLocation | str) -> str:
+    """What kind of store ``location`` (or its text, as a report shows it) names: "file" or the URL's kind."""
+    found = as_location(location)
+    return found.describe() if isinstance(found, StoreURL) else "file"
 
 
 def default_db_path() -> Path:
@@ -295,8 +316,9 @@ class Setting:
 
     def _as_kind(self, value: Any) -> Any:
         if self.kind is Path:
-            if is_postgres(str(value)):  # a store's URL (only db_path takes one; see Memory)
-                return PostgresURL(str(value))
+            found = as_location(value if isinstance(value, (Path, StoreURL)) else str(value))
+            if isinstance(found, StoreURL):  # a store's URL (only db_path takes one; see Memory)
+                return found
             return Path(os.path.expanduser(str(value)))
         if self.kind is bool:
             if isinstance(value, bool):
@@ -434,7 +456,7 @@ class Config:
 
     # LOCALMEM_DB, as the store is named (a file or a URL); LOCALMEM_DB_PATH, the setting's
     # first variable, still works.
-    db_path: Path | None = setting(
+    db_path: StoreLocation | None = setting(
         None,
         "The store: a file, or a postgresql:// URL (docs/postgres.md).",
         flags=("--db",),
@@ -723,10 +745,9 @@ class Config:
         """The answer stage's rules turned off by name (``ask_rules_off``)."""
         return _names_in(self.ask_rules_off or "")
 
-    def resolved_db_path(self) -> Path:
-        """The store's file, or its ``postgresql://`` URL (a :class:`PostgresURL`, which answers
-        the questions the layers ask of a store's path: typed as one)."""
-        return cast(Path, as_location(self.db_path)) if self.db_path else default_db_path()
+    def resolved_db_path(self) -> StoreLocation:
+        """The store's file, or its ``postgresql://`` URL (a :class:`StoreURL`)."""
+        return as_location(self.db_path) if self.db_path else default_db_path()
 
     def key(self, env: Mapping[str, str] | None = None) -> "Key | None":
         """The passphrase in the environment variable ``key_env`` names (``None`` without one)."""
@@ -748,7 +769,8 @@ class Config:
         return value
 
 
-_KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "Path": Path}
+# A store's location parses as a path does, a URL kept as a StoreURL (Setting._as_kind).
+_KINDS: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "Path": Path, "StoreLocation": Path}
 
 
 @functools.cache

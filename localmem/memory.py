@@ -10,20 +10,20 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .admin import Admin
 from .browse import Browse
-from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, DEFAULTS, Config, Key, as_key, as_location
+from .config import DEFAULT_AGENT_STEPS, DEFAULT_RECENT, DEFAULTS, Config, Key, StoreURL, as_key, as_location
 from .errors import StoreNotFoundError
 from .extraction import Extraction
 from .models.factory import Models, for_store
 from .serial import one_at_a_time
+from .store.engine import Store
 from .text.files import check_namespace
 from .types import AddedMessage
 
 if TYPE_CHECKING:
-    import apsw
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from .answer.profile import Profile
@@ -70,7 +70,7 @@ class Memory:
 
     def __init__(
         self,
-        path: str | Path | None = None,
+        path: "str | Path | StoreURL | None" = None,
         namespace: str | None = None,
         *,
         config: Config | None = None,
@@ -82,20 +82,19 @@ class Memory:
         key: str | Key | None = None,
     ) -> None:
         from .retrieval.batch import SpeakerNames
-        from .store import db
         from .store.handle import Handle
 
         cfg = config or Config()
-        cfg = replace(cfg, db_path=cast(Path, as_location(path))) if path is not None else cfg
+        cfg = replace(cfg, db_path=as_location(path)) if path is not None else cfg
         cfg = replace(cfg, namespace=namespace) if namespace is not None else cfg
         check_namespace(cfg.namespace)
         self.path, self.namespace = cfg.resolved_db_path(), cfg.namespace
         self.created = str(self.path) != ":memory:" and not self.path.exists()
         if self.created and not create:
-            raise StoreNotFoundError(self.path)
+            raise StoreNotFoundError(str(self.path))
         self._store: Handle = Handle(self.path, cfg.busy_timeout_ms, as_key(key) if key is not None else cfg.key())
         if models is None and embedder is None:  # the store's own embedder, unless one is chosen
-            cfg = for_store(cfg, db.get_meta(self._store.conn, "embed_model_id"))
+            cfg = for_store(cfg, self._store.conn.get_meta("embed_model_id"))
         self.config = cfg
         self.models = models or Models(cfg, llm=llm, embedder=embedder, reranker=reranker)
         self._lock = self._store.lock
@@ -106,8 +105,8 @@ class Memory:
 
     # -- lifecycle -------------------------------------------------------------
     @property
-    def conn(self) -> "apsw.Connection":
-        """The store's connection (for the stage functions and tests)."""
+    def conn(self) -> "Store":
+        """The open store (a :class:`~localmem.store.engine.Store`: for the stage functions and tests)."""
         return self._store.conn
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from localmem import Hit, IngestReport, Memory
-from localmem.config import Config, home_dir, user_data_dir
+from localmem.config import Config, StoreLocation, home_dir, user_data_dir
 from localmem.errors import InputError, LocalmemError, NotFoundError
 from localmem.files import private_dir
 from localmem.models.protocols import Embedder
@@ -71,7 +71,7 @@ def parse_evidence(evidence: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def eval_db_path(config: Config, benchmark: str = "locomo") -> Path:
+def eval_db_path(config: Config, benchmark: str = "locomo") -> StoreLocation:
     """The store to evaluate in: the one given (flag, env, config file or API), else a dedicated one.
 
     The dedicated store is ``eval-<benchmark>.db`` in the user data dir (``LOCALMEM_HOME``
@@ -372,7 +372,7 @@ def _haystack_jsonl(path: Path, index: int, item: dict[str, Any]) -> str:
 # -- searching and scoring -------------------------------------------------------------------
 def _run_searches(
     questions: list[_Question],
-    db_path: Path,
+    db_path: StoreLocation,
     config: Config,
     embedder: Embedder,
     ks: list[int],

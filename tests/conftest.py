@@ -92,14 +92,14 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     if marker is not None:
         pytest.skip(f"not on postgres: {marker.args[0] if marker.args else 'reads the store file'}")
     server = request.getfixturevalue("postgres_server")
-    from localmem.config import is_postgres
+    from localmem.config import StoreURL
     from localmem.store import handle, pg
 
     made: dict[str, str] = {}
-    real_connect = handle._connect
+    real_connect = handle.open_store
 
     def connect(path, busy_timeout_ms, key):
-        if is_postgres(path):
+        if isinstance(path, StoreURL):
             return real_connect(path, busy_timeout_ms, key)
         spot = str(path) if str(path) != ":memory:" else f":memory:{len(made)}"
         if spot not in made:
@@ -109,9 +109,9 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
             if spot == str(path):  # as opening a file store does: its folder, and an empty file for
                 Path(spot).parent.mkdir(parents=True, exist_ok=True)  # the commands that only read
                 Path(spot).touch()
-        return real_connect(made[spot], busy_timeout_ms, None)
+        return real_connect(StoreURL(made[spot]), busy_timeout_ms, None)
 
-    monkeypatch.setattr(handle, "_connect", connect)
+    monkeypatch.setattr(handle, "open_store", connect)
     from tests import helpers
 
     monkeypatch.setattr(helpers, "POSTGRES_STORES", made)

@@ -90,7 +90,7 @@ def store_connect(path: Path | str, busy_timeout_ms: int = DEFAULTS.busy_timeout
     the run is encrypted; in a --stores=postgres run, the test database the path stands for."""
     from localmem.store import handle
 
-    return handle._connect(Path(path), busy_timeout_ms, key_for_tests())
+    return handle.open_store(Path(path), busy_timeout_ms, key_for_tests())
 
 
 def store_config(**kwargs: Any) -> "Config":
@@ -160,8 +160,11 @@ def count(conn, sql: str, *args: Any) -> int:
 
 
 def on_postgres(conn) -> bool:
-    """Whether ``conn`` is a PostgreSQL store's (a --stores=postgres run, or a URL)."""
-    return getattr(conn, "engine", None) == "postgres"
+    """Whether ``conn`` is a PostgreSQL store (a --stores=postgres run, or a URL)."""
+    from localmem.store.engine import Store
+    from localmem.store.sqlite import SqliteStore
+
+    return isinstance(conn, Store) and not isinstance(conn, SqliteStore)
 
 
 def vec_id(conn) -> str:
@@ -206,7 +209,7 @@ def table_counts(conn) -> dict[str, int]:
         "units_fts",
         "message_parts",
     ]
-    if db.has_vectors(conn):
+    if conn.has_vectors():
         tables += ["vec_messages", "vec_units", "vec_message_parts"]
         if not on_postgres(conn):  # PostgreSQL keeps no binary codes
             tables.append("vec_part_codes")
@@ -224,10 +227,10 @@ def snapshot(db_path: Path, key: str | None = None) -> dict[str, Any]:
         mem.admin.export(buf)
         return {
             "export": buf.getvalue(),
-            "meta": db.all_meta(mem.conn),
+            "meta": mem.conn.all_meta(),
             "counts": table_counts(mem.conn),
             "namespaces": [n.to_dict() for n in mem.namespaces()],
-            "schema": db.schema_version(mem.conn),
+            "schema": mem.conn.schema_version(),
         }
 
 

@@ -14,8 +14,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import apsw
-
 from .. import progress
 from ..config import DEFAULTS
 from ..models.protocols import LLM
@@ -23,7 +21,7 @@ from ..models.structured import complete_structured
 from ..prompts import agent as prompt
 from ..retrieval.hits import hydrate
 from ..retrieval.search import mark_supersession
-from ..store.queries import q
+from ..store.engine import Store
 from ..store.rows import all_rows
 from ..text.names import normalise
 from ..types import Answer, Hit, Names
@@ -53,7 +51,7 @@ class Tools:
     """What the loop may call: search with a channel set (Memory's, bound to a namespace)
     and the store for the entity and episode tools."""
 
-    conn: apsw.Connection
+    conn: Store
     ns: str
     retrieve: Callable[[str, Sequence[str], int], list[Hit]]
     speakers: Names = field(default_factory=dict)
@@ -173,9 +171,9 @@ def _entity_units(tools: Tools, args: dict[str, Any], start: str | None, end: st
     order = args.get("order") if args.get("order") in ("oldest", "newest") else "newest"
     params = {"ns": tools.ns, "name": name, "tag": tag, "start": start, "end": end, "order": order}
     if args.get("count"):
-        total = len(all_rows(tools.conn.execute(q("agent_entity_units"), {**params, "limit": 10_000})))
+        total = len(all_rows(tools.conn.run("agent_entity_units", {**params, "limit": 10_000})))
         step.note = f"count: {total}"
-    rows = all_rows(tools.conn.execute(q("agent_entity_units"), {**params, "limit": RESULTS_PER_STEP}))
+    rows = all_rows(tools.conn.run("agent_entity_units", {**params, "limit": RESULTS_PER_STEP}))
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return [found[("u", r[0])] for r in rows if ("u", r[0]) in found]
 
@@ -189,16 +187,14 @@ def _personal_knowledge(tools: Tools, args: dict[str, Any], step: Step) -> list[
         return []
     aspect = (args.get("tag") or "").strip().lower() or None
     params = {"ns": tools.ns, "name": name}
-    aspects = all_rows(tools.conn.execute(q("agent_person_aspects"), params))
+    aspects = all_rows(tools.conn.run("agent_person_aspects", params))
     if not aspects:
         step.note = "no lasting knowledge about them (not consolidated)"
         return []
     if aspect is None or aspect not in {a for a, _n in aspects}:
         step.note = "aspects: " + ", ".join(f"{a} ({n})" for a, n in aspects)
         aspect = None
-    rows = all_rows(
-        tools.conn.execute(q("agent_person_knowledge"), {**params, "aspect": aspect, "limit": RESULTS_PER_STEP})
-    )
+    rows = all_rows(tools.conn.run("agent_person_knowledge", {**params, "aspect": aspect, "limit": RESULTS_PER_STEP}))
     found = hydrate(tools.conn, [("u", r[0]) for r in rows])
     return mark_supersession(tools.conn, [found[("u", r[0])] for r in rows if ("u", r[0]) in found])
 
@@ -208,14 +204,14 @@ def _episode_context(tools: Tools, item: Any, kept: Sequence[Hit], step: Step) -
         step.note = "no such kept item"
         return []
     kind, raw_id = kept[item - 1].id.split(":")
-    row = tools.conn.execute(q("agent_episode_of"), {"kind": kind, "id": int(raw_id)}).fetchone()
+    row = tools.conn.run("agent_episode_of", {"kind": kind, "id": int(raw_id)}).fetchone()
     if not row or row[0] is None:
         step.note = "not part of an episode"
         return []
     episode = int(row[0])
     keys = [("u", episode)]
-    keys += [(k, int(i)) for k, i in tools.conn.execute(q("agent_episode_neighbours"), {"id": episode})]
-    keys += [("m", int(r[0])) for r in tools.conn.execute(q("agent_episode_messages"), {"id": episode})]
+    keys += [(k, int(i)) for k, i in tools.conn.run("agent_episode_neighbours", {"id": episode})]
+    keys += [("m", int(r[0])) for r in tools.conn.run("agent_episode_messages", {"id": episode})]
     found = hydrate(tools.conn, keys)
     return [found[k] for k in keys if k in found][: RESULTS_PER_STEP * 2]
 

@@ -8,21 +8,19 @@ import datetime as dt
 import json
 from typing import Mapping, Sequence
 
-import apsw
-
-from ..store.queries import q
+from ..store.engine import Store
 from ..store.rows import all_rows
 from ..text.words import content_words, stem
 from ..types import Citation, Hit
 from .question import Question
 
 
-def citations(conn: apsw.Connection, hits: Sequence[Hit]) -> list[Citation]:
+def citations(conn: Store, hits: Sequence[Hit]) -> list[Citation]:
     """The distinct source messages of ``hits``, in time order."""
     ids = list(dict.fromkeys(s.message_id for h in hits for s in h.sources))
     if not ids:
         return []
-    rows = all_rows(conn.execute(q("messages_by_ids"), {"ids": json.dumps(ids)}))
+    rows = all_rows(conn.run("messages_by_ids", {"ids": json.dumps(ids)}))
     found = [
         Citation(mid, ext, conv, speaker, sent_at, text)
         for mid, ext, conv, _session, speaker, _role, text, sent_at, _att in rows

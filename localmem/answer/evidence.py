@@ -12,11 +12,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Callable, Mapping, Sequence
 
-import apsw
-
 from ..prompts import answer as prompt
 from ..prompts import item_text
 from ..retrieval.hits import hydrate
+from ..store.engine import Store
 from ..text import time_words
 from ..text.language import detect
 from ..text.times import day_text, with_dates
@@ -80,7 +79,7 @@ def in_time_order(hits: Sequence[Hit]) -> list[Hit]:
 SOURCE_MESSAGES = 2
 
 
-def as_messages(conn: apsw.Connection, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
+def as_messages(conn: Store, hits: Sequence[Hit], per_unit: int = SOURCE_MESSAGES) -> list[Hit]:
     """The evidence in the speakers' words: each gist or fact replaced, at its rank, by the
     messages it rests on (when there are at most ``per_unit``); messages already shown are not
     repeated. Episodes and broader units stay as they are, after all the messages: a token

@@ -15,10 +15,9 @@ import json
 from dataclasses import replace
 from typing import Callable, Sequence
 
-import apsw
 import numpy as np
 
-from ..store.queries import q
+from ..store.engine import Store
 from ..text.sentences import spans as sentence_spans
 from ..types import Hit, caption_text
 
@@ -28,7 +27,7 @@ MAX_MATCHES = 3
 
 
 def shorten(
-    conn: apsw.Connection,
+    conn: Store,
     hits: Sequence[Hit],
     query_vec: np.ndarray | None,
     count: Callable[[str], int],
@@ -44,7 +43,7 @@ def shorten(
     if not long:
         return list(hits)
     parts: dict[int, list[tuple[int, int, float]]] = {}
-    for message_id, start, end, code in conn.execute(q("parts_with_codes"), {"ids": json.dumps(list(long))}):
+    for message_id, start, end, code in conn.run("parts_with_codes", {"ids": json.dumps(list(long))}):
         vec = np.frombuffer(code, dtype=np.int8).astype(np.float32)
         norm = float(np.linalg.norm(vec)) or 1.0
         parts.setdefault(message_id, []).append((start, end, float(vec @ query_vec) / norm))

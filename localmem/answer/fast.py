@@ -16,13 +16,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-import apsw
-
 from .. import progress
 from ..config import Config
 from ..models.protocols import LLM, Warmable
 from ..models.structured import JsonFieldStream, Structured, complete_structured
 from ..prompts import answer as prompt
+from ..store.engine import Store
 from ..types import Answer, Hit, Names, Refusal, Speakers
 from . import rules
 from .citations import citations, renamed
@@ -74,7 +73,7 @@ class AnswerOptions:
 
 
 def answer(
-    conn: apsw.Connection,
+    conn: Store,
     llm: LLM | None,
     question: Question,
     hits: Sequence[Hit],

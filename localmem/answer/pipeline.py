@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .. import progress
 from ..config import ASK_MODES, MAX_AGENT_STEPS, Config
 from ..errors import LocalmemError
+from ..store.engine import Store
 from .fast import AnswerOptions
 
 if TYPE_CHECKING:
-    import apsw
-
     from ..models.factory import Models
     from ..retrieval.batch import SearchArgs, SpeakerNames
     from ..retrieval.search import SearchParams
@@ -94,7 +93,7 @@ def question_text(question: str, mode: str = "fast", steps: int = 1) -> str:
     return without_surrogates(question.strip())
 
 
-def today(conn: "apsw.Connection", namespace: str, now: dt.date | str | None) -> dt.date:
+def today(conn: "Store", namespace: str, now: dt.date | str | None) -> dt.date:
     """The day relative questions count from: ``now`` (a date, or text starting with one), or
     else the day of the namespace's latest message (today's date when it has none)."""
     from ..retrieval.channels import latest_time
@@ -107,7 +106,7 @@ def today(conn: "apsw.Connection", namespace: str, now: dt.date | str | None) ->
 
 
 def ask_question(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     config: Config,
@@ -153,7 +152,7 @@ def ask_question(
 
 
 def ask_in_mode(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     question: str,
@@ -211,7 +210,7 @@ def ask_in_mode(
 
 
 def ask(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     question: str,
@@ -231,7 +230,6 @@ def ask(
     from ..retrieval.batch import search_one, vector_texts
     from ..retrieval.search import fit_budget
     from ..retrieval.speakers import speakers as speakers_of
-    from ..store import db
     from . import checks
     from . import fast as answer_mod
     from .evidence import as_messages, session_diverse
@@ -259,7 +257,7 @@ def ask(
             models.embedder.embed(
                 vector_texts(conn, namespace, [question], params, options.user_name, names), role="query"
             )[0]
-            if db.has_vectors(conn)
+            if conn.has_vectors()
             else None
         )
         # A count reads one thing a session: each long message as its best sentence alone, so
@@ -291,7 +289,7 @@ def ask(
 
 
 def answer_from(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     config: Config,
@@ -321,7 +319,7 @@ def answer_from(
 
 
 def ask_agentic(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     question: str,

@@ -14,13 +14,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from ..errors import LocalmemError, NotFoundError
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import profile as summary_prompt
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import all_rows, one_row
 from ..text.names import normalise
 
@@ -74,24 +72,23 @@ class Profile:
         return out
 
 
-def profile(conn: apsw.Connection, ns: str, name: str, models: "Models | None" = None) -> Profile:
+def profile(conn: Store, ns: str, name: str, models: "Models | None" = None) -> Profile:
     """The profile of the entity ``name`` names in ``ns`` (alias-aware); given the ``models``,
     with its summary (:func:`with_summary`)."""
-    rows = all_rows(conn.execute(q("profile_entity"), {"ns": ns, "norm": normalise(name)}))
+    rows = all_rows(conn.run("profile_entity", {"ns": ns, "norm": normalise(name)}))
     if not rows:
-        people = [r[0] for r in conn.execute(q("profile_people"), {"ns": ns, "limit": 8})]
+        people = [r[0] for r in conn.run("profile_people", {"ns": ns, "limit": 8})]
         known = (
             f"; people in it: {', '.join(people)}" if people else " (it has no people yet: ingest with --extract llm)"
         )
         raise NotFoundError(f"no one called {name!r} in namespace '{ns}'{known}")
     entity_id, shown, kind = rows[0]
-    aliases = [r[0] for r in conn.execute(q("profile_aliases"), {"id": entity_id})]
+    aliases = [r[0] for r in conn.run("profile_aliases", {"id": entity_id})]
     episodes = [
-        Appearance(eid, title, when, role)
-        for eid, title, when, role in conn.execute(q("profile_episodes"), {"id": entity_id})
+        Appearance(eid, title, when, role) for eid, title, when, role in conn.run("profile_episodes", {"id": entity_id})
     ]
     statements: list[tuple[str, Statement]] = []
-    for uid, text, aspect, when, newer, until, older in conn.execute(q("profile_knowledge"), {"id": entity_id}):
+    for uid, text, aspect, when, newer, until, older in conn.run("profile_knowledge", {"id": entity_id}):
         statements.append(
             (
                 aspect,
@@ -102,7 +99,7 @@ def profile(conn: apsw.Connection, ns: str, name: str, models: "Models | None" =
         )
     by_id = {s.unit_id: s for _a, s in statements}
     if by_id:
-        for uid, _mid, ext, *_rest in conn.execute(q("unit_sources_by_ids"), {"ids": json.dumps(list(by_id))}):
+        for uid, _mid, ext, *_rest in conn.run("unit_sources_by_ids", {"ids": json.dumps(list(by_id))}):
             by_id[uid].sources.append(ext or "")
     knowledge: dict[str, list[Statement]] = {}
     for aspect, st in statements:
@@ -114,8 +111,8 @@ def profile(conn: apsw.Connection, ns: str, name: str, models: "Models | None" =
     return with_summary(conn, models, prof) if models is not None else prof
 
 
-def _stored_summary(conn: apsw.Connection, entity_id: int) -> tuple[str | None, str | None, str | None]:
-    summary, summary_at, data = one_row(conn.execute(q("entity_summary"), {"id": entity_id}))
+def _stored_summary(conn: Store, entity_id: int) -> tuple[str | None, str | None, str | None]:
+    summary, summary_at, data = one_row(conn.run("entity_summary", {"id": entity_id}))
     basis = (json.loads(data or "{}").get("summary") or {}).get("basis")
     return summary, summary_at, basis
 
@@ -130,7 +127,7 @@ class SummaryBasis:
     digest: str
 
 
-def stale_summary(conn: apsw.Connection, prof: Profile) -> SummaryBasis | None:
+def stale_summary(conn: Store, prof: Profile) -> SummaryBasis | None:
     """What a new summary of ``prof`` would rest on, when the stored one is missing or rests
     on something else (new or replaced knowledge, new episodes); None when it is current or
     memory holds nothing about the person."""
@@ -150,7 +147,7 @@ def stale_summary(conn: apsw.Connection, prof: Profile) -> SummaryBasis | None:
     return None if basis == digest and prof.summary else SummaryBasis(statements, episodes, digest)
 
 
-def write_summary(conn: apsw.Connection, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
+def write_summary(conn: Store, llm: LLM, prof: Profile, basis: SummaryBasis, now: str) -> None:
     """Have the model write ``prof``'s summary from ``basis`` and store it on the person
     (the model call runs first; only the write needs the caller's transaction)."""
     result = complete_structured(
@@ -164,8 +161,8 @@ def write_summary(conn: apsw.Connection, llm: LLM, prof: Profile, basis: Summary
     prof.summary = " ".join(str(result.data["summary"]).split())
     prof.summary_at = now
     with conn:
-        conn.execute(
-            q("entity_summary_update"),
+        conn.run(
+            "entity_summary_update",
             {
                 "id": prof.entity_id,
                 "summary": prof.summary,
@@ -181,12 +178,11 @@ def write_summary(conn: apsw.Connection, llm: LLM, prof: Profile, basis: Summary
         )
 
 
-def with_summary(conn: apsw.Connection, models: "Models", prof: Profile) -> Profile:
+def with_summary(conn: Store, models: "Models", prof: Profile) -> Profile:
     """``prof`` with its summary: the stored one, or, when that is missing or rests on
     something else (:func:`stale_summary`), one the model writes now and stores."""
-    from ..store import db
 
     basis = stale_summary(conn, prof)
     if basis is not None:
-        write_summary(conn, models.llm, prof, basis, db.now_iso())
+        write_summary(conn, models.llm, prof, basis, now_iso())
     return prof

@@ -17,8 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-import apsw
-
+from ..store.engine import Store
 from ..text import time_words
 from ..text.language import detect
 from ..text.times import absolute
@@ -39,7 +38,7 @@ class Context:
     speakers (empty: the checks of who a question is about are off), and the answer so far
     (``out``), with the prompt (``messages``) and the model's ``reply``."""
 
-    conn: apsw.Connection
+    conn: Store
     question: Question
     evidence: list[Hit]
     found: list[Hit]

@@ -25,7 +25,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import apsw
 import numpy as np
 
 from ..config import CONSOLIDATE_MODES
@@ -35,8 +34,7 @@ from ..models.structured import Structured, complete_structured
 from ..prompts import consolidate as prompt
 from ..prompts import verify as verify_prompt
 from ..retrieval import vector_index
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import all_rows, one_row, one_value
 from ..text.words import content_words, stem
 from . import resolve
@@ -97,22 +95,22 @@ class Episode:
     people: dict[str, int]  # normalised name or alias → entity id
 
 
-def load_episode(conn: apsw.Connection, episode_id: int) -> Episode:
-    eid, conversation, title, text, when = one_row(conn.execute(q("consolidate_episode"), {"id": episode_id}))
-    rows = all_rows(conn.execute(q("episode_messages"), {"episode_id": episode_id}))
+def load_episode(conn: Store, episode_id: int) -> Episode:
+    eid, conversation, title, text, when = one_row(conn.run("consolidate_episode", {"id": episode_id}))
+    rows = all_rows(conn.run("episode_messages", {"episode_id": episode_id}))
     msgs = [EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None) for mid, sp, tx, at, a, _e in rows]
-    people = {alias: entity for alias, entity in conn.execute(q("episode_people"), {"id": episode_id})}
+    people = {alias: entity for alias, entity in conn.run("episode_people", {"id": episode_id})}
     return Episode(eid, conversation or "", title or "", text or "", when, msgs, people)
 
 
-def held(conn: apsw.Connection, ns: str, query_vec: np.ndarray, limit: int = HELD) -> list[Known]:
+def held(conn: Store, ns: str, query_vec: np.ndarray, limit: int = HELD) -> list[Known]:
     """The current (not superseded) knowledge nearest to the episode, nearest first."""
     near = [uid for uid, _d in vector_index.knn(conn, "units", ns, query_vec, limit * 3, kind="knowledge")]
     if not near:
         return []
     rows = {
         uid: (text, aspect, entity)
-        for uid, text, aspect, entity in conn.execute(q("knowledge_current"), {"ids": json.dumps(near)})
+        for uid, text, aspect, entity in conn.run("knowledge_current", {"ids": json.dumps(near)})
     }
     return [Known(uid, *rows[uid]) for uid in near if uid in rows][:limit]
 
@@ -198,7 +196,7 @@ def _speaker_named(episode: Episode, name: str) -> str | None:
 
 
 def store(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     episode: Episode,
     statements: Sequence[Statement],
@@ -210,7 +208,7 @@ def store(
 ) -> Consolidated:
     """Write the statements (caller's transaction) and record the episode as consolidated."""
     out = Consolidated()
-    now = db.now_iso()
+    now = now_iso()
     when = episode.time
     kept: list[tuple[Statement, int]] = []
     speakers = frozenset(m.speaker.lower() for m in episode.messages if m.speaker)
@@ -252,7 +250,7 @@ def store(
         if replaced is not None and same_words(st.text, replaced.text):
             # "Replacing" a statement with itself is a repeat: the small model does it often.
             for mid in sources:
-                conn.execute(q("unit_source_insert"), {"unit_id": replaced.unit_id, "message_id": mid})
+                conn.run("unit_source_insert", {"unit_id": replaced.unit_id, "message_id": mid})
             out.reinforced.append(replaced.unit_id)
             continue
         # A change can embed close to what it replaces ("prefers tea to coffee" / "coffee to
@@ -260,12 +258,12 @@ def store(
         same = _same_statement(conn, ns, entity, vec) if replaced is None else None
         if same is not None:
             for mid in sources:
-                conn.execute(q("unit_source_insert"), {"unit_id": same, "message_id": mid})
+                conn.run("unit_source_insert", {"unit_id": same, "message_id": mid})
             out.reinforced.append(same)
             continue
         unit_id = one_value(
-            conn.execute(
-                q("knowledge_insert"),
+            conn.run(
+                "knowledge_insert",
                 {
                     "ns": ns,
                     "conversation": episode.conversation,
@@ -283,15 +281,13 @@ def store(
             )
         )
         for mid in sources:
-            conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
-        conn.execute(
-            q("mention_insert"), {"unit_id": unit_id, "entity_id": entity, "role": "subject", "tag": st.aspect}
-        )
-        conn.execute(q("vec_unit_insert"), {"id": unit_id, "ns": ns, "kind": "knowledge", "embedding": to_blob(vec)})
+            conn.run("unit_source_insert", {"unit_id": unit_id, "message_id": mid})
+        conn.run("mention_insert", {"unit_id": unit_id, "entity_id": entity, "role": "subject", "tag": st.aspect})
+        conn.run("vec_unit_insert", {"id": unit_id, "ns": ns, "kind": "knowledge", "embedding": to_blob(vec)})
         out.added.append(unit_id)
         if replaced is not None:
-            conn.execute(
-                q("link_insert"),
+            conn.run(
+                "link_insert",
                 {
                     "src_id": unit_id,
                     "dst_id": replaced.unit_id,
@@ -302,8 +298,8 @@ def store(
                 },
             )
             out.superseded.append((unit_id, replaced.unit_id))
-    conn.execute(
-        q("consolidation_insert"),
+    conn.run(
+        "consolidation_insert",
         {
             "episode_id": episode.id,
             "mode": mode,
@@ -317,9 +313,9 @@ def store(
     return out
 
 
-def _same_statement(conn: apsw.Connection, ns: str, entity: int, vec: np.ndarray) -> int | None:
+def _same_statement(conn: Store, ns: str, entity: int, vec: np.ndarray) -> int | None:
     """A held statement about ``entity`` that says what ``vec`` says, if any."""
-    rows = all_rows(conn.execute(q("knowledge_vectors_of_entity"), {"ns": ns, "entity_id": entity}))
+    rows = all_rows(conn.run("knowledge_vectors_of_entity", {"ns": ns, "entity_id": entity}))
     if not rows:
         return None
     ids = [r[0] for r in rows]
@@ -373,7 +369,7 @@ def check(
 
 
 def consolidate_episode(
-    conn: apsw.Connection,
+    conn: Store,
     llm: LLM,
     embedder: Any,
     ns: str,
@@ -401,8 +397,8 @@ def consolidate_episode(
             log(stage=stage, prompt_version=version, result=result)
         version = next(v for stage, v, _r in reversed(calls) if stage != "verify-knowledge")
         if data is None:
-            conn.execute(
-                q("consolidation_insert"),
+            conn.run(
+                "consolidation_insert",
                 {
                     "episode_id": episode.id,
                     "mode": mode,
@@ -410,7 +406,7 @@ def consolidate_episode(
                     "added": 0,
                     "reinforced": 0,
                     "superseded": 0,
-                    "created_at": db.now_iso(),
+                    "created_at": now_iso(),
                 },
             )
             return None

@@ -15,15 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Sequence
 
-import apsw
-
 from ..models.embedding import message_text, to_blob, unit_text
 from ..models.protocols import LLM, Judge, Judged
 from ..models.structured import Structured, complete_structured
 from ..prompts import extract as prompt
 from ..prompts import verify as verify_prompt
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import one_value
 from ..text.times import Span, find_time_phrases, resolve_phrase
 from ..text.words import content_words, stem
@@ -354,7 +351,7 @@ class Stored:
 
 
 def store(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     episode_id: int,
     conversation: str,
@@ -366,9 +363,9 @@ def store(
 ) -> Stored:
     """Write the episode's narrative, gists, facts, entities and mentions (caller's transaction)."""
     out = Stored()
-    conn.execute(q("derived_units_delete"), {"episode_id": episode_id})
-    conn.execute(
-        q("episode_update"),
+    conn.run("derived_units_delete", {"episode_id": episode_id})
+    conn.run(
+        "episode_update",
         {
             "id": episode_id,
             "title": ex.title,
@@ -378,7 +375,7 @@ def store(
             "model_id": model_id,
         },
     )
-    now = db.now_iso()
+    now = now_iso()
     pending: list[tuple[int, str, str, str | None, list[int]]] = []  # id, kind, text, when, sources
     for ev in ex.events:
         start = ev.span.start.isoformat() if ev.span else None
@@ -387,8 +384,8 @@ def store(
         fact_text = f"{ev.subject} {ev.predicate} {ev.object}".strip()
         for kind, text in (("gist", ev.text), ("fact", fact_text)):
             unit_id = one_value(
-                conn.execute(
-                    q("unit_insert"),
+                conn.run(
+                    "unit_insert",
                     {
                         "ns": ns,
                         "kind": kind,
@@ -412,7 +409,7 @@ def store(
             )
             out.units[kind] = out.units.get(kind, 0) + 1
             for mid in ev.source_ids:
-                conn.execute(q("unit_source_insert"), {"unit_id": unit_id, "message_id": mid})
+                conn.run("unit_source_insert", {"unit_id": unit_id, "message_id": mid})
             pending.append((unit_id, kind, text, start, ev.source_ids))
     context: list[int] = []
     entity_ids: dict[str, int] = {}
@@ -423,32 +420,28 @@ def store(
         out.entities_new += created
         context.append(entity_id)
         entity_ids[ent.name.lower()] = entity_id
-        conn.execute(
-            q("mention_insert"),
+        conn.run(
+            "mention_insert",
             {"unit_id": episode_id, "entity_id": entity_id, "role": ent.role, "tag": ent.tag or None},
         )
     for unit_id, kind, text, _when, _src in pending:
         lowered = text.lower()
         for name, entity_id in entity_ids.items():
             if name and name in lowered:
-                conn.execute(
-                    q("mention_insert"), {"unit_id": unit_id, "entity_id": entity_id, "role": "mentioned", "tag": None}
+                conn.run(
+                    "mention_insert", {"unit_id": unit_id, "entity_id": entity_id, "role": "mentioned", "tag": None}
                 )
     texts = [unit_text(text, when) for _, _, text, when, _ in pending]
     texts.append(unit_text(f"{ex.title}. {ex.narrative}", messages[0].sent_at if messages else None))
     vectors = embedder.embed(texts) if texts else []
     for (unit_id, kind, _t, when, _s), vec in zip(pending, vectors):
-        conn.execute(q("vec_unit_insert"), {"id": unit_id, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
+        conn.run("vec_unit_insert", {"id": unit_id, "ns": ns, "kind": kind, "embedding": to_blob(vec)})
         out.rows.append((unit_id, kind, when, vec))
-    conn.execute(
-        q("vec_unit_insert"), {"id": episode_id, "ns": ns, "kind": "episode", "embedding": to_blob(vectors[-1])}
-    )
+    conn.run("vec_unit_insert", {"id": episode_id, "ns": ns, "kind": "episode", "embedding": to_blob(vectors[-1])})
     return out
 
 
-def borderline(
-    conn: apsw.Connection, ns: str, messages: Sequence[EpisodeMessage], ex: Extraction
-) -> list[resolve.Borderline]:
+def borderline(conn: Store, ns: str, messages: Sequence[EpisodeMessage], ex: Extraction) -> list[resolve.Borderline]:
     """The extraction's entity mentions that need the model to resolve (see resolve.find_borderline)."""
     return resolve.find_borderline(
         conn, ns, [resolve.Mentioned(e.name, e.type, e.tag) for e in ex.entities], {m.speaker for m in messages}

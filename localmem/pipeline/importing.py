@@ -10,12 +10,11 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
-import apsw
-
 from ..config import EXTRACT_MODES, Config, check_choice
 from ..importers import formats
 from ..importers import owner as owner_import
 from ..store import owner as owner_store
+from ..store.engine import Store
 from ..text.files import check_namespace, check_storable
 from ..types import AddedMessage
 from . import ingest, pipeline
@@ -43,7 +42,7 @@ class ImportArgs(TypedDict, total=False):
 
 
 def ingest_input(
-    conn: apsw.Connection,
+    conn: Store,
     models: Models,
     config: Config,
     namespace: str,
@@ -94,7 +93,7 @@ def ingest_input(
     return report
 
 
-def suggest_owner(conn: apsw.Connection, parsed: formats.ParsedInput, into: str | None, namespace: str) -> list[str]:
+def suggest_owner(conn: Store, parsed: formats.ParsedInput, into: str | None, namespace: str) -> list[str]:
     """Keep as suggestions the owner's names an import tells (:mod:`localmem.importers.owner`),
     per namespace it went to (``into``, else the one a source names, else ``namespace``); what
     was suggested, in words for the report."""
@@ -117,7 +116,7 @@ def suggest_owner(conn: apsw.Connection, parsed: formats.ParsedInput, into: str 
 
 
 def add_message(
-    conn: apsw.Connection,
+    conn: Store,
     models: Models,
     config: Config,
     namespace: str,
@@ -137,9 +136,7 @@ def add_message(
     return AddedMessage(message_id, message.external_id, message.conversation, added)
 
 
-def correct_message(
-    conn: apsw.Connection, models: Models, config: Config, namespace: str, item: str, text: str
-) -> AddedMessage:
+def correct_message(conn: Store, models: Models, config: Config, namespace: str, item: str, text: str) -> AddedMessage:
     """``text`` stored as the correction of message ``item``, as :meth:`Memory.correct
     <localmem.Memory.correct>` takes it."""
     max_chars, context = config.max_message_chars, config.context_parts

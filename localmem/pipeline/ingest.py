@@ -23,11 +23,11 @@ from ..errors import DiskFullError, LocalmemError, NotFoundError
 from ..importers.formats import MessageIn, ParsedInput, ParsedSource
 from ..models.embedding import embed_messages, message_text, to_blob, turn_text
 from ..models.protocols import Embedder
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import one_row, one_value
 from ..store.vectors import insert_parts
 from ..text.files import check_storable, without_surrogates
+from ..text.language import detect
 
 Progress = Callable[[int], None]
 # Messages embedded together, at least a transaction's worth. embed_batched sorts a call's texts
@@ -125,21 +125,21 @@ ENGLISH_ONLY_EMBEDDERS = ("all-MiniLM-L6-v2-int8",)
 LANGUAGE_EVIDENCE = 20
 
 
-def language_advice(conn: apsw.Connection, embedder_id: str, chosen: bool) -> str | None:
+def language_advice(conn: Store, embedder_id: str, chosen: bool) -> str | None:
     """Once per store: when most of its messages are in a language other than English and it is
     embedded with the English-only default that nobody chose (``chosen``: the embedder was set
     by a flag, variable, config file or the API), what to do about it. Recorded in meta
     ``language_advice``, so it is said once."""
-    if chosen or embedder_id not in ENGLISH_ONLY_EMBEDDERS or db.get_meta(conn, "language_advice"):
+    if chosen or embedder_id not in ENGLISH_ONLY_EMBEDDERS or conn.get_meta("language_advice"):
         return None
-    counts = {lang: n for lang, n in conn.execute(q("message_languages"))}
+    counts = {lang: n for lang, n in conn.run("message_languages")}
     known = {lang: n for lang, n in counts.items() if lang not in (None, "und")}
     total = sum(known.values())
     other = {lang: n for lang, n in known.items() if lang != "en"}
     if total < LANGUAGE_EVIDENCE or sum(other.values()) * 2 <= total:
         return None
     with conn:
-        db.set_meta(conn, "language_advice", db.now_iso())
+        conn.set_meta("language_advice", now_iso())
     top = ", ".join(f"{lang} {100 * n / total:.0f}%" for lang, n in sorted(other.items(), key=lambda kv: -kv[1])[:3])
     return (
         f"most of these messages are not in English ({top}), and this store's embedder "
@@ -149,12 +149,12 @@ def language_advice(conn: apsw.Connection, embedder_id: str, chosen: bool) -> st
     )
 
 
-def ensure_bound(conn: apsw.Connection, embedder: Embedder) -> None:
+def ensure_bound(conn: Store, embedder: Embedder) -> None:
     """Bind the store to ``embedder`` on first use (raises on a mismatch)."""
-    if not db.check_embedder(conn, embedder.model_id, embedder.dim):
+    if not conn.check_embedder(embedder.model_id, embedder.dim):
         with conn:
-            if not db.check_embedder(conn, embedder.model_id, embedder.dim):
-                db.bind_embedder(conn, embedder.model_id, embedder.dim)
+            if not conn.check_embedder(embedder.model_id, embedder.dim):
+                conn.bind_embedder(embedder.model_id, embedder.dim)
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,7 @@ class IngestOptions:
 
 
 def store_parsed(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     parsed: ParsedInput,
     options: IngestOptions,
@@ -204,14 +204,14 @@ def store_parsed(
     except apsw.FullError as exc:
         stored = _stored(conn, parsed, namespace, force_namespace)
         raise DiskFullError(
-            conn.filename or "the store",
+            conn.location or "the store",
             f" ({stored:,} of the input's {parsed.message_count:,} "
             "messages are stored; a re-run adds the rest, none twice)",
         ) from exc
 
 
 def _store_parsed(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     parsed: ParsedInput,
     namespace: str,
@@ -254,20 +254,19 @@ def _store_parsed(
     return report
 
 
-def _stored(conn: apsw.Connection, parsed: ParsedInput, namespace: str, force_namespace: bool) -> int:
+def _stored(conn: Store, parsed: ParsedInput, namespace: str, force_namespace: bool) -> int:
     """How many of ``parsed``'s messages the store holds (read only: it works on a full disk)."""
     keys: dict[str, list[list[str]]] = {}
     for group_ns, messages in parsed.groups:
         ns = namespace if force_namespace or group_ns is None else group_ns
         keys.setdefault(ns, []).extend([m.conversation, m.external_id] for m in messages)
     return sum(
-        len(conn.execute(q("messages_existing"), {"ns": ns, "keys": json.dumps(k)}).fetchall())
-        for ns, k in keys.items()
+        len(conn.run("messages_existing", {"ns": ns, "keys": json.dumps(k)}).fetchall()) for ns, k in keys.items()
     )
 
 
 def _store_source(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     source: ParsedSource,
     namespace: str,
@@ -284,7 +283,7 @@ def _store_source(
     for group_ns, messages in source.groups:
         by_ns.setdefault(namespace if force_namespace or group_ns is None else group_ns, []).extend(messages)
     for ns, messages in by_ns.items():
-        found = conn.execute(q("source_find"), {"ns": ns, "sha256": source.sha256}).fetchone()
+        found = conn.run("source_find", {"ns": ns, "sha256": source.sha256}).fetchone()
         if found and found[1] == "loaded":
             if progress:
                 progress(len(messages))
@@ -295,15 +294,15 @@ def _store_source(
         else:
             with conn:
                 source_id = one_value(
-                    conn.execute(
-                        q("source_insert"),
+                    conn.run(
+                        "source_insert",
                         {
                             "ns": ns,
                             "kind": source.format,
                             "uri": without_surrogates(source.uri),  # a name not UTF-8
                             "sha256": source.sha256,
                             "status": "loading",
-                            "created_at": db.now_iso(),
+                            "created_at": now_iso(),
                         },
                     )
                 )
@@ -314,12 +313,12 @@ def _store_source(
             chunk = messages[start : start + window]
             seconds += _store_window(conn, embedder, ns, source_id, chunk, nsr, batch, embed_batch, progress, context)
         with conn:
-            conn.execute(q("source_finish"), {"id": source_id, "finished_at": db.now_iso()})
+            conn.run("source_finish", {"id": source_id, "finished_at": now_iso()})
         yield nsr, seconds
 
 
 def _store_window(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     ns: str,
     source_id: int,
@@ -333,7 +332,7 @@ def _store_window(
     """Embed the messages of ``window`` not yet stored, then write them ``batch`` a transaction
     (``progress`` after each); the seconds spent embedding. ``context``: setting ``context_parts``."""
     keys = json.dumps([[m.conversation, m.external_id] for m in window])
-    stored = {(c, e): t for c, e, t in conn.execute(q("messages_existing"), {"ns": ns, "keys": keys})}
+    stored = {(c, e): t for c, e, t in conn.run("messages_existing", {"ns": ns, "keys": keys})}
     fresh: list[int] = []  # positions in window
     for i, m in enumerate(window):
         text = stored.get((m.conversation, m.external_id))
@@ -373,7 +372,7 @@ def _store_window(
     return embed_seconds
 
 
-def _turn_before(conn: apsw.Connection, ns: str, window: Sequence[MessageIn], i: int) -> str | None:
+def _turn_before(conn: Store, ns: str, window: Sequence[MessageIn], i: int) -> str | None:
     """The turn before ``window[i]`` in its session, as it is embedded (``None``: it has none,
     or no session): the message before it in ``window`` when that one is in its conversation
     (and then only if in its session too), else the stored one."""
@@ -389,17 +388,17 @@ def _turn_before(conn: apsw.Connection, ns: str, window: Sequence[MessageIn], i:
     return stored_turn_before(conn, ns, m.conversation, m.session, m.seq)
 
 
-def stored_turn_before(conn: apsw.Connection, ns: str, conversation: str, session: str, seq: int | None) -> str | None:
+def stored_turn_before(conn: Store, ns: str, conversation: str, session: str, seq: int | None) -> str | None:
     """The stored turn before position ``seq`` (``None``: after the last) of ``session``, as
     it is embedded; ``None`` when there is none or the session is ''."""
-    row = conn.execute(
-        q("message_before"), {"ns": ns, "conversation": conversation, "session": session, "seq": seq}
+    row = conn.run(
+        "message_before", {"ns": ns, "conversation": conversation, "session": session, "seq": seq}
     ).fetchone()
     return turn_text(*row) if row else None
 
 
 def _insert_message(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     source_id: int,
     m: MessageIn,
@@ -411,9 +410,12 @@ def _insert_message(
     """Store ``m`` and its ``vector``; its id, or ``None`` when its id is taken in its
     conversation. With ``embedder``, the store must still be bound to it when the row is in
     (a writer that a reembed's swap held up finds the new embedder there, and stores nothing)."""
-    row = conn.execute(
-        q("message_insert"),
+    row = conn.run(
+        "message_insert",
         {
+            # The message's language decides its full-text index (migration 0013): computed
+            # here, the same on both engines, and bound as a value.
+            "lang": detect(m.text),
             "ns": ns,
             "source_id": source_id,
             "conversation": m.conversation,
@@ -435,35 +437,35 @@ def _insert_message(
     if embedder is not None:
         # After the insert: on PostgreSQL it is what waits for a reembed's swap (its lock on
         # messages); its next statement then reads what the swap committed.
-        db.check_embedder(conn, embedder.model_id, embedder.dim)
-    conn.execute(q("vec_message_insert"), {"id": row[0], "embedding": to_blob(vector), "ns": ns})
+        conn.check_embedder(embedder.model_id, embedder.dim)
+    conn.run("vec_message_insert", {"id": row[0], "embedding": to_blob(vector), "ns": ns})
     return row[0]
 
 
-def add_source(conn: apsw.Connection, ns: str, conversation: str) -> int:
+def add_source(conn: Store, ns: str, conversation: str) -> int:
     """The source that messages added through the API to ``conversation`` belong to: one per
     conversation, so that one chat can be forgotten (``forget --source``) without the others."""
     key = f"api:{conversation}"
-    found = conn.execute(q("source_find"), {"ns": ns, "sha256": key}).fetchone()
+    found = conn.run("source_find", {"ns": ns, "sha256": key}).fetchone()
     if found:
         return found[0]
     return one_value(
-        conn.execute(
-            q("source_insert"),
+        conn.run(
+            "source_insert",
             {
                 "ns": ns,
                 "kind": "api",
                 "uri": f"add:{conversation}",
                 "sha256": key,
                 "status": "loaded",
-                "created_at": db.now_iso(),
+                "created_at": now_iso(),
             },
         )
     )
 
 
 def add_message(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     ns: str,
     message: MessageIn,
@@ -482,7 +484,7 @@ def add_message(
     ensure_bound(conn, embedder)
     key = {"ns": ns, "conversation": message.conversation, "external_id": message.external_id}
     if message.external_id:
-        found = conn.execute(q("message_find"), key).fetchone()
+        found = conn.run("message_find", key).fetchone()
         if found:
             return found[0], False
     before = stored_turn_before(conn, ns, message.conversation, message.session, None)
@@ -493,7 +495,7 @@ def add_message(
     with conn:
         lock_conversation(conn, ns, message.conversation)
         source_id = add_source(conn, ns, message.conversation)
-        message.seq = one_value(conn.execute(q("conversation_next_seq"), key))
+        message.seq = one_value(conn.run("conversation_next_seq", key))
         for n in itertools.count():
             message.external_id = given or (f"a{message.seq}" if n == 0 else f"a{message.seq}-{n}")
             new_id = _insert_message(conn, ns, source_id, message, vectors[0], meta=meta, embedder=embedder)
@@ -502,16 +504,16 @@ def add_message(
         if new_id is not None:
             insert_parts(conn, ns, new_id, parts[0])
     if new_id is None:  # a concurrent writer stored the same given id first
-        found = one_row(conn.execute(q("message_find"), {**key, "external_id": message.external_id}))
+        found = one_row(conn.run("message_find", {**key, "external_id": message.external_id}))
         return found[0], False
     return new_id, True
 
 
-def lock_conversation(conn: apsw.Connection, ns: str, conversation: str) -> None:
+def lock_conversation(conn: Store, ns: str, conversation: str) -> None:
     """Make the writers of ``conversation`` take turns until this transaction ends, so that each
     reads its next position (and its API source) after the one before it committed: one
     write lock on SQLite, which the transaction holds already; an advisory lock on PostgreSQL."""
-    conn.execute(q("conversation_lock"), {"ns": ns, "conversation": conversation}).fetchall()
+    conn.run("conversation_lock", {"ns": ns, "conversation": conversation}).fetchall()
 
 
 def load_language() -> None:
@@ -607,7 +609,7 @@ class Correction:
 
 
 def correct_message(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     ns: str,
     item: str,
@@ -638,7 +640,7 @@ def correct_message(
     )
     ensure_bound(conn, embedder)
     params = {"id": message_id, "ns": ns}
-    found = conn.execute(q("message_current"), params).fetchone()
+    found = conn.run("message_current", params).fetchone()
     if found is None:
         raise missing
     before = stored_turn_before(conn, ns, found[2], found[3], found[4])  # as the replaced one's
@@ -648,15 +650,15 @@ def correct_message(
     load_language()
     with conn:  # read again: another process may have corrected or forgotten it meanwhile
         lock_conversation(conn, ns, found[2])  # the correction's number: one writer at a time
-        found = conn.execute(q("message_current"), params).fetchone()
+        found = conn.run("message_current", params).fetchone()
         if found is None:
             raise missing
         current, source_id, conversation, session, seq, external_id, speaker, role, sent_at, meta = found
         stem, tilde, number_text = external_id.rpartition("~")
         root = stem if tilde and number_text.isdigit() else external_id
         number = 1
-        while conn.execute(
-            q("message_find"), {"ns": ns, "conversation": conversation, "external_id": f"{root}~{number}"}
+        while conn.run(
+            "message_find", {"ns": ns, "conversation": conversation, "external_id": f"{root}~{number}"}
         ).fetchone():
             number += 1
         message = MessageIn(

@@ -13,12 +13,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-import apsw
 import numpy as np
 
 from ..retrieval import vector_index
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 
 
 @dataclass(frozen=True)
@@ -30,23 +28,23 @@ class LinkConfig:
     neighbours: int = 10
 
 
-def _add(conn: apsw.Connection, src: int, dst: int, kind: str, weight: float, counts: dict[str, int]) -> None:
-    conn.execute(
-        q("link_insert"),
+def _add(conn: Store, src: int, dst: int, kind: str, weight: float, counts: dict[str, int]) -> None:
+    conn.run(
+        "link_insert",
         {
             "src_id": src,
             "dst_id": dst,
             "type": kind,
             "weight": round(weight, 4),
             "valid_at": None,
-            "created_at": db.now_iso(),
+            "created_at": now_iso(),
         },
     )
     counts[kind] = counts.get(kind, 0) + 1
 
 
 def link_episode(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     episode_id: int,
     conversation: str,
@@ -58,13 +56,13 @@ def link_episode(
     Runs inside the caller's transaction, after the units' vectors are stored.
     """
     counts: dict[str, int] = {}
-    prev = conn.execute(q("previous_episode"), {"ns": ns, "conversation": conversation, "id": episode_id}).fetchone()
+    prev = conn.run("previous_episode", {"ns": ns, "conversation": conversation, "id": episode_id}).fetchone()
     if prev:
         _add(conn, prev[0], episode_id, "next", 1.0, counts)
     for unit_id, kind, occurred, vector in units:
         if occurred:
-            for other, when in conn.execute(
-                q("units_near_in_time"),
+            for other, when in conn.run(
+                "units_near_in_time",
                 {"ns": ns, "id": unit_id, "at": occurred, "days": cfg.window_days, "limit": cfg.temporal_limit},
             ):
                 delta = abs((dt.date.fromisoformat(when[:10]) - dt.date.fromisoformat(occurred[:10])).days)

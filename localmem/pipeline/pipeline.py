@@ -28,14 +28,11 @@ from functools import partial
 from itertools import islice
 from typing import Any, Callable, ContextManager, Generic, Iterator, Sequence, TypeVar
 
-import apsw
-
 from ..config import CONSOLIDATE_MODES, DEFAULTS, Config, check_choice
 from ..errors import LocalmemError
 from ..models.protocols import LLM, Embedder, Judge, ThreadSafe
 from ..models.structured import Structured
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import all_rows
 from . import consolidate as consolidate_mod
 from . import extract, link, resolve, segment
@@ -77,13 +74,13 @@ class CallLog:
     """Records each structured LLM call: tokens, time and the raw reply (so a failure can be
     inspected and better rules can re-read what the model said without calling it again)."""
 
-    def __init__(self, conn: apsw.Connection, ns: str, model_id: str) -> None:
+    def __init__(self, conn: Store, ns: str, model_id: str) -> None:
         self.conn, self.ns, self.model_id = conn, ns, model_id
         self.episode_id: int | None = None
 
     def __call__(self, *, stage: str, prompt_version: str, result: Structured) -> None:
-        self.conn.execute(
-            q("llm_call_log"),
+        self.conn.run(
+            "llm_call_log",
             {
                 "ns": self.ns,
                 "episode_id": self.episode_id if stage != "segment" else None,
@@ -97,7 +94,7 @@ class CallLog:
                 "ok": int(result.ok),
                 "error": result.error,
                 "raw": json.dumps(result.raw, ensure_ascii=False),
-                "created_at": db.now_iso(),
+                "created_at": now_iso(),
             },
         )
 
@@ -120,7 +117,7 @@ class ExtractionReport:
         return asdict(self)
 
 
-def segment_without_llm(conn: apsw.Connection, embedder: Embedder, ns: str, locked: Locked, *, final: bool) -> int:
+def segment_without_llm(conn: Store, embedder: Embedder, ns: str, locked: Locked, *, final: bool) -> int:
     """Stage 2 without a model: close episodes by time gaps and drops in embedding similarity;
     their extraction waits for a later build with a model. Returns the episodes closed."""
     detector = segment.EmbeddingDetector(segment.stored_vectors(conn, embedder.dim))
@@ -129,7 +126,7 @@ def segment_without_llm(conn: apsw.Connection, embedder: Embedder, ns: str, lock
 
 
 def process_ingested(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     llm: LLM | None,
     report: IngestReport,
@@ -149,7 +146,7 @@ def process_ingested(
         }
     else:
         report.episodes = {ns: segment_without_llm(conn, embedder, ns, locked, final=True) for ns in names}
-    db.after_bulk_write(conn, sum(nsr.added for nsr in report.namespaces))
+    conn.after_bulk_write(sum(nsr.added for nsr in report.namespaces))
     return report
 
 
@@ -167,8 +164,8 @@ class Thought:
     decided: dict[str, int | None] = field(default_factory=dict)
 
 
-def episode_messages(conn: apsw.Connection, episode_id: int) -> list[extract.EpisodeMessage]:
-    rows = all_rows(conn.execute(q("episode_messages"), {"episode_id": episode_id}))
+def episode_messages(conn: Store, episode_id: int) -> list[extract.EpisodeMessage]:
+    rows = all_rows(conn.run("episode_messages", {"episode_id": episode_id}))
     return [extract.EpisodeMessage(mid, sp, tx, at, json.loads(a) if a else None) for mid, sp, tx, at, a, _e in rows]
 
 
@@ -189,7 +186,7 @@ def think(llm: LLM, episode_id: int, conversation: str, msgs: list[extract.Episo
     return thought
 
 
-def decide(conn: apsw.Connection, llm: LLM, ns: str, thought: Thought) -> None:
+def decide(conn: Store, llm: LLM, ns: str, thought: Thought) -> None:
     """Stage 4's model call: the borderline entity decisions. It reads the entities earlier
     episodes stored, so it runs in episode order, after they are stored."""
     if thought.extraction is not None:
@@ -251,7 +248,7 @@ class _Running(Generic[T]):
 
 
 def store(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     thought: Thought,
     embedder: Embedder,
@@ -266,7 +263,7 @@ def store(
     if thought.checked is not None:
         log(stage="verify", prompt_version=extract.verify_prompt.VERSION, result=thought.checked)
     if thought.extraction is None:
-        conn.execute(q("episode_set_stage"), {"id": thought.episode_id, "stage": "failed"})
+        conn.run("episode_set_stage", {"id": thought.episode_id, "stage": "failed"})
         report.failed += 1
         return
     for entry in thought.resolve_calls:
@@ -292,7 +289,7 @@ def store(
 
 
 def extract_episodes(
-    conn: apsw.Connection,
+    conn: Store,
     llm: LLM,
     embedder: Embedder,
     ns: str,
@@ -316,7 +313,7 @@ def extract_episodes(
     with locked():
         segment.segment_namespace(conn, ns, detector, final=final)
     report.seconds["segment"] = round(time.perf_counter() - t0, 2)
-    todo = all_rows(conn.execute(q("episodes_at_stage"), {"ns": ns, "stage": "segmented"}))
+    todo = all_rows(conn.run("episodes_at_stage", {"ns": ns, "stage": "segmented"}))
     t0 = time.perf_counter()
     report.workers = workers_for(llm, options.workers)
     jobs = [
@@ -336,13 +333,13 @@ def extract_episodes(
         report.seconds["consolidate"] = done_report.seconds
     report.llm = [
         dict(zip(("stage", "calls", "prompt_tokens", "completion_tokens", "seconds", "failures"), row))
-        for row in conn.execute(q("llm_call_totals"), {"ns": ns})
+        for row in conn.run("llm_call_totals", {"ns": ns})
     ]
     return report
 
 
 def consolidate_namespace(
-    conn: apsw.Connection,
+    conn: Store,
     llm: LLM,
     embedder: Embedder,
     ns: str,
@@ -362,7 +359,7 @@ def consolidate_namespace(
     if mode == "off":
         return report
     started = time.perf_counter()
-    todo = [row[0] for row in conn.execute(q("episodes_to_consolidate"), {"ns": ns})]
+    todo = [row[0] for row in conn.run("episodes_to_consolidate", {"ns": ns})]
     for done, episode_id in enumerate(todo, 1):
         log.episode_id = episode_id
         result = consolidate_mod.consolidate_episode(

@@ -15,11 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-import apsw
-
 from ..models.protocols import LLM
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import one_row, one_value
 from ..text.names import normalise
 
@@ -38,7 +35,7 @@ class Candidate:
 
 
 def resolve(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     name: str,
     entity_type: str,
@@ -59,42 +56,36 @@ def resolve(
     if decided is not None and norm in decided:
         chosen = decided[norm]
         if chosen is not None:
-            conn.execute(q("alias_insert"), {"entity_id": chosen, "alias": name.strip(), "norm_alias": norm})
+            conn.run("alias_insert", {"entity_id": chosen, "alias": name.strip(), "norm_alias": norm})
             return chosen, False
         return _create(conn, ns, name, norm, entity_type), True
     family = _family(entity_type)
     found = [
-        Candidate(i, n, t)
-        for i, n, t in conn.execute(q("entity_by_alias"), {"ns": ns, "alias": norm})
-        if _family(t) == family
+        Candidate(i, n, t) for i, n, t in conn.run("entity_by_alias", {"ns": ns, "alias": norm}) if _family(t) == family
     ]
     if not found and family == "person" and " " not in norm and len(norm) >= 3:
-        found = [
-            Candidate(i, n, t) for i, n, t in conn.execute(q("person_by_first_name_prefix"), {"ns": ns, "prefix": norm})
-        ]
+        found = [Candidate(i, n, t) for i, n, t in conn.run("person_by_first_name_prefix", {"ns": ns, "prefix": norm})]
         if len(found) != 1:
-            shorter = [
-                Candidate(i, n, t) for i, n, t in conn.execute(q("person_short_names_of"), {"ns": ns, "name": norm})
-            ]
+            shorter = [Candidate(i, n, t) for i, n, t in conn.run("person_short_names_of", {"ns": ns, "name": norm})]
             found = []
             if len(shorter) == 1:  # "Mel" was seen first: the fuller name becomes the entity's name
                 found = shorter
-                conn.execute(q("entity_rename"), {"id": shorter[0].id, "name": name.strip(), "norm_name": norm})
+                conn.run("entity_rename", {"id": shorter[0].id, "name": name.strip(), "norm_name": norm})
     if found:
         best = found[0] if len(found) == 1 else _most_cooccurring(conn, found, context_ids)
-        conn.execute(q("alias_insert"), {"entity_id": best.id, "alias": name.strip(), "norm_alias": norm})
+        conn.run("alias_insert", {"entity_id": best.id, "alias": name.strip(), "norm_alias": norm})
         return best.id, False
     return _create(conn, ns, name, norm, entity_type), True
 
 
-def _create(conn: apsw.Connection, ns: str, name: str, norm: str, entity_type: str) -> int:
+def _create(conn: Store, ns: str, name: str, norm: str, entity_type: str) -> int:
     entity_id = one_value(
-        conn.execute(
-            q("entity_insert"),
-            {"ns": ns, "name": name.strip(), "norm_name": norm, "type": entity_type, "created_at": db.now_iso()},
+        conn.run(
+            "entity_insert",
+            {"ns": ns, "name": name.strip(), "norm_name": norm, "type": entity_type, "created_at": now_iso()},
         )
     )
-    conn.execute(q("alias_insert"), {"entity_id": entity_id, "alias": name.strip(), "norm_alias": norm})
+    conn.run("alias_insert", {"entity_id": entity_id, "alias": name.strip(), "norm_alias": norm})
     return entity_id
 
 
@@ -116,9 +107,7 @@ class Mentioned:
     tag: str
 
 
-def find_borderline(
-    conn: apsw.Connection, ns: str, mentions: Sequence[Mentioned], speakers: Iterable[str]
-) -> list[Borderline]:
+def find_borderline(conn: Store, ns: str, mentions: Sequence[Mentioned], speakers: Iterable[str]) -> list[Borderline]:
     """The episode's mentions the rules cannot resolve (read-only; nothing is written).
 
     Speakers, "X's mother"-style names and names with one known bearer who appeared
@@ -131,7 +120,7 @@ def find_borderline(
     known_ids: dict[str, list[int]] = {}
     for m in others:
         known_ids[normalise(m.name)] = [
-            row[0] for row in conn.execute(q("entity_by_alias"), {"ns": ns, "alias": normalise(m.name)})
+            row[0] for row in conn.run("entity_by_alias", {"ns": ns, "alias": normalise(m.name)})
         ]
     out: list[Borderline] = []
     for m in others:
@@ -140,7 +129,7 @@ def find_borderline(
             continue
         found = [
             Candidate(i, n, t)
-            for i, n, t in conn.execute(q("entity_by_alias"), {"ns": ns, "alias": norm})
+            for i, n, t in conn.run("entity_by_alias", {"ns": ns, "alias": norm})
             if _family(t) == "person"
         ]
         if not found:
@@ -148,8 +137,8 @@ def find_borderline(
         context_ids = [i for other, ids in known_ids.items() if other != norm for i in ids]
         together = {
             row[0]
-            for row in conn.execute(
-                q("entity_cooccurrence"), {"ids": json.dumps([c.id for c in found]), "context": json.dumps(context_ids)}
+            for row in conn.run(
+                "entity_cooccurrence", {"ids": json.dumps([c.id for c in found]), "context": json.dumps(context_ids)}
             )
             if row[1]
         }
@@ -160,14 +149,14 @@ def find_borderline(
     return out
 
 
-def render_case(conn: apsw.Connection, case: Borderline) -> str:
+def render_case(conn: Store, case: Borderline) -> str:
     """One case as the resolve prompt shows it."""
     lines = [
         f'New mention: "{case.name}" ({case.tag or "no details"}), in a chat with: '
         f"{', '.join(case.context) or 'nobody else'}"
     ]
     for i, cand in enumerate(case.candidates):
-        tags, company = (json.loads(v or "[]") for v in one_row(conn.execute(q("entity_profile"), {"id": cand.id})))
+        tags, company = (json.loads(v or "[]") for v in one_row(conn.run("entity_profile", {"id": cand.id})))
         lines.append(
             f'Known {i}: "{cand.name}" ({", ".join(tags) or "no details"}), seen with: '
             f"{', '.join(company) or 'nobody else'}"
@@ -176,7 +165,7 @@ def render_case(conn: apsw.Connection, case: Borderline) -> str:
 
 
 def decide(
-    conn: apsw.Connection, llm: LLM, cases: Sequence[Borderline], log: Callable[..., None] | None = None
+    conn: Store, llm: LLM, cases: Sequence[Borderline], log: Callable[..., None] | None = None
 ) -> dict[str, int | None]:
     """Ask the model about all ``cases`` in one call: normalised name → entity id or ``None``.
 
@@ -205,11 +194,11 @@ def decide(
     return out
 
 
-def _most_cooccurring(conn: apsw.Connection, found: list[Candidate], context_ids: list[int]) -> Candidate:
+def _most_cooccurring(conn: Store, found: list[Candidate], context_ids: list[int]) -> Candidate:
     scores = {
         row[0]: row[1]
-        for row in conn.execute(
-            q("entity_cooccurrence"), {"ids": json.dumps([c.id for c in found]), "context": json.dumps(context_ids)}
+        for row in conn.run(
+            "entity_cooccurrence", {"ids": json.dumps([c.id for c in found]), "context": json.dumps(context_ids)}
         )
     }
     return max(found, key=lambda c: (scores.get(c.id, 0), -c.id))

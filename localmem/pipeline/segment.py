@@ -15,15 +15,13 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
-import apsw
 import numpy as np
 
 from ..models.embedding import message_text
 from ..models.protocols import LLM
 from ..models.structured import complete_structured
 from ..prompts import segment as prompt
-from ..store import db
-from ..store.queries import q
+from ..store.engine import Store, now_iso
 from ..store.rows import one_value
 
 DEFAULT_CAP = 25
@@ -132,13 +130,13 @@ class EmbeddingDetector:
         return bounds
 
 
-def stored_vectors(conn: apsw.Connection, dim: int) -> Callable[[Sequence[PendingMessage]], np.ndarray]:
+def stored_vectors(conn: Store, dim: int) -> Callable[[Sequence[PendingMessage]], np.ndarray]:
     """The messages' vectors as stored at ingest (zeros for any without one)."""
 
     def lookup(window: Sequence[PendingMessage]) -> np.ndarray:
         out = np.zeros((len(window), dim), dtype=np.float32)
         # one statement for the window (a round trip each costs on a server store)
-        found = dict(conn.execute(q("message_vectors_of"), {"ids": json.dumps([msg.id for msg in window])}))
+        found = dict(conn.run("message_vectors_of", {"ids": json.dumps([msg.id for msg in window])}))
         for row, msg in enumerate(window):
             if msg.id in found:
                 out[row] = np.frombuffer(found[msg.id], dtype=np.float32)
@@ -198,7 +196,7 @@ def plan(
 
 
 def segment_namespace(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     detect: Detector,
     *,
@@ -209,11 +207,11 @@ def segment_namespace(
 ) -> list[int]:
     """Close episodes in every (or the given) conversation; returns the new episode ids."""
     created: list[int] = []
-    convs = conversations or [row[0] for row in conn.execute(q("pending_conversations"), {"ns": ns})]
+    convs = conversations or [row[0] for row in conn.run("pending_conversations", {"ns": ns})]
     for conv in convs:
         pending = [
             PendingMessage(i, s, seq, sp, t, at, json.loads(a) if a else None)
-            for i, s, seq, sp, t, at, a in conn.execute(q("pending_messages"), {"ns": ns, "conversation": conv})
+            for i, s, seq, sp, t, at, a in conn.run("pending_messages", {"ns": ns, "conversation": conv})
         ]
         episodes = plan(pending, detect, final=final, cap=cap, gap_hours=gap_hours)
         # Several episodes a transaction: a commit waits for the disk, and one per episode
@@ -224,28 +222,28 @@ def segment_namespace(
                     # The messages were read before this transaction: a forget or another
                     # segmenter may have taken one since. The episode is then left to the next pass.
                     ids = json.dumps([m.id for m in episode])
-                    still = conn.execute(q("pending_still"), {"ids": ids}).fetchone()
+                    still = conn.run("pending_still", {"ids": ids}).fetchone()
                     if still is None or still[0] != len(episode):
                         continue
                     created.append(_store_episode(conn, ns, conv, episode))
     return created
 
 
-def _store_episode(conn: apsw.Connection, ns: str, conv: str, msgs: list[PendingMessage]) -> int:
+def _store_episode(conn: Store, ns: str, conv: str, msgs: list[PendingMessage]) -> int:
     times = [m.sent_at for m in msgs if m.sent_at]
     episode_id = one_value(
-        conn.execute(
-            q("episode_insert"),
+        conn.run(
+            "episode_insert",
             {
                 "ns": ns,
                 "conversation": conv,
                 "start": min(times) if times else None,
                 "end": max(times) if times else None,
                 "data": json.dumps({"session": msgs[0].session, "messages": len(msgs)}),
-                "created_at": db.now_iso(),
+                "created_at": now_iso(),
             },
         )
     )
     for m in msgs:
-        conn.execute(q("unit_source_insert"), {"unit_id": episode_id, "message_id": m.id})
+        conn.run("unit_source_insert", {"unit_id": episode_id, "message_id": m.id})
     return episode_id

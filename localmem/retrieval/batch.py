@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence, Ty
 
 from ..config import ALL_CHANNELS, DEFAULT_K, RERANK_MODES
 from ..errors import LocalmemError
+from ..store.engine import Store
 from ..text.files import without_surrogates
 
 if TYPE_CHECKING:
-    import apsw
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
     from ..models.factory import Models
@@ -140,7 +140,7 @@ def search_params(
 
 
 def search_many(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     queries: Iterable[str],
@@ -163,7 +163,7 @@ def search_many(
 
 
 def search_one(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     query: str,
@@ -176,7 +176,7 @@ def search_one(
 
 
 def search_batch(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     models: "Models",
     queries: list[str],
@@ -186,19 +186,18 @@ def search_batch(
 ) -> Iterator[list["Hit"]]:
     """The hits of each of ``queries``, embedded together (nothing is embedded when the store
     has no vectors); ``names``: as in :func:`vector_texts`. Each search reads the store's
-    change state once (:func:`~localmem.store.db.same_state`: what it has read before is kept
+    change state once (:meth:`~localmem.store.engine.Store.same_state`: what it has read before is kept
     while the store is unchanged), the first with the embedding of the batch."""
-    from ..store import db
     from ..store.owner import names as owner_names
     from . import search
 
     def embedded() -> tuple[Any, "Reranker | None"]:
         vectors: Any = [None] * len(queries)
-        if db.has_vectors(conn) and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
+        if conn.has_vectors() and ({"vector", "temporal", "graph"} & set(params.channels) or params.promote):
             from ..models.embedding import embed_batched
 
             embedder = models.embedder
-            db.check_embedder(conn, embedder.model_id, embedder.dim)
+            conn.check_embedder(embedder.model_id, embedder.dim)
             texts = vector_texts(conn, namespace, queries, params, params.user_name, names)
             vectors = embed_batched(embedder, texts, params.embed_batch, role="query")
         reranker = None
@@ -208,7 +207,7 @@ def search_batch(
             reranker = models.reranker
         return vectors, reranker
 
-    with db.same_state(conn):
+    with conn.same_state():
         vectors, reranker = embedded()
         if params.speaker_weight:  # the owner's names: a first-person query prefers their messages
             params = replace(params, owner=tuple(owner_names(conn, namespace)))
@@ -217,13 +216,13 @@ def search_batch(
         return
     yield hits
     for query, vec in zip(queries[1:], vectors[1:]):
-        with db.same_state(conn):  # the caller may have written, or another process, since the last
+        with conn.same_state():  # the caller may have written, or another process, since the last
             hits = search.search(conn, namespace, query, vec, params, reranker)
         yield hits
 
 
 def vector_texts(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     queries: Sequence[str],
     params: "SearchParams",
@@ -239,7 +238,7 @@ def vector_texts(
 
 
 def speakerless(
-    conn: "apsw.Connection",
+    conn: "Store",
     namespace: str,
     queries: Sequence[str],
     user_name: str | None,
@@ -263,12 +262,11 @@ class SpeakerNames:
     def __init__(self) -> None:
         self._kept: tuple[tuple[Any, ...], list[str]] | None = None
 
-    def __call__(self, conn: "apsw.Connection", namespace: str, user_name: str | None) -> list[str]:
-        from ..store import db
+    def __call__(self, conn: "Store", namespace: str, user_name: str | None) -> list[str]:
         from .query_text import speaker_names
         from .speakers import speakers
 
-        state = (id(conn), *db.change_state(conn), namespace, user_name)
+        state = (id(conn), *conn.change_state(), namespace, user_name)
         if self._kept is None or self._kept[0] != state:
             known = speakers(conn, namespace, user_name)
             self._kept = (state, speaker_names(name for aliases in known.values() for name in aliases))

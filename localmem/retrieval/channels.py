@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-import apsw
 import numpy as np
 
-from ..store.queries import q
+from ..store.engine import Store
 from ..store.rows import one_value
 from ..text.names import normalise
 from . import vector_index
@@ -41,7 +40,7 @@ class GraphParams:
 
 
 def graph(
-    conn: apsw.Connection, ns: str, seeds: Sequence[tuple[Key, float]], budget: int, params: GraphParams = GraphParams()
+    conn: Store, ns: str, seeds: Sequence[tuple[Key, float]], budget: int, params: GraphParams = GraphParams()
 ) -> list[tuple[Key, float]]:
     """Units reached from the best unit hits of the vector channel (``seeds``: key, cosine)."""
     entry = [[key[1], round(sim, 4)] for key, sim in seeds if key[0] == "u" and sim >= params.min_entry][
@@ -49,8 +48,8 @@ def graph(
     ]
     if not entry:
         return []
-    rows = conn.execute(
-        q("graph_walk"),
+    rows = conn.run(
+        "graph_walk",
         {
             "ns": ns,
             "seeds": json.dumps(entry),
@@ -65,20 +64,20 @@ def graph(
     return [(("u", node), float(act)) for node, act in rows]
 
 
-def _similarities(conn: apsw.Connection, keys: Sequence[Key], query_vec: np.ndarray) -> dict[Key, float]:
+def _similarities(conn: Store, keys: Sequence[Key], query_vec: np.ndarray) -> dict[Key, float]:
     """Cosine similarity of each key's stored vector to the query (vectors are unit length);
     one statement per table, the ids passed as a JSON array."""
     out: dict[Key, float] = {}
     for prefix, name in (("u", "unit_vectors_of"), ("m", "message_vectors_of")):
         ids = [key[1] for key in keys if key[0] == prefix]
         if ids:
-            for row_id, blob in conn.execute(q(name), {"ids": json.dumps(ids)}):
+            for row_id, blob in conn.run(name, {"ids": json.dumps(ids)}):
                 out[(prefix, int(row_id))] = float(np.frombuffer(blob, dtype=np.float32) @ query_vec)
     return out
 
 
 def temporal(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     when: Range,
     query_vec: np.ndarray,
@@ -98,8 +97,8 @@ def temporal(
     said at another time; the channel is one ranking among those fused and keeps its best
     ``budget`` (docs/decisions.md#session-weight)."""
     bounds = {"ns": ns, "start": when.start.isoformat(), "end": when.end.isoformat(), "limit": candidates}
-    units = [r[0] for r in conn.execute(q("units_in_range"), bounds)]
-    messages = [r[0] for r in conn.execute(q("messages_in_range"), bounds)]
+    units = [r[0] for r in conn.run("units_in_range", bounds)]
+    messages = [r[0] for r in conn.run("messages_in_range", bounds)]
     # On large namespaces only the candidates whose binary codes are closest get their
     # vectors read (a vec0 point lookup each); small ones read them all.
     keys: list[Key] = [("u", i) for i in vector_index.shortlist(conn, "units", ns, query_vec, units, shortlist)]
@@ -108,7 +107,7 @@ def temporal(
     scored = {key: s for key, s in sims.items() if s >= min_similarity}
     in_range = {key[1]: score for key, score in scored.items() if key[0] == "u"}
     if in_range:
-        for src, dst, weight in conn.execute(q("temporal_neighbours"), {"ids": json.dumps(list(in_range))}):
+        for src, dst, weight in conn.run("temporal_neighbours", {"ids": json.dumps(list(in_range))}):
             spread = in_range[src] * float(weight) * decay
             key = ("u", dst)
             if spread >= spread_floor and spread > scored.get(key, 0.0):
@@ -133,33 +132,29 @@ def query_names(query: str, max_words: int = 3) -> list[str]:
 ENTITY_MENTIONS = 500
 
 
-def entity(conn: apsw.Connection, ns: str, query: str, budget: int) -> list[tuple[Key, float]]:
+def entity(conn: Store, ns: str, query: str, budget: int) -> list[tuple[Key, float]]:
     """Units mentioning the entities the query names (alias-aware), weighted so that rare
     entities count more; a mention whose cue tag shares a word with the query counts double."""
     weights: dict[str, float] = {}
-    for entity_id, _alias, weight in conn.execute(
-        q("entities_named"), {"ns": ns, "names": json.dumps(query_names(query))}
-    ):
+    for entity_id, _alias, weight in conn.run("entities_named", {"ns": ns, "names": json.dumps(query_names(query))}):
         weights[str(entity_id)] = max(weights.get(str(entity_id), 0.0), float(weight))
     if not weights:
         return []
     words = sorted({w.lower() for w in re.findall(r"\w+", query) if len(w) > 2})
-    rows = conn.execute(
-        q("units_of_entities"),
+    rows = conn.run(
+        "units_of_entities",
         {"weights": json.dumps(weights), "words": json.dumps(words), "limit": budget, "per_entity": ENTITY_MENTIONS},
     )
     return [(("u", unit), float(score)) for unit, score in rows]
 
 
-def query_entities(conn: apsw.Connection, ns: str, query: str) -> list[int]:
+def query_entities(conn: Store, ns: str, query: str) -> list[int]:
     """The ids of the entities the query names (alias-aware)."""
-    return sorted(
-        {row[0] for row in conn.execute(q("entities_named"), {"ns": ns, "names": json.dumps(query_names(query))})}
-    )
+    return sorted({row[0] for row in conn.run("entities_named", {"ns": ns, "names": json.dumps(query_names(query))})})
 
 
 def episode_members(
-    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None, episodes: int = 3
+    conn: Store, ns: str, query: str, query_vec: np.ndarray, when: Range | None, episodes: int = 3
 ) -> set[Key]:
     """CAST's episodic side: the ``episodes`` nearest episodes that fit the query's people and
     time, and everything they hold (their units and messages). Empty when the query names
@@ -167,11 +162,7 @@ def episode_members(
     # Only what narrows the episodes down counts: in a two-person chat the speakers are in all.
     named = query_entities(conn, ns, query)
     entities = (
-        [
-            e
-            for e, share in conn.execute(q("entity_episode_shares"), {"ns": ns, "ids": json.dumps(named)})
-            if share < 0.5
-        ]
+        [e for e, share in conn.run("entity_episode_shares", {"ns": ns, "ids": json.dumps(named)}) if share < 0.5]
         if named
         else []
     )
@@ -181,12 +172,10 @@ def episode_members(
     members: set[Key] = set()
     kept = 0
     for episode_id, _distance in vector_index.knn(conn, "units", ns, query_vec, episodes * 4, kind="episode"):
-        fits = one_value(
-            conn.execute(q("episode_fits"), {"id": episode_id, "entities": json.dumps(entities), **bounds})
-        )
+        fits = one_value(conn.run("episode_fits", {"id": episode_id, "entities": json.dumps(entities), **bounds}))
         if not fits:
             continue
-        members |= {(kind, int(i)) for kind, i in conn.execute(q("episode_members"), {"id": episode_id})}
+        members |= {(kind, int(i)) for kind, i in conn.run("episode_members", {"id": episode_id})}
         kept += 1
         if kept == episodes:
             break
@@ -199,11 +188,7 @@ def promote(keys: Sequence[Key], members: set[Key]) -> list[Key]:
     return [k for k in keys if k in members] + [k for k in keys if k not in members]
 
 
-def latest_time(conn: apsw.Connection, ns: str) -> dt.date:
+def latest_time(conn: Store, ns: str) -> dt.date:
     """The default "now" of a namespace: its latest message time (today when it has none)."""
-    from ..store import db
-
-    row = db.kept(
-        conn, ("latest_message_time", ns), lambda: conn.execute(q("latest_message_time"), {"ns": ns}).fetchone()
-    )
+    row = conn.kept(("latest_message_time", ns), lambda: conn.run("latest_message_time", {"ns": ns}).fetchone())
     return dt.date.fromisoformat(row[0][:10]) if row and row[0] else dt.date.today()

@@ -17,9 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import apsw
-
-from ..store.queries import q
+from ..store.engine import Store
 
 
 @dataclass(frozen=True)
@@ -68,13 +66,13 @@ class Allowed:
         return self.keeps((hit_id[0], int(hit_id[2:])))
 
 
-def allowed(conn: apsw.Connection, ns: str, filters: Filters) -> Allowed:
+def allowed(conn: Store, ns: str, filters: Filters) -> Allowed:
     """What passes ``filters`` in namespace ``ns``."""
     meta: Mapping[str, Any] = dict(filters.meta)
     messages = [
         row[0]
-        for row in conn.execute(
-            q("filter_messages"),
+        for row in conn.run(
+            "filter_messages",
             {
                 "ns": ns,
                 "speaker": filters.speaker,
@@ -85,16 +83,16 @@ def allowed(conn: apsw.Connection, ns: str, filters: Filters) -> Allowed:
             },
         )
     ]
-    units = [row[0] for row in conn.execute(q("filter_units"), {"messages": json.dumps(messages)})]
+    units = [row[0] for row in conn.run("filter_units", {"messages": json.dumps(messages)})]
     return Allowed(set(messages), set(units))
 
 
-def part_ids(conn: apsw.Connection, messages: set[int]) -> list[int]:
+def part_ids(conn: Store, messages: set[int]) -> list[int]:
     """The sentence parts of ``messages``."""
-    return [row[0] for row in conn.execute(q("filter_parts"), {"messages": json.dumps(sorted(messages))})]
+    return [row[0] for row in conn.run("filter_parts", {"messages": json.dumps(sorted(messages))})]
 
 
-def allowed_by(conn: apsw.Connection, ns: str, filters: Filters | None) -> Allowed | None:
+def allowed_by(conn: Store, ns: str, filters: Filters | None) -> Allowed | None:
     """What passes ``filters`` (``None`` when there are none: everything does)."""
     return allowed(conn, ns, filters) if filters else None
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 from typing import Iterable, NamedTuple, Sequence
 
-import apsw
-
 from ..errors import LocalmemError
-from ..store.queries import q
+from ..store.engine import Store
 from ..types import Hit, HitSource
 
 Key = tuple[str, int]  # ("m", message id) or ("u", unit id)
@@ -41,7 +39,7 @@ class MessageRows:
     Asking for ids it has not read reads them, and the turns right after them, in one statement,
     where the steps used to send one each (four round trips on a server store)."""
 
-    def __init__(self, conn: apsw.Connection) -> None:
+    def __init__(self, conn: Store) -> None:
         self._conn = conn
         self._rows: dict[int, MessageRow] = {}
         self._absent: set[int] = set()
@@ -51,13 +49,13 @@ class MessageRows:
         wanted = list(dict.fromkeys(ids))
         missing = [i for i in wanted if i not in self._rows and i not in self._absent]
         if missing:
-            for row in self._conn.execute(q("message_rows"), {"ids": json.dumps(missing)}):
+            for row in self._conn.run("message_rows", {"ids": json.dumps(missing)}):
                 self._rows[row[0]] = MessageRow(*row)
             self._absent.update(i for i in missing if i not in self._rows)
         return [self._rows[i] for i in wanted if i in self._rows]
 
 
-def hydrate(conn: apsw.Connection, keys: Iterable[Key], rows: MessageRows | None = None) -> dict[Key, Hit]:
+def hydrate(conn: Store, keys: Iterable[Key], rows: MessageRows | None = None) -> dict[Key, Hit]:
     """Text, time and sources for messages and units, by key (``rows``: the messages' rows
     as a search has read them, else they are read here)."""
     keys = list(keys)
@@ -79,8 +77,8 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key], rows: MessageRows | None
             if row.replaced_by is not None:  # a corrected message says so
                 hits[("m", row.id)].superseded_by = f"m:{row.replaced_by}"
     elif message_ids:
-        for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.execute(
-            q("messages_by_ids"), {"ids": json.dumps(message_ids)}
+        for mid, ext, conv, session, speaker, _role, text, sent_at, attachments in conn.run(
+            "messages_by_ids", {"ids": json.dumps(message_ids)}
         ):
             hits[("m", mid)] = _message_hit(mid, ext, conv, session, speaker, text, sent_at, attachments)
         for mid, newer in corrections(conn, message_ids).items():  # a corrected message says so
@@ -88,10 +86,10 @@ def hydrate(conn: apsw.Connection, keys: Iterable[Key], rows: MessageRows | None
                 hits[("m", mid)].superseded_by = f"m:{newer}"
     if unit_ids:
         ids = json.dumps(unit_ids)
-        for uid, kind, title, text, when in conn.execute(q("units_by_ids"), {"ids": ids}):
+        for uid, kind, title, text, when in conn.run("units_by_ids", {"ids": ids}):
             shown = f"{title}: {text}" if title else text
             hits[("u", uid)] = Hit(id=f"u:{uid}", kind=kind, text=shown, score=0.0, channels={}, time=when)
-        for uid, mid, ext, conv, session, speaker, sent_at in conn.execute(q("unit_sources_by_ids"), {"ids": ids}):
+        for uid, mid, ext, conv, session, speaker, sent_at in conn.run("unit_sources_by_ids", {"ids": ids}):
             hits[("u", uid)].sources.append(HitSource(mid, ext, conv, session, speaker, sent_at))
     return hits
 
@@ -111,17 +109,17 @@ def _message_hit(
     return Hit.message(f"m:{mid}", speaker, text, sent_at, [source], captions)
 
 
-def corrections(conn: apsw.Connection, message_ids: Sequence[int]) -> dict[int, int]:
+def corrections(conn: Store, message_ids: Sequence[int]) -> dict[int, int]:
     """Of ``message_ids``, those a newer message replaces: id → the newest direct correction."""
     if not message_ids:
         return {}
-    return dict(conn.execute(q("messages_replaced"), {"ids": json.dumps(list(dict.fromkeys(message_ids)))}))
+    return dict(conn.run("messages_replaced", {"ids": json.dumps(list(dict.fromkeys(message_ids)))}))
 
 
-def latest_messages(conn: apsw.Connection, ns: str, n: int) -> list[Hit]:
+def latest_messages(conn: Store, ns: str, n: int) -> list[Hit]:
     """The ``n`` latest messages of namespace ``ns`` as hits, oldest first (``n`` at least 1)."""
     if not isinstance(n, int) or n < 1:
         raise LocalmemError("recent() needs n of at least 1")
-    ids = [row[0] for row in conn.execute(q("namespace_messages_latest"), {"ns": ns, "n": n})]
+    ids = [row[0] for row in conn.run("namespace_messages_latest", {"ns": ns, "n": n})]
     found = hydrate(conn, [("m", mid) for mid in ids])
     return [found[("m", mid)] for mid in reversed(ids) if ("m", mid) in found]

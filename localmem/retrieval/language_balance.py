@@ -33,10 +33,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import apsw
 import numpy as np
 
-from ..store.queries import q
+from ..store.engine import Store
 from ..text.language import UNDETERMINED, detect
 
 # A language with fewer messages than this in a namespace is left as it is: its centroid would be
@@ -57,18 +56,17 @@ class _Groups:
 _CACHES: "weakref.WeakKeyDictionary[Any, dict[str, _Groups]]" = weakref.WeakKeyDictionary()
 
 
-def groups(conn: apsw.Connection, ns: str) -> _Groups:
+def groups(conn: Store, ns: str) -> _Groups:
     """The languages of ``ns`` with at least :data:`MIN_MESSAGES` messages: their message ids and
     centroids, read again only when the store has changed since."""
-    from ..store import db
 
-    state = db.change_state(conn)
+    state = conn.change_state()
     cache = _CACHES.setdefault(conn, {})
     kept = cache.get(ns)
     if kept is not None and kept.state == state:
         return kept
     by_lang: dict[str, list[int]] = {}
-    for message_id, lang in conn.execute(q("namespace_message_languages"), {"ns": ns}):
+    for message_id, lang in conn.run("namespace_message_languages", {"ns": ns}):
         if lang and lang != UNDETERMINED:
             by_lang.setdefault(lang, []).append(message_id)
     found = _Groups(state)
@@ -82,12 +80,12 @@ def groups(conn: apsw.Connection, ns: str) -> _Groups:
     return found
 
 
-def _centroid(conn: apsw.Connection, ids: list[int]) -> np.ndarray | None:
+def _centroid(conn: Store, ids: list[int]) -> np.ndarray | None:
     total: np.ndarray | None = None
     count = 0
     for start in range(0, len(ids), _READ_CHUNK):
         chunk = json.dumps(ids[start : start + _READ_CHUNK])
-        for _, blob in conn.execute(q("message_vectors_of"), {"ids": chunk}):
+        for _, blob in conn.run("message_vectors_of", {"ids": chunk}):
             if blob is None:
                 continue
             vector = np.frombuffer(blob, dtype=np.float32)
@@ -100,7 +98,7 @@ Key = tuple[str, int]
 Nearest = Callable[[list[int]], list[tuple[float, Key]]]
 
 
-def lifts(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray) -> dict[str, float]:
+def lifts(conn: Store, ns: str, query: str, query_vec: np.ndarray) -> dict[str, float]:
     """For each language of ``ns`` to lift for this query, how much (a cosine-distance amount,
     positive); empty for a namespace in one language."""
     found = groups(conn, ns)
@@ -114,7 +112,7 @@ def lifts(conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray) -> 
 
 
 def balanced(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     query: str,
     query_vec: np.ndarray,

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-import apsw
 import numpy as np
 
 from ..config import (  # noqa: F401 (the channel names, defined once)
@@ -28,7 +27,7 @@ from ..config import (  # noqa: F401 (the channel names, defined once)
     Config,
 )
 from ..models.protocols import Reranker
-from ..store.queries import q
+from ..store.engine import Store
 from ..text.language import detect, fts_text
 from ..text.person import first_person
 from ..text.words import STOPWORDS, plain, porter
@@ -76,7 +75,7 @@ def intl_fts_words(text: str) -> list[str]:
     return list(dict.fromkeys(out))[:MAX_FTS_TERMS]
 
 
-def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None:
+def pruned_fts_query(conn: Store, text: str, table: str) -> str | None:
     """:func:`fts_query` without the words that match more than :data:`COMMON_TERM_DOCS` rows
     of ``table`` ("messages", "units", or "messages_intl": the index of messages not in
     English, whose words are not stemmed), unless every word does (then the rarest stays)."""
@@ -89,8 +88,8 @@ def pruned_fts_query(conn: apsw.Connection, text: str, table: str) -> str | None
     # one statement for every word (a round trip each costs on a server store)
     held = {
         term: int(n)
-        for term, n in conn.execute(
-            q(f"{table}_terms_docs"), {"terms": json.dumps(sorted({t for ts in terms.values() for t in ts}))}
+        for term, n in conn.run(
+            f"{table}_terms_docs", {"terms": json.dumps(sorted({t for ts in terms.values() for t in ts}))}
         )
     }
     docs = {word: max((held.get(t, 0) for t in terms[word]), default=0) for word in words}
@@ -170,7 +169,7 @@ class SearchParams:
 
 
 def run_channels(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     query: str,
     query_vec: np.ndarray | None,
@@ -231,7 +230,7 @@ def run_channels(
             if allowed is not None:
                 name += "_among"
                 bind["among"] = json.dumps(sorted(allowed.messages if prefix == "m" else allowed.units))
-            for row_id, score in conn.execute(q(name), bind):
+            for row_id, score in conn.run(name, bind):
                 scored.append((score, (prefix, row_id)))
         scored.sort(key=lambda pair: pair[0])  # bm25() is lower-is-better
         rankings["bm25"] = [key for _, key in scored[: params.budget]]
@@ -240,20 +239,19 @@ def run_channels(
     return rankings, raw
 
 
-def _any_intl(conn: apsw.Connection, ns: str) -> bool:
+def _any_intl(conn: Store, ns: str) -> bool:
     """Whether ``ns`` may have messages in the index of those not in English (kept while the
     store is unchanged)."""
-    from ..store import db
 
     def read() -> bool:
-        row = conn.execute(q("messages_intl_any"), {"ns": ns}).fetchone()
+        row = conn.run("messages_intl_any", {"ns": ns}).fetchone()
         return bool(row and row[0])
 
-    return db.kept(conn, ("messages_intl_any", ns), read)
+    return conn.kept(("messages_intl_any", ns), read)
 
 
 def _with_parts(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     query_vec: np.ndarray,
     budget: int,
@@ -272,7 +270,7 @@ def _with_parts(
         nearest = vector_index.knn_among(conn, "parts", ns, query_vec, part_ids(conn, allowed.messages), budget)
     if not nearest:
         return found
-    owner = dict(conn.execute(q("part_messages"), {"ids": json.dumps([pid for pid, _ in nearest])}))
+    owner = dict(conn.run("part_messages", {"ids": json.dumps([pid for pid, _ in nearest])}))
     best: dict[Key, float] = {}
     for distance, key in found:
         best[key] = min(distance, best.get(key, distance))
@@ -284,7 +282,7 @@ def _with_parts(
 
 
 def _nearest_among(
-    conn: apsw.Connection, ns: str, query_vec: np.ndarray, params: SearchParams, ids: list[int]
+    conn: Store, ns: str, query_vec: np.ndarray, params: SearchParams, ids: list[int]
 ) -> list[tuple[float, Key]]:
     """The vector channel's nearest among the messages ``ids``: each at its nearest vector,
     whole or one of its parts (as :func:`_with_parts`)."""
@@ -293,7 +291,7 @@ def _nearest_among(
         return found
     nearest = vector_index.knn_among(conn, "parts", ns, query_vec, part_ids(conn, set(ids)), params.budget)
     if nearest:
-        owner = dict(conn.execute(q("part_messages"), {"ids": json.dumps([pid for pid, _ in nearest])}))
+        owner = dict(conn.run("part_messages", {"ids": json.dumps([pid for pid, _ in nearest])}))
         found += [(d, ("m", owner[pid])) for pid, d in nearest if pid in owner]
     return found
 
@@ -303,7 +301,7 @@ def _tables(params: SearchParams, messages: str, units: str) -> list[tuple[str, 
 
 
 def _memory_channels(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     query: str,
     query_vec: np.ndarray | None,
@@ -334,7 +332,7 @@ def _memory_channels(
 
 
 def search(
-    conn: apsw.Connection,
+    conn: Store,
     ns: str,
     query: str,
     query_vec: np.ndarray | None,
@@ -389,7 +387,7 @@ EVIDENCE_WEIGHT = 0.25
 
 
 def evidence_fusion(
-    conn: apsw.Connection, fused: list[tuple[Key, float, dict[str, int]]], weight: float = EVIDENCE_WEIGHT
+    conn: Store, fused: list[tuple[Key, float, dict[str, int]]], weight: float = EVIDENCE_WEIGHT
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Gists and facts vote for the messages they rest on instead of competing with them.
 
@@ -402,9 +400,7 @@ def evidence_fusion(
     unit_ids = [key[1] for key, _, _ in fused if key[0] == "u"]
     sources: dict[int, list[int]] = {}
     if unit_ids:
-        for unit_id, message_id in conn.execute(
-            q("narrow_unit_sources"), {"ids": json.dumps(unit_ids), "max": _FOLD_SOURCES}
-        ):
+        for unit_id, message_id in conn.run("narrow_unit_sources", {"ids": json.dumps(unit_ids), "max": _FOLD_SOURCES}):
             sources.setdefault(unit_id, []).append(message_id)
     if not sources:
         return fused
@@ -425,7 +421,7 @@ def evidence_fusion(
 
 
 def question_handoff(
-    conn: apsw.Connection,
+    conn: Store,
     fused: list[tuple[Key, float, dict[str, int]]],
     weight: float,
     allowed: Allowed | None = None,
@@ -468,7 +464,7 @@ def question_handoff(
 
 
 def saying_when(
-    conn: apsw.Connection,
+    conn: Store,
     fused: list[tuple[Key, float, dict[str, int]]],
     weight: float,
     now: dt.date | None,
@@ -502,7 +498,7 @@ SESSION_TOP = 3
 
 
 def time_fusion(
-    conn: apsw.Connection, when: Range, fused: list[tuple[Key, float, dict[str, int]]], weight: float
+    conn: Store, when: Range, fused: list[tuple[Key, float, dict[str, int]]], weight: float
 ) -> list[tuple[Key, float, dict[str, int]]]:
     """Messages said in the time a query names first: a question "on 25 May, 2022" or "in
     July" asks about what was said then, so their fused scores are multiplied by ``1 +
@@ -512,12 +508,12 @@ def time_fusion(
     if when.start == EARLIEST or when.end == LATEST or not ids:
         return fused
     bounds = {"ids": json.dumps(ids), "start": when.start.isoformat(), "end": when.end.isoformat()}
-    then = {("m", row[0]) for row in conn.execute(q("messages_said_between"), bounds)}
+    then = {("m", row[0]) for row in conn.run("messages_said_between", bounds)}
     return _scaled(fused, then, 1.0 + weight)
 
 
 def context_fusion(
-    conn: apsw.Connection,
+    conn: Store,
     query: str,
     fused: list[tuple[Key, float, dict[str, int]]],
     params: SearchParams,
@@ -638,16 +634,14 @@ def _unit_ids(hits: Sequence[Hit]) -> list[int]:
     return [int(h.id[2:]) for h in hits if h.id.startswith("u:")]
 
 
-def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: float) -> dict[str, str]:
+def _near_duplicates(conn: Store, hits: Sequence[Hit], threshold: float) -> dict[str, str]:
     """Unit hit id → the better-ranked hit it repeats (a synonymy link ≥ ``threshold``)."""
     ids = _unit_ids(hits)
     if len(ids) < 2:
         return {}
     rank = {h.id: i for i, h in enumerate(hits)}
     parent: dict[str, str] = {}
-    for a, b, _w in conn.execute(
-        q("links_among"), {"type": "synonymy", "min_weight": threshold, "ids": json.dumps(ids)}
-    ):
+    for a, b, _w in conn.run("links_among", {"type": "synonymy", "min_weight": threshold, "ids": json.dumps(ids)}):
         first, second = sorted((f"u:{a}", f"u:{b}"), key=lambda hid: rank[hid])
         parent[second] = parent.get(first, first)
     return parent
@@ -657,7 +651,7 @@ def _near_duplicates(conn: apsw.Connection, hits: Sequence[Hit], threshold: floa
 _CHAIN = 4
 
 
-def mark_supersession(conn: apsw.Connection, hits: list[Hit], keep: Callable[[str], bool] | None = None) -> list[Hit]:
+def mark_supersession(conn: Store, hits: list[Hit], keep: Callable[[str], bool] | None = None) -> list[Hit]:
     """When something newer replaces a returned hit, both are returned, the newer first and
     each marked (``supersedes`` / ``superseded_by``); a newer one not yet among the hits is
     added right before the one it replaces (when ``keep`` accepts its id).
@@ -692,12 +686,12 @@ def mark_supersession(conn: apsw.Connection, hits: list[Hit], keep: Callable[[st
     return [by_id[i] for i in dict.fromkeys(order)]
 
 
-def _supersession_pairs(conn: apsw.Connection, hits: Sequence[Hit]) -> list[tuple[str, str]]:
+def _supersession_pairs(conn: Store, hits: Sequence[Hit]) -> list[tuple[str, str]]:
     """``(newer id, older id)`` for what replaces each of ``hits`` (and, for units, what they replace)."""
     pairs = []
     ids = _unit_ids(hits)
     if ids:
-        pairs += [(f"u:{new}", f"u:{old}") for new, old in conn.execute(q("supersession_of"), {"ids": json.dumps(ids)})]
+        pairs += [(f"u:{new}", f"u:{old}") for new, old in conn.run("supersession_of", {"ids": json.dumps(ids)})]
     pairs += [(h.superseded_by, h.id) for h in hits if h.kind == "message" and h.superseded_by]
     narrow = [h for h in hits if h.kind in ("gist", "fact") and h.sources and not h.superseded_by]
     if narrow:
@@ -708,7 +702,7 @@ def _supersession_pairs(conn: apsw.Connection, hits: Sequence[Hit]) -> list[tupl
     return pairs
 
 
-def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParams) -> Range | None:
+def _query_range(conn: Store, ns: str, query: str, params: SearchParams) -> Range | None:
     """The time range the query names, relative to ``params.now`` or the latest message."""
     from .channels import latest_time
     from .query_time import parse_query_time
@@ -717,7 +711,7 @@ def _query_range(conn: apsw.Connection, ns: str, query: str, params: SearchParam
 
 
 def _promoted(
-    conn: apsw.Connection, ns: str, query: str, query_vec: np.ndarray, when: Range | None, hits: list[Hit]
+    conn: Store, ns: str, query: str, query_vec: np.ndarray, when: Range | None, hits: list[Hit]
 ) -> list[Hit]:
     from . import channels
 

@@ -3,26 +3,24 @@ embedded without them) and by answers (who a question is about)."""
 
 from __future__ import annotations
 
-import apsw
-
+from ..store.engine import Store
 from ..store.owner import names as owner_names
-from ..store.queries import q
 from ..types import Speakers
 
 
-def speakers(conn: apsw.Connection, ns: str, user_name: str | None = None) -> Speakers:
+def speakers(conn: Store, ns: str, user_name: str | None = None) -> Speakers:
     """The namespace's speakers, each with the names they go by (their own first, then the
     aliases of the person entity with their name: "Mel" for Melanie), and, when its messages
     have the roles ``user`` and ``assistant``, which speaker is which (``user_name``: the
     user's own name, which the user then also goes by), and which speakers are the store's
     owner (the user, and the owner's names as a speaker in other sources: ``Speakers.owner``)."""
-    out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.execute(q("namespace_speakers"), {"ns": ns})}
-    for speaker, alias in conn.execute(q("namespace_speaker_aliases"), {"ns": ns}):
+    out: dict[str, list[str]] = {row[0]: [row[0]] for row in conn.run("namespace_speakers", {"ns": ns})}
+    for speaker, alias in conn.run("namespace_speaker_aliases", {"ns": ns}):
         if alias.lower() not in (n.lower() for n in out[speaker]):
             out[speaker].append(alias)
     roles: dict[str, str] = {}
     users: list[str] = []  # every speaker with the user role: the owner, by role
-    for speaker, role in conn.execute(q("namespace_speaker_roles"), {"ns": ns}):
+    for speaker, role in conn.run("namespace_speaker_roles", {"ns": ns}):
         roles.setdefault(role, speaker)  # the speaker who said most in that role
         if role == "user":
             users.append(speaker)

@@ -26,7 +26,7 @@ import apsw
 import numpy as np
 
 from ..config import EXACT_BELOW
-from ..store.queries import q
+from ..store.engine import Store
 from ..store.rows import all_rows, one_row
 
 OVERSAMPLE = 10
@@ -105,7 +105,7 @@ _CACHES: "weakref.WeakKeyDictionary[Any, dict[tuple[str, str], _Codes]]" = weakr
 
 
 def knn(
-    conn: apsw.Connection, table: str, ns: str, query: np.ndarray, k: int, kind: str | None = None
+    conn: Store, table: str, ns: str, query: np.ndarray, k: int, kind: str | None = None
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest rows of ``table`` ("messages", "units" or "parts") in ``ns`` to ``query`` as
     ``(id, cosine distance)``, nearest first; ``kind`` restricts units to one kind."""
@@ -116,7 +116,7 @@ def knn(
         params = {"embedding": query.tobytes(), "k": k, "ns": ns}
         if kind is not None:
             exact, params["kind"] = "vec_units_knn_kind", kind
-        return [(int(i), float(d)) for i, d in all_rows(conn.execute(q(exact), params))]
+        return [(int(i), float(d)) for i, d in all_rows(conn.run(exact, params))]
     candidates = _hamming_nearest(cached, query, k * OVERSAMPLE, kind)
     return _rescored(conn, table, [int(i) for i in candidates], query, k)
 
@@ -128,7 +128,7 @@ _READ_CHUNK = 10_000
 
 
 def knn_among(
-    conn: apsw.Connection, table: str, ns: str, query: np.ndarray, ids: Sequence[int], k: int
+    conn: Store, table: str, ns: str, query: np.ndarray, ids: Sequence[int], k: int
 ) -> list[tuple[int, float]]:
     """The ``k`` nearest of the rows ``ids`` of ``table`` in ``ns`` (a filtered search), as
     :func:`knn` returns them."""
@@ -143,15 +143,13 @@ def knn_among(
     return _rescored(conn, table, list(ids), query, k)
 
 
-def _row_count(conn: apsw.Connection, table: str, ns: str) -> int:
-    rows = one_row(conn.execute(q("stats_vector_rows"), {"ns": ns}))
+def _row_count(conn: Store, table: str, ns: str) -> int:
+    rows = one_row(conn.run("stats_vector_rows", {"ns": ns}))
     counts: dict[str, int] = dict(zip(("messages", "units", "parts"), rows))
     return int(counts[table])
 
 
-def _rescored(
-    conn: apsw.Connection, table: str, candidates: list[int], query: np.ndarray, k: int
-) -> list[tuple[int, float]]:
+def _rescored(conn: Store, table: str, candidates: list[int], query: np.ndarray, k: int) -> list[tuple[int, float]]:
     """``candidates`` ranked by cosine distance to ``query`` over their int8 copies (float
     vectors for rows without one), the ``k`` nearest."""
     _codes_after, vectors_of, _exact, int8_of = _TABLES[table]
@@ -160,7 +158,7 @@ def _rescored(
     rows = []
     for start in range(0, len(candidates), _READ_CHUNK):
         chunk = candidates[start : start + _READ_CHUNK]
-        rows += conn.execute(q(int8_of), {"ids": json.dumps(chunk)}).fetchall()
+        rows += conn.run(int8_of, {"ids": json.dumps(chunk)}).fetchall()
     width = len(query)
     scored = [r for r in rows if r[1] is not None and len(r[1]) == width]
     have = {r[0] for r in scored}
@@ -170,7 +168,7 @@ def _rescored(
     if unscored:  # rows written by a process that predates q8, or without codes: their float vectors
         floats = []
         for start in range(0, len(unscored), _READ_CHUNK):
-            floats += conn.execute(q(vectors_of), {"ids": json.dumps(unscored[start : start + _READ_CHUNK])}).fetchall()
+            floats += conn.run(vectors_of, {"ids": json.dumps(unscored[start : start + _READ_CHUNK])}).fetchall()
         floats = [r for r in floats if r[1] is not None and len(r[1]) == width * 4]
         ids = np.concatenate([ids, np.fromiter((r[0] for r in floats), dtype=np.int64, count=len(floats))])
         vectors = np.concatenate(
@@ -193,7 +191,7 @@ def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     return (vectors @ query) / np.maximum(norms, 1e-12)
 
 
-def shortlist(conn: apsw.Connection, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
+def shortlist(conn: Store, table: str, ns: str, query: np.ndarray, ids: Sequence[int], n: int) -> list[int]:
     """At most ``n`` of ``ids`` whose codes are closest to ``query``'s, for callers that would
     otherwise read every candidate's float vector; all of ``ids`` on small namespaces."""
     codes_after = _TABLES[table][0]
@@ -225,10 +223,10 @@ def _hamming_nearest(cached: _Codes, query: np.ndarray, n: int, kind: str | None
     return ids[best]
 
 
-def _load(conn: apsw.Connection, table: str, ns: str, codes_after: str) -> _Codes | None:
+def _load(conn: Store, table: str, ns: str, codes_after: str) -> _Codes | None:
     """The namespace's codes, brought up to date; ``None`` when the store keeps none."""
     try:
-        changes = {name: (ins, rel) for name, ins, rel in conn.execute(q("codes_changes"))}
+        changes = {name: (ins, rel) for name, ins, rel in conn.run("codes_changes")}
     except apsw.SQLError:  # no codes table: the store has no vectors yet
         return None
     if table not in changes:
@@ -240,6 +238,6 @@ def _load(conn: apsw.Connection, table: str, ns: str, codes_after: str) -> _Code
         cached = per_conn[(table, ns)] = _Codes()
     if cached.inserts != inserts:
         after = int(cached.ids[-1]) if len(cached.ids) else 0
-        cached.append(all_rows(conn.execute(q(codes_after), {"ns": ns, "after": after})))
+        cached.append(all_rows(conn.run(codes_after, {"ns": ns, "after": after})))
         cached.inserts, cached.reloads = inserts, reloads
     return cached

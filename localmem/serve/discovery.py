@@ -31,8 +31,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..config import Config, is_postgres, runtime_dir, settings
-from ..redact import HIDDEN, redact
+from ..config import Config, StoreLocation, StoreURL, as_location, runtime_dir, settings
 
 VERSION = 1
 MAX_BYTES = 64 * 1024
@@ -107,19 +106,15 @@ def differing(mine: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
     return sorted(name for name in set(mine) | set(theirs) if mine.get(name) != theirs.get(name))
 
 
-def identity(db_path: Path | str) -> tuple[str, int, int]:
+def identity(db_path: StoreLocation | str) -> tuple[str, int, int]:
     """The store as messages name it, and the two numbers that identify it: a file's device
     and inode (every path to the same file the same); for a PostgreSQL URL, 0 and a number
     made from the URL without its password (one database, named by one URL). Raises OSError
     for a file that is not there."""
-    text = str(db_path)
-    if is_postgres(text):
-        shown = redact(text)
-        # Keyed as before redact() said "user:***@": the same database with or without a
-        # password in its URL is one store.
-        key = shown.replace(f":{HIDDEN}@", "@", 1)
-        return shown, 0, int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
-    real = Path(os.path.realpath(db_path))
+    found = as_location(db_path)
+    if isinstance(found, StoreURL):
+        return found.identity()
+    real = Path(os.path.realpath(found))
     st = os.stat(real)
     return str(real), st.st_dev, st.st_ino
 
@@ -147,7 +142,9 @@ def is_loopback(host: str) -> bool:
 # -- the server's side -------------------------------------------------------------------------
 
 
-def announce(db_path: Path, namespace: str, host: str, port: int, token: str, answer: Mapping[str, str]) -> Path | None:
+def announce(
+    db_path: StoreLocation, namespace: str, host: str, port: int, token: str, answer: Mapping[str, str]
+) -> Path | None:
     """Write the discovery file of a server listening on ``host``:``port``; its path, or None
     when there is nothing to announce (a non-loopback address, or another live server of the
     same store and namespace already announced). Raises :class:`Untrusted` or OSError when the
@@ -214,7 +211,7 @@ def _private_folder(create: bool = False) -> Path | None:
 # -- the command line's side -------------------------------------------------------------------
 
 
-def find(db_path: Path, namespace: str) -> Discovery | None:
+def find(db_path: StoreLocation, namespace: str) -> Discovery | None:
     """The running server of this store and namespace, or None (no store, no server, or a
     stale file, which is removed). Raises :class:`Untrusted` (say why, then answer locally)."""
     try:

@@ -9,12 +9,9 @@ settings before its first table; and only then is anything written (WAL, migrati
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
-import logging
 import os
 import stat
 import time
-import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -23,7 +20,6 @@ import apsw
 from ..config import DEFAULTS, Key
 from ..errors import (
     DiskFullError,
-    EmbedderMismatchError,
     LocalmemError,
     NotALocalmemStoreError,
     SchemaTooNewError,
@@ -36,7 +32,6 @@ from ..errors import (
 from ..files import private_dir, private_file
 from . import cipher
 from .queries import migrations, q
-from .rows import all_rows
 
 MMAP_BYTES = 1 << 30
 # The page cache of a connection to an encrypted store, in KiB (SQLite's default is 2 MiB): every
@@ -52,10 +47,6 @@ APPLICATION_ID = 0x6C6D656D
 # Tables every localmem store has; the meta table's definition is 0001's, word for word.
 _OUR_TABLES = {"meta", "sources", "messages", "units"}
 _META_SQL = "CREATE TABLE meta ( key TEXT PRIMARY KEY, value TEXT NOT NULL ) WITHOUT ROWID"
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
 @contextlib.contextmanager
@@ -202,7 +193,6 @@ def _open(
         with store_errors(spath, busy_timeout_ms):
             migrate(conn, spath)
             ensure_codes(conn)
-            _finish_forget(conn, spath)
     except apsw.CorruptError as exc:
         conn.close()
         raise StoreCorruptError(spath, str(exc)) from exc
@@ -210,22 +200,6 @@ def _open(
         conn.close()
         raise
     return conn
-
-
-def _finish_forget(conn: apsw.Connection, path: str) -> None:
-    """A forget that committed but was stopped before its scrub (killed, or kept from emptying
-    the WAL by a reader) left the deleted text in the file's free room: finish it now, and say so."""
-    from . import purge  # purge uses this module
-
-    done = purge.finish_pending(conn, Path(path))
-    if done is not None:
-        logging.getLogger("localmem.store").warning(
-            "localmem: %s: finished the scrub of a forget that stopped after its commit (the file was "
-            "written anew: %s -> %s bytes)",
-            path,
-            f"{done.bytes_before:,}",
-            f"{done.bytes_after:,}",
-        )
 
 
 class _Patience:
@@ -357,10 +331,6 @@ def _wal(conn: apsw.Connection) -> None:
 def reading(conn: apsw.Connection) -> Iterator[None]:
     """A read transaction: one consistent snapshot for several queries, without taking the
     write lock (``with conn:`` begins IMMEDIATE, see :func:`_set_up`)."""
-    if getattr(conn, "engine", None) == "postgres":  # store/pg.py: a REPEATABLE READ transaction
-        with conn.reading():  # type: ignore[attr-defined]
-            yield
-        return
     if not conn.get_autocommit():  # already inside a transaction: it is the snapshot
         yield
         return
@@ -390,18 +360,10 @@ def _load_sqlite_vec(conn: apsw.Connection) -> None:
     # apsw types a scalar function as taking any number of values; numargs=1 registers these for one.
     conn.create_scalar_function("localmem_int8", int8_code, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     conn.create_scalar_function("localmem_fold", fold, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
-    # Each message's language and its text as the non-English full-text index takes it
-    # (migration 0013; the model loads on the first message, not here).
-    conn.create_scalar_function("localmem_lang", _lang, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
+    # A message's text as the non-English full-text index takes it (migration 0013's triggers).
     conn.create_scalar_function("localmem_fts_text", _fts_text, 1, deterministic=True)  # pyright: ignore[reportArgumentType]
     # Notes what a forget deletes; purge.purge swaps in its collector while it runs.
     conn.create_scalar_function("localmem_forgotten", lambda *_values: None, -1)
-
-
-def _lang(text: object) -> object:
-    from ..text.language import detect
-
-    return detect(text) if isinstance(text, str) else None
 
 
 def _fts_text(text: object) -> object:
@@ -460,122 +422,10 @@ def migrate(conn: apsw.Connection, path: str = "") -> list[str]:
     return applied
 
 
-# The store's change state pinned for a while (same_state), and what is kept while it holds
-# (kept); by connection.
-_PINNED: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-_KEPT: "weakref.WeakKeyDictionary[Any, dict[Any, tuple[tuple[Any, int], Any]]]" = weakref.WeakKeyDictionary()
-
-
-def change_state(conn: apsw.Connection) -> tuple[Any, int]:
-    """``(data_version, total_changes)``: the first moves when another connection commits a
-    change to the store (on PostgreSQL: when any transaction has begun or ended), the second
-    when this one writes; while neither moves, what was read from the store holds. Inside
-    :func:`same_state`, ``data_version`` as it was read there (no statement)."""
-    version = _PINNED.get(conn)
-    if version is None:
-        (version,) = conn.execute(q("data_version")).fetchall()[0]
-    return version, conn.total_changes()
-
-
-@contextlib.contextmanager
-def same_state(conn: apsw.Connection) -> Iterator[None]:
-    """Read ``data_version`` once for the work inside (a search): :func:`change_state` and
-    :func:`kept` then ask no statement of their own, and a value :func:`kept` holds from an
-    earlier search is used again when nothing has changed since. The work inside sees the
-    store as it was when it began, or later: what any statement of its own would see. Inside
-    a transaction (which could roll back what :func:`kept` saw), or inside another
-    ``same_state``, it changes nothing."""
-    if conn in _PINNED or not conn.get_autocommit():
-        yield
-        return
-    (_PINNED[conn],) = conn.execute(q("data_version")).fetchall()[0]
-    try:
-        yield
-    finally:
-        _PINNED.pop(conn, None)
-
-
-def kept(conn: apsw.Connection, key: Any, read: Callable[[], Any]) -> Any:
-    """``read()``, kept under ``key`` while the store is unchanged (:func:`change_state`): within
-    :func:`same_state` only and outside any transaction; elsewhere ``read()`` each time. A
-    search asks for the same few facts (the embedder bound, the latest message's time) that
-    change only when the store does: on a server store each was a round trip."""
-    if conn not in _PINNED or not conn.get_autocommit():
-        return read()
-    state = change_state(conn)
-    cache = _KEPT.setdefault(conn, {})
-    held = cache.get(key)
-    if held is not None and held[0] == state:
-        return held[1]
-    value = read()
-    cache[key] = (state, value)
-    return value
-
-
-def get_meta(conn: apsw.Connection, key: str) -> str | None:
-    def read() -> str | None:
-        row = conn.execute(q("meta_get"), {"key": key}).fetchone()
-        return row[0] if row else None
-
-    return kept(conn, ("meta", key), read)
-
-
-def set_meta(conn: apsw.Connection, key: str, value: str) -> None:
-    conn.execute(q("meta_set"), {"key": key, "value": value})
-
-
-def all_meta(conn: apsw.Connection) -> dict[str, str]:
-    return dict(all_rows(conn.execute(q("meta_all"))))
-
-
-def check_embedder(conn: apsw.Connection, model_id: str, dim: int | None) -> bool:
-    """True if the store is bound to this embedder, False if it is bound to none yet.
-
-    Raises :class:`EmbedderMismatchError` if it is bound to another one.
-    """
-    stored_id = get_meta(conn, "embed_model_id")
-    if stored_id is None:
-        return False
-    stored_dim = int(get_meta(conn, "embed_dim") or 0)
-    if stored_id != model_id or (dim is not None and dim != stored_dim):
-        raise EmbedderMismatchError(stored_id, stored_dim, model_id, dim)
-    return True
-
-
-def bind_embedder(conn: apsw.Connection, model_id: str, dim: int) -> None:
-    """Record the embedder and create the vector indexes of its dimension (in a transaction)."""
-    if not isinstance(dim, int) or not 0 < dim <= 8192:
-        raise LocalmemError(f"embedder dimension {dim!r} is not a sensible vector size")
-    if getattr(conn, "engine", None) == "postgres":
-        from . import pg
-
-        pg.lock_binding(conn)  # type: ignore[arg-type]
-        if check_embedder(conn, model_id, dim):
-            return  # another process bound it while this one waited
-        pg.bind_embedder(conn, dim)  # type: ignore[arg-type]
-        set_meta(conn, "embed_model_id", model_id)
-        set_meta(conn, "embed_dim", str(dim))
-        set_meta(conn, "embed_bound_at", now_iso())
-        return
-    # DDL cannot take bound parameters; `dim` is a validated int, never user text.
-    conn.execute(q("vec_create").replace("{dim}", str(dim)))
-    conn.execute(q("codes_create"))
-    conn.execute(q("parts_vec_create").replace("{dim}", str(dim)))
-    set_meta(conn, "embed_model_id", model_id)
-    set_meta(conn, "embed_dim", str(dim))
-    set_meta(conn, "embed_bound_at", now_iso())
-
-
-def unbind_embedder(conn: apsw.Connection) -> None:
-    conn.execute(q("vec_drop"))
-    conn.execute(q("meta_delete"), {"key": "embed_model_id"})
-    conn.execute(q("meta_delete"), {"key": "embed_dim"})
-
-
 def ensure_codes(conn: apsw.Connection) -> None:
     """Give a store bound before the binary codes (or the part vectors) existed its codes and
     the part tables (once, in a transaction)."""
-    if not has_vectors(conn):
+    if conn.execute(q("vec_exists")).fetchone() is None:
         return
     if conn.execute(q("codes_exist")).fetchone() is None:
         with conn:
@@ -584,30 +434,9 @@ def ensure_codes(conn: apsw.Connection) -> None:
     elif conn.execute(q("codes_int8_exist")).fetchone() is None:
         with conn:
             conn.execute(q("codes_add_int8"))
-    dim = int(get_meta(conn, "embed_dim") or 0)
+    row = conn.execute(q("meta_get"), {"key": "embed_dim"}).fetchone()
+    dim = int(row[0]) if row else 0
     if dim and conn.execute(q("parts_vec_exists")).fetchone() is None:
         # Bound before migration 0008: its messages have no parts until `localmem reembed`.
         with conn:
             conn.execute(q("parts_vec_create").replace("{dim}", str(dim)))
-
-
-# A write of at least this many messages (an ingest, an import) gathers the server store's
-# planner statistics at once rather than when its autovacuum next looks (a minute by default).
-BULK_MESSAGES = 500
-
-
-def after_bulk_write(conn: apsw.Connection, messages: int) -> None:
-    """After a write of ``messages`` messages (and what was built from them): on PostgreSQL,
-    when they are :data:`BULK_MESSAGES` or more, the planner's statistics are gathered
-    (``ANALYZE``). Without them the first searches after a large load are planned blind: at
-    10,000 freshly loaded messages they took 25 ms at the median instead of 14 (the next
-    turn read through the wrong index, the corrections by a scan of every message). SQLite
-    plans by its indexes alone here: nothing to do."""
-    if messages >= BULK_MESSAGES and getattr(conn, "engine", None) == "postgres":
-        from . import pg
-
-        pg.analyze(conn)  # type: ignore[arg-type]
-
-
-def has_vectors(conn: apsw.Connection) -> bool:
-    return kept(conn, "vec_exists", lambda: conn.execute(q("vec_exists")).fetchone() is not None)

@@ -25,15 +25,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
-import apsw
-
+from ..config import StoreLocation
 from ..errors import LocalmemError, NotFoundError
 from ..text.times import day_or_time
-from . import db, purge
-from .queries import q
+from .engine import Store
 from .refs import parse, ref
 from .results import ForgetResult
 from .rows import all_rows
@@ -93,7 +90,7 @@ class Target(TypedDict, total=False):
 
 
 def forget(
-    conn: apsw.Connection, path: Path, ns: str, *, dry_run: bool = False, **target: Unpack[Target]
+    conn: Store, path: StoreLocation, ns: str, *, dry_run: bool = False, **target: Unpack[Target]
 ) -> ForgetResult:
     """Delete the one ``target`` (checked here) in namespace ``ns``, or the whole ``namespace``,
     from the store at ``path``; what went (or would go), and what scrubbing the file did.
@@ -136,9 +133,9 @@ def _checked(target: Target) -> Target:
     return target
 
 
-def _forget(conn: apsw.Connection, path: Path, ns: str, target: Target, dry_run: bool) -> ForgetResult:
+def _forget(conn: Store, path: StoreLocation, ns: str, target: Target, dry_run: bool) -> ForgetResult:
     if dry_run:
-        with db.reading(conn):
+        with conn.reading():
             return ForgetResult(**_decide(conn, ns, target)[0].report(dry_run=True))
     decided: list[Plan] = []
 
@@ -161,13 +158,13 @@ def _forget(conn: apsw.Connection, path: Path, ns: str, target: Target, dry_run:
             },
         )
 
-    scrubbed = purge.purge(conn, path, decide)
+    scrubbed = conn.purge(decide)
     report = decided[-1].report(dry_run=False)
     report["file"] = scrubbed.to_dict() if scrubbed is not None else None
     return ForgetResult(**report)
 
 
-def _decide(conn: apsw.Connection, ns: str, target: Target) -> tuple[Plan, str | None]:
+def _decide(conn: Store, ns: str, target: Target) -> tuple[Plan, str | None]:
     """What the (checked) target takes with it, read in the caller's transaction; and the
     case-folded ``match`` (for the logged replies that lose it)."""
     folded = None
@@ -176,7 +173,7 @@ def _decide(conn: apsw.Connection, ns: str, target: Target) -> tuple[Plan, str |
     if namespace is not None:
         plan = _namespace_plan(conn, namespace)
     elif source_id is not None:
-        if conn.execute(q("source_get"), {"id": source_id, "ns": ns}).fetchone() is None:
+        if conn.run("source_get", {"id": source_id, "ns": ns}).fetchone() is None:
             raise NotFoundError(
                 f"no source {source_id} in namespace '{ns}'",
                 "see 'localmem stats --sources' (sources belong to one namespace: pass --namespace)",
@@ -212,11 +209,11 @@ def _decide(conn: apsw.Connection, ns: str, target: Target) -> tuple[Plan, str |
     return plan, folded
 
 
-def _column(conn: apsw.Connection, name: str, **params: Any) -> list[int]:
-    return [row[0] for row in conn.execute(q(name), params)]
+def _column(conn: Store, name: str, **params: Any) -> list[int]:
+    return [row[0] for row in conn.run(name, params)]
 
 
-def _named(conn: apsw.Connection, ns: str, kind: str, ids: Sequence[int]) -> list[int]:
+def _named(conn: Store, ns: str, kind: str, ids: Sequence[int]) -> list[int]:
     """``ids`` of ``kind``, each of which must be in ``ns``."""
     if not ids:
         return []
@@ -232,16 +229,16 @@ def _named(conn: apsw.Connection, ns: str, kind: str, ids: Sequence[int]) -> lis
     return sorted(found)
 
 
-def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[int]) -> Plan:
+def _plan(conn: Store, messages: Sequence[int], named_units: Sequence[int]) -> Plan:
     """Everything that goes with ``messages`` and ``named_units`` (see the module docstring)."""
     m_json = json.dumps(list(messages))
-    resting = all_rows(conn.execute(q("forget_units_resting_on"), {"messages": m_json}))
+    resting = all_rows(conn.run("forget_units_resting_on", {"messages": m_json}))
     explicit = set(named_units)
     gone = explicit | {unit for unit, only in resting if only}
     kept = {unit for unit, only in resting if not only}
     frontier = set(gone)
     while frontier:  # what was derived from a unit that goes (an episode's units), level by level
-        rows = all_rows(conn.execute(q("forget_children"), {"units": json.dumps(sorted(frontier)), "messages": m_json}))
+        rows = all_rows(conn.run("forget_children", {"units": json.dumps(sorted(frontier)), "messages": m_json}))
         frontier = set()
         for unit, parent, elsewhere in rows:
             if unit in gone:
@@ -265,10 +262,10 @@ def _plan(conn: apsw.Connection, messages: Sequence[int], named_units: Sequence[
     )
 
 
-def _namespace_plan(conn: apsw.Connection, namespace: str) -> Plan:
+def _namespace_plan(conn: Store, namespace: str) -> Plan:
     plan = Plan()
     lists = {"s": plan.sources, "m": plan.messages, "u": plan.units, "e": plan.entities}
-    for kind, number in conn.execute(q("forget_namespace_ids"), {"ns": namespace}):
+    for kind, number in conn.run("forget_namespace_ids", {"ns": namespace}):
         lists[kind].append(number)
     if plan.empty:
         raise NotFoundError(f"namespace '{namespace}' is empty or does not exist", "see 'localmem namespaces'")

@@ -5,20 +5,17 @@ from __future__ import annotations
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-import apsw
-
-from ..config import DEFAULTS, EXACT_BELOW, Config
+from ..config import DEFAULTS, EXACT_BELOW, Config, StoreLocation
 from ..errors import LocalmemError, UnknownNamespaceError
 from ..models.embedding import framing, turn_text
 from ..models.protocols import Embedder
 from ..redact import redact
 from ..text.sentences import sentence_spans
-from . import cipher, db, owner
-from .queries import q
+from . import cipher, owner
+from .engine import Store
 from .results import DoctorReport, NamespaceSummary, ReembedReport, Source, Stats
 from .rows import all_rows, one_row, one_value
 
@@ -28,18 +25,15 @@ if TYPE_CHECKING:
     from ..models.embedding import Parts
 
 
-def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
-    messages, conversations, sessions, first, last = one_row(conn.execute(q("stats_messages"), {"ns": ns}))
-    sources, unfinished, entities, links = one_row(conn.execute(q("stats_other"), {"ns": ns}))
-    units: dict[str, int] = dict(all_rows(conn.execute(q("stats_units"), {"ns": ns})))  # kind -> count
-    if getattr(conn, "engine", None) == "postgres":  # the database's size on the server
-        size = int(one_value(conn.execute("SELECT pg_database_size(current_database())")))
-    else:
-        size = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
-    meta = db.all_meta(conn)
+def stats(conn: Store, ns: str, path: StoreLocation) -> Stats:
+    messages, conversations, sessions, first, last = one_row(conn.run("stats_messages", {"ns": ns}))
+    sources, unfinished, entities, links = one_row(conn.run("stats_other", {"ns": ns}))
+    units: dict[str, int] = dict(all_rows(conn.run("stats_units", {"ns": ns})))  # kind -> count
+    size = conn.size_bytes()
+    meta = conn.all_meta()
     index: dict[str, str] = {}
-    if db.has_vectors(conn):
-        rows = one_row(conn.execute(q("stats_vector_rows"), {"ns": ns}))
+    if conn.has_vectors():
+        rows = one_row(conn.run("stats_vector_rows", {"ns": ns}))
         index = {
             table: "exact" if n < EXACT_BELOW else "codes" for table, n in zip(("messages", "units", "parts"), rows)
         }
@@ -57,8 +51,8 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
         links=links,
         db_path=redact(path),  # shown by stats, the API, the MCP tool: never a password
         db_bytes=size,
-        encrypted=getattr(conn, "engine", None) != "postgres" and cipher.file_state(path) == "encrypted",
-        schema_version=db.schema_version(conn),
+        encrypted=conn.encrypted(),
+        schema_version=conn.schema_version(),
         embedder=meta.get("embed_model_id"),
         embed_dim=int(meta["embed_dim"]) if "embed_dim" in meta else None,
         vector_index=index,  # per index: "exact" search, or "codes" (binary codes, int8 rescoring)
@@ -66,12 +60,12 @@ def stats(conn: apsw.Connection, ns: str, path: Path) -> Stats:
     )
 
 
-def namespaces(conn: apsw.Connection) -> list[NamespaceSummary]:
-    return [NamespaceSummary(*row) for row in conn.execute(q("namespaces"))]
+def namespaces(conn: Store) -> list[NamespaceSummary]:
+    return [NamespaceSummary(*row) for row in conn.run("namespaces")]
 
 
-def sources(conn: apsw.Connection, ns: str) -> list[Source]:
-    return [Source(*row) for row in conn.execute(q("sources_list"), {"ns": ns})]
+def sources(conn: Store, ns: str) -> list[Source]:
+    return [Source(*row) for row in conn.run("sources_list", {"ns": ns})]
 
 
 # Messages (or units) embedded between two commits of a reembed's staged work: what a kill loses.
@@ -82,7 +76,7 @@ REEMBED_PASSES = 4
 
 
 def reembed(
-    conn: apsw.Connection,
+    conn: Store,
     embedder: Embedder,
     batch: int,
     progress: Callable[[int, int], None] | None = None,
@@ -108,13 +102,13 @@ def reembed(
     from .vectors import store_vectors
 
     def read() -> tuple[list, list]:
-        return all_rows(conn.execute(q("messages_for_reembed"))), all_rows(conn.execute(q("units_for_reembed")))
+        return all_rows(conn.run("messages_for_reembed")), all_rows(conn.run("units_for_reembed"))
 
     def texts(row: tuple) -> int:  # the message, its sentence parts, and its context part
         return 1 + len(sentence_spans(row[3])) + bool(row[3] and framing(turn_text(*row[5:8]), context))
 
     def staged_ids() -> set[tuple[str, int]]:
-        return {(kind, int(row_id)) for kind, row_id in conn.execute(q("reembed_staged_ids"))}
+        return {(kind, int(row_id)) for kind, row_id in conn.run("reembed_staged_ids")}
 
     messages, units = read()
     total, counted = 0, set()
@@ -130,10 +124,10 @@ def reembed(
     count(messages, units)
     target = f"{embedder.model_id}|{embedder.dim}|{context}"
     with conn:
-        conn.execute(q("reembed_staging_create"))
-        if db.get_meta(conn, "reembed_target") != target:  # another embedder's work: start over
-            conn.execute(q("reembed_staging_clear"))
-            db.set_meta(conn, "reembed_target", target)
+        conn.run("reembed_staging_create")
+        if conn.get_meta("reembed_target") != target:  # another embedder's work: start over
+            conn.run("reembed_staging_clear")
+            conn.set_meta("reembed_target", target)
     staged = staged_ids()
     done = sum(texts(row) for row in messages if ("m", row[0]) in staged)
     done += sum(1 for row in units if ("u", row[0]) in staged)
@@ -150,13 +144,13 @@ def reembed(
             vecs, its_parts, _ = embed_stored(embedder, rows, [], batch, step, context)
             with conn:
                 for row, vec, pieces in zip(rows, vecs, its_parts):
-                    conn.execute(q("reembed_stage"), {"kind": "m", "id": row[0], "data": _staged(vec, pieces)})
+                    conn.run("reembed_stage", {"kind": "m", "id": row[0], "data": _staged(vec, pieces)})
         for at in range(0, len(todo_u), chunk):
             rows = todo_u[at : at + chunk]
             _, _, vecs = embed_stored(embedder, [], rows, batch, step, context)
             with conn:
                 for row, vec in zip(rows, vecs):
-                    conn.execute(q("reembed_stage"), {"kind": "u", "id": row[0], "data": _staged(vec, [])})
+                    conn.run("reembed_stage", {"kind": "u", "id": row[0], "data": _staged(vec, [])})
 
     if progress:
         progress(done, total)
@@ -175,12 +169,12 @@ def reembed(
         # Writers wait from here to the swap (SQLite: this transaction holds the write lock;
         # PostgreSQL: the tables are locked against writes), so the rows read now are all there
         # are; the few that came since the last pass are embedded here.
-        conn.execute(q("reembed_lock")).fetchall()
+        conn.run("reembed_lock").fetchall()
         messages, units = read()
         staged = staged_ids()
         late_m = [row for row in messages if ("m", row[0]) not in staged]
         late_u = [row for row in units if ("u", row[0]) not in staged]
-        loaded = {(kind, int(row_id)): _unstaged(data) for kind, row_id, data in conn.execute(q("reembed_staged"))}
+        loaded = {(kind, int(row_id)): _unstaged(data) for kind, row_id, data in conn.run("reembed_staged")}
         if late_m or late_u:
             count(late_m, late_u)
             vecs, its_parts, u_late = embed_stored(embedder, late_m, late_u, batch, step, context)
@@ -189,12 +183,12 @@ def reembed(
         m_vecs = np.array([loaded[("m", row[0])][0] for row in messages], dtype=np.float32).reshape(-1, embedder.dim)
         m_parts = [loaded[("m", row[0])][1] for row in messages]
         u_vecs = np.array([loaded[("u", row[0])][0] for row in units], dtype=np.float32).reshape(-1, embedder.dim)
-        db.unbind_embedder(conn)
-        conn.execute(q("parts_delete_all"))
-        db.bind_embedder(conn, embedder.model_id, embedder.dim)
+        conn.unbind_embedder()
+        conn.run("parts_delete_all")
+        conn.bind_embedder(embedder.model_id, embedder.dim)
         store_vectors(conn, messages, m_vecs, m_parts, units, u_vecs)
-        conn.execute(q("reembed_staging_drop"))
-        conn.execute(q("meta_delete"), {"key": "reembed_target"})
+        conn.run("reembed_staging_drop")
+        conn.run("meta_delete", {"key": "reembed_target"})
     parts = sum(texts(row) - 1 for row in messages)
     return ReembedReport(
         embedder=embedder.model_id,
@@ -226,109 +220,44 @@ def _unstaged(data: bytes) -> "tuple[np.ndarray, Parts]":
     return vectors[0], [(a, b, vectors[i + 1], bool(c)) for i, (a, b, c) in enumerate(spans)]
 
 
-def _integrity(conn: apsw.Connection) -> dict[str, Any]:
-    """The whole file checked (opening checks only the header and the small tables)."""
-    started = time.perf_counter()
-    problems = db.quick_check(conn)
-    verdict = (
-        "ok"
-        if not problems
-        else ("damaged: " + "; ".join(problems[:3]) + " (restore from an export: localmem --db NEW.db import FILE)")
-    )
-    return {
-        "integrity": verdict,
-        "integrity_seconds": round(time.perf_counter() - started, 3),
-        "auto_vacuum": {0: "none", 1: "full", 2: "incremental"}.get(int(conn.pragma("auto_vacuum")), "?"),
-    }
-
-
-def _encryption(path: Path) -> str:
-    if cipher.file_state(path) != "encrypted":
-        return "not encrypted"
-    return f"encrypted ({cipher.CIPHER}, key from the passphrase by PBKDF2-HMAC-SHA256 x {cipher.KDF_ITER})"
-
-
-def _context_parts(conn: apsw.Connection, mode: str) -> str:
+def _context_parts(conn: Store, mode: str) -> str:
     """Whether every message that setting ``context_parts`` = ``mode`` gives a context part
     has one (see migration 0012)."""
     if mode == "none":
         return "off (context_parts none)"
-    if not db.has_vectors(conn):
+    if not conn.has_vectors():
         return "no vectors yet"
-    missing = one_value(conn.execute(q("messages_without_context"), {"questions": int(mode == "questions")}))
+    missing = one_value(conn.run("messages_without_context", {"questions": int(mode == "questions")}))
     if not missing:
         return "ok"
     return f"{missing} messages stored before context parts have none (search finds them less well): localmem reembed"
 
 
-def doctor(conn: apsw.Connection, config: Config, path: Path) -> DoctorReport:
-    """Versions, SQLite features and where each model resolves from."""
-
-    if getattr(conn, "engine", None) == "postgres":
-        return _doctor_postgres(conn, config, path)
-    fts5 = "ENABLE_FTS5" in {row[0] for row in conn.execute("PRAGMA compile_options")}
+def doctor(conn: Store, config: Config, path: StoreLocation) -> DoctorReport:
+    """Versions, the engine's features and checks, and where each model resolves from."""
+    facts = conn.doctor_facts()
     report: dict[str, Any] = {
         "localmem": cipher.dist_version("localmem"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
-        "apsw": apsw.apsw_version(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "fts5": fts5,
-        "sqlite_vec": one_value(conn.execute("select vec_version()")),
+        **facts["versions"],
         "onnxruntime": cipher.dist_version("onnxruntime"),
         "tokenizers": cipher.dist_version("tokenizers"),
         "numpy": cipher.dist_version("numpy"),
         "db": {
             "path": redact(path),
-            "schema_version": db.schema_version(conn),
-            "latest_schema": db.latest_version(),
-            "meta": db.all_meta(conn),
-            **_integrity(conn),
+            "schema_version": conn.schema_version(),
+            "latest_schema": conn.latest_schema(),
+            "meta": conn.all_meta(),
+            **facts["db"],
             "context_parts": _context_parts(conn, config.context_parts),
         },
-        "encryption": {"store": _encryption(path), **cipher.library_info()},
+        "encryption": {"store": facts["encryption"], **cipher.library_info()},
     }
     return _models_report(report, conn, config)
 
 
-def _doctor_postgres(conn: Any, config: Config, path: Path) -> DoctorReport:
-    """The doctor's report on a PostgreSQL store: the server's and pgvector's versions; the
-    pages are the server's to check (amcheck, pg_checksums), not a quick_check's."""
-    server, vector = one_row(
-        conn.execute(
-            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-        )
-    )
-    report: dict[str, Any] = {
-        "localmem": cipher.dist_version("localmem"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "apsw": apsw.apsw_version(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "fts5": True,
-        "sqlite_vec": f"none: PostgreSQL {server}, pgvector {vector}",
-        "onnxruntime": cipher.dist_version("onnxruntime"),
-        "tokenizers": cipher.dist_version("tokenizers"),
-        "numpy": cipher.dist_version("numpy"),
-        "db": {
-            "path": redact(path),
-            "schema_version": db.schema_version(conn),
-            "latest_schema": db.latest_version(),
-            "meta": db.all_meta(conn),
-            "integrity": "not checked here: the server's (data checksums, amcheck)",
-            "integrity_seconds": 0.0,
-            "auto_vacuum": "the server's autovacuum; forget runs VACUUM FULL on what it touched",
-            "context_parts": _context_parts(conn, config.context_parts),
-        },
-        "encryption": {
-            "store": "the server's disk (localmem does not encrypt a PostgreSQL store)",
-            **cipher.library_info(),
-        },
-    }
-    return _models_report(report, conn, config)
-
-
-def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorReport:
+def _models_report(report: dict[str, Any], conn: Store, config: Config) -> DoctorReport:
     """The models part of the doctor's report, and the report."""
     from ..config import config_file_path
     from ..models.backends import llama_build, onnx_providers
@@ -344,7 +273,7 @@ def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorR
             "model": str(found.model_path),
             "tokenizer": str(found.tokenizer_path),
         }
-        stored = db.get_meta(conn, "embed_model_id")
+        stored = conn.get_meta("embed_model_id")
         if stored and stored != found.model_id:
             report["embedder"]["status"] = f"mismatch: the store was embedded with {stored}"
     except LocalmemError as exc:
@@ -370,10 +299,10 @@ def _models_report(report: dict[str, Any], conn: Any, config: Config) -> DoctorR
     return DoctorReport(**report)
 
 
-def require_namespace(conn: apsw.Connection, ns: str, default: str, path: Path) -> None:
+def require_namespace(conn: Store, ns: str, default: str, path: StoreLocation) -> None:
     """Raise :class:`UnknownNamespaceError` (listing the ones there are) unless the store holds
     namespace ``ns``; an empty store's ``default`` namespace is fine (nothing stored yet)."""
-    known = [row[0] for row in conn.execute(q("namespace_names"))]
+    known = [row[0] for row in conn.run("namespace_names")]
     if ns in known or (ns == default and not known):
         return
-    raise UnknownNamespaceError(ns, known, path)
+    raise UnknownNamespaceError(ns, known, str(path))

@@ -11,32 +11,29 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import apsw
-
 from ..errors import LocalmemError
-from . import db
-from .queries import q
+from .engine import Store
 from .results import Owner
 from .rows import one_value
 
 
-def owner(conn: apsw.Connection, ns: str) -> Owner:
+def owner(conn: Store, ns: str) -> Owner:
     """The owner of namespace ``ns`` as stored."""
-    rows = list(conn.execute(q("owner_names"), {"ns": ns}))
+    rows = list(conn.run("owner_names", {"ns": ns}))
     origins = {origin for _, origin in rows}
     origin = "set" if "set" in origins else ("suggested" if rows else None)
-    users = int(one_value(conn.execute(q("owner_user_messages"), {"ns": ns})) or 0)
+    users = int(one_value(conn.run("owner_user_messages", {"ns": ns})) or 0)
     return Owner(ns, [name for name, _ in rows], origin, users)
 
 
-def names(conn: apsw.Connection, ns: str) -> list[str]:
+def names(conn: Store, ns: str) -> list[str]:
     """The owner's names in ``ns`` (set or suggested): the speakers who are "I". Kept between
     searches while the store is unchanged (:func:`db.kept`): every search asks."""
 
     def read() -> list[str]:
-        return [name for name, _ in conn.execute(q("owner_names"), {"ns": ns})]
+        return [name for name, _ in conn.run("owner_names", {"ns": ns})]
 
-    return list(db.kept(conn, ("owner_names", ns), read))
+    return list(conn.kept(("owner_names", ns), read))
 
 
 def checked_names(given: Sequence[str]) -> list[str]:
@@ -54,49 +51,49 @@ def checked_names(given: Sequence[str]) -> list[str]:
     return list(out.values())
 
 
-def set_names(conn: apsw.Connection, ns: str, given: Sequence[str], *, add: bool = False) -> Owner:
+def set_names(conn: Store, ns: str, given: Sequence[str], *, add: bool = False) -> Owner:
     """Set the owner's names in ``ns`` (``add``: keep those there, suggestions become set too),
     in one transaction."""
     chosen = checked_names(given)
     with conn:
         if add:
-            conn.execute(q("owner_confirm"), {"ns": ns})
+            conn.run("owner_confirm", {"ns": ns})
         else:
-            conn.execute(q("owner_clear"), {"ns": ns})
+            conn.run("owner_clear", {"ns": ns})
         for name in chosen:
             if add and name.lower() in (n.lower() for n in names(conn, ns)):
                 continue
-            conn.execute(q("owner_name_add"), {"ns": ns, "name": name, "origin": "set"})
+            conn.run("owner_name_add", {"ns": ns, "name": name, "origin": "set"})
     return owner(conn, ns)
 
 
-def confirm(conn: apsw.Connection, ns: str) -> Owner:
+def confirm(conn: Store, ns: str) -> Owner:
     """Make the suggested names the owner's own; refused when there are none."""
     with conn:
         if not names(conn, ns):
             raise LocalmemError(
                 f"namespace {ns!r} has no suggested owner to confirm", "set one: localmem owner set NAME"
             )
-        conn.execute(q("owner_confirm"), {"ns": ns})
+        conn.run("owner_confirm", {"ns": ns})
     return owner(conn, ns)
 
 
-def clear(conn: apsw.Connection, ns: str) -> Owner:
+def clear(conn: Store, ns: str) -> Owner:
     """Forget the owner's names in ``ns`` (the user of assistant chats stays the owner)."""
     with conn:
-        conn.execute(q("owner_clear"), {"ns": ns})
+        conn.run("owner_clear", {"ns": ns})
     return owner(conn, ns)
 
 
-def suggest(conn: apsw.Connection, ns: str, suggested: Sequence[str]) -> list[str]:
+def suggest(conn: Store, ns: str, suggested: Sequence[str]) -> list[str]:
     """Keep ``suggested`` names as suggestions in ``ns`` unless the owner set names there; the
     names newly suggested."""
     with conn:
-        rows = list(conn.execute(q("owner_names"), {"ns": ns}))
+        rows = list(conn.run("owner_names", {"ns": ns}))
         if any(origin == "set" for _, origin in rows):
             return []
         have = {name.lower() for name, _ in rows}
         new = [n for n in dict.fromkeys(suggested) if n.lower() not in have]
         for name in new:
-            conn.execute(q("owner_name_add"), {"ns": ns, "name": name, "origin": "suggested"})
+            conn.run("owner_name_add", {"ns": ns, "name": name, "origin": "suggested"})
     return new

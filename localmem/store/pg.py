@@ -27,15 +27,19 @@ import contextlib
 import re
 import threading
 from functools import lru_cache
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from ..config import is_postgres
 from ..errors import LocalmemError, QueryNotFoundError, SchemaTooNewError, StoreLockedError
 from ..redact import redact
 from . import pgconnect
-from .queries import _all_queries, engine_queries, read_migrations
+from .engine import Params, Store
+from .queries import engine_queries, migrations, read_migrations
 
-__all__ = ["PgConnection", "connect", "is_postgres", "pg_query"]
+if TYPE_CHECKING:
+    from .purge import Decide, Scrub
+    from .results import KeyChange
+
+__all__ = ["PgStore", "connect", "pg_query"]
 
 # An apsw named parameter outside quotes (not a PostgreSQL cast "::"): ":name".
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -67,11 +71,6 @@ def _pg_queries() -> dict[str, str]:
     return {name: _to_psycopg(text) for name, text in engine_queries("postgres").items()}
 
 
-@lru_cache(maxsize=1)
-def _by_sqlite_text() -> dict[str, str]:
-    return {text: name for name, text in _all_queries().items()}
-
-
 def pg_query(name: str) -> str:
     """The PostgreSQL text of the named query ``name``."""
     try:
@@ -81,12 +80,10 @@ def pg_query(name: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _translate(sql: str) -> str:
-    """The PostgreSQL text of a named query given by its SQLite text (the callers that still
-    pass ``q(name)``); other SQL (this store's own, already PostgreSQL) with its placeholders
-    converted, nothing else."""
-    name = _by_sqlite_text().get(sql.strip())
-    return pg_query(name) if name is not None else _to_psycopg(sql)
+def _placeholders(sql: str) -> str:
+    """SQL that is not a named query (tests' and tools' own, PostgreSQL's dialect) with its
+    ``:name`` placeholders in psycopg's form: nothing else is changed."""
+    return _to_psycopg(sql)
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
@@ -177,7 +174,7 @@ def _vector_text(blob: bytes | bytearray) -> str:
 
 
 # Command tags (psycopg's statusmessage) of statements that change no rows, and of the writes
-# whose row count says what changed (:meth:`PgConnection.total_changes`).
+# whose row count says what changed (:meth:`PgStore.total_changes`).
 _READS = frozenset(
     {"", "SELECT", "SHOW", "SET", "RESET", "EXPLAIN", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"}
 )
@@ -187,29 +184,17 @@ _WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "MERGE"})
 _VECTOR_PARAMS = frozenset({"embedding"})
 
 
-def _language(params: dict[str, Any]) -> str | None:
-    """The language of the message a query stores (SQLite's ``localmem_lang``): of its
-    ``text``, or of the ``text`` of its JSON ``row`` (an import)."""
-    from ..text.language import detect
-
-    text = params.get("text")
-    if text is None and isinstance(params.get("row"), str):
-        import json
-
-        text = json.loads(params["row"]).get("text")
-    return detect(text) if isinstance(text, str) else None
-
-
-class PgConnection:
-    """One PostgreSQL connection (from the store's pool) with apsw's calls that localmem uses:
-    ``execute`` (named queries found by their SQLite text), ``with conn:`` for a transaction
-    (nested ones are savepoints), :meth:`fts5_tokenizer` (FTS5's own tokenizers, from an
-    in-memory SQLite: the query side of full-text search stems as the SQLite store does)."""
-
-    engine = "postgres"
+class PgStore(Store):
+    """An open PostgreSQL store: one connection from the store's pool. :meth:`run` runs a named
+    query's PostgreSQL text (:func:`pg_query`), ``with store:`` is a transaction (nested ones are
+    savepoints), :meth:`reading` a REPEATABLE READ snapshot, :meth:`tokenizer` FTS5's own
+    tokenizers from an in-memory SQLite (the query side of full-text search stems as the SQLite
+    store does)."""
 
     def __init__(self, url: str, pool: Any, raw: Any, busy_timeout_s: float = 5.0) -> None:
+        super().__init__()
         self.url, self._pool, self._raw = url, pool, raw
+        self.location = redact(url)
         # How long a forget's or a vacuum's VACUUM FULL waits for a table another session holds
         # (the store's busy timeout, as SQLite's writers wait).
         self.busy_timeout_s = busy_timeout_s
@@ -224,7 +209,7 @@ class PgConnection:
         for ever). Remembered on the pooled connection, so a reused one is not set again."""
         ms = max(1, int((self.busy_timeout_s if seconds is None else seconds) * 1000))  # 0 would wait for ever
         if getattr(self.raw, "_localmem_lock_timeout", None) != ms:
-            self.run(f"SET lock_timeout = '{ms}ms'")
+            self.sql(f"SET lock_timeout = '{ms}ms'")
             # Inside a transaction the SET ends with it (a rollback undoes it): not remembered.
             self.raw._localmem_lock_timeout = None if self._tx else ms
 
@@ -235,26 +220,31 @@ class PgConnection:
             raise LocalmemError(f"this connection to {redact(self.url)} is closed")
         return self._raw
 
+    def run(self, name: str, params: Params = None) -> _Result:
+        return self._statement(pg_query(name), params)
+
     def execute(self, sql: str, params: Any = None) -> _Result:
-        text = _translate(sql)
+        """SQL that is not a named query, in PostgreSQL's dialect with ``:name`` placeholders:
+        for tests and tools, never the code above the store (which runs named queries)."""
+        return self._statement(_placeholders(sql), params)
+
+    def _statement(self, text: str, params: Any) -> _Result:
         if _NOTHING.match(text):  # a query that has no PostgreSQL meaning: no round trip
             return _Result(None)
         if _may_write(text) and text.lstrip()[:6].upper() == "SELECT":
             self._changes += 1  # a SELECT of a function that writes: its status counts no rows
-        if isinstance(params, dict):
+        if isinstance(params, Mapping):
             params = {
                 k: (_vector_text(v) if k in _VECTOR_PARAMS and isinstance(v, (bytes, bytearray)) else v)
                 for k, v in params.items()
             }
-        if isinstance(params, dict) and "%(lang)s" in text and "lang" not in params:
-            params = {**params, "lang": _language(params)}
         if isinstance(params, dict) and "%(" not in text:
             params = None  # apsw lets a statement ignore what it is given; psycopg refuses
         with _errors(self.url):
             if ";" in text.rstrip().rstrip(";"):  # several statements: not one prepared statement
                 return self._counted(self.raw.execute(text, params) if params is not None else self.raw.execute(text))
             if params is None:
-                return self._counted(self._server_cursor().execute(text))  # type: ignore[arg-type]
+                return self._counted(self._server_cursor().execute(text))
             return self._counted(self._bound(text, params))
 
     def _server_cursor(self) -> Any:
@@ -291,10 +281,10 @@ class PgConnection:
         _BINDING[key] = "server"
         return cur
 
-    def run(self, sql: str, params: Any = None) -> _Result:
+    def sql(self, text: Any, params: Any = None) -> _Result:
         """PostgreSQL text as it is (psycopg's ``%(name)s`` parameters): this module's own."""
         with _errors(self.url):
-            return self._counted(self.raw.execute(sql, params))  # type: ignore[arg-type]
+            return self._counted(self.raw.execute(text, params))
 
     def _counted(self, cursor: Any) -> _Result:
         """The statement's rows, after counting what it changed (:meth:`total_changes`): the
@@ -304,7 +294,7 @@ class PgConnection:
             self._changes += cursor.rowcount if cursor.rowcount > 0 else int(command not in _WRITES)
         return _Result(cursor)
 
-    def __enter__(self) -> "PgConnection":
+    def __enter__(self) -> "PgStore":
         tx = self.raw.transaction()
         tx.__enter__()
         self._tx.append(tx)
@@ -334,13 +324,6 @@ class PgConnection:
             if self._raw is not None:
                 self._raw.isolation_level, self._raw.read_only = None, None
 
-    def pragma(self, name: str, value: Any = None) -> Any:
-        """The SQLite pragmas the shared code reads: ``user_version`` (the schema's version here),
-        the others have no PostgreSQL meaning (0)."""
-        if name == "user_version" and value is None:
-            return SQLITE_SCHEMA_MIRRORED if schema_version(self) else 0
-        return 0
-
     def total_changes(self) -> int:
         """The rows this connection's statements changed, as SQLite counts them (DDL counts
         one): a cache keyed on it and ``data_version`` is kept while nothing is written."""
@@ -349,18 +332,97 @@ class PgConnection:
     def in_transaction(self) -> bool:
         return bool(self._tx)
 
-    def get_autocommit(self) -> bool:
-        return not self._tx
-
-    def fts5_tokenizer(self, name: str, args: list[str]) -> Callable[..., Any]:
+    def tokenizer(self, name: str, args: list[str]) -> Callable[..., Any]:
         if self._local_sqlite is None:
             import apsw
 
             self._local_sqlite = apsw.Connection(":memory:")
         return self._local_sqlite.fts5_tokenizer(name, args)
 
-    def create_scalar_function(self, *_args: Any, **_kwargs: Any) -> None:
-        """SQLite's Python functions have PostgreSQL counterparts in the schema (or none needed)."""
+    def schema_version(self) -> int:
+        """The SQLite schema whose data model this one mirrors (an export's header carries it)."""
+        return SQLITE_SCHEMA_MIRRORED if schema_version(self) else 0
+
+    def latest_schema(self) -> int:
+        return len(migrations())
+
+    def size_bytes(self) -> int:
+        """The database's size on the server."""
+        row = self.sql("SELECT pg_database_size(current_database())").fetchone()
+        return int(row[0]) if row else 0
+
+    def encrypted(self) -> bool:
+        return False  # encryption at rest is the server's
+
+    def doctor_facts(self) -> dict[str, Any]:
+        """The server's and pgvector's versions; the pages are the server's to check (amcheck,
+        pg_checksums), not a quick_check's."""
+        import apsw
+
+        row = self.sql(
+            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        ).fetchone()
+        server, vector = row if row else (None, None)
+        return {
+            "versions": {
+                "apsw": apsw.apsw_version(),
+                "sqlite": apsw.sqlite_lib_version(),
+                "fts5": True,
+                "sqlite_vec": f"none: PostgreSQL {server}, pgvector {vector}",
+            },
+            "db": {
+                "integrity": "not checked here: the server's (data checksums, amcheck)",
+                "integrity_seconds": 0.0,
+                "auto_vacuum": "the server's autovacuum; forget runs VACUUM FULL on what it touched",
+            },
+            "encryption": "the server's disk (localmem does not encrypt a PostgreSQL store)",
+        }
+
+    def _lock_binding(self) -> None:
+        lock_binding(self)
+
+    def _create_vectors(self, dim: int) -> None:
+        bind_embedder(self, dim)
+
+    def after_bulk_write(self, messages: int) -> None:
+        """After a write of :data:`BULK_MESSAGES` or more, the planner's statistics are gathered
+        (``ANALYZE``). Without them the first searches after a large load are planned blind: at
+        10,000 freshly loaded messages they took 25 ms at the median instead of 14 (the next
+        turn read through the wrong index, the corrections by a scan of every message)."""
+        if messages >= BULK_MESSAGES:
+            analyze(self)
+
+    def purge(self, decide: "Decide") -> "Scrub | None":
+        from . import purge
+
+        return purge.pg_purge(self, decide)
+
+    def vacuum(self) -> dict[str, Any]:
+        from . import purge
+
+        return purge.pg_vacuum(self)
+
+    def grant(self, role: str, namespaces: Sequence[str], password: str | None) -> dict[str, Any]:
+        if not namespaces:
+            raise LocalmemError("grant needs at least one namespace")
+        grant_namespace(self, role, namespaces, password)
+        held = [r[0] for r in self.sql("SELECT ns FROM namespace_roles WHERE role = %(r)s ORDER BY ns", {"r": role})]
+        version = self.sql("SELECT current_setting('server_version_num')::int").fetchone()
+        return {
+            "role": role,
+            "namespaces": held,
+            "may_vacuum": bool(version and int(version[0]) >= 170000),
+            "warnings": trust_warnings(self, role),
+        }
+
+    def change_key(self, old: Any, new: Any, progress: Callable[[str], None] | None) -> "KeyChange":
+        raise LocalmemError(
+            "a PostgreSQL store is not encrypted by localmem: encryption at rest is the server's "
+            "(its disk, or the provider's)"
+        )
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return _errors(self.url)
 
     def close(self) -> None:
         if self._raw is not None:
@@ -522,7 +584,7 @@ def _configure(raw: Any) -> None:
             return json.dumps(json.loads(bytes(data)), ensure_ascii=False, separators=(",", ":"))
 
     raw.adapters.register_loader("json", CompactJson)
-    # A statement run twice is prepared (PgConnection._bound): a search runs the same few dozen.
+    # A statement run twice is prepared (PgStore._bound): a search runs the same few dozen.
     raw.prepare_threshold = 1
     raw.prepared_max = 512
     row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
@@ -538,7 +600,7 @@ def _configure(raw: Any) -> None:
         pass
 
 
-def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
+def connect(url: str, timeout_s: float = 30.0) -> PgStore:
     """A migrated PostgreSQL store at ``url`` (the schema made on first use; pgvector created
     if the role may, else it must exist)."""
     try:
@@ -547,7 +609,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
         raise
     except Exception as exc:
         raise pgconnect.failure(url, exc, timeout_s) from exc
-    conn = PgConnection(url, pool, raw, timeout_s)
+    conn = PgStore(url, pool, raw, timeout_s)
     try:
         migrated = migrate(conn, url)
     except BaseException:
@@ -556,7 +618,7 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     if migrated:  # the vector type may be new: connections made before it do not load it
         conn.close()
         pool.check()
-        conn = PgConnection(url, *_getconn(url, timeout_s), timeout_s)
+        conn = PgStore(url, *_getconn(url, timeout_s), timeout_s)
         _configure(conn.raw)
     elif not getattr(conn.raw, "_localmem_vectors", False):
         # Made while another process was creating the store (the vector type did not exist
@@ -567,14 +629,14 @@ def connect(url: str, timeout_s: float = 30.0) -> PgConnection:
     return conn
 
 
-def schema_version(conn: PgConnection) -> int:
-    if conn.run("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
+def schema_version(conn: PgStore) -> int:
+    if conn.sql("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
         return 0
-    row = conn.run("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
+    row = conn.sql("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
     return int(row[0]) if row else 0
 
 
-def migrate(conn: PgConnection, url: str) -> list[str]:
+def migrate(conn: PgStore, url: str) -> list[str]:
     """Apply pending migrations in one transaction each, under an advisory lock (two processes
     opening a new database at once: the second sees what the first applied)."""
     latest = len(pg_migrations())
@@ -586,12 +648,12 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     applied = []
     with conn:
         # Another process may migrate for long (a backfill): wait for it, whatever the busy timeout.
-        conn.run("SET LOCAL lock_timeout = 0")
-        conn.run(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+        conn.sql("SET LOCAL lock_timeout = 0")
+        conn.sql(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
         for version, name, sql in pg_migrations():
             if version <= schema_version(conn):
                 continue
-            conn.raw.execute(sql)  # type: ignore[arg-type] # DDL from our own files, no parameters
+            conn.sql(sql)  # DDL from our own files, no parameters
             conn.raw.execute(
                 "INSERT INTO meta (key, value) VALUES ('pg_schema_version', %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -603,13 +665,13 @@ def migrate(conn: PgConnection, url: str) -> list[str]:
     return applied
 
 
-def _check_ours(conn: PgConnection, url: str) -> None:
+def _check_ours(conn: PgStore, url: str) -> None:
     """Refuse a database that holds someone else's tables (in the schemas on the search path)."""
     from ..errors import NotALocalmemStoreError
 
     tables = [
         r[0]
-        for r in conn.run(
+        for r in conn.sql(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = ANY (current_schemas(false)) AND table_type = 'BASE TABLE' ORDER BY 1"
         )
@@ -618,36 +680,34 @@ def _check_ours(conn: PgConnection, url: str) -> None:
         raise NotALocalmemStoreError(redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
 
 
-def lock_binding(conn: PgConnection) -> None:
+def lock_binding(conn: PgStore) -> None:
     """Hold the store's schema lock until the caller's transaction ends. Two processes binding
     one fresh store at once would otherwise both run ``CREATE TABLE IF NOT EXISTS`` and one
     fails on the catalog's unique index; under the lock the second sees the first's table
     and its meta rows (READ COMMITTED: each statement reads what is committed)."""
-    conn.run(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+    conn.sql(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
 
 
-def bind_embedder(conn: PgConnection, dim: int) -> None:
+def bind_embedder(conn: PgStore, dim: int) -> None:
     """The vector tables of dimension ``dim``, with their HNSW indexes (in the caller's
     transaction, under :func:`lock_binding`)."""
-    conn.raw.execute(pg_query("vec_create").replace("{dim}", str(int(dim))))  # type: ignore[arg-type]
+    conn.sql(pg_query("vec_create").replace("{dim}", str(int(dim))))
     _secure(conn)  # the namespace roles granted before may use the new tables (migration 0009)
 
 
-def _secure(conn: PgConnection) -> None:
+def _secure(conn: PgStore) -> None:
     """Migration 0009's ``localmem_secure()``: every SECURITY DEFINER function of the store on a
     safe search_path, none of its functions PUBLIC's, each namespace role's privileges anew
     (a table or function made since included). Run by the owner, after DDL."""
-    if conn.run("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
-        conn.run("SELECT localmem_secure()")
+    if conn.sql("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
+        conn.sql("SELECT localmem_secure()")
 
 
-def has_vectors(conn: PgConnection) -> bool:
-    return conn.run("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
+def has_vectors(conn: PgStore) -> bool:
+    return conn.sql("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
 
 
-def vacuum_tables(
-    conn: PgConnection, tables: Sequence[str], lock_timeout_s: float | None = None
-) -> tuple[float, list[str]]:
+def vacuum_tables(conn: PgStore, tables: Sequence[str], lock_timeout_s: float | None = None) -> tuple[float, list[str]]:
     """Leave nothing of the rows deleted from ``tables`` in any file of the server that the
     store's role can reach (outside any transaction), in four steps:
 
@@ -678,7 +738,7 @@ def vacuum_tables(
         for table in tables:
             if not re.fullmatch(r"[a-z_]+", table):
                 raise LocalmemError(f"not a table name: {table!r}")
-            if conn.run("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
+            if conn.sql("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
                 present.append(table)
         kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
         skipped += [f"{t} ({why})" for t, why in kept.items()]
@@ -702,7 +762,7 @@ def vacuum_tables(
     return time.perf_counter() - started, skipped
 
 
-def _rewrite_all(conn: PgConnection, commands: dict[str, str], deadline: float) -> dict[str, str]:
+def _rewrite_all(conn: PgStore, commands: dict[str, str], deadline: float) -> dict[str, str]:
     """Run each VACUUM FULL of ``commands`` (table: statement); run again, until ``deadline``,
     those that kept deleted row versions: a transaction open anywhere in the database (an
     autovacuum worker's ANALYZE is one) may still see them, and VACUUM FULL copies what it may
@@ -746,7 +806,7 @@ def _rewrite_all(conn: PgConnection, commands: dict[str, str], deadline: float) 
     return left
 
 
-def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[str]:
+def _clear_stale_statistics(conn: PgStore, tables: Sequence[str]) -> list[str]:
     """Clear the column statistics of those of ``tables`` that are empty (their row count as the
     VACUUM FULL just before counted it, which row-level security does not hide): PostgreSQL
     18's ``pg_clear_attribute_stats``, which the table's MAINTAIN privilege allows (its owner,
@@ -754,7 +814,7 @@ def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[s
     cleared is returned."""
     empty = [
         str(r[0])
-        for r in conn.run(
+        for r in conn.sql(
             "SELECT t FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
             "WHERE c.reltuples = 0",
             {"t": list(tables)},
@@ -763,9 +823,9 @@ def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[s
     if not empty:
         return []
     args = {"t": empty}
-    version = conn.run("SELECT current_setting('server_version_num')::int").fetchone()
+    version = conn.sql("SELECT current_setting('server_version_num')::int").fetchone()
     if version is not None and int(version[0]) >= 180000:
-        conn.run(
+        conn.sql(
             "SELECT pg_clear_attribute_stats(n.nspname::text, c.relname::text, a.attname::text, false) "
             "FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
             "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
@@ -773,9 +833,9 @@ def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[s
             args,
         )
         return []
-    row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    row = conn.sql("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
     if row is not None and row[0]:
-        conn.run(
+        conn.sql(
             "DELETE FROM pg_catalog.pg_statistic WHERE starelid IN "
             "(SELECT to_regclass(t) FROM unnest(CAST(%(t)s AS text[])) AS t)",
             args,
@@ -784,7 +844,7 @@ def _clear_stale_statistics(conn: PgConnection, tables: Sequence[str]) -> list[s
     return [f"the statistics of {', '.join(empty)} (emptied: PostgreSQL 18 or a superuser clears them)"]
 
 
-def _purge_wal(conn: PgConnection) -> str | None:
+def _purge_wal(conn: PgStore) -> str | None:
     """Move the server's write-ahead log past everything written so far and remove the files
     that held it: ``pg_switch_wal()`` ends the current file, then a ``CHECKPOINT`` removes every
     file before the new one. That holds only where the server deletes old files rather than
@@ -793,7 +853,7 @@ def _purge_wal(conn: PgConnection) -> str | None:
     archiving, replication slots, ``wal_keep_size``, WAL summaries); and the role must be
     allowed both calls (a superuser; or ``pg_checkpoint`` and EXECUTE on ``pg_switch_wal``).
     Returns why it was not done, or None."""
-    row = conn.run(
+    row = conn.sql(
         "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
         "has_function_privilege('pg_catalog.pg_switch_wal()', 'EXECUTE'), "
         "EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint' AND pg_has_role(current_user, oid, 'USAGE')), "
@@ -815,11 +875,11 @@ def _purge_wal(conn: PgConnection) -> str | None:
     ]
     if kept:
         return "the server keeps its old files: " + "; ".join(kept)
-    (switched,) = conn.run("SELECT pg_walfile_name(pg_switch_wal())").fetchone() or (None,)
-    conn.run("CHECKPOINT")
+    (switched,) = conn.sql("SELECT pg_walfile_name(pg_switch_wal())").fetchone() or (None,)
+    conn.sql("CHECKPOINT")
     if may_list and switched is not None:
         # The check a reader of the directory would make: no file up to the one just ended.
-        left = conn.run(
+        left = conn.sql(
             "SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' AND name <= %(s)s",
             {"s": switched},
         ).fetchone()
@@ -828,31 +888,36 @@ def _purge_wal(conn: PgConnection) -> str | None:
     return None
 
 
-def analyze(conn: PgConnection) -> None:
+# A write of at least this many messages (an ingest, an import) gathers the planner's statistics
+# at once rather than when the server's autovacuum next looks (a minute by default).
+BULK_MESSAGES = 500
+
+
+def analyze(conn: PgStore) -> None:
     """Gather the planner's statistics of the store's tables (``ANALYZE``; a role may analyze
     only the tables it owns or maintains: the others are skipped with a notice, not an error).
     It samples at most 30,000 rows a table, so it takes about as long at a million messages as
     at a hundred thousand (0.2 s for the whole store at 10,000 here)."""
-    conn.run("ANALYZE")
+    conn.sql("ANALYZE")
 
 
-def _may_rewrite_catalogs(conn: PgConnection) -> bool:
-    row = conn.run("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+def _may_rewrite_catalogs(conn: PgStore) -> bool:
+    row = conn.sql("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
     if row is not None and row[0]:
         return True
-    maintain = conn.run(
+    maintain = conn.sql(
         "SELECT current_setting('server_version_num')::int >= 170000 "
         "AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_maintain' AND pg_has_role(current_user, oid, 'USAGE'))"
     ).fetchone()
     return bool(maintain and maintain[0])
 
 
-def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
+def followers(conn: PgStore, messages_json: str | None) -> list[int]:
     """The turn after each of the messages (a JSON array of ids) in its session: its full-text
     row holds the message as context, and must be indexed again once the message is gone."""
     if not messages_json:
         return []
-    rows = conn.run(
+    rows = conn.sql(
         "SELECT DISTINCT n.id FROM localmem_ids(%(ids)s) AS j JOIN messages AS m ON m.id = j.value "
         "JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.session = m.session "
         "AND n.seq = (SELECT min(x.seq) FROM messages AS x WHERE x.ns = m.ns AND x.conversation = m.conversation "
@@ -862,43 +927,43 @@ def followers(conn: PgConnection, messages_json: str | None) -> list[int]:
     return [int(r[0]) for r in rows]
 
 
-def forget_watch(conn: PgConnection, params: dict[str, Any]) -> tuple[list[int], list[int]]:
+def forget_watch(conn: PgStore, params: dict[str, Any]) -> tuple[list[int], list[int]]:
     """What SQLite's temporary watch triggers note during a forget (store/purge.py), read before
     the deletion: the units that read the deleted ``messages`` (an episode that stays loses its
     logged replies' text) and the entities the deleted ``units`` mention (a summary written from
     them is dropped)."""
-    readers = conn.run(
+    readers = conn.sql(
         "SELECT DISTINCT unit_id FROM unit_sources WHERE message_id IN (SELECT value FROM localmem_ids(%(m)s))",
         {"m": params.get("messages") or "[]"},
     )
-    mentioned = conn.run(
+    mentioned = conn.sql(
         "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT value FROM localmem_ids(%(u)s))",
         {"u": params.get("units") or "[]"},
     )
     return [int(r[0]) for r in readers], [int(r[0]) for r in mentioned]
 
 
-def forget_repair(conn: PgConnection, readers: Sequence[int], mentioned: Sequence[int]) -> None:
+def forget_repair(conn: PgStore, readers: Sequence[int], mentioned: Sequence[int]) -> None:
     """After a forget's deletion, in its transaction, as SQLite's purge_scrub_calls and
     purge_stale_summaries do: the logged model replies of episodes that stay but read a
     deleted message lose their text; a person's summary written from a deleted unit goes."""
     import json
 
-    conn.run(
+    conn.sql(
         "UPDATE llm_calls SET raw = NULL, error = NULL WHERE episode_id IN (SELECT value FROM localmem_ids(%(r)s)) "
         "AND (raw IS NOT NULL OR error IS NOT NULL)",
         {"r": json.dumps(list(readers))},
     )
-    conn.run(
+    conn.sql(
         "UPDATE entities SET summary = NULL, summary_at = NULL, data = CAST(CAST(data AS jsonb) - 'summary' AS text) "
         "WHERE id IN (SELECT value FROM localmem_ids(%(e)s)) AND summary IS NOT NULL",
         {"e": json.dumps(list(mentioned))},
     )
 
 
-def relation_bytes(conn: PgConnection, tables: Sequence[str]) -> int:
+def relation_bytes(conn: PgStore, tables: Sequence[str]) -> int:
     """The bytes on disk of ``tables`` (those that exist), their indexes and TOAST included."""
-    row = conn.run(
+    row = conn.sql(
         "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(CAST(%(t)s AS text[])) AS t "
         "WHERE to_regclass(t) IS NOT NULL",
         {"t": list(tables)},
@@ -906,7 +971,7 @@ def relation_bytes(conn: PgConnection, tables: Sequence[str]) -> int:
     return int(row[0]) if row else 0
 
 
-def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
+def reindex_messages(conn: PgStore, ids: Sequence[int]) -> None:
     """Index the full text of the messages ``ids`` (those still there: the turns after forgotten
     ones) anew, and drop their context parts, which were embedded with the forgotten turn (their
     vectors by cascade; ``reembed`` frames them again with the turn now before them), as
@@ -915,21 +980,21 @@ def reindex_messages(conn: PgConnection, ids: Sequence[int]) -> None:
         import json
 
         arg = {"ids": json.dumps(list(ids))}
-        conn.run("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
-        conn.run(
+        conn.sql("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
+        conn.sql(
             "DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))",
             arg,
         )
 
 
-def fold_fts_statistics(conn: PgConnection) -> bool:
+def fold_fts_statistics(conn: PgStore) -> bool:
     """Fold BM25's pending statistics (migration 0004) in the caller's transaction, unless
     another session is folding them; whether it did."""
-    row = conn.run("SELECT localmem_fts_maybe_fold()").fetchone()
+    row = conn.sql("SELECT localmem_fts_maybe_fold()").fetchone()
     return bool(row and row[0])
 
 
-def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
+def grant_namespace(conn: PgStore, role: str, namespaces: Sequence[str], password: str | None = None) -> None:
     """Make ``role`` (a login role, created if missing) a user of ``namespaces`` only: it may
     read and write the store's tables that row-level security guards, and sees the rows of
     those namespaces alone (``localmem_grant_role``, migration 0009). Run by the store's owner.
@@ -941,26 +1006,26 @@ def grant_namespace(conn: PgConnection, role: str, namespaces: Sequence[str], pa
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
         raise LocalmemError(f"role names are lower-case letters, digits and _: {role!r}")
     with conn:
-        exists = conn.run("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
+        exists = conn.sql("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
         if exists:
             _refuse_unbound_role(conn, role)
         elif role.startswith("pg_"):
             raise LocalmemError(f"{role}: names starting pg_ are PostgreSQL's own roles; choose another name")
         else:
-            conn.run(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
+            conn.sql(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)).as_string(conn.raw))
         if password is not None:
-            conn.run(
+            conn.sql(
                 sql.SQL("ALTER ROLE {} PASSWORD {}")
                 .format(sql.Identifier(role), sql.Literal(password))
                 .as_string(conn.raw)
             )
         _no_create_in_schema(conn, role)
         for ns in namespaces:
-            conn.run(
+            conn.sql(
                 "INSERT INTO namespace_roles (role, ns) VALUES (%(r)s, %(ns)s) ON CONFLICT DO NOTHING",
                 {"r": role, "ns": ns},
             )
-        conn.run("SELECT localmem_grant_role(%(r)s)", {"r": role})
+        conn.sql("SELECT localmem_grant_role(%(r)s)", {"r": role})
 
 
 # Why a role would see every namespace whatever the policies say (checked in this order).
@@ -982,10 +1047,10 @@ END FROM pg_roles AS r WHERE r.rolname = %(r)s
 """
 
 
-def _refuse_unbound_role(conn: PgConnection, role: str) -> None:
+def _refuse_unbound_role(conn: PgStore, role: str) -> None:
     """Refuse a role that row-level security does not bind (finding 10 of issue 50: such a
     role was reported as restricted while it saw everything)."""
-    row = conn.run(_UNBOUND_ROLE, {"r": role}).fetchone()
+    row = conn.sql(_UNBOUND_ROLE, {"r": role}).fetchone()
     if row is not None and row[0]:
         raise LocalmemError(
             f"{role} {row[0]}: row-level security does not apply to it, so it would see every namespace; "
@@ -993,29 +1058,29 @@ def _refuse_unbound_role(conn: PgConnection, role: str) -> None:
         )
 
 
-def _no_create_in_schema(conn: PgConnection, role: str) -> None:
+def _no_create_in_schema(conn: PgStore, role: str) -> None:
     """A role that may create objects in the store's schema could put a function there that the
     owner's functions call in place of theirs (PostgreSQL before 15 lets every role create in
     ``public``): that right is revoked from PUBLIC and the role, or the grant refused."""
-    (schema,) = conn.run(
+    (schema,) = conn.sql(
         "SELECT n.nspname FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid WHERE c.oid = 'meta'::regclass"
     ).fetchone() or ("public",)
-    if conn.run("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() != (True,):
+    if conn.sql("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() != (True,):
         return
     from psycopg import sql
 
     for grantee in (sql.SQL("PUBLIC"), sql.Identifier(role)):
-        conn.run(
+        conn.sql(
             sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee).as_string(conn.raw)
         )
-    if conn.run("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() == (True,):
+    if conn.sql("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() == (True,):
         raise LocalmemError(
             f"{role} may create objects in schema {schema}, where the store's functions live; "
             f"as that schema's owner run: REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {role}; then grant again"
         )
 
 
-def trust_warnings(conn: PgConnection, role: str) -> list[str]:
+def trust_warnings(conn: PgStore, role: str) -> list[str]:
     """What the server lets connect as ``role`` without a password (``trust`` lines of its
     pg_hba.conf, as far as this connection may read them; else whether this very connection
     was let in unauthenticated, PostgreSQL 16+): a password set for the role protects nothing
@@ -1023,7 +1088,7 @@ def trust_warnings(conn: PgConnection, role: str) -> list[str]:
     import psycopg
 
     try:
-        rules = conn.run(
+        rules = conn.sql(
             "SELECT line_number, type, coalesce(address, '') FROM pg_hba_file_rules WHERE auth_method = 'trust' "
             "AND error IS NULL AND ('all' = ANY (user_name) OR %(r)s = ANY (user_name)) "
             "AND ('all' = ANY (database) OR current_database() = ANY (database)) ORDER BY line_number",
@@ -1043,7 +1108,7 @@ def trust_warnings(conn: PgConnection, role: str) -> list[str]:
             f"reaches it connects as {role} with any password or none; require scram-sha-256 there "
             "(docs/postgres.md, 'Passwords')"
         ]
-    row = conn.run("SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL").fetchone()
+    row = conn.sql("SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL").fetchone()
     if row is not None and row[0]:
         return [
             "this connection was let in without a password (trust): the server may let anyone connect as "

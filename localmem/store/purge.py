@@ -32,14 +32,16 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
-
-import apsw
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..files import real_file
-from . import db, leftovers
-from .queries import q
+from . import leftovers
+from .engine import now_iso
 from .rows import one_row
+
+if TYPE_CHECKING:
+    from .pg import PgStore
+    from .sqlite import SqliteStore
 
 
 @dataclass
@@ -68,7 +70,7 @@ PENDING = "forget_scrub_pending"
 Decide = Callable[[], "tuple[str, dict[str, Any]] | None"]
 
 
-def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
+def purge(store: "SqliteStore", decide: Decide) -> Scrub | None:
     """Work out what goes and delete it in one write transaction, repair what the deleted rows
     leave in rows that stay, then scrub the file (see the module docstring).
 
@@ -82,14 +84,11 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
     A process killed between the two leaves it, and the next open finishes the scrub
     (:func:`finish_pending`).
     """
-    if getattr(conn, "engine", None) == "postgres":
-        from . import pg
-
-        return pg_purge(conn, decide, pg)
+    conn, path = store, store.path
     started = time.perf_counter()
     before = file_size(path)
     forgotten = leftovers.Forgotten()
-    conn.create_scalar_function("localmem_forgotten", forgotten, -1)
+    conn.raw.create_scalar_function("localmem_forgotten", forgotten, -1)
     try:
         with conn:
             deletion = decide()
@@ -97,27 +96,27 @@ def purge(conn: apsw.Connection, path: Path, decide: Decide) -> Scrub | None:
                 return None
             query, params = deletion
             step("decided")
-            conn.execute(q("purge_watch"))
-            if conn.execute(q("codes_exist")).fetchone():
-                conn.execute(q("purge_watch_codes"))
-            if conn.execute(q("parts_vec_exists")).fetchone():
-                conn.execute(q("purge_watch_part_codes"))
-            conn.execute(q(query), params)
-            conn.execute(q("purge_reindex_followers"))
+            conn.run("purge_watch")
+            if conn.run("codes_exist").fetchone():
+                conn.run("purge_watch_codes")
+            if conn.run("parts_vec_exists").fetchone():
+                conn.run("purge_watch_part_codes")
+            conn.run(query, params)
+            conn.run("purge_reindex_followers")
             # A reembed's staged vectors were made from what is being forgotten too: they go, and
             # an unfinished reembed starts over.
-            conn.execute(q("reembed_staging_drop"))
-            conn.execute(q("meta_delete"), {"key": "reembed_target"})
-            conn.execute(q("purge_scrub_calls"))
-            conn.execute(q("purge_stale_summaries"))
-            conn.execute(q("fts_optimize"))
-            conn.execute(q("purge_rewrite_fts"))
-            conn.execute(q("purge_unwatch"))
+            conn.run("reembed_staging_drop")
+            conn.run("meta_delete", {"key": "reembed_target"})
+            conn.run("purge_scrub_calls")
+            conn.run("purge_stale_summaries")
+            conn.run("fts_optimize")
+            conn.run("purge_rewrite_fts")
+            conn.run("purge_unwatch")
             if str(path) != ":memory:":
-                db.set_meta(conn, PENDING, db.now_iso())
+                conn.set_meta(PENDING, now_iso())
             step("deleted")
     finally:
-        conn.create_scalar_function("localmem_forgotten", _ignore, -1)
+        conn.raw.create_scalar_function("localmem_forgotten", _ignore, -1)
     step("committed")
     done = scrub(conn, path, before, started)
     step("scrubbed")
@@ -162,7 +161,7 @@ PG_TOUCHED = (
 )
 
 
-def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
+def pg_purge(conn: "PgStore", decide: Decide) -> Scrub | None:
     """A forget on PostgreSQL: the deletion in one transaction with the repairs SQLite's watch
     triggers drive (the follower's full-text row indexed again without the deleted turn as its
     context, an episode that stays loses its logged replies' text,
@@ -171,6 +170,8 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
     is skipped and reported (``wal_emptied`` False, ``pending`` True: as SQLite reports a WAL a
     reader keeps); ``localmem vacuum`` rewrites it later. What the server's WAL, WAL archive,
     replicas and backups hold is the operator's (docs/postgres.md)."""
+    from . import pg
+
     started = time.perf_counter()
     before = pg.relation_bytes(conn, PG_TOUCHED)
     with conn:
@@ -181,7 +182,7 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
         step("decided")
         followers = pg.followers(conn, params.get("messages"))
         readers, mentioned = pg.forget_watch(conn, params)
-        conn.execute(q(query), params)
+        conn.run(query, params)
         pg.reindex_messages(conn, followers)
         pg.forget_repair(conn, readers, mentioned)
         # BM25's statistics folded now: a word only the forgotten rows held leaves them (unless
@@ -189,8 +190,8 @@ def pg_purge(conn: Any, decide: Decide, pg: Any) -> Scrub | None:
         pg.fold_fts_statistics(conn)
         # As on SQLite: a reembed's staged vectors were made from what is forgotten too (a
         # dropped table's file is removed, nothing to vacuum).
-        conn.execute(q("reembed_staging_drop"))
-        conn.execute(q("meta_delete"), {"key": "reembed_target"})
+        conn.run("reembed_staging_drop")
+        conn.run("meta_delete", {"key": "reembed_target"})
         step("deleted")
     step("committed")
     seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
@@ -214,20 +215,21 @@ def step(name: str) -> None:
     vacuumed): a seam for the tests that stop a forget at each one (and by nothing else)."""
 
 
-def _clear_pending(conn: apsw.Connection) -> bool:
+def _clear_pending(conn: "SqliteStore") -> bool:
     """Remove the ``PENDING`` row once the file is clean; False if the WAL could not be
     emptied of that last write (the row stays: the next open checks the file again)."""
     with conn:
-        conn.execute(q("meta_delete"), {"key": PENDING})
+        conn.run("meta_delete", {"key": PENDING})
     return checkpoint(conn)
 
 
-def finish_pending(conn: apsw.Connection, path: Path) -> Scrub | None:
+def finish_pending(conn: "SqliteStore") -> Scrub | None:
     """Finish the scrub of a forget that committed but was stopped before its file was clean
     (killed, or a reader kept the WAL from being emptied): the file is written anew from its
     live rows (what the forget deleted is no longer known, so the whole file is rewritten)
     and the WAL emptied. None when no forget left one, or the store is read-only."""
-    if str(path) == ":memory:" or conn.readonly("main") or db.get_meta(conn, PENDING) is None:
+    path = conn.path
+    if str(path) == ":memory:" or conn.raw.readonly("main") or conn.get_meta(PENDING) is None:
         return None
     started = time.perf_counter()
     before = file_size(path)
@@ -249,7 +251,7 @@ def _ignore(*_values: Any) -> None:
     """``localmem_forgotten`` outside a purge (the triggers that call it exist only in one)."""
 
 
-def _vacuum_needed(conn: apsw.Connection, path: Path, done: Scrub, forgotten: leftovers.Forgotten) -> str | None:
+def _vacuum_needed(conn: "SqliteStore", path: Path, done: Scrub, forgotten: leftovers.Forgotten) -> str | None:
     """Why the file must be written anew for nothing deleted to stay in it, or None."""
     if str(path) == ":memory:" or not done.wal_emptied:
         return None  # nothing on disk; or the WAL still holds old pages: `localmem vacuum` later
@@ -258,15 +260,15 @@ def _vacuum_needed(conn: apsw.Connection, path: Path, done: Scrub, forgotten: le
             "the store was made before auto_vacuum: its free pages may hold what earlier "
             "deletes left (it is switched to incremental now)"
         )
-    with db.reading(conn):  # a snapshot: no checkpoint rewrites the file while it is read
-        conn.execute(q("purge_snapshot")).fetchall()
+    with conn.reading():  # a snapshot: no checkpoint rewrites the file while it is read
+        conn.run("purge_snapshot").fetchall()
         found = leftovers.find(path, forgotten)
     if found:
         return f"{found} piece(s) of what was deleted were left in the unused room of pages"
     return None
 
 
-def scrub(conn: apsw.Connection, path: Path, before: int | None = None, started: float | None = None) -> Scrub:
+def scrub(conn: "SqliteStore", path: Path, before: int | None = None, started: float | None = None) -> Scrub:
     """Hand freed pages back to the file system and empty the WAL."""
     started = time.perf_counter() if started is None else started
     before = file_size(path) if before is None else before
@@ -278,49 +280,29 @@ def scrub(conn: apsw.Connection, path: Path, before: int | None = None, started:
     return Scrub(emptied, max(freed, 0), before, file_size(path), round(time.perf_counter() - started, 3))
 
 
-def checkpoint(conn: apsw.Connection) -> bool:
+def checkpoint(conn: "SqliteStore") -> bool:
     """Copy the WAL into the file and truncate it; False if a reader kept it from finishing
     (it waits for readers up to the busy timeout)."""
     if conn.pragma("journal_mode") != "wal":
         return True
-    busy, _log, _done = one_row(conn.execute(q("purge_checkpoint")))
+    busy, _log, _done = one_row(conn.run("purge_checkpoint"))
     return not busy
 
 
-def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
+def vacuum(store: "SqliteStore") -> dict[str, Any]:
     """Compact the store: merge each full-text index into one segment, rewrite the file without
     its free pages (switching a store made before auto_vacuum to incremental), empty the WAL."""
-    if getattr(conn, "engine", None) == "postgres":
-        from . import pg
-
-        started = time.perf_counter()
-        before = pg.relation_bytes(conn, PG_TOUCHED)  # type: ignore[arg-type]
-        # BM25's pending statistics folded first: a deleted row's words wait in the append-only
-        # deltas (migration 0004), where ANALYZE would sample them into pg_statistic again.
-        with conn:
-            pg.fold_fts_statistics(conn)  # type: ignore[arg-type]
-        seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)  # type: ignore[arg-type]
-        after = pg.relation_bytes(conn, PG_TOUCHED)  # type: ignore[arg-type]
-        return {
-            "bytes_before": before,
-            "bytes_after": after,
-            "reclaimed_bytes": max(before - after, 0),
-            "auto_vacuum": "postgres: VACUUM FULL",
-            "fts_optimize_seconds": round(seconds, 3),
-            "wal_emptied": not skipped,
-            "seconds": round(time.perf_counter() - started, 3),
-            "skipped": skipped,
-        }
+    conn, path = store, store.path
     started = time.perf_counter()
     before = file_size(path)
     mode_before = int(conn.pragma("auto_vacuum"))
     t0 = time.perf_counter()
     with conn:
-        conn.execute(q("fts_optimize"))
+        conn.run("fts_optimize")
     fts_seconds = time.perf_counter() - t0
     _vacuum(conn)
     result = scrub(conn, path, before, started)
-    if result.wal_emptied and db.get_meta(conn, PENDING) is not None:
+    if result.wal_emptied and conn.get_meta(PENDING) is not None:
         _clear_pending(conn)  # a forget stopped before its scrub: this vacuum was it
     return {
         "bytes_before": before,
@@ -333,7 +315,7 @@ def vacuum(conn: apsw.Connection, path: Path) -> dict[str, Any]:
     }
 
 
-def _vacuum(conn: apsw.Connection) -> None:
+def _vacuum(conn: "SqliteStore") -> None:
     """Write the file anew from its live rows (incremental auto_vacuum from then on)."""
     conn.pragma("auto_vacuum", "incremental")  # takes effect with the VACUUM below
     conn.execute("VACUUM")
@@ -345,3 +327,27 @@ def file_size(path: Path) -> int:
         return 0
     real = real_file(path)
     return sum(p.stat().st_size for p in (real, Path(f"{real}-wal")) if p.is_file())
+
+
+def pg_vacuum(conn: "PgStore") -> dict[str, Any]:
+    """A vacuum on PostgreSQL: ``VACUUM FULL`` of the tables a forget touches (see :func:`pg_purge`)."""
+    from . import pg
+
+    started = time.perf_counter()
+    before = pg.relation_bytes(conn, PG_TOUCHED)
+    # BM25's pending statistics folded first: a deleted row's words wait in the append-only
+    # deltas (migration 0004), where ANALYZE would sample them into pg_statistic again.
+    with conn:
+        pg.fold_fts_statistics(conn)
+    seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
+    after = pg.relation_bytes(conn, PG_TOUCHED)
+    return {
+        "bytes_before": before,
+        "bytes_after": after,
+        "reclaimed_bytes": max(before - after, 0),
+        "auto_vacuum": "postgres: VACUUM FULL",
+        "fts_optimize_seconds": round(seconds, 3),
+        "wal_emptied": not skipped,
+        "seconds": round(time.perf_counter() - started, 3),
+        "skipped": skipped,
+    }

@@ -9,20 +9,21 @@ turns the impossible "no row" of an aggregate or an ``INSERT ... RETURNING`` int
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import apsw
+if TYPE_CHECKING:
+    from .engine import Rows
 
 Row = Any
 """One result row: a tuple whose columns have the types the query's SQL gives them."""
 
 
-def all_rows(cursor: apsw.Cursor) -> list[Row]:
+def all_rows(cursor: "Rows") -> list[Row]:
     """Every remaining row of ``cursor``."""
     return list(cursor)
 
 
-def one_row(cursor: apsw.Cursor) -> Row:
+def one_row(cursor: "Rows") -> Row:
     """The first row of a query that always yields one (``count(*)``, ``INSERT ... RETURNING``, a
     lookup of a row that a foreign key guarantees)."""
     row = cursor.fetchone()
@@ -31,6 +32,6 @@ def one_row(cursor: apsw.Cursor) -> Row:
     return row
 
 
-def one_value(cursor: apsw.Cursor) -> Any:
+def one_value(cursor: "Rows") -> Any:
     """The first column of :func:`one_row`: a count, or the id an ``INSERT ... RETURNING`` gave."""
     return one_row(cursor)[0]

@@ -30,8 +30,9 @@ from ..config import DEFAULTS
 from ..errors import EmbedderMismatchError, InputError, LocalmemError
 from ..models.embedding import embed_stored
 from ..models.protocols import Embedder
+from ..text.language import detect
 from . import db
-from .queries import q
+from .engine import Store
 from .results import ExportReport, RestoreReport
 from .rows import one_row, one_value
 from .vectors import store_vectors
@@ -73,23 +74,21 @@ _RECORD_TYPE = {
 }
 
 
-def export(
-    conn: apsw.Connection, out: IO[str], *, namespaces: Sequence[str] | None = None, vectors: bool = True
-) -> ExportReport:
+def export(conn: Store, out: IO[str], *, namespaces: Sequence[str] | None = None, vectors: bool = True) -> ExportReport:
     """Write the chosen namespaces (all by default) to ``out``, then the trailer; counts per
     record type."""
-    all_ns = [row[0] for row in conn.execute(q("export_namespaces"))]
+    all_ns = [row[0] for row in conn.run("export_namespaces")]
     chosen = list(namespaces) if namespaces else all_ns
     missing = [ns for ns in chosen if ns not in all_ns]
     if missing:
         raise LocalmemError(f"no such namespace: {', '.join(missing)}", "see 'localmem namespaces'")
-    meta = db.all_meta(conn)
-    with_vectors = vectors and db.has_vectors(conn)
+    meta = conn.all_meta()
+    with_vectors = vectors and conn.has_vectors()
     header = {
         "type": "header",
         "format": FORMAT,
         "version": VERSION,
-        "schema": db.schema_version(conn),
+        "schema": conn.schema_version(),
         "namespaces": chosen,
         "vectors": with_vectors,
         "embed_model_id": meta.get("embed_model_id"),
@@ -106,12 +105,12 @@ def export(
         ("export_parts", "export_message_vectors", "export_unit_vectors", "export_part_vectors") if with_vectors else ()
     )
     # One read transaction, so the export is a consistent snapshot.
-    with db.reading(conn):
+    with conn.reading():
         for ns in chosen:
             for name in queries:
                 kind = name.removeprefix("export_")
                 record_type = _RECORD_TYPE[kind]
-                for (line,) in conn.execute(q(name), {"ns": ns}):
+                for (line,) in conn.run(name, {"ns": ns}):
                     writer.line(line, record_type)
                     counts[kind] = counts.get(kind, 0) + 1
     writer.trailer()
@@ -151,7 +150,7 @@ class Writer:
 
 
 def restore(
-    conn: apsw.Connection,
+    conn: Store,
     path: Path,
     embedder_factory: Callable[[], Embedder],
     force: bool = False,
@@ -173,14 +172,14 @@ def restore(
     header = reader.header
     names, has_vectors, stored_id = _checked_header(conn, path, header)
     embedder = None if has_vectors else embedder_factory()
-    keep_ids = not any(one_row(conn.execute(q("ids_in_use"))))
+    keep_ids = not any(one_row(conn.run("ids_in_use")))
     ids: dict[str, dict[int, int]] = {"source": {}, "message": {}, "unit": {}, "entity": {}, "part": {}}
     counts: dict[str, int] = {}
     with conn:
         if has_vectors and not stored_id:
-            db.bind_embedder(conn, header["embed_model_id"], int(header["embed_dim"]))
+            conn.bind_embedder(header["embed_model_id"], int(header["embed_dim"]))
         elif embedder is not None and not stored_id:
-            db.bind_embedder(conn, embedder.model_id, embedder.dim)
+            conn.bind_embedder(embedder.model_id, embedder.dim)
         for lineno, rec in reader:
             where = f"line {lineno}"
             if "ns" in rec and rec["ns"] not in names:
@@ -215,11 +214,11 @@ def restore(
             _embed_restored(conn, embedder, message_ids, unit_ids, context)
         if keep_ids:
             _take_ids(conn, path, names, header.get("ids_taken"))
-    db.after_bulk_write(conn, counts.get("message", 0))
+    conn.after_bulk_write(counts.get("message", 0))
     return RestoreReport(counts, problem or None)
 
 
-def _checked_header(conn: apsw.Connection, path: Path, header: dict[str, Any]) -> tuple[list[str], bool, str | None]:
+def _checked_header(conn: Store, path: Path, header: dict[str, Any]) -> tuple[list[str], bool, str | None]:
     """The namespaces an export's ``header`` names, whether it holds vectors and the store's
     embedder id, once the header is one this localmem reads and fits this store (no namespace
     already here, the same embedder); else the error that says why."""
@@ -234,18 +233,18 @@ def _checked_header(conn: apsw.Connection, path: Path, header: dict[str, Any]) -
     names = header.get("namespaces")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
         raise InputError(path, "the header's 'namespaces' must be a list of namespace names", "line 1")
-    present = {row[0] for row in conn.execute(q("export_namespaces"))}
+    present = {row[0] for row in conn.run("export_namespaces")}
     clash = sorted(set(names) & present)
     if clash:
         raise LocalmemError(
             f"namespace(s) {', '.join(clash)} already exist in this store",
             "forget them first (localmem forget --namespace NS --yes) or import elsewhere",
         )
-    stored_id = db.get_meta(conn, "embed_model_id")
+    stored_id = conn.get_meta("embed_model_id")
     has_vectors = bool(header.get("vectors"))
     if has_vectors and stored_id and stored_id != header["embed_model_id"]:
         raise EmbedderMismatchError(
-            stored_id, int(db.get_meta(conn, "embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
+            stored_id, int(conn.get_meta("embed_dim") or 0), header["embed_model_id"], header.get("embed_dim")
         )
     return names, has_vectors, stored_id
 
@@ -267,17 +266,17 @@ def _check_vectors_header(path: Path, header: dict[str, Any]) -> None:
         raise InputError(path, "the header says the file has vectors but not their size ('embed_dim')", "line 1")
 
 
-def _ids_taken(conn: apsw.Connection, namespaces: Sequence[str]) -> dict[str, int]:
+def _ids_taken(conn: Store, namespaces: Sequence[str]) -> dict[str, int]:
     """The highest id each table gave out in ``namespaces``, deleted since or not."""
     taken: dict[str, int] = {}
     for ns in namespaces:
-        for name, high in conn.execute(q("ids_taken"), {"ns": ns}):
+        for name, high in conn.run("ids_taken", {"ns": ns}):
             if high is not None:
                 taken[name] = max(taken.get(name, 0), high)
     return dict(sorted(taken.items()))
 
 
-def _take_ids(conn: apsw.Connection, path: Path, namespaces: Sequence[str], taken: object) -> None:
+def _take_ids(conn: Store, path: Path, namespaces: Sequence[str], taken: object) -> None:
     """Mark the ids the exported store gave out as taken here too (when its ids were kept): a
     message forgotten there before the export keeps its id from the next one added here."""
     if taken is None:
@@ -289,7 +288,7 @@ def _take_ids(conn: apsw.Connection, path: Path, namespaces: Sequence[str], take
         raise InputError(path, f"the header's 'ids_taken' must map {', '.join(_MARKED)} to whole numbers", "line 1")
     for ns in namespaces:
         for name, high in taken.items():
-            conn.execute(q("ids_take"), {"name": name, "ns": ns, "high": high})
+            conn.run("ids_take", {"name": name, "ns": ns, "high": high})
 
 
 # The tables whose ids are never given out twice (migration 0011).
@@ -335,7 +334,7 @@ class _Unresolved(LookupError):
     """A record names a row (by its id in the file) that no earlier line of the file holds."""
 
 
-def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict[int, int]], keep_ids: bool) -> None:
+def _restore_one(conn: Store, rec: dict[str, Any], ids: dict[str, dict[int, int]], keep_ids: bool) -> None:
     _plain_ids(rec)
     kind, row = rec["type"], json.dumps(rec, ensure_ascii=False)
 
@@ -346,16 +345,18 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
             raise _Unresolved(f"its {key} {rec.get(key)!r} is not a {table} of this file") from None
 
     def insert(table: str, query: str, **params: Any) -> None:
-        new = one_value(conn.execute(q(query), {"id": rec["id"] if keep_ids else None, "row": row, **params}))
+        new = one_value(conn.run(query, {"id": rec["id"] if keep_ids else None, "row": row, **params}))
         ids[table][rec["id"]] = new
 
     if kind == "source":
         insert("source", "import_source")
     elif kind == "message":
         replaces = rec.get("replaces")
+        text = rec.get("text")
         insert(
             "message",
             "import_message",
+            lang=detect(text) if isinstance(text, str) else None,
             source_id=ref("source", "source_id"),
             replaces=ref("message", "replaces") if replaces is not None else None,
         )
@@ -365,29 +366,27 @@ def _restore_one(conn: apsw.Connection, rec: dict[str, Any], ids: dict[str, dict
     elif kind == "entity":
         insert("entity", "import_entity")
     elif kind == "unit_source":
-        conn.execute(
-            q("import_unit_source"), {"unit_id": ref("unit", "unit_id"), "message_id": ref("message", "message_id")}
-        )
+        conn.run("import_unit_source", {"unit_id": ref("unit", "unit_id"), "message_id": ref("message", "message_id")})
     elif kind == "alias":
-        conn.execute(q("import_alias"), {"entity_id": ref("entity", "entity_id"), "row": row})
+        conn.run("import_alias", {"entity_id": ref("entity", "entity_id"), "row": row})
     elif kind == "mention":
-        conn.execute(
-            q("import_mention"),
+        conn.run(
+            "import_mention",
             {"unit_id": ref("unit", "unit_id"), "entity_id": ref("entity", "entity_id"), "row": row},
         )
     elif kind == "link":
-        conn.execute(q("import_link"), {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"), "row": row})
+        conn.run("import_link", {"src_id": ref("unit", "src_id"), "dst_id": ref("unit", "dst_id"), "row": row})
     elif kind == "owner":  # who "I" is in the namespace (store/owner.py)
         if not (isinstance(rec.get("name"), str) and rec["name"].strip() and rec.get("origin") in ("set", "suggested")):
             raise _Unresolved("an owner record needs a non-empty 'name' and an 'origin' of set or suggested")
-        conn.execute(q("import_owner"), {"row": row})
+        conn.run("import_owner", {"row": row})
     elif kind == "part":
         insert("part", "import_part", message_id=ref("message", "message_id"))
     elif kind == "vector":
         table = {"messages": "message", "units": "unit", "message_parts": "part"}.get(str(rec.get("table")))
         if table is None:
             raise _Unresolved(f"its table {rec.get('table')!r} is not one of messages, units, message_parts")
-        conn.execute(q(f"import_{table}_vector"), {"id": ref(table, "id"), "row": row})
+        conn.run(f"import_{table}_vector", {"id": ref(table, "id"), "row": row})
     else:
         raise _Unresolved(f"unknown record type {kind!r}")
 
@@ -415,11 +414,9 @@ def _plain_ids(rec: dict[str, Any]) -> None:
             rec[key] = int(number)
 
 
-def _embed_restored(
-    conn: apsw.Connection, embedder: Embedder, message_ids: list[int], unit_ids: list[int], context: str
-) -> None:
-    msgs = conn.execute(q("messages_without_vectors"), {"ids": json.dumps(message_ids)}).fetchall()
-    units = conn.execute(q("units_without_vectors"), {"ids": json.dumps(unit_ids)}).fetchall()
+def _embed_restored(conn: Store, embedder: Embedder, message_ids: list[int], unit_ids: list[int], context: str) -> None:
+    msgs = conn.run("messages_without_vectors", {"ids": json.dumps(message_ids)}).fetchall()
+    units = conn.run("units_without_vectors", {"ids": json.dumps(unit_ids)}).fetchall()
     m_vecs, m_parts, u_vecs = embed_stored(embedder, msgs, units, 32, context=context)
     store_vectors(conn, msgs, m_vecs, m_parts, units, u_vecs)
 

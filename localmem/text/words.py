@@ -13,9 +13,16 @@ from __future__ import annotations
 import functools
 import re
 import weakref
-from typing import Callable, cast
+from typing import Any, Callable, Protocol, cast
 
 import apsw
+
+
+class Tokenizers(Protocol):
+    """What gives FTS5's tokenizers: a store (:meth:`localmem.store.engine.Store.tokenizer`)."""
+
+    def tokenizer(self, name: str, args: list[str]) -> Callable[..., Any]: ...
+
 
 # Function words that match nearly every message: dropping them keeps BM25 fast and focused.
 STOPWORDS = frozenset(
@@ -69,14 +76,14 @@ def stem(word: str) -> str:
     return KIN.get(word, word)[:5]
 
 
-_PORTERS: "weakref.WeakKeyDictionary[apsw.Connection, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
+_PORTERS: "weakref.WeakKeyDictionary[Tokenizers, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
 
 
-def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
+def porter(conn: Tokenizers) -> Callable[[str], list[str]]:
     """The FTS tables' own tokenizer on ``conn`` (porter over unicode61, diacritics removed),
     as a function from a query word to its index terms."""
     if conn not in _PORTERS:
-        tokenize = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        tokenize = conn.tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
         # Without offsets and colocated tokens, apsw's tokenizer returns a plain list of str.
         _PORTERS[conn] = lambda word: cast(
             "list[str]",
@@ -87,14 +94,14 @@ def porter(conn: apsw.Connection) -> Callable[[str], list[str]]:
     return _PORTERS[conn]
 
 
-_PLAINS: "weakref.WeakKeyDictionary[apsw.Connection, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
+_PLAINS: "weakref.WeakKeyDictionary[Tokenizers, Callable[[str], list[str]]]" = weakref.WeakKeyDictionary()
 
 
-def plain(conn: apsw.Connection) -> Callable[[str], list[str]]:
+def plain(conn: Tokenizers) -> Callable[[str], list[str]]:
     """The non-English full-text index's tokenizer on ``conn`` (unicode61, diacritics removed,
     no stemming: migration 0013), as a function from a query word to its index terms."""
     if conn not in _PLAINS:
-        tokenize = conn.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
+        tokenize = conn.tokenizer("unicode61", ["remove_diacritics", "2"])
         _PLAINS[conn] = lambda word: cast(
             "list[str]",
             tokenize(

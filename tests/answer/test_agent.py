@@ -7,7 +7,6 @@ import pytest
 from localmem import Memory
 from localmem.errors import LocalmemError
 from localmem.prompts import agent as agent_prompt
-from localmem.store.queries import q
 from tests.fakes import HashEmbedder, ScriptedLLM
 from tests.helpers import open_memory
 
@@ -110,7 +109,7 @@ def test_nothing_kept_is_a_refusal_without_an_answer_call(tmp_path):
 def test_agent_queries_handle_messages_and_units(tmp_path):
     mem, ids = _store(tmp_path, ScriptedLLM(replies=[]))
     with mem:
-        of = lambda kind, i: mem.conn.execute(q("agent_episode_of"), {"kind": kind, "id": i}).fetchone()[0]  # noqa: E731
+        of = lambda kind, i: mem.conn.run("agent_episode_of", {"kind": kind, "id": i}).fetchone()[0]  # noqa: E731
         assert of("u", ids["adopt"]) == ids["episode"] == of("u", ids["episode"])
         message = mem.conn.execute("select id from messages where external_id = 'D1:1'").fetchone()[0]
         episode = of("m", message)  # add() already cut an episode of its own around the message

@@ -428,7 +428,6 @@ def test_focus_can_be_turned_off(tmp_path):
 
 def _fact(mem, text, when, sources):
     """A fact unit resting on the messages with external ids ``sources``, indexed like extraction's."""
-    from localmem.store.queries import q
 
     conn = mem.conn
     vec = mem.embedder.embed([text])[0]
@@ -440,7 +439,7 @@ def _fact(mem, text, when, sources):
         ).fetchone()[0]
         for ext in sources:
             conn.execute("insert into unit_sources select ?, id from messages where external_id = ?", (uid, ext))
-        conn.execute(q("vec_unit_insert"), {"id": uid, "ns": "t", "kind": "fact", "embedding": vec.tobytes()})
+        conn.run("vec_unit_insert", {"id": uid, "ns": "t", "kind": "fact", "embedding": vec.tobytes()})
     return uid
 
 

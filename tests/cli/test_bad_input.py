@@ -18,7 +18,7 @@ import pytest
 
 from localmem import Memory
 from localmem.cli import cli
-from localmem.config import Config
+from localmem.config import DEFAULTS, Config
 from localmem.errors import (
     EmbedderMismatchError,
     InputError,
@@ -374,8 +374,9 @@ def store(real_store, tmp_path, store_kind) -> tuple[Path, dict]:
     path = tmp_path / "store.db"
     if store_kind == "postgres":  # the seed file's export, restored into the database the path stands for
         from localmem.store import transfer
+        from localmem.store.sqlite import SqliteStore
 
-        seed, export = db.connect(real_store), tmp_path / "seed.jsonl"
+        seed, export = SqliteStore.open(real_store, DEFAULTS.busy_timeout_ms), tmp_path / "seed.jsonl"
         with export.open("w", encoding="utf-8") as out:
             transfer.export(seed, out)
         seed.close()

@@ -494,7 +494,7 @@ def test_localmem_db_opens_a_postgresql_url(hashed, pg_url):
     )
     assert added.exit_code == 0, added.output
     with Memory(pg_url, embedder=HashEmbedder()) as mem:
-        assert mem.conn.engine == "postgres" and [h.text for h in mem.recent(5)] == ["Ana: kept on the server"]
+        assert type(mem.conn).__name__ == "PgStore" and [h.text for h in mem.recent(5)] == ["Ana: kept on the server"]
 
 
 def test_config_file(hashed, tmp_path, isolated_home):

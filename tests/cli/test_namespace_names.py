@@ -58,5 +58,5 @@ def test_grant_refuses_a_namespace_with_white_space_instead_of_trimming_it(pg_ur
     err = assert_one_line_error(out, 2)
     assert "begins or ends with white space" in err and "did you mean 'bob'?" in err, err
     with open_memory(pg_url, namespace="bob", embedder=HashEmbedder(), key=None) as mem:
-        held = mem.conn.run("SELECT count(*) FROM namespace_roles WHERE role = 'lm_ws_role'").fetchone()  # type: ignore[attr-defined]
+        held = mem.conn.sql("SELECT count(*) FROM namespace_roles WHERE role = 'lm_ws_role'").fetchone()
         assert held == (0,)

@@ -8,7 +8,6 @@ import json
 
 from localmem.pipeline import ingest
 from localmem.retrieval.search import SearchParams
-from localmem.store.queries import q
 from tests.fakes import HashEmbedder
 from tests.helpers import count, open_memory, store_config, write_jsonl
 
@@ -111,7 +110,7 @@ def test_excerpts_read_sentence_parts_only(tmp_path):
         mem.ingest(path)
         (mid,) = mem.conn.execute("select id from messages where speaker = 'Ben'").fetchone()
         assert count(mem.conn, "select count(*) from message_parts where message_id = ? and context = 1", mid) == 1
-        spans = mem.conn.execute(q("parts_with_codes"), {"ids": json.dumps([mid])}).fetchall()
+        spans = mem.conn.run("parts_with_codes", {"ids": json.dumps([mid])}).fetchall()
         assert len(spans) == 4 and all(end - start < len(long) for _mid, start, end, _code in spans)
 
 

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from localmem.retrieval import vector_index
-from localmem.store import db
 from localmem.text.sentences import sentence_spans
 from tests.fakes import HashEmbedder
 from tests.helpers import count, open_memory, write_jsonl
@@ -111,7 +110,7 @@ def test_a_store_bound_before_parts_gets_their_tables_and_reembed_cuts_them(tmp_
             mem.conn.execute("delete from message_parts")
             mem.conn.execute("delete from vec_code_changes where name = 'parts'")
     with open_memory(path, namespace="t", embedder=HashEmbedder()) as mem:
-        assert db.has_vectors(mem.conn)
+        assert mem.conn.has_vectors()
         assert count(mem.conn, "select count(*) from vec_message_parts") == 0
         assert mem.search(QUERY, channels=["vector"])  # whole-message vectors still work
         report = mem.admin.reembed().to_dict()

@@ -9,7 +9,6 @@ import pytest
 
 from localmem.retrieval import channels
 from localmem.retrieval.query_time import Range
-from localmem.store.queries import q
 from tests.helpers import open_memory
 
 
@@ -29,7 +28,7 @@ def _link(conn, a, b, weight, kind="semantic"):
 
 def _unit_vector(conn, unit, vec):
     # the store's own query: the vector tables differ by engine (sqlite-vec, pgvector)
-    conn.execute(q("vec_unit_insert"), {"id": unit, "ns": "test", "kind": "gist", "embedding": vec.tobytes()})
+    conn.run("vec_unit_insert", {"id": unit, "ns": "test", "kind": "gist", "embedding": vec.tobytes()})
 
 
 def _entity(conn, name, units, tag=None):
@@ -272,7 +271,7 @@ def test_mention_counts_follow_inserts_ignored_duplicates_and_cascaded_deletes(m
     with conn:
         a, b, c = _unit(conn, "a"), _unit(conn, "b"), _unit(conn, "c")
         rex = _entity(conn, "Rex", [a, b, c])
-        conn.execute(q("mention_insert"), {"unit_id": a, "entity_id": rex, "role": "mentioned", "tag": None})  # exists
+        conn.run("mention_insert", {"unit_id": a, "entity_id": rex, "role": "mentioned", "tag": None})  # exists
         ann = _entity(conn, "Ann", [a])
     assert counts() == {rex: (3, 3), ann: (1, 1)}
     with conn:

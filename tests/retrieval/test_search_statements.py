@@ -13,10 +13,9 @@ from typing import Iterator
 import pytest
 
 from localmem.retrieval import channels
-from localmem.store import db
 from localmem.store.queries import query_names
 from tests.fakes import HashEmbedder
-from tests.helpers import SAMPLE_CHAT, open_memory
+from tests.helpers import SAMPLE_CHAT, on_postgres, open_memory
 
 # The statements a repeated hybrid search of the sample chat sends, by engine (measured: 10 on
 # PostgreSQL and 13 on SQLite, which also asks for the binary codes PostgreSQL does not keep;
@@ -31,7 +30,7 @@ def statements(conn) -> Iterator[list[str]]:
     """The names of the named queries ``conn`` sends to its store while inside (another
     statement by its text)."""
     sent: list[str] = []
-    if getattr(conn, "engine", None) == "postgres":
+    if on_postgres(conn):
         import psycopg
 
         from localmem.store import pg
@@ -55,11 +54,11 @@ def statements(conn) -> Iterator[list[str]]:
         sent.append(names.get(" ".join(sql.split()), sql))
         return True
 
-    conn.exec_trace = trace
+    conn.raw.exec_trace = trace
     try:
         yield sent
     finally:
-        conn.exec_trace = None
+        conn.raw.exec_trace = None
 
 
 def test_a_repeated_search_reads_its_messages_once_and_keeps_the_stores_facts(tmp_path):
@@ -81,7 +80,7 @@ def test_a_repeated_search_reads_its_messages_once_and_keeps_the_stores_facts(tm
             assert counted[fact] == 0, sent
         # an English store's index of other languages is empty: not asked
         assert counted["fts_messages_intl"] == counted["messages_intl_terms_docs"] == 0, sent
-        assert len(sent) <= MAX_STATEMENTS[getattr(mem.conn, "engine", "sqlite")], sent
+        assert len(sent) <= MAX_STATEMENTS["postgres" if on_postgres(mem.conn) else "sqlite"], sent
 
 
 def test_kept_facts_follow_writes_from_this_memory_and_from_another(tmp_path):
@@ -90,12 +89,12 @@ def test_kept_facts_follow_writes_from_this_memory_and_from_another(tmp_path):
         conn = mem.conn
 
         def latest() -> dt.date:
-            with db.same_state(conn):
+            with conn.same_state():
                 return channels.latest_time(conn, mem.namespace)
 
         def vectors() -> bool:
-            with db.same_state(conn):
-                return db.has_vectors(conn)
+            with conn.same_state():
+                return conn.has_vectors()
 
         assert not vectors()  # nothing embedded yet
         mem.add("Ann", "I moved to Oslo.", time="2024-03-02T10:00")
@@ -126,12 +125,12 @@ def test_kept_only_inside_same_state_and_outside_transactions(tmp_path):
             return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
 
         def kept_count() -> int:
-            with db.same_state(conn):
-                return db.kept(conn, "test-count", count)
+            with conn.same_state():
+                return conn.kept("test-count", count)
 
         assert kept_count() == 1 and kept_count() == 1
         assert len(reads) == 1  # kept while nothing changed
-        assert db.kept(conn, "test-count", count) == 1 and len(reads) == 2  # outside: read each time
+        assert conn.kept("test-count", count) == 1 and len(reads) == 2  # outside: read each time
         with conn:
             mem.add("Ann", "Two.", time="2024-03-03T10:00")
             assert kept_count() == 2 and kept_count() == 2

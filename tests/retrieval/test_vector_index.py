@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from localmem.retrieval import vector_index
-from localmem.store.queries import q
 from tests.fakes import HashEmbedder
 from tests.helpers import open_memory, store_connect
 
@@ -27,8 +26,8 @@ def _store(tmp_path, n=400, seed=0):
                 "insert into units (ns, kind, text, created_at) values ('t', ?, ?, '2024') returning id",
                 ("fact" if i % 2 else "gist", f"u{i}"),
             ).fetchone()[0]
-            mem.conn.execute(
-                q("vec_unit_insert"),
+            mem.conn.run(
+                "vec_unit_insert",
                 {"id": uid, "ns": "t", "kind": "fact" if i % 2 else "gist", "embedding": v.tobytes()},
             )
             ids.append(uid)
@@ -42,9 +41,9 @@ def forced(monkeypatch):
 
 def _exact(mem, vec, k, kind=None):
     if kind:
-        rows = mem.conn.execute(q("vec_units_knn_kind"), {"embedding": vec.tobytes(), "k": k, "ns": "t", "kind": kind})
+        rows = mem.conn.run("vec_units_knn_kind", {"embedding": vec.tobytes(), "k": k, "ns": "t", "kind": kind})
     else:
-        rows = mem.conn.execute(q("vec_units_knn"), {"embedding": vec.tobytes(), "k": k, "ns": "t"})
+        rows = mem.conn.run("vec_units_knn", {"embedding": vec.tobytes(), "k": k, "ns": "t"})
     return [(int(i), float(d)) for i, d in rows]
 
 
@@ -87,7 +86,7 @@ def test_the_cache_follows_inserts_and_deletes(tmp_path, forced):
             uid = mem.conn.execute(
                 "insert into units (ns, kind, text, created_at) values ('t', 'gist', 'new', '2024') returning id"
             ).fetchone()[0]
-            mem.conn.execute(q("vec_unit_insert"), {"id": uid, "ns": "t", "kind": "gist", "embedding": new.tobytes()})
+            mem.conn.run("vec_unit_insert", {"id": uid, "ns": "t", "kind": "gist", "embedding": new.tobytes()})
         assert vector_index.knn(mem.conn, "units", "t", new, 1)[0][0] == uid  # appended
         with mem.conn:
             mem.conn.execute("delete from units where id = ?", (uid,))
@@ -97,7 +96,7 @@ def test_the_cache_follows_inserts_and_deletes(tmp_path, forced):
 
 def test_stores_bound_before_the_codes_get_them_on_open(tmp_path):
     mem, _ids, _vecs = _store(tmp_path, n=30)
-    path = mem.conn.filename
+    path = mem.conn.raw.filename
     with mem.conn:
         mem.conn.execute("drop table vec_unit_codes; drop table vec_message_codes; drop table vec_code_changes")
     mem.close()

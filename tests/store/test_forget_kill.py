@@ -124,7 +124,7 @@ def test_a_forget_whose_wal_a_reader_holds_is_finished_by_the_next_open(tmp_path
     with Memory(path, "t", embedder=HashEmbedder()) as mem, Memory(path, "t", embedder=HashEmbedder()) as reader:
         reader.conn.execute("BEGIN")
         reader.conn.execute("select count(*) from messages").fetchall()  # holds a snapshot
-        mem.conn.set_busy_handler(lambda count: False)  # the checkpoint does not wait for it
+        mem.conn.raw.set_busy_handler(lambda count: False)  # the checkpoint does not wait for it
         report = mem.forget(match=MARKER).to_dict()
         assert report["file"]["wal_emptied"] is False and report["file"]["pending"] is True
         assert copies(path) > 0  # the store file's old pages, while the reader holds the WAL

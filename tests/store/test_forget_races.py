@@ -32,7 +32,7 @@ def blocked_notice(mem) -> threading.Event:
         waiting.set()
         return patience(count)
 
-    mem.conn.set_busy_handler(handler)
+    mem.conn.raw.set_busy_handler(handler)
     return waiting
 
 

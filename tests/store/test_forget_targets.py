@@ -12,7 +12,6 @@ from localmem import Memory
 from localmem.cli import cli
 from localmem.errors import LocalmemError, NotFoundError
 from localmem.models.embedding import to_blob, unit_text
-from localmem.store.queries import q
 from tests.fakes import HashEmbedder
 from tests.helpers import count, old_store, open_memory, postgres_url, runner, snapshot, store_bytes, write_jsonl
 
@@ -49,8 +48,8 @@ def _unit(mem: Memory, kind: str, text: str, sources: list[int], episode: int | 
     ).fetchone()[0]
     for mid in sources:
         conn.execute("insert into unit_sources values (?, ?)", (uid, mid))
-    conn.execute(
-        q("vec_unit_insert"),
+    conn.run(
+        "vec_unit_insert",
         {
             "id": uid,
             "ns": mem.namespace,
@@ -63,21 +62,21 @@ def _unit(mem: Memory, kind: str, text: str, sources: list[int], episode: int | 
 
 def _entity(mem: Memory, name: str, kind: str, units: list[int], summary: str | None = None) -> int:
     conn = mem.conn
-    eid = conn.execute(
-        q("entity_insert"),
+    eid = conn.run(
+        "entity_insert",
         {"ns": mem.namespace, "name": name, "norm_name": name.lower(), "type": kind, "created_at": "2024-01-01"},
     ).fetchone()[0]
-    conn.execute(q("alias_insert"), {"entity_id": eid, "alias": name, "norm_alias": name.lower()})
+    conn.run("alias_insert", {"entity_id": eid, "alias": name, "norm_alias": name.lower()})
     for uid in units:
-        conn.execute(q("mention_insert"), {"unit_id": uid, "entity_id": eid, "role": "subject", "tag": "home"})
+        conn.run("mention_insert", {"unit_id": uid, "entity_id": eid, "role": "subject", "tag": "home"})
     if summary:
         conn.execute("update entities set summary = ?, summary_at = '2024-01-01' where id = ?", (summary, eid))
     return eid
 
 
 def _call(mem: Memory, episode: int, raw: str) -> None:
-    mem.conn.execute(
-        q("llm_call_log"),
+    mem.conn.run(
+        "llm_call_log",
         {
             "ns": mem.namespace,
             "episode_id": episode,

@@ -119,7 +119,7 @@ def test_a_store_made_before_the_fix_keeps_every_id_and_stops_reusing(tmp_path):
             )
     conn.close()
     with open_memory(path, embedder=HashEmbedder()) as mem:
-        assert db.schema_version(mem.conn) == db.latest_version()
+        assert mem.conn.schema_version() == db.latest_version()
         assert _ids(mem, "messages") == {4, 9}
         mem.forget(ids=["m:9"])
         assert mem.add("Ann", "new", conversation="c").id == 10

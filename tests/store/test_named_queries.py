@@ -1,7 +1,7 @@
 """Every named query exists for both engines and runs on each (sql/ per engine, store/queries.py).
 
-The run test goes through the store's own path (``conn.execute(q(name), params)``, which a
-PostgreSQL store answers with the query's PostgreSQL text) on a freshly migrated store with its
+The run test runs each engine's own text (``q(name)`` on the SQLite store's connection, ``pg_query(name)``
+on the PostgreSQL server's) on a freshly migrated store with its
 embedder bound: on SQLite by default, on PostgreSQL in the ``--stores=postgres`` tier (the
 throwaway server of tests/conftest.py). Each query runs in a transaction rolled back afterwards,
 with parameters bound from sample values chosen by the parameter's name, so a typo, a missing

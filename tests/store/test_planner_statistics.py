@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from localmem.store import db
+from localmem.store import pg
 from localmem_bench.bench import generate_messages, write_jsonl
 from tests.fakes import HashEmbedder
-from tests.helpers import open_memory
+from tests.helpers import on_postgres, open_memory
 
 
 def test_a_bulk_ingest_gathers_the_planners_statistics(tmp_path):
     data = tmp_path / "messages.jsonl"
-    write_jsonl(generate_messages(db.BULK_MESSAGES), data)
+    write_jsonl(generate_messages(pg.BULK_MESSAGES), data)
     with open_memory(tmp_path / "bulk.db", namespace="bench", embedder=HashEmbedder()) as mem:
-        if getattr(mem.conn, "engine", None) != "postgres":
+        if not on_postgres(mem.conn):
             pytest.skip("SQLite plans these queries by their indexes alone: nothing to gather")
         raw = mem.conn.raw
 
@@ -28,6 +28,6 @@ def test_a_bulk_ingest_gathers_the_planners_statistics(tmp_path):
         mem.add("Ann", "A first message, too few to gather anything.")
         assert rows_known() < 1
         report = mem.ingest(data, format="jsonl", extract="none")
-        assert sum(n.added for n in report.namespaces) >= db.BULK_MESSAGES
-        assert rows_known() >= db.BULK_MESSAGES
+        assert sum(n.added for n in report.namespaces) >= pg.BULK_MESSAGES
+        assert rows_known() >= pg.BULK_MESSAGES
         assert raw.execute("SELECT prorows FROM pg_proc WHERE proname = 'localmem_ids'").fetchone() == (10,)

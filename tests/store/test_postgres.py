@@ -16,7 +16,7 @@ def test_memory_opens_a_url_and_searches_every_channel(pg_url):
     with Memory(pg_url, namespace="a", embedder=HashEmbedder()) as mem:
         first = mem.add("Alice", "I moved to Berlin last week and adopted a dog named Scout.")
         mem.add("Bob", "Nice! I went hiking in the Alps with my sister.")
-        assert mem.conn.engine == "postgres"
+        assert type(mem.conn).__name__ == "PgStore"
         hits = mem.search("Scout the dog", channels=["bm25"])
         assert [h.id for h in hits][:1] == [f"m:{first.id}"]
         assert hits[0].channels["bm25"]["rank"] == 1
@@ -353,7 +353,6 @@ def test_bm25_scores_equal_fts5s_to_the_last_bit(pg_url, tmp_path):
     unicode61 does; search.sql sums as fts5_aux.c does), including a word stemmed twice in one
     query, punctuation inside words, diacritics and a word the two Porter variants stem apart."""
     from localmem.retrieval.search import fts_query
-    from localmem.store.queries import q
 
     texts = [
         "I went running and then I run again, generously.",
@@ -372,7 +371,7 @@ def test_bm25_scores_equal_fts5s_to_the_last_bit(pg_url, tmp_path):
             pg.add(speaker, text, conversation="c", id=str(i))
         for query in queries:
             bind = {"match": fts_query(query), "ns": "a", "k": 50}
-            ref = [tuple(r) for r in sqlite.conn.execute(q("fts_messages"), bind)]
-            got = [tuple(r) for r in pg.conn.execute(q("fts_messages"), bind)]
+            ref = [tuple(r) for r in sqlite.conn.run("fts_messages", bind)]
+            got = [tuple(r) for r in pg.conn.run("fts_messages", bind)]
             assert ref, query
             assert got == ref, query

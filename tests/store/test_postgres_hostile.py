@@ -338,7 +338,6 @@ def test_ids_a_role_takes_ahead_of_a_sequence_fail_no_other_write(store):
     """Rows the role writes in its own namespace with the ids the sequences hand out next (in
     the tables whose rows took the identity's next value: message parts, model calls): the
     other namespaces' next rows of those tables take other ids, not a duplicate-key error."""
-    from localmem.store.queries import q
 
     with psycopg.connect(store, autocommit=True) as owner:
         (alice_mid,) = owner.execute("SELECT min(id) FROM messages WHERE ns = 'alice'").fetchone()
@@ -361,12 +360,12 @@ def test_ids_a_role_takes_ahead_of_a_sequence_fail_no_other_write(store):
         (bob_mid,) = bob.conn.raw.execute("SELECT min(id) FROM messages WHERE ns = 'bob'").fetchone()
         for i in range(3):
             with bob.conn:
-                part = bob.conn.execute(
-                    q("part_insert"), {"message_id": bob_mid, "ns": "bob", "start": i, "end": i + 1, "context": 0}
+                part = bob.conn.run(
+                    "part_insert", {"message_id": bob_mid, "ns": "bob", "start": i, "end": i + 1, "context": 0}
                 ).fetchone()
                 assert part is not None and part[0] > ahead["message_parts"] + 20
-                bob.conn.execute(
-                    q("llm_call_log"),
+                bob.conn.run(
+                    "llm_call_log",
                     {
                         "ns": "bob",
                         "episode_id": None,

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from localmem.store import db
 from tests.fakes import HashEmbedder
-from tests.helpers import open_memory
+from tests.helpers import on_postgres, open_memory
 
 
 class Stopping(HashEmbedder):
@@ -30,7 +29,7 @@ class Stopping(HashEmbedder):
 
 
 def _vectors(mem) -> dict[int, tuple[float, ...]]:
-    if getattr(mem.conn, "engine", None) == "postgres":  # pgvector's column, in its text form
+    if on_postgres(mem.conn):  # pgvector's column, in its text form
         rows = mem.conn.execute("SELECT id, embedding::text FROM vec_messages")
         return {int(i): tuple(json.loads(v)) for i, v in rows}
     rows = mem.conn.execute("SELECT rowid, embedding FROM vec_messages")
@@ -38,7 +37,7 @@ def _vectors(mem) -> dict[int, tuple[float, ...]]:
 
 
 def _has_staging(mem) -> bool:
-    if getattr(mem.conn, "engine", None) == "postgres":
+    if on_postgres(mem.conn):
         return mem.conn.execute("SELECT to_regclass('reembed_staging')").fetchone()[0] is not None
     return mem.conn.execute("SELECT name FROM sqlite_master WHERE name = 'reembed_staging'").fetchone() is not None
 
@@ -57,7 +56,7 @@ def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
             manage.reembed(mem.conn, stopping, batch=4, chunk=5)
         staged = mem.conn.execute("SELECT count(*) FROM reembed_staging").fetchone()[0]
         assert 0 < staged < 40
-        assert db.get_meta(mem.conn, "embed_model_id") == "hash-embedder"  # the old vectors still serve
+        assert mem.conn.get_meta("embed_model_id") == "hash-embedder"  # the old vectors still serve
         assert _vectors(mem) == before
     resumed = Stopping(calls=None)
     seen: list[tuple[int, int]] = []
@@ -65,7 +64,7 @@ def test_a_stopped_reembed_goes_on_where_it_stopped(tmp_path: Path):
         from localmem.store import manage
 
         report = manage.reembed(mem.conn, resumed, batch=4, chunk=5, progress=lambda d, t: seen.append((d, t)))
-        assert report.messages == 40 and db.get_meta(mem.conn, "embed_model_id") == "other-embedder"
+        assert report.messages == 40 and mem.conn.get_meta("embed_model_id") == "other-embedder"
         embedded = sum(len(call) for call in resumed.calls)
         assert seen[0][0] > 0 and seen[-1][0] == seen[-1][1]  # started from what was staged
         assert not _has_staging(mem)
@@ -97,4 +96,4 @@ def test_a_forget_drops_what_a_stopped_reembed_staged(tmp_path: Path):
         assert _has_staging(mem)
         mem.forget(ids=[f"m:{added[0].id}"])
         # the staged vectors were made from the forgotten text too: gone, and the reembed starts over
-        assert not _has_staging(mem) and db.get_meta(mem.conn, "reembed_target") is None
+        assert not _has_staging(mem) and mem.conn.get_meta("reembed_target") is None

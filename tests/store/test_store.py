@@ -117,8 +117,8 @@ def add_units(mem: Memory, ns: str, message_ids: list[int]) -> dict[str, int]:
             "select id, kind, coalesce(title || '. ', '') || text, occurred_start from units where id in (?, ?)",
             (episode, fact),
         ).fetchall():
-            conn.execute(
-                q("vec_unit_insert"),
+            conn.run(
+                "vec_unit_insert",
                 {"id": uid, "ns": ns, "kind": kind, "embedding": to_blob(emb.embed([unit_text(text, when)])[0])},
             )
     return {"episode": episode, "fact": fact, "entity": entity}
@@ -151,14 +151,14 @@ def test_fresh_store_schema(mem):
     assert not {"vec_messages", "vec_units"} & tables(conn)  # no embedder bound yet
     mem.add("Ana", "first message")
     assert {"vec_messages", "vec_units"} <= tables(conn)
-    assert db.all_meta(conn)["embed_model_id"] == "hash-embedder"
-    assert db.all_meta(conn)["embed_dim"] == "64"
+    assert conn.all_meta()["embed_model_id"] == "hash-embedder"
+    assert conn.all_meta()["embed_dim"] == "64"
 
 
 def test_vector_tables_appear_on_first_ingest(mem, tmp_path):
-    assert not db.has_vectors(mem.conn)
+    assert not mem.conn.has_vectors()
     mem.ingest(write_jsonl(tmp_path / "a.jsonl", rows(3)))
-    assert db.has_vectors(mem.conn)
+    assert mem.conn.has_vectors()
     assert count(mem.conn, "select count(*) from vec_messages") == 3
 
 
@@ -205,9 +205,9 @@ def test_named_query_explains(bound_conn, name):
     stmts = statements(q(name))
     assert stmts
     if name.startswith("purge_"):  # they read the tables purge_watch makes, inside a forget
-        bound_conn.execute(q("purge_watch"))
+        bound_conn.run("purge_watch")
     if name.startswith("reembed_"):  # the table a reembed makes while it runs
-        bound_conn.execute(q("reembed_staging_create"))
+        bound_conn.run("reembed_staging_create")
     for stmt in stmts:
         params = dict.fromkeys(re.findall(r"(?<![:\w]):([a-z_][a-z0-9_]*)", stmt))
         bound_conn.execute("EXPLAIN " + stmt, params).fetchall()
@@ -219,17 +219,19 @@ def test_ddl_queries_run_on_a_scratch_store(tmp_path):
         conn.execute(q("vec_create").replace("{dim}", "8"))
         assert {"vec_messages", "vec_units"} <= tables(conn)
         conn.execute(q("vec_create").replace("{dim}", "8"))  # idempotent
-        conn.execute(q("vec_drop"))
+        conn.run("vec_drop")
         assert not {"vec_messages", "vec_units"} & tables(conn)
         triggers = {r[0] for r in conn.execute("select name from sqlite_schema where type = 'trigger'")}
         assert not {"vec_messages_delete", "vec_units_delete"} & triggers
 
 
 def test_query_names_cover_the_code():
-    """Every q("name") the package calls exists."""
+    """Every named query the package runs (store.run("name"), q("name")) exists."""
     used = set()
     for path in (REPO / "localmem").rglob("*.py"):
-        used |= set(re.findall(r'\bq\(\s*"([a-z_0-9]+)"\s*\)', path.read_text(encoding="utf-8")))
+        text = path.read_text(encoding="utf-8")
+        used |= set(re.findall(r'\bq\(\s*"([a-z_0-9]+)"\s*\)', text))
+        used |= set(re.findall(r'\.run(?:_many)?\(\s*"([a-z_0-9]+)"', text))
     assert used and used <= set(query_names())
 
 
@@ -726,7 +728,7 @@ def test_export_import_roundtrip_is_byte_identical(populated, tmp_path, vectors)
         assert bool(fresh_embedder.calls) is not vectors
         assert export_text(fresh) == export_text(populated)
         assert table_counts(fresh.conn) == table_counts(populated.conn)
-        assert db.all_meta(fresh.conn)["embed_model_id"] == "hash-embedder"
+        assert fresh.conn.all_meta()["embed_model_id"] == "hash-embedder"
         for channels in (["vector"], ["bm25"]):
             assert [h.to_dict() for h in fresh.search("Mochi cat", channels=channels)] == [
                 h.to_dict() for h in populated.search("Mochi cat", channels=channels)

@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from ...errors import LocalmemError
-from ...store.queries import q
 from ...text import labels
 from .. import api
 from ..calls import Lanes, as_json
@@ -165,7 +164,7 @@ async def filter_choices(request: Request, lanes: Lanes) -> tuple[list[str], lis
     state = request.app.state
 
     def load() -> tuple[list[str], list[str]]:
-        version = mem.conn.execute(q("data_version")).fetchall()[0][0]  # PostgreSQL's too
+        version = mem.conn.run("data_version").fetchall()[0][0]  # PostgreSQL's too
         cached = getattr(state, "filter_choices", None)
         if cached is not None and cached[0] == version:
             return cached[1]

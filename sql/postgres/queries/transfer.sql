@@ -83,7 +83,7 @@ VALUES (coalesce(:id, localmem_next_id('sources')),
 RETURNING id;
 
 -- name: import_message
--- :lang: the text's language, computed by the application (store/pg.py) as localmem_lang does.
+-- :lang: the language of the record's text, computed by the importer (store/transfer.py).
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
                       text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES (coalesce(:id, localmem_next_id('messages')),

@@ -25,7 +25,7 @@ INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id
                       text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES ((SELECT id FROM next_ids WHERE name = 'messages'),
         :ns, :source_id, :conversation, :session, :seq, :external_id, :speaker, :role,
-        :text, :sent_at, :attachments, :raw, :meta, :replaces, localmem_lang(:text))
+        :text, :sent_at, :attachments, :raw, :meta, :replaces, :lang)
 ON CONFLICT (ns, conversation, external_id) DO NOTHING
 RETURNING id;
 

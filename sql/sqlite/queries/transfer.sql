@@ -84,13 +84,14 @@ VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'sources')),
 RETURNING id;
 
 -- name: import_message
+-- :lang: the language of the record's text, computed by the importer (store/transfer.py).
 INSERT INTO messages (id, ns, source_id, conversation, session, seq, external_id, speaker, role,
                       text, sent_at, attachments, raw, meta, replaces, lang)
 VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'messages')),
         :row ->> 'ns', :source_id, :row ->> 'conversation', :row ->> 'session',
         :row ->> 'seq', :row ->> 'external_id', :row ->> 'speaker', :row ->> 'role',
         :row ->> 'text', :row ->> 'sent_at', :row ->> 'attachments', :row ->> 'raw',
-        :row ->> 'meta', :replaces, localmem_lang(:row ->> 'text'))
+        :row ->> 'meta', :replaces, :lang)
 RETURNING id;
 
 -- name: import_unit
