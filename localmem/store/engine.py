@@ -66,7 +66,7 @@ class Store(ABC):
     # -- statements ---------------------------------------------------------------------------
     @abstractmethod
     def run(self, name: str, params: Params = None) -> Rows:
-        """Run the named query ``name`` (``sql/queries``, this engine's text) with ``params``."""
+        """Run the named query ``name`` (this engine's text, from ``sql/``) with ``params``."""
 
     def run_many(self, name: str, rows: Iterable[Params]) -> None:
         """Run the named query ``name`` once for each parameter set of ``rows``."""

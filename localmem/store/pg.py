@@ -1,11 +1,11 @@
-"""The PostgreSQL store: a connection with the small API the layers above use of an apsw one.
+"""The PostgreSQL store: :class:`PgStore`, one implementation of the :class:`~.engine.Store` seam.
 
-Everything above the store calls ``conn.execute(q(name), params)``, opens write transactions
-with ``with conn:`` and reads snapshots with :func:`db.reading`. :class:`PgConnection` does the
-same on PostgreSQL (psycopg 3, connections from a pool): it finds which named query it was
-given by its SQLite text and runs that query's PostgreSQL text (``sql/shared/queries`` where it
-is portable, else ``sql/postgres/queries``; store/queries.py), its ``:name`` placeholders
-written as psycopg's once when the files are read. So no caller learns which engine it has.
+The code above the store runs named queries by name (``store.run("fts_messages", params)``),
+writes inside ``with store:`` and reads snapshots inside ``store.reading()``; it never learns
+which engine it holds. :class:`PgStore` answers those on PostgreSQL (psycopg 3, connections from
+a pool) with each query's PostgreSQL text (``sql/shared/queries`` where it is portable, else
+``sql/postgres/queries``; store/queries.py), its ``:name`` placeholders written as psycopg's
+once when the files are read. No SQL is rewritten at run time.
 
 What differs by engine (see docs/postgres.md):
 
