@@ -299,6 +299,13 @@ def test_every_named_query_has_a_text_for_each_engine():
             assert engine_queries("sqlite")[name] == engine_queries("postgres")[name]
 
 
+def test_a_text_the_same_on_both_engines_is_written_once():
+    # Two copies of one text drift apart when one is edited; the same text belongs in sql/shared.
+    sqlite, postgres = engine_queries("sqlite"), engine_queries("postgres")
+    twice = [n for n in query_names() if not is_shared(n) and sqlite[n] == postgres[n]]
+    assert twice == [], f"the same text in sql/sqlite and sql/postgres: move to sql/shared: {twice}"
+
+
 def test_nothing_is_rewritten_at_run_time():
     """The PostgreSQL text of a query is its file's, its placeholders aside."""
     from localmem.store import pg

@@ -127,10 +127,6 @@ SELECT r.replaces, max(r.id) FROM messages AS r
 WHERE r.replaces IN (SELECT value FROM localmem_ids(:ids))
 GROUP BY r.replaces;
 
--- name: namespace_message_languages
--- Each message of :ns with its language (retrieval.language_balance groups them).
-SELECT id, lang FROM messages WHERE ns = :ns;
-
 -- name: data_version
 -- Moves when any transaction has begun or ended since (a cache keyed on it is refreshed at
 -- least as often as on SQLite, where only another connection's commit moves it).

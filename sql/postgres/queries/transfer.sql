@@ -106,9 +106,6 @@ VALUES (coalesce(:id, localmem_next_id('units')),
         CAST(:row AS jsonb) ->> 'created_at')
 RETURNING id;
 
--- name: import_unit_source
-INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
-
 -- name: import_entity
 INSERT INTO entities (id, ns, name, norm_name, type, summary, summary_at, data, created_at)
 VALUES (coalesce(:id, localmem_next_id('entities')),

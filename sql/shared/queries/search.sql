@@ -18,3 +18,7 @@ ORDER BY s.speaker, a.alias;
 -- name: namespace_messages_latest
 -- The :n latest messages of :ns, newest first.
 SELECT id FROM messages WHERE ns = :ns ORDER BY sent_at DESC, seq DESC, id DESC LIMIT :n;
+
+-- name: namespace_message_languages
+-- Each message of :ns with its language (retrieval.language_balance groups them).
+SELECT id, lang FROM messages WHERE ns = :ns;

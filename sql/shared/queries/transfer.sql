@@ -16,3 +16,6 @@ UNION ALL SELECT 'messages', max(id) FROM messages WHERE ns = :ns
 UNION ALL SELECT 'units', max(id) FROM units WHERE ns = :ns
 UNION ALL SELECT 'entities', max(id) FROM entities WHERE ns = :ns
 UNION ALL SELECT name, high FROM id_marks WHERE ns = :ns;
+
+-- name: import_unit_source
+INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);

@@ -143,10 +143,6 @@ SELECT r.replaces, max(r.id) FROM messages AS r
 WHERE r.replaces IN (SELECT value FROM json_each(:ids))
 GROUP BY r.replaces;
 
--- name: namespace_message_languages
--- Each message of :ns with its language (retrieval.language_balance groups them).
-SELECT id, lang FROM messages WHERE ns = :ns;
-
 -- name: data_version
 -- Moves whenever another connection has committed a change to the store (not this one's own).
 PRAGMA data_version;

@@ -107,9 +107,6 @@ VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'units')),
         :row ->> 'created_at')
 RETURNING id;
 
--- name: import_unit_source
-INSERT INTO unit_sources (unit_id, message_id) VALUES (:unit_id, :message_id);
-
 -- name: import_entity
 INSERT INTO entities (id, ns, name, norm_name, type, summary, summary_at, data, created_at)
 VALUES (coalesce(:id, (SELECT id FROM next_ids WHERE name = 'entities')),
