@@ -690,9 +690,9 @@ def _drop_databases(url: str, names: Sequence[str]) -> None:
     import psycopg
     from pg_scale import database_url
 
-    from localmem.store import pg
+    from localmem.store import pgpool
 
-    pg.close_pools()
+    pgpool.close_pools()
     with psycopg.connect(database_url(url, "postgres"), autocommit=True) as conn:
         for name in names:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]

@@ -93,7 +93,7 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         pytest.skip(f"not on postgres: {marker.args[0] if marker.args else 'reads the store file'}")
     server = request.getfixturevalue("postgres_server")
     from localmem.config import StoreURL
-    from localmem.store import handle, pg
+    from localmem.store import handle, pgpool
 
     made: dict[str, str] = {}
     real_connect = handle.open_store
@@ -116,7 +116,7 @@ def _on_postgres(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(helpers, "POSTGRES_STORES", made)
     yield "postgres"
-    pg.close_pools()
+    pgpool.close_pools()
     for url in made.values():
         server.admin(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1].split("?")[0]}" WITH (FORCE)')
 
@@ -170,10 +170,10 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory):
         server.admin("SELECT pg_reload_conf()")
     server.admin("DROP DATABASE IF EXISTS localmem_template")
     server.admin("CREATE DATABASE localmem_template")
-    from localmem.store import pg
+    from localmem.store import pgpool
 
-    pg.connect(server.url("localmem_template")).close()
-    pg.close_pools()
+    pgpool.connect(server.url("localmem_template")).close()
+    pgpool.close_pools()
     yield server
     if started is not None:
         from localmem.store import pgserver
@@ -192,9 +192,9 @@ def pg_url(postgres_server: PostgresServer, request: pytest.FixtureRequest):
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     postgres_server.admin(f'CREATE DATABASE "{name}" TEMPLATE localmem_template STRATEGY FILE_COPY')
     yield postgres_server.url(name)
-    from localmem.store import pg
+    from localmem.store import pgpool
 
-    pg.close_pools()  # this process's connections to it, or the drop waits for them
+    pgpool.close_pools()  # this process's connections to it, or the drop waits for them
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -287,7 +287,7 @@ def password_postgres():
 
     pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
     pytest.importorskip("pgserver", reason="pip install 'localmem[postgres]'")
-    from localmem.store import pg, pgserver
+    from localmem.store import pgpool, pgserver
 
     # Not under pytest's owner-only tmp dirs: as root the server runs as the user 'pgserver'.
     parent = Path(tempfile.mkdtemp(prefix="localmem-test-pgpw-"))
@@ -304,6 +304,6 @@ def password_postgres():
         server.admin("CREATE DATABASE lmpw OWNER lm_pw")
         yield server
     finally:
-        pg.close_pools()
+        pgpool.close_pools()
         pgserver.stop(data)
         shutil.rmtree(parent, ignore_errors=True)

@@ -325,8 +325,8 @@ def test_no_command_page_api_route_or_mcp_tool_shows_the_password(password_postg
     assert sum("lm_pw:***@/lmout" in said for said in outputs) >= 4
     leaked = [said[:300] for said in outputs if server.password in said]
     assert not leaked, leaked
-    from localmem.store import pg
+    from localmem.store import pgpool
 
-    pg.close_pools()
+    pgpool.close_pools()
     for database in ("lmout", "lmin"):
         server.admin(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")

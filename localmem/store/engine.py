@@ -270,9 +270,9 @@ def open_store(location: "StoreLocation", busy_timeout_ms: int, key: "Key | None
                 "a PostgreSQL store is not encrypted by localmem: encryption at rest is the server's "
                 "(its disk, or the provider's); unset the store key"
             )
-        from . import pg
+        from . import pgpool
 
-        return pg.connect(str(location), busy_timeout_ms / 1000)
+        return pgpool.connect(str(location), busy_timeout_ms / 1000)
     from .sqlite import SqliteStore
 
     return SqliteStore.open(location, busy_timeout_ms, key)

@@ -134,7 +134,7 @@ def purge(store: "SqliteStore", decide: Decide) -> Scrub | None:
 
 
 # What a forget on PostgreSQL may have deleted rows from (directly, by cascade or by trigger):
-# each is written anew after the commit (pg.vacuum_tables).
+# each is written anew after the commit (pgmaint.vacuum_tables).
 PG_TOUCHED = (
     "messages",
     "messages_fts",
@@ -170,33 +170,33 @@ def pg_purge(conn: "PgStore", decide: Decide) -> Scrub | None:
     is skipped and reported (``wal_emptied`` False, ``pending`` True: as SQLite reports a WAL a
     reader keeps); ``localmem vacuum`` rewrites it later. What the server's WAL, WAL archive,
     replicas and backups hold is the operator's (docs/postgres.md)."""
-    from . import pg
+    from . import pgmaint
 
     started = time.perf_counter()
-    before = pg.relation_bytes(conn, PG_TOUCHED)
+    before = pgmaint.relation_bytes(conn, PG_TOUCHED)
     with conn:
         deletion = decide()
         if deletion is None:
             return None
         query, params = deletion
         step("decided")
-        followers = pg.followers(conn, params.get("messages"))
-        readers, mentioned = pg.forget_watch(conn, params)
+        followers = pgmaint.followers(conn, params.get("messages"))
+        readers, mentioned = pgmaint.forget_watch(conn, params)
         conn.run(query, params)
-        pg.reindex_messages(conn, followers)
-        pg.forget_repair(conn, readers, mentioned)
+        pgmaint.reindex_messages(conn, followers)
+        pgmaint.forget_repair(conn, readers, mentioned)
         # BM25's statistics folded now: a word only the forgotten rows held leaves them (unless
         # another session is folding; it then leaves at that fold, migration 0004).
-        pg.fold_fts_statistics(conn)
+        pgmaint.fold_fts_statistics(conn)
         # As on SQLite: a reembed's staged vectors were made from what is forgotten too (a
         # dropped table's file is removed, nothing to vacuum).
         conn.run("reembed_staging_drop")
         conn.run("meta_delete", {"key": "reembed_target"})
         step("deleted")
     step("committed")
-    seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
+    seconds, skipped = pgmaint.vacuum_tables(conn, PG_TOUCHED)
     step("vacuumed")
-    after = pg.relation_bytes(conn, PG_TOUCHED)
+    after = pgmaint.relation_bytes(conn, PG_TOUCHED)
     said = f"; skipped: {', '.join(skipped)} (localmem vacuum tries again)" if skipped else ""
     return Scrub(
         wal_emptied=not skipped,
@@ -331,16 +331,16 @@ def file_size(path: Path) -> int:
 
 def pg_vacuum(conn: "PgStore") -> dict[str, Any]:
     """A vacuum on PostgreSQL: ``VACUUM FULL`` of the tables a forget touches (see :func:`pg_purge`)."""
-    from . import pg
+    from . import pgmaint
 
     started = time.perf_counter()
-    before = pg.relation_bytes(conn, PG_TOUCHED)
+    before = pgmaint.relation_bytes(conn, PG_TOUCHED)
     # BM25's pending statistics folded first: a deleted row's words wait in the append-only
     # deltas (migration 0004), where ANALYZE would sample them into pg_statistic again.
     with conn:
-        pg.fold_fts_statistics(conn)
-    seconds, skipped = pg.vacuum_tables(conn, PG_TOUCHED)
-    after = pg.relation_bytes(conn, PG_TOUCHED)
+        pgmaint.fold_fts_statistics(conn)
+    seconds, skipped = pgmaint.vacuum_tables(conn, PG_TOUCHED)
+    after = pgmaint.relation_bytes(conn, PG_TOUCHED)
     return {
         "bytes_before": before,
         "bytes_after": after,

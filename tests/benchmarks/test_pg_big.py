@@ -76,8 +76,8 @@ def test_a_bulk_loaded_postgres_store_equals_an_ingested_one(postgres_server, tm
             bulk.conn.raw.execute("UPDATE fts_postings SET tf = tf + 1 WHERE id = 5")  # type: ignore[attr-defined]
             assert _tables(pg_big.compare(normal, bulk, queries[:5])) == ["table fts_postings"]
     finally:
-        from localmem.store import pg
+        from localmem.store import pgpool
 
-        pg.close_pools()
+        pgpool.close_pools()
         for name in names:
             postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -192,9 +192,9 @@ def _empty_database(request: pytest.FixtureRequest) -> str:
     server.admin(f'CREATE DATABASE "{name}"')
 
     def drop() -> None:
-        from localmem.store import pg
+        from localmem.store import pgpool
 
-        pg.close_pools()
+        pgpool.close_pools()
         server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     request.addfinalizer(drop)
@@ -211,14 +211,14 @@ def test_a_connection_made_before_the_schema_reads_vectors_after_it(request):
     import subprocess
     import sys
 
-    from localmem.store import pg
+    from localmem.store import pgpool
 
     url = _empty_database(request)
-    pool, raw = pg._getconn(url, 30)  # configured now, when no vector type exists
+    pool, raw = pgpool._getconn(url, 30)  # configured now, when no vector type exists
     pool.putconn(raw)
     repo = Path(__file__).resolve().parents[2]
     made = subprocess.run(  # another process makes the store
-        [sys.executable, "-c", "import sys; from localmem.store import pg; pg.connect(sys.argv[1]).close()", url],
+        [sys.executable, "-c", "import sys; from localmem.store import pgpool; pgpool.connect(sys.argv[1]).close()", url],
         cwd=repo,
         env={**os.environ, "PYTHONPATH": str(repo)},
         capture_output=True,

@@ -143,13 +143,13 @@ def test_a_namespace_role_cannot_read_or_set_another_namespaces_owner(pg_url):
     security on owner_names), tried with the library and with raw SQL."""
     pytest.importorskip("psycopg", reason="pip install 'localmem[postgres]'")
     from localmem import Memory
-    from localmem.store import pg
+    from localmem.store import pgroles
     from tests.store.test_postgres import _as_role
 
     with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as admin:
         admin.add("Alice", "hello")
         admin.set_owner("Alice")
-        pg.grant_namespace(admin.conn, "lm_test_owner_bob", ["bob"])
+        pgroles.grant_namespace(admin.conn, "lm_test_owner_bob", ["bob"])
     with Memory(_as_role(pg_url, "lm_test_owner_bob"), namespace="bob", embedder=HashEmbedder()) as bob:
         bob.set_owner("Bob")
         raw = bob.conn.raw

@@ -53,7 +53,7 @@ def server(request: pytest.FixtureRequest):
     """A server of its own, as ``localmem postgres start`` makes it (durable: fsync and full page
     writes on), with autovacuum on (looking every second, analyzing after 5 changes: what it
     does in a minute by default) or off."""
-    from localmem.store import pg, pgserver
+    from localmem.store import pgpool, pgserver
 
     parent = Path(tempfile.mkdtemp(prefix="localmem-test-pgforget-"))
     parent.chmod(0o755)  # as root the server runs as the user 'pgserver'
@@ -72,7 +72,7 @@ def server(request: pytest.FixtureRequest):
         srv.admin("ALTER SYSTEM SET autovacuum = off")
     srv.admin("SELECT pg_reload_conf()")
     yield srv
-    pg.close_pools()
+    pgpool.close_pools()
     pgserver.stop(data)
     shutil.rmtree(parent, ignore_errors=True)
 
@@ -80,13 +80,13 @@ def server(request: pytest.FixtureRequest):
 @pytest.fixture
 def database(server: Server, request: pytest.FixtureRequest):
     """A fresh database on the module's server, dropped afterwards."""
-    from localmem.store import pg
+    from localmem.store import pgpool
 
     name = f"f{abs(hash(request.node.nodeid)) % 10**10}"
     server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     server.admin(f'CREATE DATABASE "{name}"')
     yield name
-    pg.close_pools()
+    pgpool.close_pools()
     server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -246,9 +246,9 @@ def test_an_owner_that_may_not_reach_the_wal_says_what_stays(server: Server, dat
         assert report["wal_emptied"] is True and not report["skipped"], report
         assert files_holding(server, marker[-10:].encode()) == []
     finally:
-        from localmem.store import pg
+        from localmem.store import pgpool
 
-        pg.close_pools()
+        pgpool.close_pools()
         server.admin(f'ALTER DATABASE "{database}" OWNER TO postgres')
         server.admin(f'DROP OWNED BY "{owner}" CASCADE', database=database)
         server.admin(f'DROP ROLE IF EXISTS "{owner}"')

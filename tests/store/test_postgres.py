@@ -209,12 +209,12 @@ def test_a_namespace_role_cannot_read_or_change_another_namespace(pg_url):
     """Row-level security: each role sees and writes its own namespace only, tried with the
     library and with raw SQL on the same connection."""
     from localmem.errors import LocalmemError
-    from localmem.store import pg
+    from localmem.store import pgroles
 
     with Memory(pg_url, namespace="alice", embedder=HashEmbedder()) as owner:
         owner.add("Alice", "Alice's secret: the key is under the blue flowerpot.")
-        pg.grant_namespace(owner.conn, "lm_test_alice", ["alice"])
-        pg.grant_namespace(owner.conn, "lm_test_bob", ["bob"])
+        pgroles.grant_namespace(owner.conn, "lm_test_alice", ["alice"])
+        pgroles.grant_namespace(owner.conn, "lm_test_bob", ["bob"])
     with Memory(_as_role(pg_url, "lm_test_bob"), namespace="bob", embedder=HashEmbedder()) as bob:
         bob.add("Bob", "Bob keeps his notes here.")
         raw = bob.conn.raw

@@ -71,7 +71,7 @@ INSERT INTO id_marks (name, ns, high) VALUES ('units', 'bob', 900009);
 def store(pg_url):
     """A store with bob's namespace in every table, alice's own messages, and role lm_alice
     granted namespace alice (lm_nobody: namespace nobody, which holds nothing)."""
-    from localmem.store import pg
+    from localmem.store import pgpool, pgroles
 
     with Memory(pg_url, namespace="bob", embedder=HashEmbedder()) as bob:
         bob.add("Bob", "The qzbobvault code is 4471, says bob.")
@@ -79,13 +79,13 @@ def store(pg_url):
         raw = bob.conn.raw
         raw.execute(_PLANT, {"mid": second.id})  # type: ignore[arg-type]
         raw.execute("SELECT localmem_fts_maybe_fold()")  # the statistics folded: fts_terms holds bob's words
-        pg.grant_namespace(bob.conn, "lm_alice", ["alice"])
-        pg.grant_namespace(bob.conn, "lm_nobody", ["nobody"])
+        pgroles.grant_namespace(bob.conn, "lm_alice", ["alice"])
+        pgroles.grant_namespace(bob.conn, "lm_nobody", ["nobody"])
     with Memory(_as_role(pg_url, "lm_alice"), namespace="alice", embedder=HashEmbedder()) as alice:
         alice.add("Alice", "Alice grows tomatoes on the balcony.")
         alice.add("Alice", "Her cat is called Mochi.")
     yield pg_url
-    pg.close_pools()
+    pgpool.close_pools()
 
 
 def _bob_state(url: str) -> dict:
@@ -548,7 +548,7 @@ def test_an_ordinary_owner_is_not_the_role_and_its_store_holds_too(postgres_serv
     """The store owned by an ordinary role (not a superuser): the temp-schema trick and the
     trigger trick fail the same way, grant refuses the owner itself, and the trust warning
     comes from the owner's own connection (it may not read the server's rules)."""
-    from localmem.store import pg
+    from localmem.store import pgpool, pgroles
 
     name = "pgt_hostile_ordinary_owner"
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -562,9 +562,9 @@ def test_an_ordinary_owner_is_not_the_role_and_its_store_holds_too(postgres_serv
     try:
         with Memory(owner_url, namespace="bob", embedder=HashEmbedder()) as bob:
             bob.add("Bob", "The qzbobvault code is 4471, says bob.")
-            pg.grant_namespace(bob.conn, "lm_alice", ["alice"])
+            pgroles.grant_namespace(bob.conn, "lm_alice", ["alice"])
             # it may not read pg_hba.conf's rules: its own unauthenticated connection says it
-            (warning,) = pg.trust_warnings(bob.conn, "lm_alice")  # type: ignore[arg-type]
+            (warning,) = pgroles.trust_warnings(bob.conn, "lm_alice")  # type: ignore[arg-type]
             assert warning.startswith("this connection was let in without a password (trust)"), warning
         with _attacker(url) as c:
             c.execute("CREATE TEMP TABLE namespace_roles (role NAME, ns TEXT)")
@@ -578,10 +578,10 @@ def test_an_ordinary_owner_is_not_the_role_and_its_store_holds_too(postgres_serv
                 )
         with Memory(owner_url, namespace="bob", embedder=HashEmbedder()) as bob:
             with pytest.raises(LocalmemError, match="lm_owner owns the store"):
-                pg.grant_namespace(bob.conn, "lm_owner", ["alice"])
+                pgroles.grant_namespace(bob.conn, "lm_owner", ["alice"])
             assert bob.search("qzbobvault code")  # the owner keeps its own store
     finally:
-        pg.close_pools()
+        pgpool.close_pools()
         postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         postgres_server.admin("DROP ROLE IF EXISTS lm_owner")
 
@@ -614,7 +614,7 @@ def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgr
     """A store at migration 0008 with a role granted the old way (every table, every sequence):
     opened by this version, migration 0009 takes the role's reach back to what grant gives now,
     and the role still adds and searches its namespace."""
-    from localmem.store import pg
+    from localmem.store import pg, pgpool
 
     name = "pgt_hostile_old_store"
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -641,7 +641,7 @@ def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgr
                 su.execute(statement)  # type: ignore[arg-type]
         with Memory(url, namespace="bob", embedder=HashEmbedder()) as bob:  # the owner opens it: 0009 runs
             bob.add("Bob", "The qzbobvault code is 4471, says bob.")
-            assert pg.schema_version(bob.conn) >= 9  # type: ignore[arg-type]
+            assert pgpool.schema_version(bob.conn) >= 9  # type: ignore[arg-type]
         with _attacker(url, shadow=True) as c:
             assert c.execute("SELECT count(*) FROM public.messages").fetchone() == (0,)
             assert _changed(c, "UPDATE public.meta SET value = '999' WHERE key = 'pg_schema_version'") == 0
@@ -652,5 +652,5 @@ def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgr
             assert any("tomatoes" in h.text for h in alice.search("tomatoes balcony"))
             assert all(MARK not in h.text.lower() for h in alice.search("qzbobvault code"))
     finally:
-        pg.close_pools()
+        pgpool.close_pools()
         postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
