@@ -20,6 +20,8 @@ from tests.helpers import REPO, key_for_tests, on_postgres, open_memory
 IMPLEMENTATIONS = {"localmem/store/engine.py", "localmem/store/sqlite.py", "localmem/store/pg.py"}
 # ...and the SQLite implementation's helpers (an apsw connection is theirs to hold).
 SQLITE_HELPERS = {"localmem/store/db.py", "localmem/store/cipher.py", "localmem/store/purge.py"}
+# ...and the PostgreSQL implementation's (pg.py split by job: pools and migrations, maintenance, roles).
+PG_HELPERS = {"localmem/store/pgpool.py", "localmem/store/pgmaint.py", "localmem/store/pgroles.py"}
 
 
 def _grep(pattern: str) -> list[str]:
@@ -40,7 +42,7 @@ def test_nothing_outside_the_engine_modules_asks_which_engine_it_is():
 
 
 def test_above_the_implementations_no_apsw_connection_and_no_sql_text_is_run():
-    outside = IMPLEMENTATIONS | SQLITE_HELPERS
+    outside = IMPLEMENTATIONS | SQLITE_HELPERS | PG_HELPERS
     typed = [line for line in _grep(r'[:>] *"\?apsw\.Connection') if line.split(":", 1)[0] not in outside]
     assert typed == []
     # conn.execute(...) runs SQL text; everything above the store runs named queries (store.run)
