@@ -28,88 +28,22 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from ..errors import LocalmemError, QueryNotFoundError, StoreLockedError
+from ..errors import LocalmemError, StoreLockedError
 from ..redact import redact
 from . import pgmaint, pgroles
 from .engine import Params, Store
-from .queries import engine_queries, migrations, read_migrations
+from .pgsql import SQLITE_SCHEMA_MIRRORED, _placeholders, own, pg_query
+from .queries import migrations
 
 if TYPE_CHECKING:
     from .purge import Decide, Scrub
     from .results import KeyChange
 
-__all__ = ["BULK_MESSAGES", "PgStore", "pg_query"]
+__all__ = ["BULK_MESSAGES", "PgStore"]
 
-# An apsw named parameter outside quotes (not a PostgreSQL cast "::"): ":name".
-_PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-# The line by which each PostgreSQL migration names the SQLite migration whose data model the
-# store holds, table for table, once it has run (tests/store/test_named_queries.py checks them).
-_LEVEL = re.compile(r"^-- Level with SQLite migration (\d{4})\.", re.M)
 # The advisory lock that serialises migrations of one database (two processes opening a new
 # store at once): any constant; "lmem".
 _MIGRATE_LOCK = 0x6C6D656D
-
-
-def _to_psycopg(sql: str) -> str:
-    """apsw's ``:name`` parameters as psycopg's ``%(name)s`` (``%`` doubled), outside quotes."""
-    # Comment lines go first: an apostrophe in one ("a namespace's") would open a quote.
-    sql = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
-    out = []
-    for i, piece in enumerate(re.split(r"('(?:[^']|'')*')", sql)):
-        if i % 2:  # a string literal
-            out.append(piece.replace("%", "%%"))
-        else:
-            out.append(_PARAM.sub(r"%(\1)s", piece.replace("%", "%%")).replace("?", "%s"))
-    return "".join(out)
-
-
-@lru_cache(maxsize=1)
-def _pg_queries() -> dict[str, str]:
-    """Every named query's PostgreSQL text (``sql/shared`` or ``sql/postgres``), with psycopg's
-    placeholders: converted once, here."""
-    return {name: _to_psycopg(text) for name, text in engine_queries("postgres").items()}
-
-
-def pg_query(name: str) -> str:
-    """The PostgreSQL text of the named query ``name``."""
-    try:
-        return _pg_queries()[name]
-    except KeyError:
-        raise QueryNotFoundError(name) from None
-
-
-@lru_cache(maxsize=256)
-def _placeholders(sql: str) -> str:
-    """SQL that is not a named query (tests' and tools' own, PostgreSQL's dialect) with its
-    ``:name`` placeholders in psycopg's form: nothing else is changed."""
-    return _to_psycopg(sql)
-
-
-def pg_migrations() -> list[tuple[int, str, str]]:
-    """``(version, filename, sql)`` of the PostgreSQL schema's migrations, in order."""
-    return read_migrations("postgres")
-
-
-def sqlite_levels() -> list[tuple[int, int | None]]:
-    """``(PostgreSQL migration, SQLite migration)``: the SQLite schema version whose data model
-    each PostgreSQL migration brings the store level with (its ``-- Level with SQLite migration
-    NNNN.`` line; None where the line is missing)."""
-    levels = []
-    for version, _name, sql in pg_migrations():
-        match = _LEVEL.search(sql)
-        levels.append((version, int(match.group(1)) if match else None))
-    return levels
-
-
-def _mirrored() -> int:
-    levels = [level for _, level in sqlite_levels() if level is not None]
-    return max(levels, default=0)
-
-
-# The SQLite schema version whose data model sql/postgres/migrations holds: what a PostgreSQL
-# store reports as its schema (an export's header carries it; restore compares it). Derived
-# from the migrations' own lines, never set by hand.
-SQLITE_SCHEMA_MIRRORED = _mirrored()
 
 
 # The overrides that return nothing on PostgreSQL ("SELECT ... WHERE false": the SQLite store's
@@ -188,7 +122,6 @@ _VECTOR_PARAMS = frozenset({"embedding"})
 BULK_MESSAGES = 500
 
 
-
 class PgStore(Store):
     """An open PostgreSQL store: one connection from the store's pool. :meth:`run` runs a named
     query's PostgreSQL text (:func:`pg_query`), ``with store:`` is a transaction (nested ones are
@@ -214,6 +147,8 @@ class PgStore(Store):
         for ever). Remembered on the pooled connection, so a reused one is not set again."""
         ms = max(1, int((self.busy_timeout_s if seconds is None else seconds) * 1000))  # 0 would wait for ever
         if getattr(self.raw, "_localmem_lock_timeout", None) != ms:
+            # SET takes no bound parameter: the one statement of this module formatted at run
+            # time, from an int computed here.
             self.sql(f"SET lock_timeout = '{ms}ms'")
             # Inside a transaction the SET ends with it (a rollback undoes it): not remembered.
             self.raw._localmem_lock_timeout = None if self._tx else ms
@@ -355,7 +290,7 @@ class PgStore(Store):
 
     def size_bytes(self) -> int:
         """The database's size on the server."""
-        row = self.sql("SELECT pg_database_size(current_database())").fetchone()
+        row = self.sql(own("database_size")).fetchone()
         return int(row[0]) if row else 0
 
     def encrypted(self) -> bool:
@@ -366,9 +301,7 @@ class PgStore(Store):
         pg_checksums), not a quick_check's."""
         import apsw
 
-        row = self.sql(
-            "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
-        ).fetchone()
+        row = self.sql(own("server_versions")).fetchone()
         server, vector = row if row else (None, None)
         return {
             "versions": {
@@ -417,8 +350,8 @@ class PgStore(Store):
         if not namespaces:
             raise LocalmemError("grant needs at least one namespace")
         pgroles.grant_namespace(self, role, namespaces, password)
-        held = [r[0] for r in self.sql("SELECT ns FROM namespace_roles WHERE role = %(r)s ORDER BY ns", {"r": role})]
-        version = self.sql("SELECT current_setting('server_version_num')::int").fetchone()
+        held = [r[0] for r in self.sql(own("role_namespaces"), {"r": role})]
+        version = self.sql(own("server_version_num")).fetchone()
         return {
             "role": role,
             "namespaces": held,

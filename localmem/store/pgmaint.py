@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import LocalmemError
+from .pgsql import own
 
 if TYPE_CHECKING:
     from .pg import PgStore
@@ -51,9 +52,14 @@ def vacuum_tables(conn: PgStore, tables: Sequence[str], lock_timeout_s: float | 
         for table in tables:
             if not re.fullmatch(r"[a-z_]+", table):
                 raise LocalmemError(f"not a table name: {table!r}")
-            if conn.sql("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": table}).fetchone() == (True,):
+            if conn.sql(own("table_exists"), {"t": table}).fetchone() == (True,):
                 present.append(table)
-        kept = _rewrite_all(conn, {t: f"VACUUM (FULL, ANALYZE, VERBOSE) {t}" for t in present}, deadline)
+        # A table's name cannot be a bound parameter: the one statement formatted here, each name
+        # checked above and quoted as an identifier.
+        from psycopg import sql
+
+        vacuum = sql.SQL("VACUUM (FULL, ANALYZE, VERBOSE) {}")
+        kept = _rewrite_all(conn, {t: vacuum.format(sql.Identifier(t)) for t in present}, deadline)
         skipped += [f"{t} ({why})" for t, why in kept.items()]
         try:
             skipped += _clear_stale_statistics(conn, [t for t in present if t not in kept])
@@ -62,7 +68,7 @@ def vacuum_tables(conn: PgStore, tables: Sequence[str], lock_timeout_s: float | 
         if not _may_rewrite_catalogs(conn):
             skipped.append("pg_statistic (needs a superuser or pg_maintain)")
         else:
-            kept = _rewrite_all(conn, {"pg_statistic": "VACUUM (FULL, VERBOSE) pg_catalog.pg_statistic"}, deadline)
+            kept = _rewrite_all(conn, {"pg_statistic": own("vacuum_statistics")}, deadline)
             skipped += [f"{t} ({why})" for t, why in kept.items()]
         try:
             why = _purge_wal(conn)
@@ -75,7 +81,7 @@ def vacuum_tables(conn: PgStore, tables: Sequence[str], lock_timeout_s: float | 
     return time.perf_counter() - started, skipped
 
 
-def _rewrite_all(conn: PgStore, commands: dict[str, str], deadline: float) -> dict[str, str]:
+def _rewrite_all(conn: PgStore, commands: dict[str, Any], deadline: float) -> dict[str, str]:
     """Run each VACUUM FULL of ``commands`` (table: statement); run again, until ``deadline``,
     those that kept deleted row versions: a transaction open anywhere in the database (an
     autovacuum worker's ANALYZE is one) may still see them, and VACUUM FULL copies what it may
@@ -128,29 +134,24 @@ def _clear_stale_statistics(conn: PgStore, tables: Sequence[str]) -> list[str]:
     empty = [
         str(r[0])
         for r in conn.sql(
-            "SELECT t FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
-            "WHERE c.reltuples = 0",
+            own("empty_tables"),
             {"t": list(tables)},
         )
     ]
     if not empty:
         return []
     args = {"t": empty}
-    version = conn.sql("SELECT current_setting('server_version_num')::int").fetchone()
+    version = conn.sql(own("server_version_num")).fetchone()
     if version is not None and int(version[0]) >= 180000:
         conn.sql(
-            "SELECT pg_clear_attribute_stats(n.nspname::text, c.relname::text, a.attname::text, false) "
-            "FROM unnest(CAST(%(t)s AS text[])) AS t JOIN pg_class AS c ON c.oid = to_regclass(t) "
-            "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
-            "JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped",
+            own("clear_attribute_stats"),
             args,
         )
         return []
-    row = conn.sql("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    row = conn.sql(own("is_superuser")).fetchone()
     if row is not None and row[0]:
         conn.sql(
-            "DELETE FROM pg_catalog.pg_statistic WHERE starelid IN "
-            "(SELECT to_regclass(t) FROM unnest(CAST(%(t)s AS text[])) AS t)",
+            own("delete_statistics"),
             args,
         )
         return []
@@ -166,15 +167,7 @@ def _purge_wal(conn: PgStore) -> str | None:
     archiving, replication slots, ``wal_keep_size``, WAL summaries); and the role must be
     allowed both calls (a superuser; or ``pg_checkpoint`` and EXECUTE on ``pg_switch_wal``).
     Returns why it was not done, or None."""
-    row = conn.sql(
-        "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
-        "has_function_privilege('pg_catalog.pg_switch_wal()', 'EXECUTE'), "
-        "EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint' AND pg_has_role(current_user, oid, 'USAGE')), "
-        "current_setting('wal_recycle', true), current_setting('archive_mode', true), "
-        "current_setting('wal_keep_size', true), current_setting('summarize_wal', true), "
-        "(SELECT count(*) FROM pg_replication_slots), "
-        "has_function_privilege('pg_catalog.pg_ls_waldir()', 'EXECUTE')"
-    ).fetchone()
+    row = conn.sql(own("wal_purge_facts")).fetchone()
     assert row is not None
     superuser, may_switch, may_checkpoint, recycle, archive, keep, summarize, slots, may_list = row
     if not (superuser or (may_switch and may_checkpoint)):
@@ -188,12 +181,12 @@ def _purge_wal(conn: PgStore) -> str | None:
     ]
     if kept:
         return "the server keeps its old files: " + "; ".join(kept)
-    (switched,) = conn.sql("SELECT pg_walfile_name(pg_switch_wal())").fetchone() or (None,)
-    conn.sql("CHECKPOINT")
+    (switched,) = conn.sql(own("switch_wal")).fetchone() or (None,)
+    conn.sql(own("checkpoint"))
     if may_list and switched is not None:
         # The check a reader of the directory would make: no file up to the one just ended.
         left = conn.sql(
-            "SELECT count(*) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' AND name <= %(s)s",
+            own("wal_files_left"),
             {"s": switched},
         ).fetchone()
         if left and left[0]:
@@ -206,17 +199,14 @@ def analyze(conn: PgStore) -> None:
     only the tables it owns or maintains: the others are skipped with a notice, not an error).
     It samples at most 30,000 rows a table, so it takes about as long at a million messages as
     at a hundred thousand (0.2 s for the whole store at 10,000 here)."""
-    conn.sql("ANALYZE")
+    conn.sql(own("analyze"))
 
 
 def _may_rewrite_catalogs(conn: PgStore) -> bool:
-    row = conn.sql("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    row = conn.sql(own("is_superuser")).fetchone()
     if row is not None and row[0]:
         return True
-    maintain = conn.sql(
-        "SELECT current_setting('server_version_num')::int >= 170000 "
-        "AND EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pg_maintain' AND pg_has_role(current_user, oid, 'USAGE'))"
-    ).fetchone()
+    maintain = conn.sql(own("may_maintain")).fetchone()
     return bool(maintain and maintain[0])
 
 
@@ -226,10 +216,7 @@ def followers(conn: PgStore, messages_json: str | None) -> list[int]:
     if not messages_json:
         return []
     rows = conn.sql(
-        "SELECT DISTINCT n.id FROM localmem_ids(%(ids)s) AS j JOIN messages AS m ON m.id = j.value "
-        "JOIN messages AS n ON n.ns = m.ns AND n.conversation = m.conversation AND n.session = m.session "
-        "AND n.seq = (SELECT min(x.seq) FROM messages AS x WHERE x.ns = m.ns AND x.conversation = m.conversation "
-        "AND x.session = m.session AND x.seq > m.seq)",
+        own("followers"),
         {"ids": messages_json},
     )
     return [int(r[0]) for r in rows]
@@ -241,12 +228,12 @@ def forget_watch(conn: PgStore, params: dict[str, Any]) -> tuple[list[int], list
     logged replies' text) and the entities the deleted ``units`` mention (a summary written from
     them is dropped)."""
     readers = conn.sql(
-        "SELECT DISTINCT unit_id FROM unit_sources WHERE message_id IN (SELECT value FROM localmem_ids(%(m)s))",
-        {"m": params.get("messages") or "[]"},
+        own("forget_readers"),
+        {"messages": params.get("messages") or "[]"},
     )
     mentioned = conn.sql(
-        "SELECT DISTINCT entity_id FROM mentions WHERE unit_id IN (SELECT value FROM localmem_ids(%(u)s))",
-        {"u": params.get("units") or "[]"},
+        own("forget_mentioned"),
+        {"units": params.get("units") or "[]"},
     )
     return [int(r[0]) for r in readers], [int(r[0]) for r in mentioned]
 
@@ -258,22 +245,19 @@ def forget_repair(conn: PgStore, readers: Sequence[int], mentioned: Sequence[int
     import json
 
     conn.sql(
-        "UPDATE llm_calls SET raw = NULL, error = NULL WHERE episode_id IN (SELECT value FROM localmem_ids(%(r)s)) "
-        "AND (raw IS NOT NULL OR error IS NOT NULL)",
-        {"r": json.dumps(list(readers))},
+        own("forget_scrub_calls"),
+        {"episodes": json.dumps(list(readers))},
     )
     conn.sql(
-        "UPDATE entities SET summary = NULL, summary_at = NULL, data = CAST(CAST(data AS jsonb) - 'summary' AS text) "
-        "WHERE id IN (SELECT value FROM localmem_ids(%(e)s)) AND summary IS NOT NULL",
-        {"e": json.dumps(list(mentioned))},
+        own("forget_stale_summaries"),
+        {"entities": json.dumps(list(mentioned))},
     )
 
 
 def relation_bytes(conn: PgStore, tables: Sequence[str]) -> int:
     """The bytes on disk of ``tables`` (those that exist), their indexes and TOAST included."""
     row = conn.sql(
-        "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) FROM unnest(CAST(%(t)s AS text[])) AS t "
-        "WHERE to_regclass(t) IS NOT NULL",
+        own("relation_bytes"),
         {"t": list(tables)},
     ).fetchone()
     return int(row[0]) if row else 0
@@ -288,9 +272,9 @@ def reindex_messages(conn: PgStore, ids: Sequence[int]) -> None:
         import json
 
         arg = {"ids": json.dumps(list(ids))}
-        conn.sql("SELECT localmem_reindex_message(value) FROM localmem_ids(%(ids)s)", arg)
+        conn.sql(own("reindex_messages"), arg)
         conn.sql(
-            "DELETE FROM message_parts WHERE context = 1 AND message_id IN (SELECT value FROM localmem_ids(%(ids)s))",
+            own("drop_context_parts"),
             arg,
         )
 
@@ -298,5 +282,5 @@ def reindex_messages(conn: PgStore, ids: Sequence[int]) -> None:
 def fold_fts_statistics(conn: PgStore) -> bool:
     """Fold BM25's pending statistics (migration 0004) in the caller's transaction, unless
     another session is folding them; whether it did."""
-    row = conn.sql("SELECT localmem_fts_maybe_fold()").fetchone()
+    row = conn.sql(own("fold_fts_statistics")).fetchone()
     return bool(row and row[0])

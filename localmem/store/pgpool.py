@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import LocalmemError, SchemaTooNewError
 from ..redact import redact
 from . import pgconnect
-from .pg import _MIGRATE_LOCK, PgStore, pg_migrations, pg_query
+from .pg import _MIGRATE_LOCK, PgStore
+from .pgsql import own, pg_migrations, pg_query
 
 __all__ = ["close_pools", "connect", "migrate", "schema_version"]
 
@@ -131,15 +132,15 @@ def _configure(raw: Any) -> None:
     # A statement run twice is prepared (PgStore._bound): a search runs the same few dozen.
     raw.prepare_threshold = 1
     raw.prepared_max = 512
-    row = raw.execute("SELECT oid FROM pg_type WHERE typname = 'vector'").fetchone()
+    row = raw.execute(own("vector_type_oid")).fetchone()
     if row is not None:
         raw.adapters.register_loader(row[0], VectorLoader)
     # Without it, vectors would be read as text (connect() configures the connection again).
     raw._localmem_vectors = row is not None
     try:
-        raw.execute("SET TimeZone = 'UTC'")
-        raw.execute("SET hnsw.iterative_scan = strict_order")
-        raw.execute("SET hnsw.ef_search = 100")
+        raw.execute(own("session_timezone"))
+        raw.execute(own("session_hnsw_iterative_scan"))
+        raw.execute(own("session_hnsw_ef_search"))
     except Exception:  # pgvector not created yet: the first open creates it, then reconnects
         pass
 
@@ -174,9 +175,9 @@ def connect(url: str, timeout_s: float = 30.0) -> PgStore:
 
 
 def schema_version(conn: PgStore) -> int:
-    if conn.sql("SELECT to_regclass('meta') IS NOT NULL").fetchone() != (True,):
+    if conn.sql(own("meta_exists")).fetchone() != (True,):
         return 0
-    row = conn.sql("SELECT value FROM meta WHERE key = 'pg_schema_version'").fetchone()
+    row = conn.sql(own("pg_schema_version")).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -192,16 +193,15 @@ def migrate(conn: PgStore, url: str) -> list[str]:
     applied = []
     with conn:
         # Another process may migrate for long (a backfill): wait for it, whatever the busy timeout.
-        conn.sql("SET LOCAL lock_timeout = 0")
-        conn.sql(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+        conn.sql(own("migrate_waits_for_locks"))
+        conn.sql(own("advisory_lock"), {"key": _MIGRATE_LOCK})
         for version, name, sql in pg_migrations():
             if version <= schema_version(conn):
                 continue
             conn.sql(sql)  # DDL from our own files, no parameters
             conn.raw.execute(
-                "INSERT INTO meta (key, value) VALUES ('pg_schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(version),),
+                own("set_pg_schema_version"),
+                {"version": str(version)},
             )
             applied.append(name)
         # Whatever the migrations added is covered by the roles' privileges (0009).
@@ -213,13 +213,7 @@ def _check_ours(conn: PgStore, url: str) -> None:
     """Refuse a database that holds someone else's tables (in the schemas on the search path)."""
     from ..errors import NotALocalmemStoreError
 
-    tables = [
-        r[0]
-        for r in conn.sql(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = ANY (current_schemas(false)) AND table_type = 'BASE TABLE' ORDER BY 1"
-        )
-    ]
+    tables = [r[0] for r in conn.sql(own("tables_on_search_path"))]
     if tables and "meta" not in tables:
         raise NotALocalmemStoreError(redact(url), f"it has no localmem meta table; its tables: {', '.join(tables[:5])}")
 
@@ -229,7 +223,7 @@ def lock_binding(conn: PgStore) -> None:
     one fresh store at once would otherwise both run ``CREATE TABLE IF NOT EXISTS`` and one
     fails on the catalog's unique index; under the lock the second sees the first's table
     and its meta rows (READ COMMITTED: each statement reads what is committed)."""
-    conn.sql(f"SELECT pg_advisory_xact_lock({_MIGRATE_LOCK})")
+    conn.sql(own("advisory_lock"), {"key": _MIGRATE_LOCK})
 
 
 def bind_embedder(conn: PgStore, dim: int) -> None:
@@ -243,9 +237,9 @@ def _secure(conn: PgStore) -> None:
     """Migration 0009's ``localmem_secure()``: every SECURITY DEFINER function of the store on a
     safe search_path, none of its functions PUBLIC's, each namespace role's privileges anew
     (a table or function made since included). Run by the owner, after DDL."""
-    if conn.sql("SELECT to_regprocedure('localmem_secure()') IS NOT NULL").fetchone() == (True,):
-        conn.sql("SELECT localmem_secure()")
+    if conn.sql(own("secure_exists")).fetchone() == (True,):
+        conn.sql(own("secure"))
 
 
 def has_vectors(conn: PgStore) -> bool:
-    return conn.sql("SELECT to_regclass('vec_messages') IS NOT NULL").fetchone() == (True,)
+    return conn.sql(own("vectors_exist")).fetchone() == (True,)

@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import LocalmemError
+from .pgsql import own
 
 if TYPE_CHECKING:
     from .pg import PgStore
@@ -30,7 +31,7 @@ def grant_namespace(conn: PgStore, role: str, namespaces: Sequence[str], passwor
     if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", role):
         raise LocalmemError(f"role names are lower-case letters, digits and _: {role!r}")
     with conn:
-        exists = conn.sql("SELECT 1 FROM pg_roles WHERE rolname = %(r)s", {"r": role}).fetchone()
+        exists = conn.sql(own("role_exists"), {"r": role}).fetchone()
         if exists:
             _refuse_unbound_role(conn, role)
         elif role.startswith("pg_"):
@@ -46,35 +47,17 @@ def grant_namespace(conn: PgStore, role: str, namespaces: Sequence[str], passwor
         _no_create_in_schema(conn, role)
         for ns in namespaces:
             conn.sql(
-                "INSERT INTO namespace_roles (role, ns) VALUES (%(r)s, %(ns)s) ON CONFLICT DO NOTHING",
+                own("role_namespace_add"),
                 {"r": role, "ns": ns},
             )
-        conn.sql("SELECT localmem_grant_role(%(r)s)", {"r": role})
-
-
-# Why a role would see every namespace whatever the policies say (checked in this order).
-_UNBOUND_ROLE = """
-SELECT CASE
-    WHEN r.rolname LIKE 'pg\\_%%' THEN 'is one of PostgreSQL''s built-in roles'
-    WHEN r.rolsuper THEN 'is a superuser'
-    WHEN r.rolbypassrls THEN 'has BYPASSRLS'
-    WHEN pg_has_role(r.oid, (SELECT relowner FROM pg_class WHERE oid = 'meta'::regclass), 'MEMBER')
-        THEN 'owns the store (or is a member of its owner)'
-    WHEN pg_has_role(r.oid, (SELECT n.nspowner FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid
-                             WHERE c.oid = 'meta'::regclass), 'MEMBER')
-        THEN 'owns the store''s schema (it may drop its tables)'
-    WHEN pg_has_role(r.oid, (SELECT datdba FROM pg_database WHERE datname = current_database()), 'MEMBER')
-        THEN 'owns the database'
-    WHEN EXISTS (SELECT 1 FROM pg_roles AS x WHERE (x.rolsuper OR x.rolbypassrls) AND pg_has_role(r.oid, x.oid, 'MEMBER'))
-        THEN 'is a member of a superuser or BYPASSRLS role'
-END FROM pg_roles AS r WHERE r.rolname = %(r)s
-"""
+        conn.sql(own("grant_role"), {"r": role})
 
 
 def _refuse_unbound_role(conn: PgStore, role: str) -> None:
     """Refuse a role that row-level security does not bind (finding 10 of issue 50: such a
-    role was reported as restricted while it saw everything)."""
-    row = conn.sql(_UNBOUND_ROLE, {"r": role}).fetchone()
+    role was reported as restricted while it saw everything); why it would see every namespace
+    is the statement's (roles.sql, ``unbound_role``)."""
+    row = conn.sql(own("unbound_role"), {"r": role}).fetchone()
     if row is not None and row[0]:
         raise LocalmemError(
             f"{role} {row[0]}: row-level security does not apply to it, so it would see every namespace; "
@@ -86,10 +69,8 @@ def _no_create_in_schema(conn: PgStore, role: str) -> None:
     """A role that may create objects in the store's schema could put a function there that the
     owner's functions call in place of theirs (PostgreSQL before 15 lets every role create in
     ``public``): that right is revoked from PUBLIC and the role, or the grant refused."""
-    (schema,) = conn.sql(
-        "SELECT n.nspname FROM pg_namespace AS n JOIN pg_class AS c ON c.relnamespace = n.oid WHERE c.oid = 'meta'::regclass"
-    ).fetchone() or ("public",)
-    if conn.sql("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() != (True,):
+    (schema,) = conn.sql(own("store_schema")).fetchone() or ("public",)
+    if conn.sql(own("may_create_in_schema"), {"r": role, "s": schema}).fetchone() != (True,):
         return
     from psycopg import sql
 
@@ -97,7 +78,7 @@ def _no_create_in_schema(conn: PgStore, role: str) -> None:
         conn.sql(
             sql.SQL("REVOKE CREATE ON SCHEMA {} FROM {}").format(sql.Identifier(schema), grantee).as_string(conn.raw)
         )
-    if conn.sql("SELECT has_schema_privilege(%(r)s, %(s)s, 'CREATE')", {"r": role, "s": schema}).fetchone() == (True,):
+    if conn.sql(own("may_create_in_schema"), {"r": role, "s": schema}).fetchone() == (True,):
         raise LocalmemError(
             f"{role} may create objects in schema {schema}, where the store's functions live; "
             f"as that schema's owner run: REVOKE CREATE ON SCHEMA {schema} FROM PUBLIC, {role}; then grant again"
@@ -113,9 +94,7 @@ def trust_warnings(conn: PgStore, role: str) -> list[str]:
 
     try:
         rules = conn.sql(
-            "SELECT line_number, type, coalesce(address, '') FROM pg_hba_file_rules WHERE auth_method = 'trust' "
-            "AND error IS NULL AND ('all' = ANY (user_name) OR %(r)s = ANY (user_name)) "
-            "AND ('all' = ANY (database) OR current_database() = ANY (database)) ORDER BY line_number",
+            own("trust_rules"),
             {"r": role},
         ).fetchall()
     except (LocalmemError, psycopg.Error):
@@ -132,7 +111,7 @@ def trust_warnings(conn: PgStore, role: str) -> list[str]:
             f"reaches it connects as {role} with any password or none; require scram-sha-256 there "
             "(docs/postgres.md, 'Passwords')"
         ]
-    row = conn.sql("SELECT current_setting('server_version_num')::int >= 160000 AND system_user IS NULL").fetchone()
+    row = conn.sql(own("unauthenticated_connection")).fetchone()
     if row is not None and row[0]:
         return [
             "this connection was let in without a password (trust): the server may let anyone connect as "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import LocalmemError
+from .pgsql import own
 
 DATABASE = "localmem"
 
@@ -66,12 +67,16 @@ def start(data_dir: Path, database: str = DATABASE) -> ServerState:
         raise LocalmemError(f"cannot start PostgreSQL in {data_dir}: {exc}; see {data_dir / 'log'}") from exc
     # A forget removes the WAL files that held what it deleted (store/pg.py, _purge_wal): the
     # server must delete old WAL files, not rename them for reuse with their bytes in them.
-    if "off" not in server.psql("SHOW wal_recycle;"):
-        server.psql("ALTER SYSTEM SET wal_recycle = off;")
-        server.psql("SELECT pg_reload_conf();")
-    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
+    if "off" not in server.psql(own("server_wal_recycle")):
+        server.psql(own("server_wal_recycle_off"))
+        server.psql(own("server_reload_conf"))
+    # psql -c takes no bound parameters: the database's name is written into these two, quoted
+    # (as a literal, then as an identifier) by psycopg.
+    from psycopg import sql
+
+    exists = server.psql(sql.SQL("SELECT 1 FROM pg_database WHERE datname = {}").format(database).as_string(None))
     if "(0 rows)" in exists:
-        server.psql(f'CREATE DATABASE "{database}";')
+        server.psql(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)).as_string(None))
     return status(data_dir, database)
 
 

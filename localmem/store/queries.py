@@ -7,6 +7,8 @@ Layout (the same room file names on both engines)::
     sql/postgres/queries/<room>.sql   PostgreSQL's text of the same names
     sql/sqlite/migrations/NNNN_*.sql  the SQLite schema (``PRAGMA user_version``)
     sql/postgres/migrations/NNNN_*.sql  the PostgreSQL schema (``meta.pg_schema_version``)
+    sql/<engine>/own/<room>.sql       an engine's own statements (its pools', maintenance's and
+                                      roles' work), no part of the shared query set
 
 A query file holds blocks introduced by ``-- name: <name>``; a block's text runs up to its last
 SQL line (comment lines after it introduce the next block). Invariants, checked when the files
@@ -15,11 +17,11 @@ once per engine; it is either shared or defined for both engines, never shared a
 engine-specific at once; a name defined for one engine is defined for the other. So every
 named query has a text for every engine, and no SQL is rewritten while it runs.
 
-Parameters are ``:name`` in every file. The PostgreSQL loader (``store/pg.py``) turns them into
+Parameters are ``:name`` in every file. The PostgreSQL loader (``store/pgsql.py``) turns them into
 psycopg's ``%(name)s`` once, when the files are read: a change of placeholder syntax, not of
 SQL.
 
-``q(name)`` returns a query's SQLite text (``pg.pg_query(name)`` its PostgreSQL one). In a wheel
+``q(name)`` returns a query's SQLite text (``pgsql.pg_query(name)`` its PostgreSQL one). In a wheel
 the folder is ``localmem/sql``; in a source checkout or editable install it is the repository's
 top-level ``sql/``.
 """
@@ -180,6 +182,22 @@ def q(name: str) -> str:
 
 def query_names() -> list[str]:
     return sorted(_all_queries())
+
+
+@lru_cache(maxsize=2)
+def own_queries(engine: Engine) -> dict[str, str]:
+    """The statements ``engine``'s store runs for itself (``sql/<engine>/own``), name to text.
+    No cross-engine rule holds for them: the other engine has its own work, or none."""
+    folder = sql_dir() / engine / "own"
+    return read_named(folder) if folder.is_dir() else {}
+
+
+def own_query(engine: Engine, name: str) -> str:
+    """The text of ``engine``'s own statement ``name`` (parameters as ``:name``)."""
+    try:
+        return own_queries(engine)[name]
+    except KeyError:
+        raise QueryNotFoundError(name) from None
 
 
 def read_migrations(engine: Engine) -> list[tuple[int, str, str]]:

@@ -33,9 +33,9 @@ def statements(conn) -> Iterator[list[str]]:
     if on_postgres(conn):
         import psycopg
 
-        from localmem.store import pg
+        from localmem.store import pgsql
 
-        names = {pg.pg_query(n).strip(): n for n in query_names()}
+        names = {pgsql.pg_query(n).strip(): n for n in query_names()}
         real = psycopg.Cursor.execute
 
         def execute(cursor, query, *args, **kwargs):

@@ -218,7 +218,12 @@ def test_a_connection_made_before_the_schema_reads_vectors_after_it(request):
     pool.putconn(raw)
     repo = Path(__file__).resolve().parents[2]
     made = subprocess.run(  # another process makes the store
-        [sys.executable, "-c", "import sys; from localmem.store import pgpool; pgpool.connect(sys.argv[1]).close()", url],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from localmem.store import pgpool; pgpool.connect(sys.argv[1]).close()",
+            url,
+        ],
         cwd=repo,
         env={**os.environ, "PYTHONPATH": str(repo)},
         capture_output=True,

@@ -289,12 +289,12 @@ def sample(name: str, param: str) -> object:
 
 
 def test_every_named_query_has_a_text_for_each_engine():
-    from localmem.store import pg
+    from localmem.store import pgsql
 
     names = set(query_names())
     assert names and all(set(engine_queries(e)) == names for e in ENGINES)
     for name in names:
-        assert q(name).strip() and pg.pg_query(name).strip(), name
+        assert q(name).strip() and pgsql.pg_query(name).strip(), name
         if is_shared(name):
             assert engine_queries("sqlite")[name] == engine_queries("postgres")[name]
 
@@ -308,12 +308,12 @@ def test_a_text_the_same_on_both_engines_is_written_once():
 
 def test_nothing_is_rewritten_at_run_time():
     """The PostgreSQL text of a query is its file's, its placeholders aside."""
-    from localmem.store import pg
+    from localmem.store import pgsql
 
     for name in query_names():
         text = engine_queries("postgres")[name]
         body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-        assert re.sub(r"%\((\w+)\)s", r":\1", pg.pg_query(name)).replace("%%", "%") == body, name
+        assert re.sub(r"%\((\w+)\)s", r":\1", pgsql.pg_query(name)).replace("%%", "%") == body, name
     source = (REPO / "localmem" / "store" / "pg.py").read_text(encoding="utf-8")
     assert "_REWRITES" not in source and "_dialect" not in source
 
@@ -442,9 +442,9 @@ def test_a_blocks_text_ends_at_its_last_sql_line(tmp_path, own_sql):
 
 def level_problems() -> list[str]:
     """What is wrong with the PostgreSQL migrations' SQLite levels (none when level)."""
-    from localmem.store import pg
+    from localmem.store import pgsql
 
-    levels = pg.sqlite_levels()
+    levels = pgsql.sqlite_levels()
     problems = [f"PostgreSQL migration {v:04d} names no SQLite level" for v, level in levels if level is None]
     named = [level for _, level in levels if level is not None]
     if named != sorted(named):
@@ -460,10 +460,10 @@ def level_problems() -> list[str]:
 
 
 def test_postgres_migrations_keep_the_store_level_with_sqlite():
-    from localmem.store import pg
+    from localmem.store import pgsql
 
     assert level_problems() == []
-    assert pg.SQLITE_SCHEMA_MIRRORED == len(migrations())
+    assert pgsql.SQLITE_SCHEMA_MIRRORED == len(migrations())
 
 
 def test_a_sqlite_migration_without_its_postgres_counterpart_fails(tmp_path, own_sql):
@@ -516,17 +516,17 @@ def run_sqlite(conn, name: str, given: dict[str, object] | None = None, keep: bo
 def run_postgres(raw, name: str, given: dict[str, object] | None = None, keep: bool = False) -> list:
     """``name``'s PostgreSQL text on the server (psycopg, the store's connection), in a
     transaction rolled back (committed if ``keep``)."""
-    from localmem.store import pg
+    from localmem.store import pgsql
 
     params = {p: sample(name, p) for p in parameters(engine_queries("postgres")[name])} | (given or {})
     if isinstance(params.get("embedding"), bytes):  # pgvector's text form, as the store binds a vector
         params["embedding"] = "[" + ",".join(["0.125"] * DIM) + "]"
-    text = pg.pg_query(name)
+    text = pgsql.pg_query(name)
     try:
         with raw.transaction():
             for prefix, setup in SETUP.items():
                 if name.startswith(prefix):
-                    raw.execute(pg.pg_query(setup))
+                    raw.execute(pgsql.pg_query(setup))
             cursor = raw.execute(text.replace("{dim}", str(DIM)) if name in DIMENSIONED else text, params or None)
             rows: list = []
             while True:  # every statement's rows
@@ -572,3 +572,134 @@ def test_every_named_query_runs_on_the_store(tmp_path, store_kind):
         assert failed == {}, "\n".join(f"{n}: {e}" for n, e in failed.items())
         assert len(ran) > 200
         assert mem.stats().messages == 3  # every query's transaction was rolled back
+
+
+# -- each engine's own statements (sql/<engine>/own: its pools', maintenance's and roles' work) ------
+
+# A sample for each parameter of the PostgreSQL store's own statements, by name.
+OWN_SAMPLES: dict[str, object] = {
+    "t": ["meta", "messages"],  # a text[] of table names
+    "r": "lm_own_statement_role",  # a role made in the test's transaction
+    "s": "public",  # a schema; for wal_files_left a WAL file name (compared as text)
+    "ns": "test",
+    "ids": "[1, 2]",
+    "messages": "[1]",
+    "units": "[1]",
+    "episodes": "[1]",
+    "entities": "[1]",
+    "version": "999",
+    "key": 1,
+}
+# Statements that PostgreSQL runs outside a transaction block only: run on their own, on the
+# throwaway server alone (they change the server, not the store).
+OWN_OUTSIDE_TRANSACTIONS = {"vacuum_statistics", "server_wal_recycle_off"}
+
+
+def test_the_engines_own_statements_are_named_once_and_apart_from_the_query_set():
+    for engine in ENGINES:
+        own = queries.own_queries(engine)
+        assert not set(own) & set(engine_queries(engine)), "an own statement shadows a named query"
+        for name, text in own.items():
+            assert text.rstrip().endswith(";") and text.strip(), name
+    assert queries.own_queries("postgres"), "sql/postgres/own is read"
+    with pytest.raises(LocalmemError):
+        queries.own_query("postgres", "no_such_statement")
+
+
+def test_every_own_statement_runs_on_its_engine(tmp_path, store_kind):
+    """Each statement of sql/postgres/own runs on a migrated store with its embedder bound, in a
+    transaction rolled back (a typo, a missing function, a parameter of the wrong type fails here)."""
+    import os
+
+    if store_kind != "postgres":
+        assert queries.own_queries("sqlite") == {}  # SQLite's own statements are still inline (PRAGMAs)
+        pytest.skip("the PostgreSQL store's own statements run in the --stores=postgres tier")
+    from localmem.store import pgsql
+
+    throwaway = os.environ.get("LM_TEST_POSTGRES_THROWAWAY") == "1" or not os.environ.get("LM_TEST_POSTGRES")
+    with open_memory(tmp_path / "q.db", namespace="test", embedder=HashEmbedder()) as mem:
+        mem.add("Ana", "bind the embedder")
+        mem.add("Ana", "a second message, so that ids 1 and 2 are rows")
+        raw = cast(Any, mem.conn).raw
+        failed: dict[str, str] = {}
+        ran = []
+        for name in queries.own_queries("postgres"):
+            text = pgsql.own(name)
+            params = {p: OWN_SAMPLES[p] for p in re.findall(r"%\((\w+)\)s", text)}
+            if name in OWN_OUTSIDE_TRANSACTIONS:
+                if throwaway:
+                    raw.execute(text)
+                    ran.append(name)
+                continue
+            try:
+                with raw.transaction():
+                    raw.execute('CREATE ROLE "lm_own_statement_role"')
+                    raw.execute(text, params or None)
+                    ran.append(name)
+                    raise _Rollback
+            except _Rollback:
+                pass
+            except Exception as exc:  # noqa: BLE001 - every failure is listed at once
+                failed[name] = str(exc).splitlines()[0]
+        assert failed == {}
+        assert set(ran) >= set(queries.own_queries("postgres")) - OWN_OUTSIDE_TRANSACTIONS
+
+
+# Statements of store/pg*.py written in Python, each because it cannot be a bound parameter:
+# SET takes none (lock_timeout from an int computed there); the names of a table, a role or a
+# schema are identifiers (quoted by psycopg.sql); psql -c (pgserver) binds nothing. And the one
+# regular expression that recognises the SQLite store's "SELECT ... WHERE false" placeholders.
+RUN_TIME_FORMATS = {
+    "SET lock_timeout = '{}ms'",
+    "VACUUM (FULL, ANALYZE, VERBOSE) {}",
+    "CREATE ROLE {} LOGIN",
+    "ALTER ROLE {} PASSWORD {}",
+    "REVOKE CREATE ON SCHEMA {} FROM {}",
+    "SELECT 1 FROM pg_database WHERE datname = {}",
+    "CREATE DATABASE {}",
+    r"^\s*SELECT [^;]*\sWHERE false;?\s*$",
+}
+_SQL_WORDS = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|GRANT|REVOKE|SET|VACUUM|ANALYZE|CHECKPOINT)\b \S")
+
+
+def _string_literals(path: Path) -> list[str]:
+    """The string literals of ``path`` outside docstrings; an f-string with ``{}`` for each field."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    parts = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            found.append(
+                "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)  # type: ignore[union-attr]
+            )
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings | parts:
+            found.append(node.value)
+    return found
+
+
+def test_store_pg_modules_hold_no_sql_beyond_the_run_time_formats():
+    sql_in_python = {
+        f"{path.name}: {text}"
+        for path in sorted((REPO / "localmem" / "store").glob("pg*.py"))
+        for text in _string_literals(path)
+        if _SQL_WORDS.search(text) and text not in RUN_TIME_FORMATS
+    }
+    assert sql_in_python == PROSE
+
+
+# Words for a person that name a statement (a hint to run by hand, a doctor's fact), never run.
+PROSE = {
+    "pg.py: the server's autovacuum; forget runs VACUUM FULL on what it touched",
+    "pgroles.py: {} may create objects in schema {}, where the store's functions live; as that schema's owner "
+    "run: REVOKE CREATE ON SCHEMA {} FROM PUBLIC, {}; then grant again",
+}

@@ -331,9 +331,9 @@ def test_bm25_statistics_follow_every_change_and_an_old_store_is_backfilled(pg_u
             kept, now = _postings(raw, table)
             assert kept == now, table
         # an old store: the statistics dropped and rebuilt by the migration's own backfill
-        from localmem.store import pg
+        from localmem.store import pgsql
 
-        backfill = next(sql for v, _, sql in pg.pg_migrations() if v == 4).split("-- A store made before")[1]
+        backfill = next(sql for v, _, sql in pgsql.pg_migrations() if v == 4).split("-- A store made before")[1]
         with raw.transaction():
             raw.execute(
                 "DELETE FROM fts_stats; DELETE FROM fts_stats_delta; DELETE FROM fts_terms; DELETE FROM fts_terms_delta; "

@@ -614,7 +614,7 @@ def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgr
     """A store at migration 0008 with a role granted the old way (every table, every sequence):
     opened by this version, migration 0009 takes the role's reach back to what grant gives now,
     and the role still adds and searches its namespace."""
-    from localmem.store import pg, pgpool
+    from localmem.store import pgpool, pgsql
 
     name = "pgt_hostile_old_store"
     postgres_server.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -623,7 +623,7 @@ def test_a_store_granted_before_migration_0009_is_locked_down_when_opened(postgr
     try:
         with psycopg.connect(url, autocommit=True) as su:
             with su.transaction():
-                for version, _name, sql in pg.pg_migrations()[:8]:
+                for version, _name, sql in pgsql.pg_migrations()[:8]:
                     su.execute(sql)  # type: ignore[arg-type]
                     su.execute(
                         "INSERT INTO meta (key, value) VALUES ('pg_schema_version', %s) "
