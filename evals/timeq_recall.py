@@ -9,7 +9,8 @@ held: **all-recall** (every one), **any-recall** (at least one). No LLM runs, so
 the code can be compared on one machine in a minute.
 
 usage: PYTHONPATH=<tree> python evals/timeq_recall.py evals/assistant/dev.json STORE.db [--json]
-(the store is made with the default embedder when it does not hold the file's histories yet;
+(the settings are read as the CLI reads them: ``LOCALMEM_ASK_TALLY=count,sum`` asks with counts
+and sums worked out by code, whose evidence is each session's best first; the store is made with the default embedder when it does not hold the file's histories yet;
 ``localmem eval longmemeval`` makes the same one.)
 """
 
@@ -21,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from localmem import Memory
+from localmem.config import Config
 from localmem.models.protocols import Completion
 from localmem_bench.longmemeval import _haystack_owners, _item
 from localmem_bench.retrieval import _haystack_jsonl
@@ -60,7 +62,7 @@ def main(data_path: str, store: str, as_json: bool = False) -> None:
     raw = json.loads(path.read_text())
     owners = _haystack_owners(raw)
     rows = []
-    with Memory(store, llm=Recorder()) as mem, tempfile.TemporaryDirectory() as tmp:
+    with Memory(store, config=Config.load(), llm=Recorder()) as mem, tempfile.TemporaryDirectory() as tmp:
         loaded: set[str] = set()
         for index, item in enumerate(raw):
             kind = _kind(item["question"])

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..retrieval.batch import SearchArgs, SpeakerNames
     from ..retrieval.search import SearchParams
     from ..types import Answer, Hit
+    from .question import Question
 
 
 def _configured_search(config: Config) -> "SearchParams":
@@ -239,7 +240,8 @@ def ask(
     progress.stage(progress.SEARCH)
     speakers = speakers_of(conn, namespace, options.user_name)
     asked = Question.parse(question, speakers)  # read once: every step and rule below reads this
-    hits = search_one(conn, namespace, models, question, params, names=names)
+    query, params = _as_of_asked(asked, question, params, today)
+    hits = search_one(conn, namespace, models, query, params, names=names)
     if options.evidence == "messages":
         hits = as_messages(conn, hits)
     pool = hits
@@ -286,6 +288,33 @@ def ask(
     result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
+
+
+def _as_of_asked(
+    asked: "Question", question: str, params: "SearchParams", today: dt.date
+) -> tuple[str, "SearchParams"]:
+    """The search for a question about a state at a time it names ("where did I live in March
+    2024?", kind ``at``): what had been said by the end of that time, searched without the
+    time's words. The state then was said when it began (a January message: "I live in
+    Ancoats"), not in the month named, which the time's words would otherwise favour; and what
+    was said after that time (the later move) is not the answer. Any other question: as asked."""
+    from dataclasses import replace
+
+    from ..retrieval.filters import Filters, time_bounds
+    from ..retrieval.query_time import parse_query_time
+    from .question import AT
+
+    if asked.kind != AT:
+        return question, params
+    named = parse_query_time(question, today)
+    if named is None or named.end >= today:
+        return question, params
+    until = time_bounds(None, named.end.isoformat())[1]
+    held = params.filters or Filters()
+    if held.until is not None and held.until <= (until or ""):
+        until = held.until  # asked as of an earlier day already
+    query = " ".join(question.replace(named.phrase, " ").split()) if named.phrase else question
+    return query or question, replace(params, filters=replace(held, until=until))
 
 
 def answer_from(

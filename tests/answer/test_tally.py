@@ -320,3 +320,25 @@ def test_by_default_no_kind_is_worked_out_by_code_and_a_kind_turned_on_is(tmp_pa
         spent = mem.ask("How much have I spent altogether on the lock?")
     assert "not in memory" in llm.calls[0][0]["content"] and plain.answer == "£215"
     assert llm.calls[1][0]["content"] == listing.COUNT_SYSTEM and spent.answer.startswith("£95")
+
+
+def test_a_state_at_a_time_named_is_asked_of_what_had_been_said_by_its_end(tmp_path):
+    """By default (no listing), "where did I live in March 2024?" reads what had been said by
+    the end of March, searched without the month's words: the January message that tells it,
+    not the later move; a question about now still reads the move."""
+    llm = ScriptedLLM(responder=lambda messages: {"answer": "x", "supports": [1], "confidence": 0.5})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("user", "I live in Lisbon, near the river.", time="2024-01-10T09:00:00", role="user")
+        mem.add("user", "March in Lisbon: rain, and the trams on strike.", time="2024-03-20T09:00:00", role="user")
+        mem.add("user", "We moved to Leipzig yesterday, I live there now!", time="2024-04-12T09:00:00", role="user")
+        mem.ask("Where did I live in March 2024?", now="2024-11-01")
+        then = "\n".join(_items(llm.calls[-1]))
+        mem.ask("Where did I live in March 2024?", now="2024-11-01", as_of="2024-02-01")
+        earlier = "\n".join(_items(llm.calls[-1]))
+        mem.ask("Where do I live now?", now="2024-11-01")
+        now = "\n".join(_items(llm.calls[-1]))
+        mem.ask("Where do I live this year?", now="2024-11-01")  # a time not yet ended: no bound
+        this_year = "\n".join(_items(llm.calls[-1]))
+    assert "I live in Lisbon" in then and "Leipzig" not in then
+    assert "I live in Lisbon" in earlier and "March in Lisbon" not in earlier  # the earlier bound holds
+    assert "Leipzig" in now and "Leipzig" in this_year
