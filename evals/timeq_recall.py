@@ -8,7 +8,9 @@ and reports, per question, which of its evidence sessions (``answer_session_ids`
 held: **all-recall** (every one), **any-recall** (at least one). No LLM runs, so two versions of
 the code can be compared on one machine in a minute.
 
-usage: PYTHONPATH=<tree> python evals/timeq_recall.py evals/assistant/dev.json STORE.db [--json]
+usage: PYTHONPATH=<tree> python evals/timeq_recall.py evals/assistant/dev.json STORE.db [--json] [--dates]
+(``--dates``: the date questions instead, those the date rules count: "how many days between
+X and Y", "which came first", "how old was I when": both events must be in the prompt.)
 (the settings are read as the CLI reads them: ``LOCALMEM_ASK_TALLY=count,sum`` asks with counts
 and sums worked out by code, whose evidence is each session's best first; the store is made with the default embedder when it does not hold the file's histories yet;
 ``localmem eval longmemeval`` makes the same one.)
@@ -55,7 +57,14 @@ def _kind(question: str) -> str | None:
     return getattr(Question.parse(question, {}), "kind", None)
 
 
-def main(data_path: str, store: str, as_json: bool = False) -> None:
+def _dated(question: str) -> bool:
+    """Whether the date rules count ``question`` (its days found by code: ``--dates``)."""
+    from localmem.answer.question import Question
+
+    return Question.parse(question, {}).dates is not None
+
+
+def main(data_path: str, store: str, as_json: bool = False, dates: bool = False) -> None:
     # The questions are picked by the current kinds on every version, so both ask the same ones.
     picked = {"count", "sum"}
     path = Path(data_path)
@@ -66,8 +75,12 @@ def main(data_path: str, store: str, as_json: bool = False) -> None:
         loaded: set[str] = set()
         for index, item in enumerate(raw):
             kind = _kind(item["question"])
-            counting = kind in picked or item["question"].lower().startswith(("how many", "how much"))
-            if item["question_type"] != "multi-session" and not counting:
+            if dates:
+                if not _dated(item["question"]):
+                    continue
+            elif item["question_type"] != "multi-session" and not (
+                kind in picked or item["question"].lower().startswith(("how many", "how much"))
+            ):
                 continue
             if not item.get("answer_session_ids"):
                 continue  # an abstention item: no evidence to find
@@ -112,4 +125,4 @@ def main(data_path: str, store: str, as_json: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--json" in sys.argv[3:])
+    main(sys.argv[1], sys.argv[2], "--json" in sys.argv[3:], "--dates" in sys.argv[3:])

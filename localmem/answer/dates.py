@@ -13,7 +13,7 @@ So for questions that count or order dates, the model only picks which evidence 
 - ``age``: "how old was I when X": from a birth date the evidence states to the event's day.
 
 An event's day is the day a dated phrase in its sentence names ("yesterday", "last Friday",
-"on 15 April"), read against the day the message was said, else the day it was said. Each
+"on 15 April", "Sunday the 12th"), read against the day the message was said, else the day it was said. Each
 question event is matched to the evidence sentence that shares most of its words. The working
 is kept in :class:`Worked` and shown in the answer's details.
 """
@@ -27,7 +27,7 @@ from typing import Sequence
 
 from ..text import sentences
 from ..text.time_words import to_english
-from ..text.times import count_between, day_text, find_time_phrases, parse_timestamp
+from ..text.times import count_between, day_text, days_of_month, find_time_phrases
 from ..text.words import content_words, stem
 from ..types import Hit
 
@@ -229,9 +229,10 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
         said = hit.day
         if said is None:
             continue
-        for sentence in sentences.split(hit.text):
-            read = sentence if english else to_english(sentence)
-            spans = [span for _phrase, span in find_time_phrases(read, said)]
+        # Not English: read in English before it is cut ("am 2. September" is one date).
+        for sentence in sentences.split(hit.text if english else to_english(hit.text)):
+            read = sentence
+            spans = [span for _phrase, span in (*find_time_phrases(read, said), *days_of_month(read, said))]
             span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
             out.append(
                 Event(
@@ -323,7 +324,7 @@ def work_out(
             answer, "order", None, _shown(matched), f"{_when(matched[earlier])} is before {_when(matched[later])}"
         )
     if question.kind == "age":
-        born = _birth(evidence)
+        born = _birth([*evidence, *others])
         if born is None or not matched:
             return None
         years = count_between(born, matched[0].day, "years")
@@ -367,16 +368,26 @@ def _shown(events: Sequence[Event]) -> list[dict[str, str]]:
     return [{"day": e.day.isoformat(), "text": e.text, "id": e.hit_id} for e in events]
 
 
-_BORN = re.compile(r"\bborn (?:on |in )?(?P<when>[^.,;!?]+)", re.I)
+# A sentence telling a birth, in the languages whose date questions are read: "born 22 September
+# 1993", "Ich bin am 11. November 1988 geboren", "nací el 3 de marzo de 1990", "née le …".
+_BORN = re.compile(
+    r"(?<!\w)(?:born|geboren|nac[ií]d[oa]|nac[ií]|née?|naissance|nascid[oa]|nasci)(?!\w)|出生|生于|生まれ", re.I
+)
+# The owner's own birth before anyone else's: "I was born …" over "my brother was born …".
+_FIRST_PERSON = re.compile(r"(?<!\w)(?:i|i'm|ich|yo|je|j'|eu|me|mi|mein)(?!\w)|我|私", re.I)
 
 
 def _birth(hits: Sequence[Hit]) -> dt.date | None:
+    """The birth day a sentence of ``hits`` tells with its year (the first person's first)."""
+    found: list[tuple[bool, dt.date]] = []
     for hit in hits:
-        for found in _BORN.finditer(hit.text):
-            try:
-                when = parse_timestamp(found.group("when").strip())
-            except ValueError:
+        # Read in English before it is cut: "am 11. November 1988" is one date, not two sentences.
+        for sentence in sentences.split(to_english(hit.text)):
+            if not _BORN.search(sentence):
                 continue
-            if when:
-                return dt.date.fromisoformat(when[:10])
-    return None
+            for phrase, span in find_time_phrases(sentence, hit.day or dt.date.today()):
+                if span.precision == "day" and re.search(r"\d{4}", phrase):
+                    found.append((bool(_FIRST_PERSON.search(sentence)), span.start))
+                    break
+    mine = [day for first, day in found if first]
+    return (mine or [day for _first, day in found] or [None])[0]

@@ -242,6 +242,7 @@ def ask(
     asked = Question.parse(question, speakers)  # read once: every step and rule below reads this
     query, params = _as_of_asked(asked, question, params, today)
     hits = search_one(conn, namespace, models, query, params, names=names)
+    hits = _with_events(conn, namespace, models, asked, hits, params, names)
     if options.evidence == "messages":
         hits = as_messages(conn, hits)
     pool = hits
@@ -264,7 +265,8 @@ def ask(
         )
         # A count reads one thing a session: each long message as its best sentence alone, so
         # more sessions fit the budget (evals/timeq_recall.py).
-        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
+        # So does a date question between events: each event's sentence, not its whole message.
+        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally or _by_events(asked)
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
     budget = max_tokens or options.max_tokens
     if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
@@ -288,6 +290,60 @@ def ask(
     result.timings["model_load"] = round(0.0 if loaded else getattr(llm, "load_seconds", None) or 0.0, 3)
     result.timings["total"] = round(time.perf_counter() - started, 3)
     return result
+
+
+# How many of each event's own best hits a date question's evidence starts with.
+EVENT_HITS = 2
+# What a birth is said with, searched for "how old was I when …" (the question's language).
+_BIRTH_QUERY = {
+    "en": "I was born on",
+    "de": "ich bin geboren am",
+    "es": "nací el",
+    "fr": "je suis né le",
+    "pt": "eu nasci em",
+    "zh": "我出生于",
+    "ja": "私は生まれ",
+}
+
+
+def _by_events(asked: "Question") -> bool:
+    """Whether the date rules count ``asked`` between events its evidence must each hold."""
+    return asked.dates is not None and (len(asked.dates.events) >= 2 or asked.dates.kind == "age")
+
+
+def _with_events(
+    conn: "Store",
+    namespace: str,
+    models: "Models",
+    asked: "Question",
+    hits: list["Hit"],
+    params: "SearchParams",
+    names: "SpeakerNames | None",
+) -> list["Hit"]:
+    """``hits``, for a question the date rules count between two events ("how many days after
+    X did Y", "which came first, X or Y") or from a birth ("how old was I when X"), led by the
+    best :data:`EVENT_HITS` of a search for each event (and for the birth) on its own. One
+    search for the whole question finds the event it says most about and often not the other,
+    told in another session; the rules can count only what the evidence holds. Any other
+    question: ``hits`` as they are."""
+    from ..retrieval.batch import search_batch
+
+    dates = asked.dates
+    if dates is None or not _by_events(asked):
+        return hits
+    queries = [*dates.events]
+    if dates.kind == "age":
+        queries.append(_BIRTH_QUERY.get(asked.language, _BIRTH_QUERY["en"]))
+    first: list["Hit"] = []
+    for found in search_batch(conn, namespace, models, queries, params, names=names):
+        first += found[:EVENT_HITS]
+    seen: set[str] = set()
+    out = []
+    for hit in [*first, *hits]:
+        if hit.id not in seen:
+            seen.add(hit.id)
+            out.append(hit)
+    return out
 
 
 def _as_of_asked(

@@ -238,8 +238,10 @@ _MONTH_OF = {name: _ENGLISH_MONTHS[i] for names in _MONTHS.values() for i, name 
 _MONTH_NAMES = "|".join(sorted(_MONTH_OF, key=len, reverse=True))
 # "5. Juni", "5 de junio de 2023", "5 juin", "5 de junho": a day of a month.
 _DAY_MONTH = re.compile(rf"(?<!\w)(\d{{1,2}})\.?\s+(?:de\s+)?({_MONTH_NAMES})(?:\s+(?:de\s+)?(\d{{4}}))?(?!\w)", re.I)
+# Not a month already read with its day ("11. November 1988" is "on 11 November 1988" by then:
+# German and English share "November").
 _MONTH = re.compile(
-    r"(?<!\w)(?:(?:im|in|en|em|au mois de|no mês de|de)\s+)?("
+    r"(?<!\w)(?<!\d )(?:(?:im|in|en|em|au mois de|no mês de|de)\s+)?("
     + "|".join(sorted(_MONTH_OF, key=len, reverse=True))
     + r")(?:\s+(?:de\s+)?(\d{4}))?(?!\w)",
     re.I,

@@ -451,6 +451,56 @@ def find_time_phrases(text: str, ref: dt.date) -> list[tuple[str, Span]]:
     return found
 
 
+# A day of the month without its month: "on the 3rd", "Sunday the 12th", "the 24th to the 28th".
+# Only after a word that makes it a date (or before "to the 28th"): "the 3rd attempt" is not one.
+_DAY_OF_MONTH = re.compile(
+    rf"\b(?:(?:on|from|until|till|by|since|to) (?:(?:{_DAY_NAMES}),? )?the (?P<a>\d{{1,2}})(?:st|nd|rd|th)"
+    rf"|(?P<wd>{_DAY_NAMES}),? the (?P<b>\d{{1,2}})(?:st|nd|rd|th)"
+    rf"|the (?P<c>\d{{1,2}})(?:st|nd|rd|th)(?= (?:to|and|until|till|-|–) the \d))\b"
+    rf"(?! (?:of )?(?:{_MONTH_NAMES})\b)",
+    re.IGNORECASE,
+)
+
+
+def days_of_month(text: str, ref: dt.date) -> list[tuple[str, Span]]:
+    """The days of the month ``text`` names without their month ("Sunday the 12th", said on
+    Tuesday 14 May 2024: 12 May 2024), each the day of that number nearest ``ref`` in its
+    month, the month before or the month after; of those, one falling on the weekday named when
+    one is. :func:`find_time_phrases` leaves these out (so the evidence shown is unchanged);
+    the date rules read them as an event's day."""
+    found = []
+    for match in _DAY_OF_MONTH.finditer(text):
+        number = int(match.group("a") or match.group("b") or match.group("c"))
+        candidates = []
+        for months in (-1, 0, 1):
+            year, month = _shift_month(ref, months)
+            try:
+                candidates.append(dt.date(year, month, number))
+            except ValueError:
+                continue  # the 31st of a shorter month
+        named = match.group("wd") or next(
+            (w for w in _WEEKDAYS + list(_WEEKDAY_ABBR) if re.search(rf"\b{w}\b", match.group(0), re.I)), None
+        )
+        if named:
+            weekday = _WEEKDAYS.index(_WEEKDAY_ABBR.get(named.lower(), named.lower()))
+            candidates = [d for d in candidates if d.weekday() == weekday] or candidates
+        start = max((m.end() for m in _SENTENCE_BOUNDS.finditer(text, 0, match.start())), default=0)
+        end = next((m.start() for m in _SENTENCE_BOUNDS.finditer(text, match.end())), len(text))
+        sentence = text[start:end]
+        if _AHEAD.search(sentence):  # "I'm flying out on the 3rd": the coming one
+            candidates = [d for d in candidates if d >= ref] or candidates
+        elif _PAST.search(sentence):  # "I turned 34 on the 3rd": the last one
+            candidates = [d for d in candidates if d <= ref] or candidates
+        if candidates:
+            day = min(candidates, key=lambda d: (abs((d - ref).days), d > ref))
+            found.append((match.group(0), Span(day, day, "day")))
+    return found
+
+
+# A sentence about what has happened: "on the 3rd" in it is the last one.
+_PAST = re.compile(r"\b(?:was|were|did|had|went|ran|got|came|took|made|left|\w+ed)\b", re.IGNORECASE)
+
+
 def day_text(day: dt.date) -> str:
     """``2023-05-07`` → ``7 May 2023``: how answers and evidence write a date."""
     return f"{day.day} {day.strftime('%B')} {day.year}"
