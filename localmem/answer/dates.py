@@ -21,11 +21,13 @@ is kept in :class:`Worked` and shown in the answer's details.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..text import sentences
+from ..text.language import detect
 from ..text.time_words import to_english
 from ..text.times import count_between, day_text, days_of_month, find_time_phrases
 from ..text.words import content_words, stem
@@ -54,6 +56,7 @@ class Event:
     hit_id: str
     stated: bool = False  # the sentence names its time ("on 15 April", "yesterday", "last year")
     precision: str = "day"  # of a time named: "day", "week", "month" or "year" (``day`` is its start)
+    assistant: bool = False  # said by an assistant (restating the user, sometimes wrongly)
 
 
 @dataclass
@@ -229,8 +232,10 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
         said = hit.day
         if said is None:
             continue
-        # Not English: read in English before it is cut ("am 2. September" is one date).
-        for sentence in sentences.split(hit.text if english else to_english(hit.text)):
+        # Not English (the question's or the message's): read in English before it is cut ("am
+        # 2. September" is one date). A store holds the owner's Spanish chat beside English ones.
+        text = hit.text if english and detect(hit.text) in ("en", "und") else to_english(hit.text)
+        for sentence in sentences.split(text):
             read = sentence
             spans = [span for _phrase, span in (*find_time_phrases(read, said), *days_of_month(read, said))]
             span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
@@ -241,6 +246,7 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
                     hit.id,
                     span is not None,
                     span.precision if span else "day",
+                    hit.speaker == "assistant",
                 )
             )
     return out
@@ -261,34 +267,39 @@ def _when(event: Event) -> str:
 _FINEST = {"day": "days", "week": "weeks", "month": "months", "year": "years"}
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Whether two stemmed words are one word's forms ("move" and "movin", "get" and "getti"):
+    the stemmer leaves some endings on."""
+    common = len(os.path.commonprefix([a, b]))
+    return a == b or common >= 3 and common >= min(len(a), len(b)) - 1
+
+
 def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
-    """The index of the event sharing most (stemmed) content words with ``phrase``, if any; of
-    those sharing as many, the first that names its own day: it pins the event down ("My start
-    date is Monday 15 April" over "They offered me the job!" for "start my new job")."""
+    """The index of the event that best matches ``phrase``, if any shares a (stemmed) content
+    word with it. Each shared word counts by how few of ``events`` hold it ("adopt" over the
+    dog's name, said in every other message). Of the events scoring at least half the best,
+    one that names its own day comes first: it pins the event down ("I start on 15 July" over
+    "A month into the new job" for "I start my new job"); then the user's own words over an
+    assistant's restatement of them; then the best score, then the first."""
     wanted = {stem(w) for w in content_words(phrase)}
-    best, best_score = None, (0, False)
-    for index, event in enumerate(events):
-        if index in taken:
-            continue
-        shared = len(wanted & {stem(w) for w in content_words(event.text)})
-        score = (shared, event.stated)
-        if shared and score > best_score:
-            best, best_score = index, score
-    return best
+    held = [
+        {w for w in wanted if any(_same_word(w, x) for x in {stem(v) for v in content_words(e.text)})} for e in events
+    ]
+    scores: dict[int, float] = {}
+    for index, words in enumerate(held):
+        if index not in taken and words:
+            scores[index] = sum(1 / sum(1 for other in held if w in other) for w in words)
+    if not scores:
+        return None
+    best = max(scores.values())
+    close = [i for i, n in scores.items() if 2 * n >= best]
+    return max(close, key=lambda i: (events[i].stated, not events[i].assistant, scores[i], -i))
 
 
-def work_out(
-    question: DateQuestion,
-    evidence: Sequence[Hit],
-    now: dt.date | None,
-    others: Sequence[Hit] = (),
-    english: bool = True,
-) -> Worked | None:
-    """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
-    on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
-    sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
-    saw): the model often cites one of the two events a question names. ``english``: as in
-    :func:`events_of`."""
+def _cited_first(
+    question: DateQuestion, evidence: Sequence[Hit], others: Sequence[Hit], english: bool
+) -> list[Event] | None:
+    """Each event matched in what the model cited, else in the rest of what it saw."""
     events = events_of(evidence, english)
     spare: list[Event] | None = None  # read only when an event is not among the cited items
     taken: set[int] = set()
@@ -304,6 +315,53 @@ def work_out(
             index = len(events) - 1
         taken.add(index)
         matched.append(events[index])
+    return matched
+
+
+def _pooled(
+    question: DateQuestion,
+    evidence: Sequence[Hit],
+    others: Sequence[Hit],
+    english: bool,
+    own: Sequence[Sequence[Hit]],
+) -> list[Event] | None:
+    """Each event matched among its own search's hits, what the model cited and the rest of
+    what it saw, together (in that order on a tie): the model's pick is often the sentence
+    that names the event, not the one that dates it."""
+    shared = [*events_of(evidence, english), *events_of(others, english)]
+    matched: list[Event] = []
+    for n, phrase in enumerate(question.events):
+        pool: dict[tuple[str, str], Event] = {}
+        for event in [*(events_of(own[n], english) if n < len(own) else []), *shared]:
+            if not any(event.hit_id == m.hit_id and event.text == m.text for m in matched):
+                pool.setdefault((event.hit_id, event.text), event)
+        candidates = list(pool.values())
+        index = _match(phrase, candidates, set())
+        if index is None:
+            return None
+        matched.append(candidates[index])
+    return matched
+
+
+def work_out(
+    question: DateQuestion,
+    evidence: Sequence[Hit],
+    now: dt.date | None,
+    others: Sequence[Hit] = (),
+    english: bool = True,
+    own: Sequence[Sequence[Hit]] = (),
+) -> Worked | None:
+    """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
+    on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
+    sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
+    saw): the model often cites one of the two events a question names. ``own``: for each of
+    the question's events (and then the birth, for ``age``), the hits a search for it alone
+    found best, where it is looked for first. ``english``: as in :func:`events_of`."""
+    matched = (
+        _pooled(question, evidence, others, english, own) if own else _cited_first(question, evidence, others, english)
+    )
+    if matched is None:
+        return None
     if question.kind == "ago":
         if now is None or not matched:
             return None
@@ -324,7 +382,9 @@ def work_out(
             answer, "order", None, _shown(matched), f"{_when(matched[earlier])} is before {_when(matched[later])}"
         )
     if question.kind == "age":
-        born = _birth([*evidence, *others])
+        births = own[len(question.events)] if len(own) > len(question.events) else ()
+        # Whole messages before excerpts: a birth is often said in passing, beside the question's event.
+        born = _birth([*births, *(hit for hits in own for hit in hits), *evidence, *others])
         if born is None or not matched:
             return None
         years = count_between(born, matched[0].day, "years")

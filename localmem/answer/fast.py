@@ -83,10 +83,12 @@ def answer(
     on_text: Callable[[str], None] | None = None,
     speakers: Names | None = None,
     pool: Sequence[Hit] = (),
+    events: Sequence[Sequence[Hit]] = (),
 ) -> Answer:
     """Answer ``question`` from ``hits`` (already cut to the token budget) with one call, the
-    rules run before and after it (:mod:`.rules`; ``speakers``, the conversation's, and ``pool``,
-    what the search found besides, are theirs). No evidence: a refusal without the model.
+    rules run before and after it (:mod:`.rules`; ``speakers``, the conversation's, ``pool``,
+    what the search found besides, and ``events``, the hits of each event of a date question
+    searched on its own, are theirs). No evidence: a refusal without the model.
     ``on_text`` receives the answer as the model writes it (a repaired reply is not streamed)."""
     asked = question
     evidence = in_time_order(hits)
@@ -95,7 +97,7 @@ def answer(
     if not evidence or llm is None:
         return out
     found = list({h.id: h for h in [*evidence, *pool]}.values())
-    ctx = rules.Context(conn, asked, evidence, found, speakers or {}, today, out, llm, options.dates)
+    ctx = rules.Context(conn, asked, evidence, found, speakers or {}, today, out, llm, options.dates, events=events)
     if rules.run(rules.BEFORE, ctx, options.rules_off):
         return out
     names, who = _who(speakers, options.user_name)

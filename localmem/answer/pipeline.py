@@ -242,7 +242,7 @@ def ask(
     asked = Question.parse(question, speakers)  # read once: every step and rule below reads this
     query, params = _as_of_asked(asked, question, params, today)
     hits = search_one(conn, namespace, models, query, params, names=names)
-    hits = _with_events(conn, namespace, models, asked, hits, params, names)
+    events = _event_hits(conn, namespace, models, asked, params, names, options)
     if options.evidence == "messages":
         hits = as_messages(conn, hits)
     pool = hits
@@ -265,14 +265,15 @@ def ask(
         )
         # A count reads one thing a session: each long message as its best sentence alone, so
         # more sessions fit the budget (evals/timeq_recall.py).
-        # So does a date question between events: each event's sentence, not its whole message.
-        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally or _by_events(asked)
+        tight = asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally
         hits = excerpts.shorten(conn, hits, query_vec, count, options.long_tokens, *((0, 1) if tight else ()))
     budget = max_tokens or options.max_tokens
     if asked.kind in (COUNT, SUM) and asked.kind in options.answer.tally:
         # A count rests on messages spread over sessions: each session's best first, more room.
         hits = session_diverse(hits)
         budget = max_tokens or options.tally_tokens or budget
+    if events:
+        hits = _events_first(conn, models, namespace, asked, events, hits, params, options, count, names)
     hits = fit_budget(hits, budget, count)
     result = answer_mod.answer(
         conn,
@@ -284,6 +285,7 @@ def ask(
         on_text=on_text,
         speakers=speakers,
         pool=pool,
+        events=events,
     )
     result.timings["search"] = round(searched, 3)
     # Loading the model counts apart (it happens once a process, while counting tokens or answering).
@@ -311,35 +313,70 @@ def _by_events(asked: "Question") -> bool:
     return asked.dates is not None and (len(asked.dates.events) >= 2 or asked.dates.kind == "age")
 
 
-def _with_events(
+def _event_queries(asked: "Question") -> list[str]:
+    """What :func:`_event_hits` searches for: each event's phrase, then the birth for "age"."""
+    if asked.dates is None or not _by_events(asked):
+        return []
+    queries = [*asked.dates.events]
+    if asked.dates.kind == "age":
+        queries.append(_BIRTH_QUERY.get(asked.language, _BIRTH_QUERY["en"]))
+    return queries
+
+
+def _event_hits(
     conn: "Store",
     namespace: str,
     models: "Models",
     asked: "Question",
-    hits: list["Hit"],
     params: "SearchParams",
     names: "SpeakerNames | None",
-) -> list["Hit"]:
-    """``hits``, for a question the date rules count between two events ("how many days after
-    X did Y", "which came first, X or Y") or from a birth ("how old was I when X"), led by the
-    best :data:`EVENT_HITS` of a search for each event (and for the birth) on its own. One
-    search for the whole question finds the event it says most about and often not the other,
-    told in another session; the rules can count only what the evidence holds. Any other
-    question: ``hits`` as they are."""
+    options: AskOptions,
+) -> list[list["Hit"]]:
+    """For a question the date rules count between two events ("how many days after X did Y",
+    "which came first, X or Y") or from a birth ("how old was I when X"): the best
+    :data:`EVENT_HITS` messages of a search for each event (and for the birth) on its own, in
+    the order of :func:`_event_queries`; else nothing. One search for the whole question finds
+    the event it says most about and often not the other, told in another session."""
     from ..retrieval.batch import search_batch
+    from .evidence import as_messages
 
-    dates = asked.dates
-    if dates is None or not _by_events(asked):
-        return hits
-    queries = [*dates.events]
-    if dates.kind == "age":
-        queries.append(_BIRTH_QUERY.get(asked.language, _BIRTH_QUERY["en"]))
-    first: list["Hit"] = []
-    for found in search_batch(conn, namespace, models, queries, params, names=names):
-        first += found[:EVENT_HITS]
+    queries = _event_queries(asked)
+    if not queries:
+        return []
+    found = search_batch(conn, namespace, models, queries, params, names=names)
+    return [(as_messages(conn, hits) if options.evidence == "messages" else hits)[:EVENT_HITS] for hits in found]
+
+
+def _events_first(
+    conn: "Store",
+    models: "Models",
+    namespace: str,
+    asked: "Question",
+    events: list[list["Hit"]],
+    hits: list["Hit"],
+    params: "SearchParams",
+    options: AskOptions,
+    count: Callable[[str], int],
+    names: "SpeakerNames | None",
+) -> list["Hit"]:
+    """``hits`` led by each event's hits, a long message shown as its sentence that best
+    matches that event (not the whole question): the budget then holds every event."""
+    from ..retrieval.batch import vector_texts
+    from . import excerpts
+
+    shown: list["Hit"] = []
+    if options.long_tokens and conn.has_vectors():
+        phrases = _event_queries(asked)
+        vecs = models.embedder.embed(
+            vector_texts(conn, namespace, phrases, params, options.user_name, names), role="query"
+        )
+        for vec, found in zip(vecs, events):
+            shown += excerpts.shorten(conn, found, vec, count, options.long_tokens, 0, 1)
+    else:
+        shown = [hit for found in events for hit in found]
     seen: set[str] = set()
     out = []
-    for hit in [*first, *hits]:
+    for hit in [*shown, *hits]:
         if hit.id not in seen:
             seen.add(hit.id)
             out.append(hit)

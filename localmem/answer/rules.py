@@ -49,6 +49,7 @@ class Context:
     dates: bool = False
     messages: list[dict[str, str]] = field(default_factory=list)
     reply: dict[str, Any] = field(default_factory=dict)
+    events: Sequence[Sequence[Hit]] = ()  # a date question's events, each searched on its own
 
     def cited(self) -> list[Hit]:
         """The evidence items the answer cites now."""
@@ -203,7 +204,11 @@ def date_arithmetic(ctx: Context) -> Verdict:
         return PASS
     uncited = [h for n, h in enumerate(ctx.evidence, 1) if n not in out.supports]
     english = ctx.question.language in (*ENGLISH, UNDETERMINED)
-    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited, english)
+    # Each event is first looked for among its own search's hits (the messages are those shown
+    # in the evidence, read whole), then among what was cited, then the rest of the evidence.
+    shown = {h.id for h in ctx.evidence}
+    own = [[h for h in hits if h.id in shown] for hits in ctx.events]
+    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited, english, own)
     if worked is None:
         return PASS
     # The model picked the events; the rules count. An event found outside what was cited is cited too.

@@ -253,12 +253,25 @@ def _number(word: str) -> int:
     return int(word) if word.isdigit() else _NUMBERS[word.lower()]
 
 
+# "por la mañana", "esta mañana": Spanish "mañana" after an article is the morning, not tomorrow.
+_THE_MORNING = re.compile(r"(?<!\w)(?:la|esta|una|cada|toda la)\s+$", re.I)
+
+
+def _english_phrase(m: re.Match[str]) -> str:
+    # "esta mañana" is this morning, not tomorrow (see relative_phrases).
+    if m.group(0).lower() == "mañana":
+        before = _THE_MORNING.search(m.string, 0, m.start())
+        if before:  # "this morning" is today; "por la mañana", "cada mañana" name no day
+            return " today " if before.group(0).lower().startswith("esta") else m.group(0)
+    return f" {_ENGLISH_OF[m.group(0).lower()]} "
+
+
 def to_english(text: str) -> str:
     """``text`` with the time phrases of :data:`SUPPORTED` languages said in English (spaced
     apart, so that a word boundary holds next to Chinese or Japanese characters)."""
     text = _AGO_BEFORE.sub(lambda m: f" {_number(m.group(1))} {_UNITS[m.group(2).lower()]} ago ", text)
     text = _AGO_AFTER.sub(lambda m: f" {_number(m.group(1))} {_UNITS[m.group(2)]} ago ", text)
-    text = _PHRASE.sub(lambda m: f" {_ENGLISH_OF[m.group(0).lower()]} ", text)
+    text = _PHRASE.sub(_english_phrase, text)
 
     def month(m: re.Match[str]) -> str:
         name = _MONTH_OF[m.group(1).lower()]
@@ -276,10 +289,6 @@ def to_english(text: str) -> str:
         lambda m: f" in {_ENGLISH_MONTHS[int(m.group(2)) - 1]} {m.group(1) or ''} ".replace("  ", " "), text
     )
     return text
-
-
-# "por la mañana", "esta mañana": Spanish "mañana" after an article is the morning, not tomorrow.
-_THE_MORNING = re.compile(r"(?<!\w)(?:la|esta|una|cada|toda la)\s+$", re.I)
 
 
 def relative_phrases(text: str) -> list[tuple[int, int, str]]:

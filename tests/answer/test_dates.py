@@ -197,3 +197,64 @@ def test_ask_counts_a_german_date_question_by_rule_not_by_the_model(tmp_path):
         mem.add("Lena", "Heute war mein erster Arbeitstag bei Siemens, nach dem Umzug!", time="2024-04-15T18:00")
         result = mem.ask("Wie viele Tage lagen zwischen dem Umzug nach Leipzig und dem ersten Arbeitstag?")
     assert result.answer.startswith("35 days") and result.details["dates"]["model_answer"] == "etwa einen Monat"
+
+
+def test_a_day_of_the_month_without_its_month_is_that_day_near_when_it_was_said():
+    # Said on Tuesday 14 May: "Sunday the 12th" is two days before, not the day it was said.
+    hits = [
+        _hit(1, "2024-05-14T19:00:00", "user: The Leeds Half was on Sunday the 12th and I ran 1:48:37!"),
+        _hit(2, "2024-05-14T19:01:00", "user: Halden Health offered me the job. I start on 15 July."),
+    ]
+    worked = work_out(classify("How many days after the Leeds Half did I start my new job?"), hits, None)
+    assert worked is not None and worked.answer.startswith("64 days (12 May 2024 to 15 July 2024)")
+
+
+@pytest.mark.parametrize(
+    "text, born",
+    [
+        ("Some background. I'm 30, born 22 September 1993, and I live in Ancoats.", "1993-09-22"),
+        ("Ich bin am 11. November 1988 geboren, also mit 35 noch mal ein Neuanfang.", "1988-11-11"),
+        ("Cumplí 34 el día 3 (nací el 3 de marzo de 1990).", "1990-03-03"),
+        ("My brother was born on 2 May 1995. I was born on 1 June 1992.", "1992-06-01"),
+    ],
+)
+def test_age_counts_from_a_birth_told_in_any_supported_language_and_cited_or_not(text, born):
+    question = classify("How old was I when I ran my first half marathon?")
+    race = _hit(
+        1, "2024-01-14T20:00:00", "user: My first ever half marathon was the Great North Run on 8 September 2019."
+    )
+    birth = _hit(2, "2024-01-14T20:01:00", text)
+    # The model cited the race only: the birth is read from the rest of what it saw.
+    worked = work_out(question, [race], None, [birth])
+    born_day = dt.date.fromisoformat(born)
+    years = 2019 - born_day.year - ((9, 8) < (born_day.month, born_day.day))
+    assert worked is not None and worked.answer == f"{years} years old"
+
+
+def test_a_birthday_party_is_not_a_birth():
+    question = classify("How old was I when I ran my first half marathon?")
+    race = _hit(
+        1, "2024-01-14T20:00:00", "user: My first ever half marathon was the Great North Run on 8 September 2019."
+    )
+    party = _hit(2, "2024-05-14T20:00:00", "user: I flew down for Mom's 70th birthday on 3 May 2024.")
+    assert work_out(question, [race], None, [party]) is None
+
+
+def test_ask_searches_each_event_of_a_date_question_on_its_own(tmp_path):
+    from tests.fakes import HashEmbedder, ScriptedLLM
+    from tests.helpers import open_memory
+
+    llm = ScriptedLLM(responder=lambda m: {"answer": "a few weeks", "supports": [1], "confidence": 0.8})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("user", "We adopted a cat today, his name is Pilchard!", time="2024-01-22T10:00")
+        # Many messages sharing the question's words, none about the cat: one search for the
+        # whole question fills its candidates with them.
+        for day in range(1, 29):
+            mem.add(
+                "user",
+                f"How many days after the interview did they say I start the new job? Day {day} of waiting.",
+                time=f"2024-02-{day:02d}T09:00",
+            )
+        mem.add("user", "I started my new job yesterday at Severn Rail.", time="2024-04-16T08:00")
+        result = mem.ask("How many days after we adopted Pilchard did I start my new job?")
+    assert result.answer.startswith("84 days (22 January 2024 to 15 April 2024)"), result.answer

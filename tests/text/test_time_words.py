@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from localmem.text.time_words import relative_phrases, with_dates
+from localmem.text.time_words import relative_phrases, to_english, with_dates
 
 SAID = dt.date(2024, 3, 19)  # a Tuesday
 
@@ -51,3 +51,9 @@ def test_an_answers_relative_time_is_given_as_the_date_it_means():
     assert absolute("Ayer.", SAID) == "18 March 2024" and absolute("昨天", SAID) == "18 March 2024"
     assert absolute("vor zwei Wochen", SAID) == "vor zwei Wochen"  # "how long ago" is answered
     assert absolute("Am 18. März", SAID) == "Am 18. März" and absolute("ayer", None) == "ayer"
+
+
+def test_a_german_day_with_its_month_is_read_once():
+    # "November" is German and English: read as a day of the month, it is not read again as a month.
+    assert " on 11 November 1988 " in to_english("Ich bin am 11. November 1988 geboren")
+    assert " in November 2023 " in to_english("im November 2023")

@@ -59,3 +59,17 @@ def test_days_across_a_leap_day_and_the_unit_names():
     assert count_between(D(2024, 1, 22), D(2024, 4, 15), "days") == 84
     with pytest.raises(ValueError):
         count_between(D(2024, 1, 1), D(2024, 1, 2), "fortnights")
+
+
+def test_days_of_the_month_without_their_month():
+    from localmem.text.times import days_of_month
+
+    def days(text, said):
+        return [span.start.isoformat() for _phrase, span in days_of_month(text, dt.date.fromisoformat(said))]
+
+    assert days("The Leeds Half was on Sunday the 12th and I ran 1:48:37!", "2024-05-14") == ["2024-05-12"]
+    assert days("Holyhead to Cardiff in five days, the 24th to the 28th.", "2024-08-30") == ["2024-08-24", "2024-08-28"]
+    assert days("I turned 34 on the 3rd.", "2024-03-20") == ["2024-03-03"]  # past: the last one
+    assert days("We're flying out on the 3rd.", "2024-05-10") == ["2024-06-03"]  # ahead: the next one
+    assert days("My 3rd attempt, on the 3rd of May.", "2024-05-20") == []  # a day with its month is not one
+    assert days("the 31st", "2024-03-02") == []  # nothing says it is a date
