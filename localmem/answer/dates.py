@@ -57,6 +57,7 @@ class Event:
     stated: bool = False  # the sentence names its time ("on 15 April", "yesterday", "last year")
     precision: str = "day"  # of a time named: "day", "week", "month" or "year" (``day`` is its start)
     assistant: bool = False  # said by an assistant (restating the user, sometimes wrongly)
+    at: int = -1  # where in ``text`` the time named starts (-1: none named)
 
 
 @dataclass
@@ -236,19 +237,23 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
         # 2. September" is one date). A store holds the owner's Spanish chat beside English ones.
         text = hit.text if english and detect(hit.text) in ("en", "und") else to_english(hit.text)
         for sentence in sentences.split(text):
-            read = sentence
-            spans = [span for _phrase, span in (*find_time_phrases(read, said), *days_of_month(read, said))]
-            span = next((sp for sp in spans if sp.precision == "day"), spans[0] if spans else None)
-            out.append(
-                Event(
-                    span.start if span else said,
-                    sentence.strip(),
-                    hit.id,
-                    span is not None,
-                    span.precision if span else "day",
-                    hit.speaker == "assistant",
+            sentence = sentence.strip()
+            found = [*find_time_phrases(sentence, said), *days_of_month(sentence, said)]
+            days = [(phrase, span) for phrase, span in found if span.precision == "day"]
+            # A sentence naming two days ("we signed the lease last Friday, and we're moving on
+            # Saturday, February 10") is an event for each: the match takes the one nearest its words.
+            for phrase, span in days or found[:1] or [("", None)]:
+                out.append(
+                    Event(
+                        span.start if span else said,
+                        sentence,
+                        hit.id,
+                        span is not None,
+                        span.precision if span else "day",
+                        hit.speaker == "assistant",
+                        sentence.find(phrase) if span else -1,
+                    )
                 )
-            )
     return out
 
 
@@ -280,7 +285,8 @@ def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
     dog's name, said in every other message). Of the events scoring at least half the best,
     one that names its own day comes first: it pins the event down ("I start on 15 July" over
     "A month into the new job" for "I start my new job"); then the user's own words over an
-    assistant's restatement of them; then the best score, then the first."""
+    assistant's restatement of them; then the best score; then a day over a month; then, of
+    the days one sentence names, the one nearest the phrase's words; then the first."""
     wanted = {stem(w) for w in content_words(phrase)}
     held = [
         {w for w in wanted if any(_same_word(w, x) for x in {stem(v) for v in content_words(e.text)})} for e in events
@@ -293,7 +299,24 @@ def _match(phrase: str, events: Sequence[Event], taken: set[int]) -> int | None:
         return None
     best = max(scores.values())
     close = [i for i, n in scores.items() if 2 * n >= best]
-    return max(close, key=lambda i: (events[i].stated, not events[i].assistant, scores[i], -i))
+
+    def distance(event: Event) -> int:
+        # From the time named to the nearest of the phrase's words, in characters.
+        lower = event.text.lower()
+        spots = [m.start() for w in wanted for m in re.finditer(re.escape(w[:4]), lower)]
+        return min((abs(spot - event.at) for spot in spots), default=0) if event.at >= 0 else 0
+
+    return max(
+        close,
+        key=lambda i: (
+            events[i].stated,
+            not events[i].assistant,
+            scores[i],
+            events[i].precision == "day",  # "on Sunday the 12th" over "in May"
+            -distance(events[i]),
+            -i,
+        ),
+    )
 
 
 def _cited_first(
@@ -324,21 +347,33 @@ def _pooled(
     others: Sequence[Hit],
     english: bool,
     own: Sequence[Sequence[Hit]],
+    close: Sequence[Sequence[Hit]] = (),
 ) -> list[Event] | None:
     """Each event matched among its own search's hits, what the model cited and the rest of
     what it saw, together (in that order on a tie): the model's pick is often the sentence
-    that names the event, not the one that dates it."""
+    that names the event, not the one that dates it. ``close``: each event's hits as the
+    evidence shows them (a long one as its sentence nearest the event), read when no sentence
+    shares a word with the event."""
     shared = [*events_of(evidence, english), *events_of(others, english)]
     matched: list[Event] = []
     for n, phrase in enumerate(question.events):
-        pool: dict[tuple[str, str], Event] = {}
+        pool: dict[tuple[str, str, int], Event] = {}
         for event in [*(events_of(own[n], english) if n < len(own) else []), *shared]:
-            if not any(event.hit_id == m.hit_id and event.text == m.text for m in matched):
-                pool.setdefault((event.hit_id, event.text), event)
+            if not any((event.hit_id, event.text, event.at) == (m.hit_id, m.text, m.at) for m in matched):
+                pool.setdefault((event.hit_id, event.text, event.at), event)
         candidates = list(pool.values())
         index = _match(phrase, candidates, set())
         if index is None:
-            return None
+            # No sentence says the event in the question's words ("getting engaged": "I
+            # proposed on Saturday and she said yes"): the first sentence naming a day of what
+            # its own search found best, as the evidence shows it (the sentence nearest the
+            # event's meaning, for a long message).
+            named = [e for hits in (close[n : n + 1] if n < len(close) else []) for e in events_of(hits, english)]
+            named = [e for e in named if e.stated and e.precision == "day"]
+            if not named:
+                return None
+            matched.append(named[0])
+            continue
         matched.append(candidates[index])
     return matched
 
@@ -350,13 +385,15 @@ def work_out(
     others: Sequence[Hit] = (),
     english: bool = True,
     own: Sequence[Sequence[Hit]] = (),
+    close: Sequence[Sequence[Hit]] = (),
 ) -> Worked | None:
     """The answer to ``question`` counted from ``evidence`` (the items the model said it rests
     on) and ``now``; ``None`` when the events or their days cannot be found. An event that no
     sentence of ``evidence`` matches is looked for in ``others`` (the rest of what the model
     saw): the model often cites one of the two events a question names. ``own``: for each of
     the question's events (and then the birth, for ``age``), the hits a search for it alone
-    found best, where it is looked for first. ``english``: as in :func:`events_of`."""
+    found best, where it is looked for first, and ``close`` the same as the evidence shows them
+    (see :func:`_pooled`). ``english``: as in :func:`events_of`."""
     matched = (
         _pooled(question, evidence, others, english, own) if own else _cited_first(question, evidence, others, english)
     )

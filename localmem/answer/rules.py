@@ -204,11 +204,12 @@ def date_arithmetic(ctx: Context) -> Verdict:
         return PASS
     uncited = [h for n, h in enumerate(ctx.evidence, 1) if n not in out.supports]
     english = ctx.question.language in (*ENGLISH, UNDETERMINED)
-    # Each event is first looked for among its own search's hits (the messages are those shown
-    # in the evidence, read whole), then among what was cited, then the rest of the evidence.
-    shown = {h.id for h in ctx.evidence}
+    # Each event is looked for among its own search's hits (those shown in the evidence, read
+    # whole), what was cited and the rest of the evidence (dates.work_out).
+    shown = {h.id: h for h in ctx.evidence}
     own = [[h for h in hits if h.id in shown] for hits in ctx.events]
-    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited, english, own)
+    close = [[shown[h.id] for h in hits] for hits in own]
+    worked = date_rules.work_out(asked, ctx.cited(), ctx.today, uncited, english, own, close)
     if worked is None:
         return PASS
     # The model picked the events; the rules count. An event found outside what was cited is cited too.

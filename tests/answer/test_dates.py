@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 
@@ -258,3 +259,26 @@ def test_ask_searches_each_event_of_a_date_question_on_its_own(tmp_path):
         mem.add("user", "I started my new job yesterday at Severn Rail.", time="2024-04-16T08:00")
         result = mem.ask("How many days after we adopted Pilchard did I start my new job?")
     assert result.answer.startswith("84 days (22 January 2024 to 15 April 2024)"), result.answer
+
+
+def test_an_event_is_dated_by_the_sentence_naming_its_day_and_the_users_words_first():
+    question = classify("How many days after we adopted Lola did I start at La Fe?")
+    own = [
+        [_hit(1, "2024-02-17T12:05:00", "Daniel: La he adoptado esta mañana en la protectora, se llama Lola.")],
+        [
+            replace(
+                _hit(
+                    2, "2024-07-20T10:00:00", "assistant: Since you started at La Fe on 1 June, you'll have leave soon."
+                ),
+                speaker="assistant",
+            ),
+            replace(
+                _hit(3, "2024-07-20T10:01:00", "user: Just to correct you: I started on 1 July, not 1 June."),
+                speaker="user",
+            ),
+        ],
+    ]
+    others = [_hit(4, "2024-10-02T10:00:00", "user: Lola's vet said her ears are fine.")]
+    worked = work_out(question, [], None, others, True, own)
+    # "esta mañana" is the day it was said; the user's correction outranks the assistant.
+    assert worked is not None and worked.answer.startswith("135 days (17 February 2024 to 1 July 2024)")

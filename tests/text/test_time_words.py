@@ -57,3 +57,9 @@ def test_a_german_day_with_its_month_is_read_once():
     # "November" is German and English: read as a day of the month, it is not read again as a month.
     assert " on 11 November 1988 " in to_english("Ich bin am 11. November 1988 geboren")
     assert " in November 2023 " in to_english("im November 2023")
+
+
+def test_this_morning_in_spanish_is_today_not_tomorrow():
+    assert "today" in to_english("La he adoptado esta mañana")
+    assert "tomorrow" in to_english("Mañana voy al veterinario")
+    assert "tomorrow" not in to_english("Corro cada mañana")
