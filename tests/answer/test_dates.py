@@ -282,3 +282,19 @@ def test_an_event_is_dated_by_the_sentence_naming_its_day_and_the_users_words_fi
     worked = work_out(question, [], None, others, True, own)
     # "esta mañana" is the day it was said; the user's correction outranks the assistant.
     assert worked is not None and worked.answer.startswith("135 days (17 February 2024 to 1 July 2024)")
+
+
+def test_each_event_is_searched_only_in_what_was_known_as_of_the_day_asked(tmp_path):
+    from tests.fakes import HashEmbedder, ScriptedLLM
+    from tests.helpers import open_memory
+
+    llm = ScriptedLLM(responder=lambda m: {"answer": "a few weeks", "supports": [1], "confidence": 0.8})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        mem.add("user", "We adopted a cat today, his name is Pilchard!", time="2024-01-22T10:00")
+        mem.add("user", "I started my new job yesterday at Severn Rail.", time="2024-04-16T08:00")
+        question = "How many days after we adopted Pilchard did I start my new job?"
+        assert mem.ask(question).answer.startswith("84 days")
+        before = mem.ask(question, as_of="2024-03-01")
+    # The start was said after 1 March: its own search does not find it then.
+    assert not before.answer.startswith("84 days")
+    assert all(h.time is None or h.time < "2024-03-02" for h in before.evidence)
