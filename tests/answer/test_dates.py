@@ -256,7 +256,7 @@ def test_ask_searches_each_event_of_a_date_question_on_its_own(tmp_path):
                 f"How many days after the interview did they say I start the new job? Day {day} of waiting.",
                 time=f"2024-02-{day:02d}T09:00",
             )
-        mem.add("user", "I started my new job yesterday at Severn Rail.", time="2024-04-16T08:00")
+        mem.add("user", "New job! I started my new job yesterday.", time="2024-04-16T08:00")
         result = mem.ask("How many days after we adopted Pilchard did I start my new job?")
     assert result.answer.startswith("84 days (22 January 2024 to 15 April 2024)"), result.answer
 
