@@ -144,7 +144,16 @@ _OTHER_PATTERNS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
             re.compile(r"\bqu[ée] (?:pas[óo]|fue|ocurri[óo]|hice) primero[\s:,-]*(?P<a>.+?),? o (?P<b>.+)", re.I),
         ),
         ("between", re.compile(rf"\bcu[áa]nt[oa]s {_DAYS['es']} (?:\w+ )?entre (?P<a>.+?) y (?P<b>.+)", re.I)),
-        ("between", re.compile(rf"\bcu[áa]nt[oa]s {_DAYS['es']} despu[ée]s de (?P<a>.+?),? (?P<b>.+)", re.I)),
+        # The second event starts at its verb, said in the first person's past: "después de
+        # adoptar a Lola empecé en La Fe" (empecé, me mudé, compramos).
+        (
+            "between",
+            re.compile(
+                rf"\bcu[áa]nt[oa]s {_DAYS['es']} despu[ée]s de (?P<a>.+?),? "
+                r"(?P<b>(?:(?:me|nos|lo|la|le|les) )?\w+(?:é|í|amos|imos)\b.*)",
+                re.I,
+            ),
+        ),
         ("ago", re.compile(rf"\bhace cu[áa]nt[oa]s {_DAYS['es']} (?:que )?(?P<a>.+)", re.I)),
     ],
     "fr": [
@@ -162,14 +171,30 @@ _OTHER_PATTERNS: dict[str, list[tuple[str, re.Pattern[str]]]] = {
                 rf"\bcombien de {_DAYS['fr']} (?:se sont écoulés |y a-t-il |)?entre (?P<a>.+?) et (?P<b>.+)", re.I
             ),
         ),
-        ("between", re.compile(rf"\bcombien de {_DAYS['fr']} après (?P<a>.+?),? (?P<b>.+)", re.I)),
+        # The second event starts at its verb: "ai-je commencé", "est-ce que j'ai commencé".
+        (
+            "between",
+            re.compile(
+                rf"\bcombien de {_DAYS['fr']} après (?P<a>.+?),? (?:est-ce qu(?:e |['’]))?"
+                r"(?P<b>(?:\w+-(?:je|tu|t-il|t-elle|t-on|il|elle|on|nous|vous|ils|elles)|j['’]|je|nous|on|il|elle)\b.*)",
+                re.I,
+            ),
+        ),
         ("ago", re.compile(rf"\bil y a combien de {_DAYS['fr']} (?:que )?(?P<a>.+)", re.I)),
     ],
     "pt": [
         ("age", re.compile(r"\bquantos anos (?:eu )?tinha(?: eu)? quando (?P<a>.+)", re.I)),
         ("order", re.compile(r"\bo que (?:aconteceu|veio|foi) primeiro[\s:,-]*(?P<a>.+?),? ou (?P<b>.+)", re.I)),
         ("between", re.compile(rf"\bquant[oa]s {_DAYS['pt']} (?:\w+ )?entre (?P<a>.+?) e (?P<b>.+)", re.I)),
-        ("between", re.compile(rf"\bquant[oa]s {_DAYS['pt']} depois d[eoa] (?P<a>.+?),? (?P<b>.+)", re.I)),
+        # The second event starts at its verb in the first person's past: "comecei", "nos mudamos".
+        (
+            "between",
+            re.compile(
+                rf"\bquant[oa]s {_DAYS['pt']} depois d[eoa] (?P<a>.+?),? "
+                r"(?P<b>(?:(?:eu|nós|me|nos) )?\w+(?:ei|i|amos|emos|imos)\b.*)",
+                re.I,
+            ),
+        ),
         ("ago", re.compile(rf"\bh[áa] quant[oa]s {_DAYS['pt']} (?:que )?(?P<a>.+)", re.I)),
     ],
     "zh": [
@@ -233,12 +258,12 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
         said = hit.day
         if said is None:
             continue
-        # Not English (the question's or the message's): read in English before it is cut ("am
-        # 2. September" is one date). A store holds the owner's Spanish chat beside English ones.
-        text = hit.text if english and detect(hit.text) in ("en", "und") else to_english(hit.text)
-        for sentence in sentences.split(text):
-            sentence = sentence.strip()
-            found = [*find_time_phrases(sentence, said), *days_of_month(sentence, said)]
+        # Not English (the question's or the message's): its time words are read in English. A
+        # store holds the owner's Spanish chat beside English ones.
+        translate = not (english and detect(hit.text) in ("en", "und"))
+        for sentence in _sentences(hit.text):
+            read = to_english(sentence) if translate else sentence
+            found = [*find_time_phrases(read, said), *days_of_month(read, said)]
             days = [(phrase, span) for phrase, span in found if span.precision == "day"]
             # A sentence naming two days ("we signed the lease last Friday, and we're moving on
             # Saturday, February 10") is an event for each: the match takes the one nearest its words.
@@ -251,10 +276,35 @@ def events_of(hits: Sequence[Hit], english: bool = True) -> list[Event]:
                         span is not None,
                         span.precision if span else "day",
                         hit.speaker == "assistant",
-                        sentence.find(phrase) if span else -1,
+                        _at(sentence, read, phrase) if span else -1,
                     )
                 )
     return out
+
+
+# A day written with a point, "am 11. November": the sentence does not end there.
+_ORDINAL_END = re.compile(r"(?<!\d)\d{1,2}\.$")
+
+
+def _sentences(text: str) -> list[str]:
+    """``text``'s sentences (:func:`localmem.text.sentences.split`), a German "11." followed by
+    its month kept in the sentence it belongs to."""
+    out: list[str] = []
+    for piece in sentences.split(text):
+        if out and _ORDINAL_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece.strip())
+    return out
+
+
+def _at(sentence: str, read: str, phrase: str) -> int:
+    """Where ``phrase`` (found in ``read``, the sentence in English) starts in ``sentence``, as
+    near as a translated sentence allows (in proportion)."""
+    found = read.find(phrase)
+    if found < 0 or read == sentence:
+        return found
+    return round(found * len(sentence) / max(1, len(read)))
 
 
 def _when(event: Event) -> str:
@@ -478,11 +528,10 @@ def _birth(hits: Sequence[Hit]) -> dt.date | None:
     """The birth day a sentence of ``hits`` tells with its year (the first person's first)."""
     found: list[tuple[bool, dt.date]] = []
     for hit in hits:
-        # Read in English before it is cut: "am 11. November 1988" is one date, not two sentences.
-        for sentence in sentences.split(to_english(hit.text)):
+        for sentence in _sentences(hit.text):
             if not _BORN.search(sentence):
                 continue
-            for phrase, span in find_time_phrases(sentence, hit.day or dt.date.today()):
+            for phrase, span in find_time_phrases(to_english(sentence), hit.day or dt.date.today()):
                 if span.precision == "day" and re.search(r"\d{4}", phrase):
                     found.append((bool(_FIRST_PERSON.search(sentence)), span.start))
                     break

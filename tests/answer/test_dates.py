@@ -164,6 +164,28 @@ def test_nothing_matching_means_no_worked_answer():
         ("Wie alt war ich, als ich nach Berlin zog?", "de", "age", None, ("ich nach Berlin zog",)),
         ("搬家和婚礼之间相隔多少天？", "zh", "between", "days", ("搬家", "婚礼")),
         ("引っ越しから結婚式まで何日？", "ja", "between", "days", ("引っ越し", "結婚式")),
+        # "After X did Y": the second event starts at its verb.
+        (
+            "Combien de jours après avoir adopté Minou ai-je commencé mon nouveau travail ?",
+            "fr",
+            "between",
+            "days",
+            ("avoir adopté Minou", "ai-je commencé mon nouveau travail"),
+        ),
+        (
+            "¿Cuántos días después de adoptar a Lola empecé en La Fe?",
+            "es",
+            "between",
+            "days",
+            ("adoptar a Lola", "empecé en La Fe"),
+        ),
+        (
+            "Quantos dias depois do casamento nos mudamos para Lisboa?",
+            "pt",
+            "between",
+            "days",
+            ("casamento", "nos mudamos para Lisboa"),
+        ),
         ("Wo arbeite ich jetzt?", "de", None, None, None),
         # An English pattern does not read another language's question, nor the other way round.
         ("How many days between the move and the wedding?", "de", None, None, None),
@@ -298,3 +320,52 @@ def test_each_event_is_searched_only_in_what_was_known_as_of_the_day_asked(tmp_p
     # The start was said after 1 March: its own search does not find it then.
     assert not before.answer.startswith("84 days")
     assert all(h.time is None or h.time < "2024-03-02" for h in before.evidence)
+
+
+@pytest.mark.parametrize(
+    "messages, question, answer",
+    [
+        (
+            [
+                (
+                    "Lena",
+                    "Ich bin am 11. November 1988 geboren, also mit 35 noch mal ein Neuanfang.",
+                    "2024-01-10T09:00",
+                ),
+                ("Lena", "Das Wetter ist schön.", "2024-05-02T18:00"),
+                ("Lena", "Heute bin ich nach Hamburg umgezogen!", "2024-09-02T18:00"),
+            ],
+            "Wie alt war ich, als ich nach Hamburg umgezogen bin?",
+            "35 years old",
+        ),
+        (
+            [
+                ("Chloé", "Nous avons adopté un chat hier, il s'appelle Minou.", "2024-02-10T09:00"),
+                ("Chloé", "Il pleut encore.", "2024-02-20T18:00"),
+                ("Chloé", "J'ai commencé mon nouveau travail aujourd'hui chez Airbus !", "2024-03-11T18:00"),
+            ],
+            "Combien de jours après avoir adopté Minou ai-je commencé mon nouveau travail ?",
+            "31 days (9 February 2024 to 11 March 2024)",
+        ),
+        (
+            [
+                ("Daniel", "La he adoptado esta mañana en la protectora, se llama Lola.", "2024-02-17T12:05"),
+                ("Daniel", "Empecé en La Fe el 1 de julio.", "2024-07-03T10:00"),
+            ],
+            "¿Cuántos días después de adoptar a Lola empecé en La Fe?",
+            "135 days (17 February 2024 to 1 July 2024)",
+        ),
+    ],
+)
+def test_ask_works_out_date_questions_in_other_languages(tmp_path, messages, question, answer):
+    from tests.fakes import HashEmbedder, ScriptedLLM
+    from tests.helpers import open_memory
+
+    llm = ScriptedLLM(responder=lambda m: {"answer": "keine Ahnung", "supports": [1], "confidence": 0.8})
+    with open_memory(tmp_path / "m.db", namespace="t", embedder=HashEmbedder(), llm=llm) as mem:
+        for who, text, when in messages:
+            mem.add(who, text, time=when)
+        result = mem.ask(question)
+    assert result.answer == answer
+    # The working shows the messages as they were said, not their English reading.
+    assert all(e["text"] in {f"{w}: {t}" for w, t, _ in messages} for e in result.details["dates"]["events"])
